@@ -1,0 +1,72 @@
+// swift-tools-version:6.0
+// SPDX-License-Identifier: MIT
+import PackageDescription
+
+// `make build` sets SWIFTMOQ_STATIC_STDLIB=1 so that the GStreamer plugin
+// carries the Swift runtime inside it (ldd lists no libswift*).
+let staticStdlib = Context.environment["SWIFTMOQ_STATIC_STDLIB"] == "1"
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+func gst(_ name: String, _ pc: String) -> Target {
+    .systemLibrary(
+        name: name, pkgConfig: pc,
+        providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev"])])
+}
+
+let package = Package(
+    name: "SwiftMoQ",
+    products: [
+        .library(name: "SwiftMoQ", targets: ["SwiftMoQ"]),
+        .library(name: "MoqWire", targets: ["MoqWire"]),
+        .library(name: "MoqSession", targets: ["MoqSession"]),
+        .executable(name: "swiftmoq", targets: ["swiftmoq"]),
+        // Product name must be gst<plugin>: GStreamer looks up gst_plugin_swiftmoq_get_desc.
+        .library(name: "gstswiftmoq", type: .dynamic, targets: ["GstSwiftMoQPlugin"]),
+    ],
+    targets: [
+        // MARK: - C libraries (wrapped once, never exposed in public API)
+        .systemLibrary(
+            name: "CNgtcp2", pkgConfig: "libngtcp2_crypto_gnutls",
+            providers: [.apt(["libngtcp2-dev", "libngtcp2-crypto-gnutls-dev", "libgnutls28-dev"])]),
+        gst("CGStreamer", "gstreamer-1.0"),
+        gst("CGstBase", "gstreamer-base-1.0"),
+        gst("CGstApp", "gstreamer-app-1.0"),
+        gst("CGstVideo", "gstreamer-video-1.0"),
+        gst("CGstAudio", "gstreamer-audio-1.0"),
+        gst("CGstPbutils", "gstreamer-pbutils-1.0"),
+        gst("CGstCheck", "gstreamer-check-1.0"),
+
+        // MARK: - Layers
+        .target(name: "MoqWire", swiftSettings: swiftSettings),
+        .target(name: "MoqSession", dependencies: ["MoqWire"], swiftSettings: swiftSettings),
+        .target(name: "MoqQUIC", dependencies: ["CNgtcp2", "MoqWire"], swiftSettings: swiftSettings),
+        .target(
+            name: "SwiftMoQ", dependencies: ["MoqWire", "MoqSession", "MoqQUIC"],
+            swiftSettings: swiftSettings),
+        .executableTarget(name: "swiftmoq", dependencies: ["SwiftMoQ"], swiftSettings: swiftSettings),
+        .target(
+            name: "GstSwiftMoQ",
+            dependencies: [
+                "SwiftMoQ", "CGStreamer", "CGstBase", "CGstApp", "CGstVideo", "CGstAudio", "CGstPbutils",
+            ],
+            swiftSettings: swiftSettings),
+        .target(
+            name: "GstSwiftMoQPlugin", dependencies: ["GstSwiftMoQ"], swiftSettings: swiftSettings,
+            linkerSettings: staticStdlib ? [.unsafeFlags(["-static-stdlib"])] : []),
+
+        // MARK: - Tests
+        .testTarget(name: "MoqWireTests", dependencies: ["MoqWire"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "MoqSessionTests", dependencies: ["MoqWire", "MoqSession"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "MoqQUICTests", dependencies: ["MoqQUIC", "MoqWire"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "InteropTests", dependencies: ["SwiftMoQ", "MoqSession", "MoqWire"],
+            swiftSettings: swiftSettings),
+    ],
+    swiftLanguageModes: [.v6]
+)
