@@ -54,7 +54,7 @@ public struct Bytes: Sendable {
     ///     releases the memory (for example a mapped `GstBuffer`).
     ///   - base: the first byte; must stay valid and unchanged while `owner` lives.
     ///   - count: the number of bytes.
-    public init(owner: AnyObject & Sendable, base: UnsafeRawPointer, count: Int) {
+    public init(owner: any AnyObject & Sendable, base: UnsafeRawPointer, count: Int) {
         precondition(count >= 0)
         if count == 0 {
             self.init()
@@ -117,7 +117,7 @@ extension Bytes: ExpressibleByArrayLiteral {
 @usableFromInline
 final class ByteStorage: @unchecked Sendable {
     @usableFromInline let base: UnsafeRawPointer
-    private let owner: (AnyObject & Sendable)?
+    private let owner: (any AnyObject & Sendable)?
 
     init(copying buffer: UnsafeRawBufferPointer) {
         let memory = UnsafeMutableRawPointer.allocate(byteCount: buffer.count, alignment: 16)
@@ -126,9 +126,15 @@ final class ByteStorage: @unchecked Sendable {
         owner = nil
     }
 
-    init(owner: AnyObject & Sendable, base: UnsafeRawPointer) {
+    init(owner: any AnyObject & Sendable, base: UnsafeRawPointer) {
         self.base = base
         self.owner = owner
+    }
+
+    /// Takes ownership of memory from `UnsafeMutableRawPointer.allocate`.
+    init(adopting memory: UnsafeMutableRawPointer) {
+        base = UnsafeRawPointer(memory)
+        owner = nil
     }
 
     deinit {
