@@ -47,7 +47,7 @@ public struct SessionErrorCode: RawRepresentable, Hashable, Sendable, CustomStri
 ///
 /// On the wire they are mapped into the WebTransport error range even on raw
 /// QUIC (``wireValue`` / ``init(wireValue:)``), exactly as the Rust peer does.
-public struct StreamErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+public struct StreamErrorCode: RawRepresentable, Hashable, Sendable, Error, CustomStringConvertible {
     public let rawValue: UInt64
     public init(rawValue: UInt64) { self.rawValue = rawValue }
 

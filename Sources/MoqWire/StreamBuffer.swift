@@ -43,6 +43,14 @@ public struct StreamBuffer: Sendable {
         return bytes
     }
 
+    /// Removes and returns every buffered byte (to hand a stream over to another decoder).
+    public mutating func drain() -> [UInt8] {
+        let rest = Array(pending[start...])
+        pending.removeAll(keepingCapacity: false)
+        start = 0
+        return rest
+    }
+
     /// Reads a bare varint (a stream type), or nil if incomplete.
     public mutating func readVarInt() -> UInt64? {
         guard let (value, length) = peekVarInt(at: start) else { return nil }

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: MIT
+import MoqWire
+
+/// Our FETCH: the reply is frames until FIN, or a reset with a code.
+final class RequestedFetch: StreamHandler {
+    unowned let session: SessionCore
+    let request: Fetch
+    private let completion: (Result<[Frame], StreamErrorCode>) -> Void
+    private var stream: Int64?
+    private var decoder = FrameDecoder(expectHeader: false)
+    private var frames: [Frame] = []
+    private var done = false
+
+    init(session: SessionCore, request: Fetch, completion: @escaping (Result<[Frame], StreamErrorCode>) -> Void) {
+        self.session = session
+        var normalized = request
+        normalized.broadcast = BroadcastPath.normalize(request.broadcast)
+        self.request = normalized
+        self.completion = completion
+    }
+
+    func start() {
+        session.openStream(bidirectional: true, isCancelled: { [weak self] in self?.done ?? true }) { [self] stream in
+            self.stream = stream
+            session.handlers[stream] = self
+            session.transport.setSendOrder(stream, SendOrder.control)
+            session.transport.write(
+                stream, Bytes([UInt8(BidiStreamType.fetch.rawValue)] + request.encoded()), fin: true)
+        }
+    }
+
+    func received(_ data: UnsafeRawBufferPointer, fin: Bool) {
+        guard !done else { return }
+        do {
+            for event in try decoder.feed(data, fin: fin) {
+                if case .frame(let frame) = event { frames.append(frame) }
+            }
+            if fin { finish(.success(frames)) }
+        } catch {
+            session.counters.malformedStreams += 1
+            if let stream { session.abortStream(stream, error.streamCode, resetSend: false) }
+            finish(.failure(error.streamCode))
+        }
+    }
+
+    func peerReset(wireCode: UInt64) { finish(.failure(StreamErrorCode(wireValue: wireCode) ?? .internal)) }
+
+    private func finish(_ result: Result<[Frame], StreamErrorCode>) {
+        guard !done else { return }
+        done = true
+        if let stream { session.detach(stream) }
+        completion(result)
+    }
+
+    func sessionClosed() { finish(.failure(.sessionClosed)) }
+}

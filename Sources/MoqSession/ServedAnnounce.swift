@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: MIT
+import MoqWire
+import Synchronization
+
+/// An Announce stream the peer opened: we tell it which of our broadcasts exist
+/// under its prefix, then every change, until it closes the stream.
+final class ServedAnnounce: StreamHandler {
+    unowned let session: SessionCore
+    let stream: Int64
+    private var buffer: StreamBuffer
+    private var prefix: String?
+    private var observation: UInt64?
+    /// Announce ids by full path; ids count STARTs on this stream from 0.
+    private var active: [String: UInt64] = [:]
+    private var nextID: UInt64 = 0
+    private var done = false
+    private var counted = false
+
+    init(session: SessionCore, stream: Int64, buffer: StreamBuffer) {
+        self.session = session
+        self.stream = stream
+        self.buffer = buffer
+    }
+
+    func received(_ data: UnsafeRawBufferPointer, fin: Bool) {
+        guard !done else { return }
+        buffer.append(data)
+        do {
+            if prefix == nil, let request = try buffer.next(AnnounceRequest.self) {
+                begin(prefix: request.prefix)
+            }
+            if prefix != nil, buffer.buffered > 0 {
+                // Nothing else is defined on this stream from the subscriber.
+                throw DecodeError.trailingBytes(buffer.buffered)
+            }
+        } catch {
+            session.counters.malformedStreams += 1
+            return stop(.malformedTrack)
+        }
+        if fin { stop(nil) }
+    }
+
+    func peerReset(wireCode: UInt64) { stop(.cancel) }
+    func peerStopSending(wireCode: UInt64) { stop(.cancel) }
+
+    private func begin(prefix: String) {
+        guard session.servedAnnounceCount < session.config.limits.maxServedAnnounces else {
+            session.counters.refusedRequests += 1
+            return stop(.internal)
+        }
+        session.servedAnnounceCount += 1
+        counted = true
+        let normalized = BroadcastPath.normalize(prefix)
+        self.prefix = normalized
+        session.transport.setSendOrder(stream, SendOrder.control)
+        guard let origin = session.publishOrigin else {
+            write(AnnounceOk(hopID: session.config.hopID, activeCount: 0).encoded())
+            return
+        }
+        let scheduler = session.scheduler
+        let box = WeakLoopBox(self)
+        let (token, current) = origin.observe(prefix: normalized) { event in
+            scheduler.execute { box.value?.originChanged(event) }
+        }
+        observation = token
+        let visible = current.filter { isVisible(path: $0.path, route: $0.route) }
+        var out = AnnounceOk(hopID: session.config.hopID, activeCount: UInt64(visible.count)).encoded()
+        for item in visible { out += start(path: item.path, route: item.route) }
+        write(out)
+    }
+
+    /// Hidden (dot) segments below the prefix and routes through the peer itself are not announced.
+    private func isVisible(path: String, route: AnnounceRoute) -> Bool {
+        guard let prefix, let suffix = BroadcastPath.strip(prefix: prefix, from: path) else { return false }
+        if BroadcastPath.isHidden(suffix: suffix) { return false }
+        if let peerHop = session.peerSetup?.origin, peerHop != 0, route.hops.contains(peerHop) { return false }
+        return true
+    }
+
+    private func start(path: String, route: AnnounceRoute) -> [UInt8] {
+        let id = nextID
+        nextID += 1
+        active[path] = id
+        let suffix = BroadcastPath.strip(prefix: prefix ?? "", from: path) ?? path
+        return Announcement.start(suffix: suffix, route: route).encoded()
+    }
+
+    private func originChanged(_ event: OriginEvent) {
+        guard !done, session.phase == .ready else { return }
+        switch event {
+        case .announced(let path, let route):
+            guard isVisible(path: path, route: route) else { return }
+            if let id = active[path] {
+                write(Announcement.update(id: id, route: route).encoded())
+            } else {
+                write(start(path: path, route: route))
+            }
+        case .unannounced(let path):
+            guard let id = active.removeValue(forKey: path) else { return }
+            write(Announcement.end(id: id).encoded())
+        }
+    }
+
+    private func write(_ bytes: [UInt8]) {
+        session.transport.write(stream, Bytes(bytes), fin: false)
+    }
+
+    private func stop(_ code: StreamErrorCode?) {
+        guard !done else { return }
+        cleanup()
+        if let code {
+            session.abortStream(stream, code)
+        } else {
+            session.transport.finish(stream)
+        }
+        session.detach(stream)
+    }
+
+    private func cleanup() {
+        done = true
+        if let token = observation { session.publishOrigin?.stopObserving(token) }
+        observation = nil
+        if counted {
+            session.servedAnnounceCount -= 1
+            counted = false
+        }
+    }
+
+    func sessionClosed() {
+        guard !done else { return }
+        cleanup()
+    }
+}
+
+/// A weak reference to a session-thread object, captured by work scheduled from
+/// other threads; read it only on the session thread.
+final class WeakLoopBox<T: AnyObject>: @unchecked Sendable {
+    weak var value: T?
+    init(_ value: T) { self.value = value }
+}

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: MIT
+import MoqWire
+
+/// A FETCH from the peer: the frames of one cached group, then FIN (following the
+/// group while it is still open). Unknown groups are reset with NOT_FOUND.
+final class ServedFetch: StreamHandler, Pumpable {
+    unowned let session: SessionCore
+    let stream: Int64
+    private var buffer: StreamBuffer
+    private var request: Fetch?
+    private var track: TrackProducer?
+    private var group: GroupState?
+    private var trigger: PumpTrigger?
+    private var token: UInt64?
+    private var nextFrame = 0
+    private var lastTimestamp: UInt64 = 0
+    private var done = false
+
+    init(session: SessionCore, stream: Int64, buffer: StreamBuffer) {
+        self.session = session
+        self.stream = stream
+        self.buffer = buffer
+    }
+
+    func received(_ data: UnsafeRawBufferPointer, fin: Bool) {
+        guard !done, request == nil else { return }
+        buffer.append(data)
+        do {
+            guard let request = try buffer.next(Fetch.self) else {
+                if fin { finish(.cancel) }
+                return
+            }
+            self.request = request
+            session.transport.setSendOrder(
+                stream, SendOrder.group(priority: request.priority, subscribeID: 0, sequence: request.group))
+            guard let broadcast = session.publishOrigin?.broadcast(request.broadcast) else {
+                session.counters.refusedRequests += 1
+                return finish(.unroutable)
+            }
+            guard let track = broadcast.track(request.track), let group = track.group(sequence: request.group)
+            else {
+                session.counters.refusedRequests += 1
+                return finish(.notFound)
+            }
+            self.track = track
+            self.group = group
+            nextFrame = Int(request.frameStart)
+            let trigger = PumpTrigger(scheduler: session.scheduler, target: self)
+            self.trigger = trigger
+            token = track.addObserver(trigger)
+            pump()
+        } catch {
+            session.counters.malformedStreams += 1
+            finish(.malformedTrack)
+        }
+    }
+
+    func pump() {
+        guard !done, let track, let group, let request else { return }
+        let (frames, status) = track.frames(of: group, from: nextFrame)
+        for frame in frames {
+            if let end = request.frameEnd, UInt64(nextFrame) > end { break }
+            session.transport.write(stream, Bytes(frame.encodedHeader(previous: lastTimestamp)), fin: false)
+            if !frame.payload.isEmpty { session.transport.write(stream, frame.payload, fin: false) }
+            lastTimestamp = frame.timestamp
+            nextFrame += 1
+        }
+        let reachedEnd = request.frameEnd.map { UInt64(nextFrame) > $0 } ?? false
+        switch status {
+        case .aborted(let code) where !reachedEnd: finish(code)
+        case .finished where nextFrame >= track.frameCount(of: group), _ where reachedEnd:
+            session.transport.finish(stream)
+            finish(nil)
+        default: break
+        }
+    }
+
+    func peerStopSending(wireCode: UInt64) { finish(.cancel) }
+
+    private func finish(_ code: StreamErrorCode?) {
+        guard !done else { return }
+        done = true
+        if let token { track?.removeObserver(token) }
+        token = nil
+        if let code { session.abortStream(stream, code) }
+        session.handlers[stream] = DrainingStream(session: session, stream: stream)
+    }
+
+    func sessionClosed() {
+        if let token { track?.removeObserver(token) }
+        token = nil
+        done = true
+    }
+}

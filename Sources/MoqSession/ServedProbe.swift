@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: MIT
+import MoqWire
+
+/// A Probe stream the peer opened to receive our bandwidth reports: we send
+/// `PROBE{bitrate, rtt}` when a value moves by 25 % or more, or every 10 s
+/// (polled every 100 ms). The opener must not write; any byte is malformed.
+final class ServedProbe: StreamHandler {
+    unowned let session: SessionCore
+    let stream: Int64
+    private var timer: (any Cancellable)?
+    private var last: Probe?
+    private var lastSentAt: UInt64 = 0
+    private var done = false
+
+    static let pollInterval = Duration.milliseconds(100)
+    static let refreshNanos: UInt64 = 10_000_000_000
+
+    init(session: SessionCore, stream: Int64, buffer: StreamBuffer) {
+        self.session = session
+        self.stream = stream
+        guard session.config.serveProbe else {
+            session.abortStream(stream, .cancel)
+            done = true
+            return
+        }
+        if buffer.buffered > 0 {
+            session.abortStream(stream, .malformedTrack)
+            done = true
+            return
+        }
+        session.transport.setSendOrder(stream, SendOrder.control)
+        tick()
+    }
+
+    func received(_ data: UnsafeRawBufferPointer, fin: Bool) {
+        guard !done else { return }
+        if !data.isEmpty {
+            session.counters.malformedStreams += 1
+            stop(.malformedTrack)
+        } else if fin {
+            stop(nil)
+        }
+    }
+
+    func peerReset(wireCode: UInt64) { stop(nil) }
+    func peerStopSending(wireCode: UInt64) { stop(.cancel) }
+
+    private func tick() {
+        guard !done, session.phase == .ready else { return }
+        let estimates = session.transport.transportEstimates
+        let report = Probe(bitrate: estimates.sendRateBps, rttMs: (estimates.smoothedRTTMicros + 500) / 1000)
+        let now = session.clock.now()
+        if shouldSend(report, now: now) {
+            session.transport.write(stream, Bytes(report.encoded()), fin: false)
+            last = report
+            lastSentAt = now
+        }
+        let box = WeakLoopBox(self)
+        timer = session.scheduler.schedule(after: Self.pollInterval) { box.value?.tick() }
+    }
+
+    private func shouldSend(_ report: Probe, now: UInt64) -> Bool {
+        guard let last else { return true }
+        if now &- lastSentAt >= Self.refreshNanos { return true }
+        func moved(_ a: UInt64, _ b: UInt64) -> Bool {
+            let (lo, hi) = (min(a, b), max(a, b))
+            return hi - lo >= max(1, hi / 4)
+        }
+        return moved(report.bitrate, last.bitrate) || moved(report.rttMs, last.rttMs)
+    }
+
+    private func stop(_ code: StreamErrorCode?) {
+        guard !done else { return }
+        done = true
+        timer?.cancel()
+        if let code { session.abortStream(stream, code, stopReceive: code != .cancel) } else {
+            session.transport.finish(stream)
+        }
+        session.detach(stream)
+    }
+
+    func sessionClosed() {
+        done = true
+        timer?.cancel()
+    }
+}

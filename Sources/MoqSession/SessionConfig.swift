@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: MIT
+public import MoqWire
+
+/// Per-session resource limits. Every bound the session enforces is named here.
+public struct SessionLimits: Sendable, Equatable {
+    /// Subscriptions a peer may hold on us at once.
+    public var maxServedSubscriptions = 1000
+    /// Announce streams a peer may open to us at once.
+    public var maxServedAnnounces = 100
+    /// Bidirectional request streams a peer may have pending before SETUP completes.
+    public var maxPendingStreams = 256
+    /// Bytes we let queue (not yet transmitted) across all outgoing groups before the
+    /// oldest in-flight groups are reset as too far behind.
+    public var maxUnsentBytes = 32 << 20
+    /// Group streams waiting for stream credit before the oldest are dropped.
+    public var maxPendingGroups = 4096
+    /// Our own open requests (subscriptions, fetches) at once.
+    public var maxOwnRequests = 10_000
+
+    public init() {}
+}
+
+/// How a session behaves.
+public struct SessionConfig: Sendable {
+    /// The role declared in SETUP (nil: not declared, which means both).
+    public var role: SessionRole?
+    /// The client's request path and query (SETUP Path); nil on the server.
+    public var path: String?
+    /// Our hop id (random, non-zero, below 2^53).
+    public var hopID: UInt64
+    /// Whether we advertise and serve bandwidth reports (Probe).
+    public var serveProbe: Bool
+    /// The link cost added to routes announced by this peer.
+    public var linkCost: UInt64
+    /// How long we wait for the peer's SETUP before closing with TIMEOUT.
+    public var setupTimeout: Duration
+    /// Resource limits.
+    public var limits: SessionLimits
+
+    public init(
+        role: SessionRole? = nil, path: String? = nil, hopID: UInt64 = SessionConfig.randomHopID(),
+        serveProbe: Bool = true, linkCost: UInt64 = 1, setupTimeout: Duration = .seconds(10),
+        limits: SessionLimits = SessionLimits()
+    ) {
+        self.role = role
+        self.path = path
+        self.hopID = hopID
+        self.serveProbe = serveProbe
+        self.linkCost = linkCost
+        self.setupTimeout = setupTimeout
+        self.limits = limits
+    }
+
+    /// A random non-zero hop id below 2^53.
+    public static func randomHopID() -> UInt64 { UInt64.random(in: 1..<(1 << 53)) }
+}
+
+/// Why a session ended.
+public enum SessionCloseReason: Error, Sendable, Equatable, CustomStringConvertible {
+    /// We closed it with this code.
+    case local(SessionErrorCode, String)
+    /// The peer closed it with this code.
+    case remote(SessionErrorCode, String)
+    /// The transport failed (idle timeout, TLS, unreachable…), described for a user.
+    case transport(String)
+
+    public var description: String {
+        switch self {
+        case .local(let code, let reason): "closed locally: \(code)\(reason.isEmpty ? "" : " (\(reason))")"
+        case .remote(let code, let reason): "closed by the peer: \(code)\(reason.isEmpty ? "" : " (\(reason))")"
+        case .transport(let text): text
+        }
+    }
+
+    /// True for ordinary shutdowns (code 0), which are not failures.
+    public var isGraceful: Bool {
+        switch self {
+        case .local(let code, _), .remote(let code, _): code == .cancel
+        case .transport: false
+        }
+    }
+}
+
+/// Events a session core reports to its owner, on the session thread.
+public protocol SessionCoreDelegate: AnyObject {
+    /// The peer's SETUP arrived; the session is usable. A server may close the
+    /// session here (for example to refuse the path).
+    func sessionDidSetup(_ session: SessionCore, peer: Setup)
+    /// The peer asked us to go away (GOAWAY), optionally to `uri`.
+    func session(_ session: SessionCore, didReceiveGoaway uri: String)
+    /// The session ended; called exactly once, last.
+    func session(_ session: SessionCore, didCloseWith reason: SessionCloseReason)
+}
+
+/// A change in what a peer announces under a requested prefix.
+public enum AnnounceEvent: Sendable, Equatable {
+    /// A broadcast is available at `path` (absolute, normalised), by `route`.
+    case active(path: String, route: AnnounceRoute)
+    /// The broadcast at `path` went away.
+    case ended(path: String)
+    /// The announce stream closed; every broadcast it announced is gone. nil: gracefully.
+    case closed(StreamErrorCode?)
+}

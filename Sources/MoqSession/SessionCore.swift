@@ -1,0 +1,372 @@
+// SPDX-License-Identifier: MIT
+public import MoqWire
+
+/// A moq-lite-06 session, both roles, without I/O.
+///
+/// The core is driven by transport events (``connected()``, ``received(stream:data:fin:)``…)
+/// and API calls, all on one thread (the scheduler's); it acts through a
+/// ``SessionTransport``. It serves ``publishOrigin`` to the peer (announces, TRACK,
+/// SUBSCRIBE, FETCH, PROBE) and makes requests of the peer for its owner
+/// (``requestAnnounces(prefix:handler:)``, ``subscribe(broadcast:track:range:into:)``…).
+public final class SessionCore {
+    enum Phase {
+        case idle
+        case waitingForSetup
+        case ready
+        case closed
+    }
+
+    /// How the session behaves.
+    public let config: SessionConfig
+    /// The connection.
+    public let transport: any SessionTransport
+    /// The session thread.
+    public let scheduler: any SessionScheduler
+    /// Receives setup, goaway and close events.
+    public weak var delegate: (any SessionCoreDelegate)?
+    /// What we offer the peer; nil answers every request as unroutable.
+    public var publishOrigin: Origin?
+    /// The peer's SETUP, once received.
+    public private(set) var peerSetup: Setup?
+    /// Why the session ended, once it has.
+    public private(set) var closeReason: SessionCloseReason?
+    /// Counters for stats and tests.
+    public internal(set) var counters = SessionCounters()
+
+    var phase = Phase.idle
+    var handlers: [Int64: any StreamHandler] = [:]
+    var setupReceived = false
+    var setupTimer: (any Cancellable)?
+    /// Peer request streams that arrived before the SETUP exchange completed.
+    var earlyStreams: [Int64] = []
+    /// Opens waiting for stream credit.
+    var pendingBidiOpens: [PendingOpen] = []
+    var pendingUniOpens: [PendingOpen] = []
+    /// Our subscriptions by id (group streams and datagrams find them here).
+    var ownSubscriptions: [UInt64: RequestedSubscription] = [:]
+    var nextSubscribeID: UInt64 = 0
+    var servedSubscriptionCount = 0
+    var servedAnnounceCount = 0
+    /// Requests made before the session was ready.
+    var deferredRequests: [() -> Void] = []
+
+    public init(
+        config: SessionConfig, transport: any SessionTransport, scheduler: any SessionScheduler,
+        publishOrigin: Origin? = nil
+    ) {
+        self.config = config
+        self.transport = transport
+        self.scheduler = scheduler
+        self.publishOrigin = publishOrigin
+    }
+
+    /// True once both SETUP messages are exchanged and until close.
+    public var isReady: Bool { phase == .ready }
+    /// True once closed.
+    public var isClosed: Bool { phase == .closed }
+    var clock: any MoqClock { scheduler.clock }
+
+    // MARK: - Transport events
+
+    /// The QUIC handshake completed. Clients send SETUP at once; servers wait for the client's.
+    public func connected() {
+        guard phase == .idle else { return }
+        phase = .waitingForSetup
+        if transport.isClient { sendSetup() }
+        let box = WeakLoopBox(self)
+        setupTimer = scheduler.schedule(after: config.setupTimeout) {
+            // The scheduler runs this on the session thread.
+            guard let self = box.value, self.phase == .waitingForSetup else { return }
+            self.close(.timeout, reason: "no SETUP from the peer")
+        }
+    }
+
+    /// The peer opened a stream (before its first data).
+    public func streamOpened(_ stream: Int64) {
+        guard phase != .closed, handlers[stream] == nil else { return }
+        if StreamID.isUnidirectional(stream) {
+            handlers[stream] = IncomingUniStream(session: self, stream: stream)
+        } else {
+            handlers[stream] = IncomingRequestStream(session: self, stream: stream)
+        }
+    }
+
+    /// Bytes arrived on a stream.
+    public func received(stream: Int64, data: UnsafeRawBufferPointer, fin: Bool) {
+        guard phase != .closed else { return }
+        if handlers[stream] == nil && isPeerInitiated(stream) { streamOpened(stream) }
+        handlers[stream]?.received(data, fin: fin)
+    }
+
+    /// The peer reset a stream.
+    public func streamReset(stream: Int64, wireCode: UInt64) {
+        guard phase != .closed else { return }
+        handlers[stream]?.peerReset(wireCode: wireCode)
+    }
+
+    /// The peer sent STOP_SENDING.
+    public func stopSending(stream: Int64, wireCode: UInt64) {
+        guard phase != .closed else { return }
+        handlers[stream]?.peerStopSending(wireCode: wireCode)
+    }
+
+    /// Both halves of a stream are closed; its id is no longer valid.
+    public func streamClosed(stream: Int64) {
+        handlers[stream] = nil
+    }
+
+    /// A QUIC DATAGRAM arrived.
+    public func datagramReceived(_ data: UnsafeRawBufferPointer) {
+        guard phase == .ready else { return }
+        guard let datagram = try? Datagram.decode(Bytes(copying: data)) else {
+            counters.malformedDatagrams += 1
+            return
+        }
+        // Unknown subscription ids are dropped silently (moq-lite rule).
+        ownSubscriptions[datagram.subscribeID]?.datagram(datagram)
+    }
+
+    /// The peer raised its stream limit.
+    public func streamCreditAvailable(bidirectional: Bool) {
+        drainPendingOpens(bidirectional: bidirectional)
+    }
+
+    /// The connection ended (for any reason) without our asking.
+    public func transportClosed(_ reason: SessionCloseReason) {
+        teardown(reason)
+    }
+
+    // MARK: - API (session thread)
+
+    /// Closes the session with a session code.
+    public func close(_ code: SessionErrorCode = .cancel, reason: String = "") {
+        guard phase != .closed else { return }
+        transport.close(code: code.rawValue, reason: reason)
+        teardown(.local(code, reason))
+    }
+
+    /// Asks the peer which broadcasts exist under `prefix`; `handler` gets every change.
+    @discardableResult
+    public func requestAnnounces(prefix: String, handler: @escaping (AnnounceEvent) -> Void) -> AnnounceRequestHandle {
+        let request = RequestedAnnounce(session: self, prefix: prefix, handler: handler)
+        whenReady { request.start() }
+        return AnnounceRequestHandle(request: request)
+    }
+
+    /// Subscribes to a track of the peer, writing what arrives into `track` (whose
+    /// info is filled from TRACK_INFO when it is nil).
+    @discardableResult
+    public func subscribe(
+        broadcast: String, track: TrackProducer, range: SubscriptionRange = SubscriptionRange()
+    ) -> SubscriptionHandle {
+        let id = nextSubscribeID
+        nextSubscribeID += 1
+        let sub = RequestedSubscription(
+            session: self, id: id, broadcast: BroadcastPath.normalize(broadcast), track: track, range: range)
+        if ownSubscriptions.count >= config.limits.maxOwnRequests {
+            track.abort(.internal)
+        } else {
+            ownSubscriptions[id] = sub
+            whenReady { sub.start() }
+        }
+        return SubscriptionHandle(subscription: sub)
+    }
+
+    /// Fetches one group (or a frame range of it) from the peer.
+    public func fetch(
+        _ request: Fetch, completion: @escaping (Result<[Frame], StreamErrorCode>) -> Void
+    ) {
+        let fetch = RequestedFetch(session: self, request: request, completion: completion)
+        whenReady { fetch.start() }
+    }
+
+    /// Asks the peer for TRACK_INFO.
+    public func trackInfo(
+        broadcast: String, track: String, completion: @escaping (Result<TrackInfo, StreamErrorCode>) -> Void
+    ) {
+        let request = RequestedTrack(
+            session: self, request: TrackRequest(broadcast: BroadcastPath.normalize(broadcast), track: track),
+            completion: completion)
+        whenReady { request.start() }
+    }
+
+    /// Opens a Probe stream: the peer reports its estimated bitrate and RTT.
+    public func requestProbe(handler: @escaping (Probe) -> Void) {
+        let probe = RequestedProbe(session: self, handler: handler)
+        whenReady { probe.start() }
+    }
+
+    /// Tells the peer to go away (optionally to `uri`). Clients must send an empty URI.
+    public func sendGoaway(uri: String = "") {
+        whenReady { [self] in
+            openStream(bidirectional: true) { stream in
+                var w = WireWriter()
+                w.writeVarInt(BidiStreamType.goaway.rawValue)
+                w.bytes += Goaway(uri: self.transport.isClient ? "" : uri).encoded()
+                self.transport.setSendOrder(stream, SendOrder.control)
+                self.transport.write(stream, w.view, fin: true)
+                self.handlers[stream] = DrainingStream(session: self, stream: stream)
+            }
+        }
+    }
+
+    // MARK: - Setup
+
+    func sendSetup() {
+        guard let stream = transport.openStream(bidirectional: false) else {
+            close(.internal, reason: "no stream credit for SETUP")
+            return
+        }
+        let setup = Setup(
+            probe: config.serveProbe ? 1 : nil, path: transport.isClient ? config.path : nil,
+            role: config.role, origin: config.hopID)
+        transport.setSendOrder(stream, SendOrder.control)
+        transport.write(stream, Bytes([UInt8(UniStreamType.setup.rawValue)] + setup.encoded()), fin: true)
+    }
+
+    func setupArrived(_ setup: Setup) {
+        guard !setupReceived else {
+            close(.protocolViolation, reason: "second SETUP")
+            return
+        }
+        setupReceived = true
+        peerSetup = setup
+        counters.setupReceived = true
+        if !transport.isClient { sendSetup() }
+        setupTimer?.cancel()
+        setupTimer = nil
+        phase = .ready
+        delegate?.sessionDidSetup(self, peer: setup)
+        guard phase == .ready else { return }
+        let early = earlyStreams
+        earlyStreams = []
+        for stream in early { (handlers[stream] as? IncomingRequestStream)?.dispatchIfPossible() }
+        let deferred = deferredRequests
+        deferredRequests = []
+        for request in deferred { request() }
+    }
+
+    func whenReady(_ work: @escaping () -> Void) {
+        switch phase {
+        case .ready: work()
+        case .closed: break
+        default: deferredRequests.append(work)
+        }
+    }
+
+    // MARK: - Streams
+
+    struct PendingOpen {
+        let open: (Int64) -> Void
+        let isCancelled: () -> Bool
+    }
+
+    /// Opens a stream now, or as soon as the peer grants credit.
+    func openStream(
+        bidirectional: Bool, isCancelled: @escaping () -> Bool = { false }, then open: @escaping (Int64) -> Void
+    ) {
+        guard phase != .closed else { return }
+        let queue = bidirectional ? pendingBidiOpens : pendingUniOpens
+        if queue.isEmpty, let stream = transport.openStream(bidirectional: bidirectional) {
+            open(stream)
+            return
+        }
+        counters.streamCreditWaits += 1
+        if bidirectional {
+            pendingBidiOpens.append(PendingOpen(open: open, isCancelled: isCancelled))
+        } else {
+            pendingUniOpens.append(PendingOpen(open: open, isCancelled: isCancelled))
+            if pendingUniOpens.count > config.limits.maxPendingGroups {
+                pendingUniOpens.removeFirst()
+                counters.groupsDroppedForCredit += 1
+            }
+        }
+    }
+
+    private func drainPendingOpens(bidirectional: Bool) {
+        while phase != .closed {
+            let queue = bidirectional ? pendingBidiOpens : pendingUniOpens
+            guard let next = queue.first else { return }
+            if next.isCancelled() {
+                if bidirectional { pendingBidiOpens.removeFirst() } else { pendingUniOpens.removeFirst() }
+                continue
+            }
+            guard let stream = transport.openStream(bidirectional: bidirectional) else { return }
+            if bidirectional { pendingBidiOpens.removeFirst() } else { pendingUniOpens.removeFirst() }
+            next.open(stream)
+        }
+    }
+
+    func isPeerInitiated(_ stream: Int64) -> Bool {
+        StreamID.isServerInitiated(stream) == transport.isClient
+    }
+
+    /// Resets our send side and stops the peer's, with a stream code.
+    func abortStream(_ stream: Int64, _ code: StreamErrorCode, resetSend: Bool = true, stopReceive: Bool = true) {
+        guard phase != .closed else { return }
+        if resetSend { transport.resetStream(stream, code: code.wireValue) }
+        if stopReceive { transport.stopSending(stream, code: code.wireValue) }
+    }
+
+    /// Called by a stream handler that has finished its work; late events are ignored.
+    func detach(_ stream: Int64) {
+        handlers[stream] = nil
+    }
+
+    // MARK: - Teardown
+
+    private func teardown(_ reason: SessionCloseReason) {
+        guard phase != .closed else { return }
+        phase = .closed
+        closeReason = reason
+        setupTimer?.cancel()
+        setupTimer = nil
+        let all = handlers.values
+        handlers = [:]
+        for h in all { h.sessionClosed() }
+        let subs = ownSubscriptions.values
+        ownSubscriptions = [:]
+        for s in subs { s.sessionClosed() }
+        pendingBidiOpens = []
+        pendingUniOpens = []
+        deferredRequests = []
+        delegate?.session(self, didCloseWith: reason)
+    }
+}
+
+/// Counters a session keeps (read on the session thread).
+public struct SessionCounters: Sendable, Equatable {
+    public var setupReceived = false
+    public var groupsSent: UInt64 = 0
+    public var groupsReceived: UInt64 = 0
+    public var framesSent: UInt64 = 0
+    public var framesReceived: UInt64 = 0
+    public var bytesSent: UInt64 = 0
+    public var bytesReceived: UInt64 = 0
+    public var groupsResetAsOld: UInt64 = 0
+    public var groupsDroppedForCredit: UInt64 = 0
+    public var streamCreditWaits: UInt64 = 0
+    public var malformedStreams: UInt64 = 0
+    public var malformedDatagrams: UInt64 = 0
+    public var refusedRequests: UInt64 = 0
+    public var datagramsSent: UInt64 = 0
+    public var datagramsReceived: UInt64 = 0
+}
+
+/// Cancels or updates an announce request.
+public struct AnnounceRequestHandle {
+    let request: RequestedAnnounce
+    /// Stops receiving announcements.
+    public func cancel() { request.cancel() }
+}
+
+/// Controls a subscription.
+public struct SubscriptionHandle {
+    let subscription: RequestedSubscription
+    /// The subscribe id sent to the peer.
+    public var id: UInt64 { subscription.id }
+    /// Sends SUBSCRIBE_UPDATE.
+    public func update(_ range: SubscriptionRange) { subscription.update(range) }
+    /// Ends the subscription (CANCEL).
+    public func cancel() { subscription.cancel() }
+}

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: MIT
+
+/// The per-stream state machines of a session implement this. All calls happen
+/// on the session thread.
+protocol StreamHandler: AnyObject {
+    /// Bytes arrived on the stream; `fin` marks the peer's end of it.
+    func received(_ data: UnsafeRawBufferPointer, fin: Bool)
+    /// The peer reset its send side (raw wire code).
+    func peerReset(wireCode: UInt64)
+    /// The peer asked us to stop sending (raw wire code).
+    func peerStopSending(wireCode: UInt64)
+    /// The session is closing: release everything, write nothing.
+    func sessionClosed()
+}
+
+extension StreamHandler {
+    func received(_ data: UnsafeRawBufferPointer, fin: Bool) {}
+    func peerReset(wireCode: UInt64) {}
+    func peerStopSending(wireCode: UInt64) {}
+}
+
+/// Send orders: control streams above all media; media by subscriber priority,
+/// then older subscription first, then newest group first (moq-lite §5).
+enum SendOrder {
+    static let control: Int64 = Int64.max - 1
+
+    static func group(priority: UInt8, subscribeID: UInt64, sequence: UInt64) -> Int64 {
+        let sub = Int64(min(subscribeID, (1 << 20) - 1))
+        let seq = Int64(min(sequence, (1 << 32) - 1))
+        return Int64(priority) << 52 | ((1 << 20) - 1 - sub) << 32 | seq
+    }
+}

@@ -1,0 +1,366 @@
+// SPDX-License-Identifier: MIT
+public import MoqWire
+import Synchronization
+
+/// How a group is doing.
+public enum GroupStatus: Sendable, Equatable {
+    /// Frames may still be appended.
+    case open
+    /// Complete.
+    case finished
+    /// Ended abnormally; frames already received are kept.
+    case aborted(StreamErrorCode)
+}
+
+/// How a track ended.
+public enum TrackEnd: Sendable, Equatable {
+    /// No more groups will come; `end` is the first sequence never delivered.
+    case finished(end: UInt64)
+    /// The track failed (unknown track, publisher gone, session closed…).
+    case aborted(StreamErrorCode)
+}
+
+/// Receives change notifications from a ``TrackProducer``.
+///
+/// `trackDidChange` runs on whichever thread changed the track, after the track's
+/// lock is released. It must be cheap and must never block: typically it sets a
+/// flag and hands work to a session thread.
+public protocol TrackObserver: AnyObject, Sendable {
+    /// The track gained a group, a frame, a status or its info changed.
+    func trackDidChange()
+}
+
+/// Bounds of a track's cache of recent groups.
+public struct CacheLimits: Sendable, Equatable {
+    /// Most bytes of frames kept; the oldest non-latest groups go first.
+    public var maxBytes: Int
+    /// Most groups kept.
+    public var maxGroups: Int
+    /// Overrides the track's `maxAgeMs` when set.
+    public var maxAgeMs: UInt64?
+
+    public init(maxBytes: Int = 64 << 20, maxGroups: Int = 4096, maxAgeMs: UInt64? = nil) {
+        self.maxBytes = maxBytes
+        self.maxGroups = maxGroups
+        self.maxAgeMs = maxAgeMs
+    }
+}
+
+/// One group of a track. Its fields change only under its track's lock; read them
+/// through the track (``TrackProducer/frames(of:from:)``).
+public final class GroupState: @unchecked Sendable {
+    /// The group sequence.
+    public let sequence: UInt64
+    /// When the group was created, on the track's clock (ns).
+    public let createdAt: UInt64
+    fileprivate(set) var frames: [Frame] = []
+    fileprivate(set) var byteCount = 0
+    fileprivate(set) var status: GroupStatus = .open
+    /// True for one-frame groups that may travel as QUIC datagrams.
+    public fileprivate(set) var isDatagram = false
+
+    init(sequence: UInt64, createdAt: UInt64) {
+        self.sequence = sequence
+        self.createdAt = createdAt
+    }
+}
+
+/// A track: a sequence of groups of timestamped frames, written by one producer and
+/// read by any number of observers (session subscriptions, local consumers, relays).
+///
+/// The track keeps its recent groups for the track's max age (always the latest
+/// one), bounded by ``CacheLimits``, so late subscribers can start from the cache.
+/// Thread-safe: writers and readers may be on any thread.
+public final class TrackProducer: @unchecked Sendable {
+    struct State {
+        var info: TrackInfo?
+        var groups: [GroupState] = []  // sorted by sequence
+        var cachedBytes = 0
+        var latest: GroupState?
+        var end: TrackEnd?
+        var observers: [UInt64: any TrackObserver] = [:]
+        var nextObserverID: UInt64 = 0
+        var version: UInt64 = 0
+        var groupsDropped: UInt64 = 0
+        var unusedHandler: (@Sendable () -> Void)?
+    }
+
+    /// The track name within its broadcast.
+    public let name: String
+    /// The clock used for group ages.
+    public let clock: any MoqClock
+    /// The cache bounds.
+    public let limits: CacheLimits
+    let state: Mutex<State>
+
+    /// - Parameter info: nil while unknown (a relay waiting for TRACK_INFO upstream).
+    public init(
+        name: String, info: TrackInfo? = TrackInfo(), clock: any MoqClock = SystemClock(),
+        limits: CacheLimits = CacheLimits()
+    ) {
+        self.name = name
+        self.clock = clock
+        self.limits = limits
+        state = Mutex(State(info: info))
+    }
+
+    // MARK: Writing
+
+    /// Sets (or replaces) the track's info.
+    public func setInfo(_ info: TrackInfo) {
+        mutate { $0.info = info }
+    }
+
+    /// Starts the next group (latest + 1, or 0).
+    public func appendGroup() -> GroupProducer {
+        let group = mutate { s -> GroupState in
+            let sequence = s.latest.map { $0.sequence + 1 } ?? 0
+            return insert(&s, sequence: sequence)
+        }
+        return GroupProducer(track: self, group: group)
+    }
+
+    /// Creates the group with `sequence` (as received from a peer), or returns nil
+    /// when it already exists or the track is closed.
+    public func createGroup(sequence: UInt64) -> GroupProducer? {
+        let group = mutate { s -> GroupState? in
+            guard s.end == nil else { return nil }
+            let i = index(s.groups, of: sequence)
+            if i < s.groups.count, s.groups[i].sequence == sequence { return nil }
+            if let latest = s.latest, latest.sequence == sequence { return nil }
+            return insert(&s, sequence: sequence)
+        }
+        return group.map { GroupProducer(track: self, group: $0) }
+    }
+
+    /// Writes a group holding one frame and finishes it (audio packets, data lines).
+    @discardableResult
+    public func writeSingleFrameGroup(_ payload: Bytes, timestamp: UInt64) -> UInt64 {
+        let group = appendGroup()
+        group.write(payload, timestamp: timestamp)
+        group.finish()
+        return group.sequence
+    }
+
+    /// Writes a one-frame group that may be delivered as a QUIC DATAGRAM (unreliable,
+    /// lowest latency) when the peer supports datagrams and it fits; otherwise it
+    /// travels on a stream like any group.
+    @discardableResult
+    public func writeDatagram(_ payload: Bytes, timestamp: UInt64) -> UInt64 {
+        let group = mutate { s -> GroupState in
+            let sequence = s.latest.map { $0.sequence + 1 } ?? 0
+            let g = insert(&s, sequence: sequence)
+            g.isDatagram = true
+            g.frames.append(Frame(timestamp: timestamp, payload: payload))
+            g.byteCount = payload.count
+            s.cachedBytes += payload.count
+            g.status = .finished
+            return g
+        }
+        return group.sequence
+    }
+
+    /// Stores a datagram received from a peer (ignored when that group already exists).
+    public func receiveDatagram(sequence: UInt64, _ frame: Frame) -> Bool {
+        guard let producer = createGroup(sequence: sequence) else { return false }
+        mutate { _ in producer.group.isDatagram = true }
+        producer.write(frame)
+        producer.finish()
+        return true
+    }
+
+    /// No more groups: subscribers get END once the open groups complete.
+    public func finish() {
+        mutate { s in
+            guard s.end == nil else { return }
+            s.end = .finished(end: s.latest.map { $0.sequence + 1 } ?? 0)
+        }
+    }
+
+    /// No more groups after `end` (exclusive), as told by a publisher's SUBSCRIBE_END.
+    public func finish(end: UInt64) {
+        mutate { s in
+            guard s.end == nil else { return }
+            s.end = .finished(end: end)
+        }
+    }
+
+    /// Ends the track abnormally; open groups are aborted with the same code.
+    public func abort(_ code: StreamErrorCode) {
+        mutate { s in
+            guard s.end == nil else { return }
+            s.end = .aborted(code)
+            for g in s.groups where g.status == .open { g.status = .aborted(code) }
+            if let l = s.latest, l.status == .open { l.status = .aborted(code) }
+        }
+    }
+
+    /// Counts groups a publisher declared undeliverable (SUBSCRIBE_DROP).
+    public func noteDropped(count: UInt64) {
+        mutate { $0.groupsDropped += count }
+    }
+
+    fileprivate func append(_ frame: Frame, to group: GroupState) -> Bool {
+        mutate { s -> Bool in
+            guard group.status == .open else { return false }
+            group.frames.append(frame)
+            group.byteCount += frame.payload.count
+            if s.groups.contains(where: { $0 === group }) {
+                s.cachedBytes += frame.payload.count
+                evict(&s)
+            }
+            return true
+        }
+    }
+
+    fileprivate func close(_ group: GroupState, status: GroupStatus) {
+        mutate { _ in
+            if group.status == .open { group.status = status }
+        }
+    }
+
+    // MARK: Reading
+
+    /// The track's info, or nil while unknown.
+    public var info: TrackInfo? { state.withLock { $0.info } }
+    /// The newest group's sequence.
+    public var latestSequence: UInt64? { state.withLock { $0.latest?.sequence } }
+    /// How the track ended, or nil while live.
+    public var end: TrackEnd? { state.withLock { $0.end } }
+    /// Increments on every change.
+    public var version: UInt64 { state.withLock { $0.version } }
+    /// Groups declared undeliverable by the publisher.
+    public var groupsDropped: UInt64 { state.withLock { $0.groupsDropped } }
+
+    /// The cached groups with `sequence >= from`, oldest first.
+    public func groups(from: UInt64) -> [GroupState] {
+        state.withLock { s in
+            let i = index(s.groups, of: from)
+            return Array(s.groups[i...])
+        }
+    }
+
+    /// The newest group (kept even when evicted from the cache by size).
+    public var latestGroup: GroupState? { state.withLock { $0.latest } }
+
+    /// The cached group with exactly this sequence.
+    public func group(sequence: UInt64) -> GroupState? {
+        state.withLock { s in
+            let i = index(s.groups, of: sequence)
+            return i < s.groups.count && s.groups[i].sequence == sequence ? s.groups[i] : nil
+        }
+    }
+
+    /// The frames of `group` from `index` on, and its status, read atomically.
+    public func frames(of group: GroupState, from index: Int) -> (frames: ArraySlice<Frame>, status: GroupStatus) {
+        state.withLock { _ in (group.frames[min(index, group.frames.count)...], group.status) }
+    }
+
+    /// The number of frames written to `group` so far.
+    public func frameCount(of group: GroupState) -> Int { state.withLock { _ in group.frames.count } }
+
+    /// Registers an observer; keep the token to remove it.
+    public func addObserver(_ observer: any TrackObserver) -> UInt64 {
+        state.withLock { s in
+            let id = s.nextObserverID
+            s.nextObserverID += 1
+            s.observers[id] = observer
+            return id
+        }
+    }
+
+    /// Removes an observer. When the last one goes, the unused handler runs (relays
+    /// tear down their upstream subscription there).
+    public func removeObserver(_ id: UInt64) {
+        let handler = state.withLock { s -> (@Sendable () -> Void)? in
+            guard s.observers.removeValue(forKey: id) != nil, s.observers.isEmpty else { return nil }
+            return s.unusedHandler
+        }
+        handler?()
+    }
+
+    /// The number of registered observers.
+    public var observerCount: Int { state.withLock { $0.observers.count } }
+
+    /// Called (once per transition) when the last observer is removed.
+    public func onUnused(_ handler: @escaping @Sendable () -> Void) {
+        state.withLock { $0.unusedHandler = handler }
+    }
+
+    // MARK: Internals
+
+    private func mutate<R>(_ body: (inout State) -> R) -> R {
+        let (result, observers) = state.withLock { s -> (R, [any TrackObserver]) in
+            let r = body(&s)
+            s.version &+= 1
+            return (r, Array(s.observers.values))
+        }
+        for o in observers { o.trackDidChange() }
+        return result
+    }
+
+    private func insert(_ s: inout State, sequence: UInt64) -> GroupState {
+        let g = GroupState(sequence: sequence, createdAt: clock.now())
+        let i = index(s.groups, of: sequence)
+        s.groups.insert(g, at: i)
+        if s.latest == nil || sequence > s.latest!.sequence { s.latest = g }
+        evict(&s)
+        return g
+    }
+
+    /// Drops cached groups older than the max age (relative to the newest group) and
+    /// beyond the byte and count bounds. The latest group always stays.
+    private func evict(_ s: inout State) {
+        guard let latest = s.latest else { return }
+        let maxAgeMs = limits.maxAgeMs ?? s.info?.maxAgeMs ?? 5000
+        let maxAgeNs = maxAgeMs >= (1 << 53) - 1 ? UInt64.max : maxAgeMs &* 1_000_000
+        var removed = 0
+        while removed < s.groups.count {
+            let g = s.groups[removed]
+            if g === latest { break }
+            let tooOld = maxAgeNs != .max && latest.createdAt > g.createdAt && latest.createdAt - g.createdAt > maxAgeNs
+            let tooMany = s.groups.count - removed > limits.maxGroups
+            let tooBig = s.cachedBytes > limits.maxBytes
+            guard tooOld || tooMany || tooBig else { break }
+            s.cachedBytes -= g.byteCount
+            removed += 1
+        }
+        if removed > 0 { s.groups.removeFirst(removed) }
+    }
+
+    private func index(_ groups: [GroupState], of sequence: UInt64) -> Int {
+        var lo = 0
+        var hi = groups.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if groups[mid].sequence < sequence { lo = mid + 1 } else { hi = mid }
+        }
+        return lo
+    }
+}
+
+/// Writes frames into one group of a track.
+public struct GroupProducer: Sendable {
+    /// The track.
+    public let track: TrackProducer
+    /// The group.
+    public let group: GroupState
+    /// The group sequence.
+    public var sequence: UInt64 { group.sequence }
+
+    /// Appends a frame. Returns false when the group is no longer open.
+    @discardableResult
+    public func write(_ payload: Bytes, timestamp: UInt64) -> Bool {
+        track.append(Frame(timestamp: timestamp, payload: payload), to: group)
+    }
+
+    /// Appends a decoded frame.
+    @discardableResult
+    public func write(_ frame: Frame) -> Bool { track.append(frame, to: group) }
+
+    /// Completes the group.
+    public func finish() { track.close(group, status: .finished) }
+
+    /// Aborts the group; frames already written stay readable.
+    public func abort(_ code: StreamErrorCode) { track.close(group, status: .aborted(code)) }
+}

@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: MIT
+public import MoqWire
+import Synchronization
+
+/// Why reading a track stopped early.
+public enum TrackReadError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The track failed with this code (not found, unroutable, publisher gone…).
+    case aborted(StreamErrorCode)
+    /// The reader was cancelled.
+    case cancelled
+
+    public var description: String {
+        switch self {
+        case .aborted(let code): "track ended: \(code)"
+        case .cancelled: "cancelled"
+        }
+    }
+}
+
+/// Wakes async readers when a track changes.
+final class ChangeWaiter: TrackObserver, @unchecked Sendable {
+    struct State {
+        var continuation: CheckedContinuation<Void, Never>?
+        var cancelled = false
+    }
+
+    private let state = Mutex(State())
+    let track: TrackProducer
+
+    init(track: TrackProducer) { self.track = track }
+
+    func trackDidChange() {
+        let c = state.withLock { s -> CheckedContinuation<Void, Never>? in
+            defer { s.continuation = nil }
+            return s.continuation
+        }
+        c?.resume()
+    }
+
+    var isCancelled: Bool { state.withLock { $0.cancelled } }
+
+    func cancel() {
+        let c = state.withLock { s -> CheckedContinuation<Void, Never>? in
+            s.cancelled = true
+            defer { s.continuation = nil }
+            return s.continuation
+        }
+        c?.resume()
+    }
+
+    /// Returns once the track's version differs from `seen`, or on cancellation.
+    func wait(since seen: UInt64) async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { s -> Bool in
+                    if s.cancelled || track.version != seen { return true }
+                    s.continuation = c
+                    return false
+                }
+                if resumeNow { c.resume() }
+            }
+        } onCancel: {
+            cancel()
+        }
+    }
+}
+
+/// Reads a track group by group, in sequence order, applying a latency budget:
+/// a group older than the newest by more than the budget is skipped (counted),
+/// so a slow reader catches up at group boundaries instead of falling behind.
+public final class TrackConsumer: @unchecked Sendable {
+    /// The track read.
+    public let track: TrackProducer
+    /// The budget in ms; nil delivers every group.
+    public let maxLatencyMs: UInt64?
+    private let waiter: ChangeWaiter
+    private let token: UInt64
+    private let cursor = Mutex<UInt64?>(nil)
+    private let skipped = Atomic<UInt64>(0)
+
+    /// - Parameters:
+    ///   - startAt: the first sequence wanted; nil picks the oldest cached group
+    ///     within the budget (the newest when the budget is 0).
+    ///   - maxLatencyMs: the skipping budget; nil never skips.
+    public init(track: TrackProducer, startAt: UInt64? = nil, maxLatencyMs: UInt64? = nil) {
+        self.track = track
+        self.maxLatencyMs = maxLatencyMs
+        waiter = ChangeWaiter(track: track)
+        token = track.addObserver(waiter)
+        cursor.withLock { $0 = startAt }
+    }
+
+    deinit { track.removeObserver(token) }
+
+    /// Groups skipped as too late.
+    public var groupsSkipped: UInt64 { skipped.load(ordering: .relaxed) }
+
+    /// The outcome of a non-blocking read.
+    public enum Poll: Sendable {
+        case group(GroupConsumer)
+        case ended
+        case failed(TrackReadError)
+        case wait(version: UInt64)
+    }
+
+    /// Reads without waiting.
+    public func poll() -> Poll {
+        if waiter.isCancelled { return .failed(.cancelled) }
+        let version = track.version
+        let newest = track.latestGroup
+        let budget = maxLatencyMs.map { $0 &* 1_000_000 }
+        let result = cursor.withLock { cursor -> GroupConsumer? in
+            if cursor == nil, let newest {
+                cursor = startSequence(newest: newest, budget: budget)
+            }
+            guard let from = cursor else { return nil }
+            for g in track.groups(from: from) {
+                cursor = g.sequence + 1
+                if let budget, let newest, g !== newest, newest.createdAt &- g.createdAt > budget {
+                    skipped.add(1, ordering: .relaxed)
+                    continue
+                }
+                return GroupConsumer(track: track, group: g)
+            }
+            return nil
+        }
+        if let result { return .group(result) }
+        switch track.end {
+        case .aborted(let code)?: return .failed(.aborted(code))
+        case .finished?: return .ended
+        case nil: return .wait(version: version)
+        }
+    }
+
+    private func startSequence(newest: GroupState, budget: UInt64?) -> UInt64 {
+        guard let budget else { return track.groups(from: 0).first?.sequence ?? newest.sequence }
+        for g in track.groups(from: 0) where newest.createdAt &- g.createdAt <= budget {
+            return g.sequence
+        }
+        return newest.sequence
+    }
+
+    /// The next group, waiting for it; nil when the track finished.
+    public func nextGroup() async throws(TrackReadError) -> GroupConsumer? {
+        while true {
+            switch poll() {
+            case .group(let g): return g
+            case .ended: return nil
+            case .failed(let e): throw e
+            case .wait(let version): await waiter.wait(since: version)
+            }
+        }
+    }
+
+    /// Every frame of every delivered group, in order, with its group sequence and index.
+    public func frames() -> AsyncThrowingStream<ReceivedFrame, any Error> {
+        AsyncThrowingStream { continuation in
+            let task = Task {
+                do {
+                    while let group = try await self.nextGroup() {
+                        var index = 0
+                        while let frame = try await group.nextFrame() {
+                            continuation.yield(ReceivedFrame(group: group.sequence, index: index, frame: frame))
+                            index += 1
+                        }
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// Stops reading; pending waits return `.cancelled`.
+    public func cancel() { waiter.cancel() }
+}
+
+/// A frame with its place in the track.
+public struct ReceivedFrame: Sendable, Equatable {
+    /// The group sequence.
+    public var group: UInt64
+    /// The index of the frame within the group (as delivered).
+    public var index: Int
+    /// The frame.
+    public var frame: Frame
+}
+
+/// Reads the frames of one group as they arrive.
+public final class GroupConsumer: @unchecked Sendable {
+    /// The track.
+    public let track: TrackProducer
+    /// The group.
+    public let group: GroupState
+    private let waiter: ChangeWaiter
+    private let token: UInt64
+    private let next = Mutex(0)
+
+    init(track: TrackProducer, group: GroupState) {
+        self.track = track
+        self.group = group
+        waiter = ChangeWaiter(track: track)
+        token = track.addObserver(waiter)
+    }
+
+    deinit { track.removeObserver(token) }
+
+    /// The group sequence.
+    public var sequence: UInt64 { group.sequence }
+
+    /// The outcome of a non-blocking read.
+    public enum Poll: Sendable {
+        case frame(Frame)
+        case ended(GroupStatus)
+        case wait(version: UInt64)
+    }
+
+    /// Reads without waiting.
+    public func poll() -> Poll {
+        let version = track.version
+        return next.withLock { i -> Poll in
+            let (frames, status) = track.frames(of: group, from: i)
+            if let f = frames.first {
+                i += 1
+                return .frame(f)
+            }
+            return status == .open ? .wait(version: version) : .ended(status)
+        }
+    }
+
+    /// The next frame, waiting for it; nil at the end of the group (finished or aborted).
+    public func nextFrame() async throws(TrackReadError) -> Frame? {
+        while true {
+            switch poll() {
+            case .frame(let f): return f
+            case .ended: return nil
+            case .wait(let version):
+                if waiter.isCancelled { throw .cancelled }
+                await waiter.wait(since: version)
+                if Task.isCancelled { throw .cancelled }
+            }
+        }
+    }
+
+    /// How the group ended, or `.open`.
+    public var status: GroupStatus { track.frames(of: group, from: Int.max).status }
+}

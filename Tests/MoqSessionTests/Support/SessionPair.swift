@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: MIT
+import MoqSession
+import MoqWire
+
+/// Records what a session core reports.
+final class RecordingDelegate: SessionCoreDelegate {
+    var setups: [Setup] = []
+    var goaways: [String] = []
+    var closes: [SessionCloseReason] = []
+
+    func sessionDidSetup(_ session: SessionCore, peer: Setup) { setups.append(peer) }
+    func session(_ session: SessionCore, didReceiveGoaway uri: String) { goaways.append(uri) }
+    func session(_ session: SessionCore, didCloseWith reason: SessionCloseReason) { closes.append(reason) }
+}
+
+/// Two session cores joined by a ``MemoryLink`` on virtual time.
+final class SessionPair {
+    let scheduler = VirtualScheduler()
+    let link: MemoryLink
+    let client: SessionCore
+    let server: SessionCore
+    let clientDelegate = RecordingDelegate()
+    let serverDelegate = RecordingDelegate()
+    let clientOrigin = Origin()
+    let serverOrigin = Origin()
+
+    init(
+        clientConfig: SessionConfig = SessionConfig(path: "/anon/room?jwt=abc"),
+        serverConfig: SessionConfig = SessionConfig(), maxStreams: Int = 100, datagrams: Bool = true,
+        connect: Bool = true, rawServer: Bool = false
+    ) {
+        link = MemoryLink(scheduler: scheduler, maxStreams: maxStreams, datagrams: datagrams)
+        client = SessionCore(config: clientConfig, transport: link.client, scheduler: scheduler, publishOrigin: clientOrigin)
+        server = SessionCore(config: serverConfig, transport: link.server, scheduler: scheduler, publishOrigin: serverOrigin)
+        client.delegate = clientDelegate
+        server.delegate = serverDelegate
+        link.client.core = client
+        link.server.core = rawServer ? nil : server
+        if connect {
+            client.connected()
+            server.connected()
+            run()
+        }
+    }
+
+    func run() { scheduler.run() }
+
+    /// A broadcast on the server's origin with clock = virtual.
+    func serverBroadcast(_ path: String) -> BroadcastProducer {
+        let b = BroadcastProducer(path: path, clock: scheduler.clock)
+        serverOrigin.publish(b)
+        return b
+    }
+
+    /// A local track the client's subscription writes into.
+    func remoteTrack(_ name: String) -> TrackProducer {
+        TrackProducer(name: name, info: nil, clock: scheduler.clock)
+    }
+
+    /// Everything cached in `track`, as (group, frame payload strings).
+    func contents(_ track: TrackProducer) -> [(UInt64, [String])] {
+        track.groups(from: 0).map { g in
+            (g.sequence, track.frames(of: g, from: 0).frames.map { String(decoding: $0.payload.array, as: UTF8.self) })
+        }
+    }
+}
+
+extension Bytes {
+    init(_ string: String) { self.init(utf8: string) }
+}
