@@ -1,7 +1,8 @@
 import CGStreamer
-import CGstBase
 import CGstApp
-import CGstVideo
 import CGstAudio
+import CGstBase
 import CGstPbutils
+import CGstVideo
+
 func _probe() { gst_init(nil, nil) }

@@ -132,7 +132,9 @@ final class RequestedSubscription: StreamHandler {
     func datagram(_ datagram: Datagram) {
         guard !done else { return }
         markSeen(datagram.sequence...datagram.sequence)
-        if track.receiveDatagram(sequence: datagram.sequence, Frame(timestamp: datagram.timestamp, payload: datagram.payload)) {
+        if track.receiveDatagram(
+            sequence: datagram.sequence, Frame(timestamp: datagram.timestamp, payload: datagram.payload))
+        {
             session.counters.datagramsReceived += 1
             session.counters.framesReceived += 1
             session.counters.bytesReceived += UInt64(datagram.payload.count)

@@ -10,7 +10,9 @@ final class RequestedTrack: StreamHandler {
     private var buffer = StreamBuffer()
     private var done = false
 
-    init(session: SessionCore, request: TrackRequest, completion: @escaping (Result<TrackInfo, StreamErrorCode>) -> Void) {
+    init(
+        session: SessionCore, request: TrackRequest, completion: @escaping (Result<TrackInfo, StreamErrorCode>) -> Void
+    ) {
         self.session = session
         self.request = request
         self.completion = completion

@@ -73,7 +73,9 @@ final class ServedProbe: StreamHandler {
         guard !done else { return }
         done = true
         timer?.cancel()
-        if let code { session.abortStream(stream, code, stopReceive: code != .cancel) } else {
+        if let code {
+            session.abortStream(stream, code, stopReceive: code != .cancel)
+        } else {
             session.transport.finish(stream)
         }
         session.detach(stream)

@@ -158,11 +158,15 @@ final class ServedSubscription: StreamHandler, Pumpable {
         let budget = range.maxLatencyMs &* 1_000_000
         for g in fresh {
             if g.sequence > next {
-                writeControl(SubscribeResponse.drop(start: next, end: g.sequence - 1, code: StreamErrorCode.old.rawValue).encoded())
+                writeControl(
+                    SubscribeResponse.drop(start: next, end: g.sequence - 1, code: StreamErrorCode.old.rawValue)
+                        .encoded())
             }
             next = g.sequence + 1
             if g !== newest && newest.createdAt &- g.createdAt > budget && track.end == nil {
-                writeControl(SubscribeResponse.drop(start: g.sequence, end: g.sequence, code: StreamErrorCode.old.rawValue).encoded())
+                writeControl(
+                    SubscribeResponse.drop(start: g.sequence, end: g.sequence, code: StreamErrorCode.old.rawValue)
+                        .encoded())
                 session.counters.groupsResetAsOld += 1
                 continue
             }
@@ -180,17 +184,22 @@ final class ServedSubscription: StreamHandler, Pumpable {
         active.append(send)
         session.counters.groupsSent += 1
         if trySendAsDatagram(send) { return }
-        session.openStream(bidirectional: false, isCancelled: { [weak self, weak send] in
-            self?.done ?? true || send?.isClosed ?? true
-        }) { [weak self] stream in
+        session.openStream(
+            bidirectional: false,
+            isCancelled: { [weak self, weak send] in
+                self?.done ?? true || send?.isClosed ?? true
+            }
+        ) { [weak self] stream in
             guard let self, !self.done, !send.isClosed else {
                 self?.session.transport.resetStream(stream, code: StreamErrorCode.cancel.wireValue)
                 return
             }
             send.stream = stream
             self.session.transport.setSendOrder(stream, self.order(for: group.sequence))
-            let header = GroupHeader(subscribeID: self.subscribe!.id, sequence: group.sequence, frameStart: UInt64(send.nextFrame))
-            self.session.transport.write(stream, Bytes([UInt8(UniStreamType.group.rawValue)] + header.encoded()), fin: false)
+            let header = GroupHeader(
+                subscribeID: self.subscribe!.id, sequence: group.sequence, frameStart: UInt64(send.nextFrame))
+            self.session.transport.write(
+                stream, Bytes([UInt8(UniStreamType.group.rawValue)] + header.encoded()), fin: false)
             self.session.handlers[stream] = GroupWriter(owner: self, send: send)
             if let track = self.track { self.flush(send, track: track) }
             self.active.removeAll { $0.isClosed }
@@ -203,7 +212,8 @@ final class ServedSubscription: StreamHandler, Pumpable {
         guard send.group.isDatagram, let track, let id = subscribe?.id else { return false }
         let (frames, status) = track.frames(of: send.group, from: 0)
         guard status == .finished, frames.count == 1, let frame = frames.first else { return false }
-        let datagram = Datagram(subscribeID: id, sequence: send.group.sequence, timestamp: frame.timestamp, payload: frame.payload)
+        let datagram = Datagram(
+            subscribeID: id, sequence: send.group.sequence, timestamp: frame.timestamp, payload: frame.payload)
         let encoded = datagram.encoded()
         guard encoded.count <= session.transport.maxDatagramPayload,
             session.transport.sendDatagram(Bytes(encoded))
@@ -290,6 +300,7 @@ final class ServedSubscription: StreamHandler, Pumpable {
         }
         guard active.isEmpty else { return }
         session.transport.finish(stream)
+        session.counters.servedSubscriptionsCompleted += 1
         cleanup()
         // Keep listening until the peer closes its side.
         session.handlers[stream] = DrainingStream(session: session, stream: stream)

@@ -64,6 +64,11 @@ public final class SessionCore {
     public var isReady: Bool { phase == .ready }
     /// True once closed.
     public var isClosed: Bool { phase == .closed }
+    /// Groups we are still sending (or waiting to open a stream for).
+    public var activeServedGroups: Int {
+        pendingUniOpens.count
+            + handlers.values.reduce(0) { n, h in n + ((h as? GroupWriter).map { $0.send.isClosed ? 0 : 1 } ?? 0) }
+    }
     var clock: any MoqClock { scheduler.clock }
 
     // MARK: - Transport events
@@ -349,6 +354,7 @@ public struct SessionCounters: Sendable, Equatable {
     public var malformedStreams: UInt64 = 0
     public var malformedDatagrams: UInt64 = 0
     public var refusedRequests: UInt64 = 0
+    public var servedSubscriptionsCompleted: UInt64 = 0
     public var datagramsSent: UInt64 = 0
     public var datagramsReceived: UInt64 = 0
 }

@@ -38,7 +38,9 @@ public struct StreamBuffer: Sendable {
     }
 
     private mutating func take(_ count: Int) -> Bytes {
-        let bytes = pending.withUnsafeBytes { Bytes(copying: UnsafeRawBufferPointer(rebasing: $0[start..<start + count])) }
+        let bytes = pending.withUnsafeBytes {
+            Bytes(copying: UnsafeRawBufferPointer(rebasing: $0[start..<start + count]))
+        }
         start += count
         return bytes
     }

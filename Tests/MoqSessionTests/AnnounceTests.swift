@@ -1,7 +1,7 @@
-// SPDX-License-Identifier: MIT
-import Testing
 import MoqSession
 import MoqWire
+// SPDX-License-Identifier: MIT
+import Testing
 
 @Suite struct AnnounceTests {
     @Test func initialSetThenLiveStartsAndEnds() {
@@ -79,7 +79,8 @@ import MoqWire
         var events: [AnnounceEvent] = []
         pair.client.requestAnnounces(prefix: "") { events.append($0) }
         pair.run()
-        pair.serverOrigin.publish(BroadcastProducer(path: "cam", route: AnnounceRoute(hops: [7], costWarm: 3, costCold: 4)))
+        pair.serverOrigin.publish(
+            BroadcastProducer(path: "cam", route: AnnounceRoute(hops: [7], costWarm: 3, costCold: 4)))
         pair.run()
         #expect(events.count == 2)
         #expect(events.last == .active(path: "cam", route: AnnounceRoute(hops: [7, 1], costWarm: 4, costCold: 5)))

@@ -1,7 +1,7 @@
-// SPDX-License-Identifier: MIT
-import Testing
 import MoqSession
 import MoqWire
+// SPDX-License-Identifier: MIT
+import Testing
 
 @Suite struct FetchDatagramProbeTests {
     @Test func fetchServesACachedGroupAndAFrameRange() {
@@ -15,9 +15,12 @@ import MoqWire
         var whole: [Frame] = []
         var part: [Frame] = []
         pair.client.fetch(Fetch(broadcast: "b", track: "t", group: 1)) { whole = (try? $0.get()) ?? [] }
-        pair.client.fetch(Fetch(broadcast: "b", track: "t", group: 1, frameStart: 1, frameEnd: 2)) { part = (try? $0.get()) ?? [] }
+        pair.client.fetch(Fetch(broadcast: "b", track: "t", group: 1, frameStart: 1, frameEnd: 2)) {
+            part = (try? $0.get()) ?? []
+        }
         pair.run()
-        #expect(whole.map { String(decoding: $0.payload.array, as: UTF8.self) } == ["frame-1-0", "frame-1-1", "frame-1-2"])
+        #expect(
+            whole.map { String(decoding: $0.payload.array, as: UTF8.self) } == ["frame-1-0", "frame-1-1", "frame-1-2"])
         #expect(part.map(\.timestamp) == [133_332, 166_665])
     }
 
@@ -59,7 +62,8 @@ import MoqWire
 
     @Test func datagramsForUnknownSubscriptionsAreDroppedSilently() {
         let pair = SessionPair()
-        _ = pair.link.server.sendDatagram(Bytes(Datagram(subscribeID: 5, sequence: 1, timestamp: 1, payload: Bytes("x")).encoded()))
+        _ = pair.link.server.sendDatagram(
+            Bytes(Datagram(subscribeID: 5, sequence: 1, timestamp: 1, payload: Bytes("x")).encoded()))
         _ = pair.link.server.sendDatagram(Bytes([0xc0]))  // truncated varint
         pair.run()
         #expect(pair.client.isReady)

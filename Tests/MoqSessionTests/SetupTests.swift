@@ -1,7 +1,7 @@
-// SPDX-License-Identifier: MIT
-import Testing
 import MoqSession
 import MoqWire
+// SPDX-License-Identifier: MIT
+import Testing
 
 @Suite struct SetupTests {
     @Test func bothSidesExchangeSetupAndTheServerSeesThePath() {

@@ -1,12 +1,13 @@
-// SPDX-License-Identifier: MIT
-import Testing
 import MoqSession
 import MoqWire
+// SPDX-License-Identifier: MIT
+import Testing
 
 @Suite struct SubscribeTests {
     @Test func framesArriveIntactAndInOrderAndTheEndPropagates() throws {
         let pair = SessionPair()
-        let video = pair.serverBroadcast("room/cam").createTrack("video", info: TrackInfo(priority: 60, maxAgeMs: 30_000, timescale: 1_000_000))
+        let video = pair.serverBroadcast("room/cam").createTrack(
+            "video", info: TrackInfo(priority: 60, maxAgeMs: 30_000, timescale: 1_000_000))
         let remote = pair.remoteTrack("video")
         pair.client.subscribe(broadcast: "room/cam", track: remote, range: SubscriptionRange(maxLatencyMs: 10_000))
         pair.run()
@@ -56,7 +57,8 @@ import MoqWire
             clock.advance(by: 400_000_000)
         }
         #expect(track.groups(from: 0).map(\.sequence) == [2, 3, 4])
-        let bounded = TrackProducer(name: "b", info: TrackInfo(maxAgeMs: 60_000), clock: clock, limits: CacheLimits(maxBytes: 10))
+        let bounded = TrackProducer(
+            name: "b", info: TrackInfo(maxAgeMs: 60_000), clock: clock, limits: CacheLimits(maxBytes: 10))
         for i in 0..<5 { bounded.writeSingleFrameGroup(Bytes("abcd\(i)"), timestamp: 0) }
         #expect(bounded.groups(from: 0).map(\.sequence) == [3, 4])
     }
@@ -76,7 +78,8 @@ import MoqWire
 
     @Test func trackInfoIsAnsweredOrRefused() {
         let pair = SessionPair()
-        _ = pair.serverBroadcast("b").createTrack("t", info: TrackInfo(priority: 80, maxAgeMs: 30_000, timescale: 48_000))
+        _ = pair.serverBroadcast("b").createTrack(
+            "t", info: TrackInfo(priority: 80, maxAgeMs: 30_000, timescale: 48_000))
         var results: [Result<TrackInfo, StreamErrorCode>] = []
         pair.client.trackInfo(broadcast: "b", track: "t") { results.append($0) }
         pair.client.trackInfo(broadcast: "b", track: "nope") { results.append($0) }
@@ -162,7 +165,9 @@ import MoqWire
         pair.link.server.release()
         second.finish()
         pair.run()
-        #expect(remote.group(sequence: 0) == nil || remote.frames(of: remote.group(sequence: 0)!, from: 0).status != .finished)
+        #expect(
+            remote.group(sequence: 0) == nil
+                || remote.frames(of: remote.group(sequence: 0)!, from: 0).status != .finished)
         #expect(pair.contents(remote).last?.1 == ["fresh"])
     }
 
@@ -190,8 +195,11 @@ import MoqWire
         let b = pair.serverBroadcast("b")
         let low = b.createTrack("low")
         let high = b.createTrack("high")
-        pair.client.subscribe(broadcast: "b", track: pair.remoteTrack("low"), range: SubscriptionRange(priority: 1, maxLatencyMs: 1000))
-        pair.client.subscribe(broadcast: "b", track: pair.remoteTrack("high"), range: SubscriptionRange(priority: 200, maxLatencyMs: 1000))
+        pair.client.subscribe(
+            broadcast: "b", track: pair.remoteTrack("low"), range: SubscriptionRange(priority: 1, maxLatencyMs: 1000))
+        pair.client.subscribe(
+            broadcast: "b", track: pair.remoteTrack("high"), range: SubscriptionRange(priority: 200, maxLatencyMs: 1000)
+        )
         pair.run()
         low.writeSingleFrameGroup(Bytes("l0"), timestamp: 0)
         low.writeSingleFrameGroup(Bytes("l1"), timestamp: 0)
@@ -209,7 +217,8 @@ import MoqWire
     @Test func updatesChangePriority() {
         let pair = SessionPair()
         let track = pair.serverBroadcast("b").createTrack("t")
-        let handle = pair.client.subscribe(broadcast: "b", track: pair.remoteTrack("t"), range: SubscriptionRange(priority: 1, maxLatencyMs: 1000))
+        let handle = pair.client.subscribe(
+            broadcast: "b", track: pair.remoteTrack("t"), range: SubscriptionRange(priority: 1, maxLatencyMs: 1000))
         pair.run()
         let group = track.appendGroup()
         group.write(Bytes("x"), timestamp: 0)
@@ -298,8 +307,10 @@ import MoqWire
         pair.client.subscribe(broadcast: "b", track: remote)
         pair.run()
         // A good group 0, then group 1 claiming a 40 MB frame, then a good group 2.
-        raw.writeRaw(7, [0x00] + GroupHeader(subscribeID: 0, sequence: 0).encoded() + [0x00, 0x02, 0x68, 0x69], fin: true)
-        raw.writeRaw(11, [0x00] + GroupHeader(subscribeID: 0, sequence: 1).encoded() + [0x00, 0xc0, 0, 0, 0, 0x02, 0x80, 0, 0])
+        raw.writeRaw(
+            7, [0x00] + GroupHeader(subscribeID: 0, sequence: 0).encoded() + [0x00, 0x02, 0x68, 0x69], fin: true)
+        raw.writeRaw(
+            11, [0x00] + GroupHeader(subscribeID: 0, sequence: 1).encoded() + [0x00, 0xc0, 0, 0, 0, 0x02, 0x80, 0, 0])
         raw.writeRaw(15, [0x00] + GroupHeader(subscribeID: 0, sequence: 2).encoded() + [0x00, 0x01, 0x21], fin: true)
         pair.run()
         #expect(pair.link.client.stopsSent[11] == StreamErrorCode.frameTooLarge.wireValue)

@@ -1,6 +1,6 @@
+import MoqWire
 // SPDX-License-Identifier: MIT
 import Testing
-import MoqWire
 
 /// Drip-feeding, splitting and limits (the NIO decoder-verifier idea).
 @Suite struct DecoderRobustnessTests {
@@ -50,7 +50,9 @@ import MoqWire
 
     @Test func emptyGroupStreamIsTruncated() {
         var decoder = FrameDecoder(expectHeader: true)
-        #expect(throws: DecodeError.truncated) { _ = try decoder.feed(UnsafeRawBufferPointer(start: nil, count: 0), fin: true) }
+        #expect(throws: DecodeError.truncated) {
+            _ = try decoder.feed(UnsafeRawBufferPointer(start: nil, count: 0), fin: true)
+        }
     }
 
     @Test func oversizedFrameRefusedBeforeItsPayload() {
@@ -78,7 +80,8 @@ import MoqWire
 
     @Test func controlBufferYieldsMessagesOnlyWhenComplete() throws {
         var buffer = StreamBuffer()
-        let bytes = hex("02") + Subscribe(id: 1, broadcast: "room/alice", track: "video").encoded()
+        let bytes =
+            hex("02") + Subscribe(id: 1, broadcast: "room/alice", track: "video").encoded()
             + SubscribeUpdate(range: SubscriptionRange(priority: 9)).encoded()
         var messages: [String] = []
         var sawType = false

@@ -1,10 +1,11 @@
+import MoqWire
 // SPDX-License-Identifier: MIT
 import Testing
-import MoqWire
 
 @Suite struct ErrorCodeTests {
     @Test(arguments: [
-        (StreamErrorCode.internal, UInt64(0x52e4_a40f_a8db)) as (StreamErrorCode, UInt64), (.cancel, 0x52e4_a40f_a8dc), (.deliveryTimeout, 0x52e4_a40f_a8dd),
+        (StreamErrorCode.internal, UInt64(0x52e4_a40f_a8db)) as (StreamErrorCode, UInt64), (.cancel, 0x52e4_a40f_a8dc),
+        (.deliveryTimeout, 0x52e4_a40f_a8dd),
         (.tooFarBehind, 0x52e4_a40f_a8e0), (.malformedTrack, 0x52e4_a40f_a8ed), (.controlTimeout, 0x52e4_a40f_a90d),
         (.notFound, 0x52e4_a40f_a90f), (.old, 0x52e4_a40f_a910), (.evicted, 0x52e4_a40f_a911),
         (.unroutable, 0x52e4_a40f_a912), (.timestampMismatch, 0x52e4_a40f_a915),

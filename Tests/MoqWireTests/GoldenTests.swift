@@ -1,6 +1,6 @@
+import MoqWire
 // SPDX-License-Identifier: MIT
 import Testing
-import MoqWire
 
 /// Byte captures from moq-lite-06.md (observed on the wire with moq-ffi 0.4.18).
 @Suite struct GoldenTests {
@@ -69,7 +69,9 @@ import MoqWire
     @Test func announceThroughRelay() throws {
         let bytes = hex("00 0b 05 \"alice\" 01 4309 01 01")
         var r = reader(bytes)
-        #expect(try Announcement.decode(from: &r) == .start(suffix: "alice", route: AnnounceRoute(hops: [777], costWarm: 1, costCold: 1)))
+        #expect(
+            try Announcement.decode(from: &r)
+                == .start(suffix: "alice", route: AnnounceRoute(hops: [777], costWarm: 1, costCold: 1)))
     }
 
     @Test func announceUpdateAndEnd() throws {
@@ -117,14 +119,19 @@ import MoqWire
         var r = reader(body)
         let sub = try Subscribe.decode(body: &r)
         #expect(r.isAtEnd)
-        #expect(sub == Subscribe(id: 0, broadcast: "alice", track: "video", range: SubscriptionRange(priority: 0x80, maxLatencyMs: 500)))
+        #expect(
+            sub
+                == Subscribe(
+                    id: 0, broadcast: "alice", track: "video",
+                    range: SubscriptionRange(priority: 0x80, maxLatencyMs: 500)))
         #expect(sub.encoded() == [UInt8(body.count)] + body)
     }
 
     @Test func subscribeBoundsArePlusOneWhereTheReferenceSays() throws {
         let sub = Subscribe(
             id: 7, broadcast: "b", track: "t",
-            range: SubscriptionRange(priority: 1, maxLatencyMs: 0, groupStart: 3, groupEnd: 5, frameStart: 0, frameEnd: 2))
+            range: SubscriptionRange(
+                priority: 1, maxLatencyMs: 0, groupStart: 3, groupEnd: 5, frameStart: 0, frameEnd: 2))
         // group_start raw 3, group_end 5+1, frame_start raw 0, frame_end 2+1.
         #expect(sub.encoded() == hex("0b 07 01 \"b\" 01 \"t\" 01 00 03 06 00 03"))
     }
@@ -149,12 +156,13 @@ import MoqWire
         var decoder = FrameDecoder(expectHeader: true)
         let events = try stream.withUnsafeBytes { try decoder.feed($0, fin: true) }
         #expect(decoder.isFinished)
-        #expect(events == [
-            .header(GroupHeader(subscribeID: 1, sequence: 0, frameStart: 0)),
-            .frame(Frame(timestamp: 0, payload: Bytes(utf8: "frame-0-0"))),
-            .frame(Frame(timestamp: 33333, payload: Bytes(utf8: "frame-0-1"))),
-            .frame(Frame(timestamp: 66666, payload: Bytes(utf8: "frame-0-2"))),
-        ])
+        #expect(
+            events == [
+                .header(GroupHeader(subscribeID: 1, sequence: 0, frameStart: 0)),
+                .frame(Frame(timestamp: 0, payload: Bytes(utf8: "frame-0-0"))),
+                .frame(Frame(timestamp: 33333, payload: Bytes(utf8: "frame-0-1"))),
+                .frame(Frame(timestamp: 66666, payload: Bytes(utf8: "frame-0-2"))),
+            ])
         // Encoding the same frames reproduces the capture.
         var encoded = GroupHeader(subscribeID: 1, sequence: 0).encoded()
         var previous: UInt64 = 0

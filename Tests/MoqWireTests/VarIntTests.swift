@@ -1,6 +1,6 @@
+import MoqWire
 // SPDX-License-Identifier: MIT
 import Testing
-import MoqWire
 
 @Suite struct VarIntTests {
     static let vectors: [(UInt64, String)] = [

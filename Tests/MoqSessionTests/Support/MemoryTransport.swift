@@ -100,7 +100,9 @@ final class MemoryTransport: SessionTransport, @unchecked Sendable {
     func finish(_ stream: Int64) { write(stream, Bytes(), fin: true) }
 
     func resetStream(_ stream: Int64, code: UInt64) {
-        guard closed == nil, !sendDone.contains(stream) || stalledWrites.contains(where: { $0.0 == stream }) else { return }
+        guard closed == nil, !sendDone.contains(stream) || stalledWrites.contains(where: { $0.0 == stream }) else {
+            return
+        }
         sendDone.insert(stream)
         defer { checkClosed(stream) }
         resetsSent[stream] = code
@@ -198,7 +200,9 @@ final class MemoryTransport: SessionTransport, @unchecked Sendable {
     private var closedStreams = Set<Int64>()
 
     private func checkClosed(_ stream: Int64) {
-        guard receiveDone.contains(stream), sendDone.contains(stream), closedStreams.insert(stream).inserted else { return }
+        guard receiveDone.contains(stream), sendDone.contains(stream), closedStreams.insert(stream).inserted else {
+            return
+        }
         core?.streamClosed(stream: stream)
         let opener = isPeerStream(stream) ? peer : self
         scheduler.execute { [weak opener] in opener?.creditReturned(stream) }

@@ -30,8 +30,10 @@ final class SessionPair {
         connect: Bool = true, rawServer: Bool = false
     ) {
         link = MemoryLink(scheduler: scheduler, maxStreams: maxStreams, datagrams: datagrams)
-        client = SessionCore(config: clientConfig, transport: link.client, scheduler: scheduler, publishOrigin: clientOrigin)
-        server = SessionCore(config: serverConfig, transport: link.server, scheduler: scheduler, publishOrigin: serverOrigin)
+        client = SessionCore(
+            config: clientConfig, transport: link.client, scheduler: scheduler, publishOrigin: clientOrigin)
+        server = SessionCore(
+            config: serverConfig, transport: link.server, scheduler: scheduler, publishOrigin: serverOrigin)
         client.delegate = clientDelegate
         server.delegate = serverDelegate
         link.client.core = client

@@ -57,9 +57,11 @@ final class VirtualScheduler: SessionScheduler, @unchecked Sendable {
         run()
         while true {
             let next = timers.withLock { t -> Timer? in
-                guard let i = t.indices.filter({ t[$0].due <= target }).min(by: {
-                    (t[$0].due, t[$0].order) < (t[$1].due, t[$1].order)
-                }) else { return nil }
+                guard
+                    let i = t.indices.filter({ t[$0].due <= target }).min(by: {
+                        (t[$0].due, t[$0].order) < (t[$1].due, t[$1].order)
+                    })
+                else { return nil }
                 return t.remove(at: i)
             }
             guard let next else { break }

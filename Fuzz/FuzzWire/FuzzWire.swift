@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: MIT
+// libFuzzer target over every moq-lite-06 decoder. Built together with the
+// MoqWire sources (one module) by `make fuzz`:
+//   swiftc -sanitize=fuzzer,address -parse-as-library Sources/MoqWire/*.swift Fuzz/FuzzWire/FuzzWire.swift
+//
+// The first input byte picks the decoder; the rest is the input. Decoding may fail
+// with a typed error (expected); it must never crash, hang or allocate from a
+// declared size. A message that decodes must re-encode and decode to itself.
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzWire(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
+    guard count > 0 else { return 0 }
+    let selector = start.load(as: UInt8.self)
+    let input = Bytes(copying: UnsafeRawBufferPointer(start: start + 1, count: count - 1))
+    switch selector % 12 {
+    case 0: roundTrip(Setup.self, input)
+    case 1: roundTrip(AnnounceRequest.self, input)
+    case 2: roundTrip(AnnounceOk.self, input)
+    case 3: roundTrip(TrackRequest.self, input)
+    case 4: roundTrip(TrackInfo.self, input)
+    case 5: roundTrip(Subscribe.self, input)
+    case 6: roundTrip(SubscribeUpdate.self, input)
+    case 7: roundTrip(Fetch.self, input)
+    case 8:
+        var r = WireReader(input)
+        while let message = try? Announcement.decode(from: &r) {
+            if case .unknown = message { continue }
+            var again = WireReader(Bytes(message.encoded()))
+            precondition((try? Announcement.decode(from: &again)) == message, "announcement round trip")
+        }
+        var r2 = WireReader(input)
+        while let message = try? SubscribeResponse.decode(from: &r2) {
+            if case .unknown = message { continue }
+            var again = WireReader(Bytes(message.encoded()))
+            precondition((try? SubscribeResponse.decode(from: &again)) == message, "subscribe response round trip")
+        }
+    case 9:
+        if let d = try? Datagram.decode(input) {
+            precondition((try? Datagram.decode(Bytes(d.encoded()))) == d, "datagram round trip")
+        }
+    case 10, 11:
+        // A group or fetch stream, split at points chosen by the input itself.
+        var decoder = FrameDecoder(expectHeader: selector % 12 == 10, frameLimit: 1 << 20)
+        var whole = FrameDecoder(expectHeader: selector % 12 == 10, frameLimit: 1 << 20)
+        let expected = input.withUnsafeBytes { try? whole.feed($0, fin: true) }
+        var events: [FrameStreamEvent] = []
+        var failed = false
+        var offset = 0
+        var step = 1
+        input.withUnsafeBytes { buffer in
+            while offset <= buffer.count && !failed {
+                let end = min(buffer.count, offset + step)
+                do {
+                    events += try decoder.feed(
+                        UnsafeRawBufferPointer(rebasing: buffer[offset..<end]), fin: end == buffer.count)
+                } catch {
+                    failed = true
+                }
+                if end == buffer.count { break }
+                step = Int(buffer[offset]) % 7 + 1
+                offset = end
+            }
+        }
+        if let expected, !failed {
+            precondition(events == expected, "split decoding differs from whole decoding")
+        }
+        var control = StreamBuffer(limit: 4096)
+        input.withUnsafeBytes { control.append($0) }
+        _ = control.readVarInt()
+        while (try? control.next(Subscribe.self)) != nil {}
+    default:
+        break
+    }
+    return 0
+}
+
+private func roundTrip<M: WireMessage>(_ type: M.Type, _ input: Bytes) {
+    var r = WireReader(input)
+    guard let message = try? M.decodeFramed(from: &r) else { return }
+    var again = WireReader(Bytes(message.encoded()))
+    precondition((try? M.decodeFramed(from: &again)) == message, "\(M.self) round trip")
+}

@@ -1,0 +1,143 @@
+import MoqQUIC
+// SPDX-License-Identifier: MIT
+public import MoqSession
+import Synchronization
+
+/// Accepts moq-lite-06 sessions over raw QUIC.
+///
+/// Every accepted session serves ``origin`` to its peer; `onSession` receives each
+/// session once its SETUP exchange completed (with the client's request path).
+public final class MoqServer: @unchecked Sendable {
+    /// The UDP port listened on.
+    public let port: UInt16
+    /// SHA-256 of the certificate (hex), for clients to pin.
+    public let fingerprint: String
+    /// What every session serves.
+    public let origin: Origin
+    let loop: QUICEventLoop
+    let server: QUICServer
+    private let sessions = Mutex<[ObjectIdentifier: MoqSession]>([:])
+
+    /// Options of a server.
+    public struct Options: Sendable {
+        /// The role declared in SETUP (nil: both).
+        public var role: SessionRole?
+        /// QUIC idle timeout.
+        public var idleTimeout: Duration
+        /// Largest number of concurrent connections.
+        public var maxConnections: Int
+        /// Per-session limits.
+        public var limits: SessionLimits
+
+        public init(
+            role: SessionRole? = nil, idleTimeout: Duration = .seconds(10), maxConnections: Int = 1024,
+            limits: SessionLimits = SessionLimits()
+        ) {
+            self.role = role
+            self.idleTimeout = idleTimeout
+            self.maxConnections = maxConnections
+            self.limits = limits
+        }
+    }
+
+    private init(port: UInt16, fingerprint: String, origin: Origin, loop: QUICEventLoop, server: QUICServer) {
+        self.port = port
+        self.fingerprint = fingerprint
+        self.origin = origin
+        self.loop = loop
+        self.server = server
+    }
+
+    /// Listens on `host:port` (port 0 picks one).
+    public static func listen(
+        host: String = "127.0.0.1", port: UInt16 = 0,
+        certificate: ServerCertificate = .selfSigned(names: ["localhost"]),
+        origin: Origin = Origin(), options: Options = Options(),
+        onSession: @escaping @Sendable (MoqSession, Setup) -> Void = { _, _ in }
+    ) throws(MoqError) -> MoqServer {
+        let identity: ServerIdentity
+        do {
+            switch certificate {
+            case .files(let chain, let key):
+                identity = try ServerIdentity(.files(certificateChain: chain, privateKey: key))
+            case .selfSigned(let names): identity = try ServerIdentity(.selfSigned(names: names))
+            }
+        } catch {
+            throw .configuration("cannot load the server certificate: \(error)")
+        }
+        let loop: QUICEventLoop
+        do { loop = try QUICEventLoop(name: "swiftmoq-server") } catch {
+            throw .configuration("cannot start the network thread: \(error)")
+        }
+        var settings = QUICSettings()
+        settings.alpn = MoqVersion.alpn
+        settings.idleTimeout = options.idleTimeout
+        settings.maxConnections = options.maxConnections
+        let holder = ServerHolder()
+        let quic: QUICServer
+        do {
+            quic = try QUICServer.listen(host: host, port: port, identity: identity, settings: settings, loop: loop) {
+                connection in
+                let config = SessionConfig(role: options.role, limits: options.limits)
+                let endpoint = SessionConnection(
+                    loop: loop, config: config, origin: origin, peerDescription: connection.remoteAddress)
+                endpoint.attach(connection)
+                endpoint.startConnectTimer(.seconds(15))
+                endpoint.onReady = { result in
+                    guard case .success = result, let server = holder.server, let core = endpoint.core else { return }
+                    let session = MoqSession(loop: loop, connection: endpoint, origin: origin, url: nil)
+                    session.installHandlers()
+                    server.track(session)
+                    onSession(session, core.peerSetup ?? Setup())
+                }
+                return endpoint
+            }
+        } catch {
+            loop.shutdown()
+            throw .configuration("cannot listen on \(host):\(port): \(error)")
+        }
+        let server = MoqServer(
+            port: quic.localPort, fingerprint: identity.fingerprint, origin: origin, loop: loop, server: quic)
+        holder.server = server
+        return server
+    }
+
+    private func track(_ session: MoqSession) {
+        let id = ObjectIdentifier(session)
+        sessions.withLock { $0[id] = session }
+        Task { [weak self] in
+            _ = await session.closed()
+            self?.sessions.withLock { _ = $0.removeValue(forKey: id) }
+        }
+    }
+
+    /// The sessions currently open.
+    public var openSessions: [MoqSession] { sessions.withLock { Array($0.values) } }
+
+    /// Sends GOAWAY to every session (optionally pointing elsewhere).
+    public func goaway(uri: String = "") {
+        for s in openSessions { s.goaway(uri: uri) }
+    }
+
+    /// Closes every session and stops listening.
+    public func close() {
+        for s in openSessions { s.close() }
+        let server = self.server
+        let loop = self.loop
+        loop.execute { server.close() }
+        loop.shutdown()
+    }
+}
+
+/// Breaks the reference cycle between the accept closure and the server.
+final class ServerHolder: @unchecked Sendable {
+    weak var server: MoqServer?
+}
+
+extension MoqSession {
+    /// Sends GOAWAY to the peer.
+    public func goaway(uri: String = "") {
+        let conn = connection
+        loop.execute { conn.value.core?.sendGoaway(uri: uri) }
+    }
+}

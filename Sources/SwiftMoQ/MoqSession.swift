@@ -1,0 +1,372 @@
+import MoqQUIC
+// SPDX-License-Identifier: MIT
+public import MoqSession
+public import MoqWire
+import Synchronization
+
+/// A moq-lite-06 session with a relay (or any moq-lite peer), over raw QUIC.
+///
+/// Publish by adding broadcasts to ``origin`` (the peer learns of them through its
+/// announce requests); subscribe with ``subscribe(broadcast:track:range:)``;
+/// discover with ``announced(prefix:)``. Thread-safe: every call may come from any
+/// thread; the work runs on the session's network thread.
+public final class MoqSession: @unchecked Sendable {
+    /// What this session publishes to its peer.
+    public let origin: Origin
+    /// The URL connected to (clients).
+    public let url: MoqURL?
+    /// The negotiated protocol version.
+    public let version: String = MoqVersion.lite06.rawValue
+    let loop: QUICEventLoop
+    let connection: LoopBound<SessionConnection>
+    private let closeState = Mutex<CloseState>(CloseState())
+
+    struct CloseState {
+        var reason: SessionCloseReason?
+        var waiters: [CheckedContinuation<SessionCloseReason, Never>] = []
+        var goaway: String?
+    }
+
+    init(loop: QUICEventLoop, connection: SessionConnection, origin: Origin, url: MoqURL?) {
+        self.loop = loop
+        self.connection = LoopBound(connection)
+        self.origin = origin
+        self.url = url
+    }
+
+    /// Called on the loop thread once the connection is set up.
+    func installHandlers() {
+        let box = WeakSession(self)
+        connection.value.onClose = { reason in box.value?.didClose(reason) }
+        connection.value.onGoaway = { uri in box.value?.closeState.withLock { $0.goaway = uri } }
+        if let reason = connection.value.closeReason { didClose(reason) }
+    }
+
+    // MARK: Connecting
+
+    /// Connects to `url` and completes the SETUP exchange.
+    public static func connect(_ url: String, options: ClientOptions = ClientOptions()) async throws(MoqError)
+        -> MoqSession
+    {
+        try await connect(MoqURL(url), options: options)
+    }
+
+    /// Connects to `url` and completes the SETUP exchange.
+    public static func connect(_ url: MoqURL, options: ClientOptions = ClientOptions(), origin: Origin = Origin())
+        async throws(MoqError)
+        -> MoqSession
+    {
+        let target = options.authToken.map { url.addingToken($0) } ?? url
+        let verification = try options.tls.verification()
+        let loop = try SharedLoop.get()
+        var settings = QUICSettings()
+        settings.alpn = MoqVersion.alpn
+        settings.idleTimeout = options.idleTimeout
+        settings.handshakeTimeout = options.connectTimeout
+        let config = SessionConfig(role: options.role, path: target.setupPath)
+        let peer = "\(target.host):\(target.port)"
+        let result: Result<MoqSession, MoqError> = await withCheckedContinuation { continuation in
+            loop.execute {
+                let endpoint = SessionConnection(loop: loop, config: config, origin: origin, peerDescription: peer)
+                let session = MoqSession(loop: loop, connection: endpoint, origin: origin, url: target)
+                endpoint.onReady = { result in
+                    switch result {
+                    case .success:
+                        session.installHandlers()
+                        continuation.resume(returning: .success(session))
+                    case .failure(let error):
+                        continuation.resume(returning: .failure(error))
+                    }
+                }
+                let connection = QUICClient.connect(
+                    host: target.host, port: target.port,
+                    tls: TLSClientConfiguration(verification: verification), settings: settings, loop: loop,
+                    delegate: endpoint)
+                endpoint.attach(connection)
+                endpoint.startConnectTimer(options.connectTimeout)
+            }
+        }
+        return try result.get()
+    }
+
+    // MARK: Publishing
+
+    /// Publishes a broadcast to the peer (announced under its path).
+    public func publish(_ broadcast: BroadcastProducer) {
+        origin.publish(broadcast)
+    }
+
+    // MARK: Subscribing
+
+    /// Announcements under `prefix` from the peer; the stream ends when the announce
+    /// stream or the session closes.
+    public func announced(prefix: String = "") -> AsyncStream<AnnounceEvent> {
+        let (stream, continuation) = AsyncStream<AnnounceEvent>.makeStream()
+        let conn = connection
+        let box = CancelBox()
+        loop.execute {
+            guard let core = conn.value.core, !core.isClosed else {
+                continuation.yield(.closed(.sessionClosed))
+                continuation.finish()
+                return
+            }
+            let handle = core.requestAnnounces(prefix: prefix) { event in
+                continuation.yield(event)
+                if case .closed = event { continuation.finish() }
+            }
+            box.set(handle)
+        }
+        let loop = self.loop
+        continuation.onTermination = { _ in
+            loop.execute { box.run() }
+        }
+        return stream
+    }
+
+    /// Waits until the peer announces `path` (exactly), or throws after `timeout`.
+    public func waitForBroadcast(_ path: String, timeout: Duration = .seconds(10)) async throws(MoqError) {
+        let target = BroadcastPath.normalize(path)
+        let found = await withTaskGroup(of: Bool.self) { group -> Bool in
+            group.addTask {
+                for await event in self.announced(prefix: target) {
+                    if case .active(let p, _) = event, p == target { return true }
+                    if case .closed = event { return false }
+                }
+                return false
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        if !found {
+            if let reason = closeReason { throw .closed("session closed: \(reason)") }
+            throw .broadcastNotFound(target)
+        }
+    }
+
+    /// Subscribes to a track of the peer. Frames arrive in ``RemoteTrack/track``;
+    /// failures (unknown broadcast or track, publisher gone) end it with a code.
+    public func subscribe(broadcast: String, track name: String, range: SubscriptionRange = SubscriptionRange())
+        -> RemoteTrack
+    {
+        let track = TrackProducer(name: name, info: nil)
+        let remote = RemoteTrack(session: self, broadcast: BroadcastPath.normalize(broadcast), track: track)
+        let conn = connection
+        loop.execute {
+            guard let core = conn.value.core, !core.isClosed else {
+                track.abort(.sessionClosed)
+                return
+            }
+            remote.handle.withLock { $0 = core.subscribe(broadcast: broadcast, track: track, range: range) }
+        }
+        return remote
+    }
+
+    /// Asks the peer for a track's info.
+    public func trackInfo(broadcast: String, track: String) async throws(MoqError) -> TrackInfo {
+        let conn = connection
+        let result: Result<TrackInfo, StreamErrorCode> = await withCheckedContinuation { continuation in
+            loop.execute {
+                guard let core = conn.value.core, !core.isClosed else {
+                    return continuation.resume(returning: .failure(.sessionClosed))
+                }
+                core.trackInfo(broadcast: broadcast, track: track) { continuation.resume(returning: $0) }
+            }
+        }
+        return try result.mapError { MoqError.from($0, broadcast: broadcast, track: track) }.get()
+    }
+
+    /// Fetches one group (or a frame range of it).
+    public func fetch(
+        broadcast: String, track: String, group: UInt64, frameStart: UInt64 = 0, frameEnd: UInt64? = nil,
+        priority: UInt8 = 0
+    ) async throws(MoqError) -> [Frame] {
+        let conn = connection
+        let request = Fetch(
+            broadcast: broadcast, track: track, priority: priority, group: group, frameStart: frameStart,
+            frameEnd: frameEnd)
+        let result: Result<[Frame], StreamErrorCode> = await withCheckedContinuation { continuation in
+            loop.execute {
+                guard let core = conn.value.core, !core.isClosed else {
+                    return continuation.resume(returning: .failure(.sessionClosed))
+                }
+                core.fetch(request) { continuation.resume(returning: $0) }
+            }
+        }
+        return try result.mapError { MoqError.from($0, broadcast: broadcast, track: track) }.get()
+    }
+
+    /// Receives the peer's bandwidth and RTT reports (PROBE).
+    public func probes() -> AsyncStream<Probe> {
+        let (stream, continuation) = AsyncStream<Probe>.makeStream()
+        let conn = connection
+        loop.execute {
+            guard let core = conn.value.core, !core.isClosed else { return continuation.finish() }
+            core.requestProbe { continuation.yield($0) }
+        }
+        return stream
+    }
+
+    // MARK: Lifetime
+
+    /// Closes the session (code 0 by default).
+    public func close(_ code: SessionErrorCode = .cancel, reason: String = "") {
+        let conn = connection
+        loop.execute { conn.value.core?.close(code, reason: reason) }
+    }
+
+    /// Waits until everything written has been acknowledged by the peer and every
+    /// group we serve is complete, or `timeout` passes. Use before closing a publisher.
+    public func drain(timeout: Duration = .seconds(5)) async {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let conn = connection
+            let idle: Bool = await withCheckedContinuation { continuation in
+                loop.execute {
+                    guard let c = conn.value.connection, let core = conn.value.core, !core.isClosed else {
+                        return continuation.resume(returning: true)
+                    }
+                    continuation.resume(returning: c.totalQueuedBytes == 0 && core.activeServedGroups == 0)
+                }
+            }
+            if idle { return }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    /// Why the session ended, or nil while it is open.
+    public var closeReason: SessionCloseReason? { closeState.withLock { $0.reason } }
+
+    /// The GOAWAY URI the peer sent, if any.
+    public var goawayURI: String? { closeState.withLock { $0.goaway } }
+
+    /// Waits for the session to end.
+    public func closed() async -> SessionCloseReason {
+        await withCheckedContinuation { continuation in
+            let now = closeState.withLock { s -> SessionCloseReason? in
+                if let r = s.reason { return r }
+                s.waiters.append(continuation)
+                return nil
+            }
+            if let now { continuation.resume(returning: now) }
+        }
+    }
+
+    /// Statistics of the session and its connection.
+    public func stats() async -> SessionStats {
+        let conn = connection
+        return await withCheckedContinuation { continuation in
+            loop.execute {
+                let counters = conn.value.core?.counters ?? SessionCounters()
+                let q = conn.value.connection?.stats
+                continuation.resume(
+                    returning: SessionStats(
+                        counters: counters, rttMicros: (q?.smoothedRTT.nanoseconds ?? 0) / 1000,
+                        sendRateBps: q?.estimatedSendRate ?? 0, packetsLost: q?.packetsLost ?? 0,
+                        bytesSent: q?.bytesSent ?? 0, bytesReceived: q?.bytesReceived ?? 0))
+            }
+        }
+    }
+
+    private func didClose(_ reason: SessionCloseReason) {
+        let waiters = closeState.withLock { s -> [CheckedContinuation<SessionCloseReason, Never>] in
+            guard s.reason == nil else { return [] }
+            s.reason = reason
+            defer { s.waiters = [] }
+            return s.waiters
+        }
+        for w in waiters { w.resume(returning: reason) }
+    }
+}
+
+/// Session and connection statistics.
+public struct SessionStats: Sendable, Equatable {
+    /// Session counters (groups, frames, bytes, resets…).
+    public var counters: SessionCounters
+    /// Smoothed RTT in µs.
+    public var rttMicros: UInt64
+    /// Estimated send rate in bit/s.
+    public var sendRateBps: UInt64
+    /// QUIC packets declared lost.
+    public var packetsLost: UInt64
+    /// Bytes sent on the connection.
+    public var bytesSent: UInt64
+    /// Bytes received on the connection.
+    public var bytesReceived: UInt64
+}
+
+/// A subscription to a peer's track.
+public final class RemoteTrack: @unchecked Sendable {
+    /// The broadcast path.
+    public let broadcast: String
+    /// Where received groups are written; read it with ``consumer(maxLatencyMs:startAt:)``.
+    public let track: TrackProducer
+    let session: MoqSession
+    let handle = Mutex<SubscriptionHandle?>(nil)
+
+    init(session: MoqSession, broadcast: String, track: TrackProducer) {
+        self.session = session
+        self.broadcast = broadcast
+        self.track = track
+    }
+
+    /// A reader of the received groups (see ``TrackConsumer``).
+    public func consumer(maxLatencyMs: UInt64? = nil, startAt: UInt64? = nil) -> TrackConsumer {
+        TrackConsumer(track: track, startAt: startAt, maxLatencyMs: maxLatencyMs)
+    }
+
+    /// Changes priority, latency budget or bounds (SUBSCRIBE_UPDATE).
+    public func update(_ range: SubscriptionRange) {
+        let box = LoopBound(self)
+        session.loop.execute { box.value.handle.withLock { $0 }?.update(range) }
+    }
+
+    /// Ends the subscription.
+    public func cancel() {
+        let box = LoopBound(self)
+        session.loop.execute { box.value.handle.withLock { $0 }?.cancel() }
+    }
+
+    /// The error the track ended with, as an API error; nil while live or when finished.
+    public var error: MoqError? {
+        guard case .aborted(let code)? = track.end else { return nil }
+        return MoqError.from(code, broadcast: broadcast, track: track.name)
+    }
+}
+
+extension MoqError {
+    /// The API error for a stream code answering a request about `broadcast`/`track`.
+    static func from(_ code: StreamErrorCode, broadcast: String, track: String) -> MoqError {
+        switch code {
+        case .unroutable: .broadcastNotFound(BroadcastPath.normalize(broadcast))
+        case .notFound: .trackNotFound(broadcast: BroadcastPath.normalize(broadcast), track: track)
+        case .sessionClosed: .closed("the session closed")
+        default: .request(code)
+        }
+    }
+}
+
+final class WeakSession: @unchecked Sendable {
+    weak var value: MoqSession?
+    init(_ value: MoqSession) { self.value = value }
+}
+
+/// Cancels an announce request from a stream's termination handler (loop thread only).
+final class CancelBox: @unchecked Sendable {
+    private var handle: AnnounceRequestHandle?
+    private var cancelled = false
+
+    func set(_ handle: AnnounceRequestHandle) {
+        if cancelled { handle.cancel() } else { self.handle = handle }
+    }
+
+    func run() {
+        cancelled = true
+        handle?.cancel()
+        handle = nil
+    }
+}

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+
+/// A relay address: `moql://host:port/path?query` (raw QUIC, ALPN `moq-lite-06`).
+///
+/// The path and query travel in the SETUP Path parameter, as moq-relay expects:
+/// the path is the root that scopes what the session publishes and sees, and
+/// `?jwt=` carries a token. `moqt://` is accepted as a synonym, as the Rust client does.
+public struct MoqURL: Sendable, Equatable, CustomStringConvertible {
+    /// The scheme as written (`moql` or `moqt`).
+    public let scheme: String
+    /// Host name or IP literal (IPv6 without brackets).
+    public let host: String
+    /// UDP port.
+    public let port: UInt16
+    /// The path, starting with `/` (may be just `/`).
+    public let path: String
+    /// The query without `?`, if any.
+    public let query: String?
+
+    /// The default port when a URL names none (moq-relay's default).
+    public static let defaultPort: UInt16 = 4443
+
+    /// Parses a URL; the error says what to fix.
+    public init(_ string: String) throws(MoqError) {
+        guard let schemeEnd = string.range(of: "://") else {
+            throw .invalidURL("'\(string)' is not a URL: expected moql://host:port/path")
+        }
+        let scheme = String(string[..<schemeEnd.lowerBound]).lowercased()
+        switch scheme {
+        case "moql", "moqt": break
+        case "https", "http":
+            throw .invalidURL(
+                "'\(string)': WebTransport (\(scheme)://) is not supported; use moql://host:port/path (raw QUIC)")
+        default:
+            throw .invalidURL("'\(string)': unsupported scheme '\(scheme)'; use moql://host:port/path")
+        }
+        var rest = String(string[schemeEnd.upperBound...])
+        var query: String?
+        if let q = rest.firstIndex(of: "?") {
+            query = String(rest[rest.index(after: q)...])
+            rest = String(rest[..<q])
+        }
+        if let hash = rest.firstIndex(of: "#") { rest = String(rest[..<hash]) }
+        let authority: String
+        let path: String
+        if let slash = rest.firstIndex(of: "/") {
+            authority = String(rest[..<slash])
+            path = String(rest[slash...])
+        } else {
+            authority = rest
+            path = "/"
+        }
+        guard !authority.contains("@") else {
+            throw .invalidURL("'\(string)': credentials in the URL are not supported; use ?jwt=<token>")
+        }
+        var host: String
+        var portText: String?
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else {
+                throw .invalidURL("'\(string)': unterminated IPv6 literal")
+            }
+            host = String(authority[authority.index(after: authority.startIndex)..<close])
+            let after = authority[authority.index(after: close)...]
+            if after.hasPrefix(":") {
+                portText = String(after.dropFirst())
+            } else if !after.isEmpty {
+                throw .invalidURL("'\(string)': unexpected text after the IPv6 literal")
+            }
+        } else if let colon = authority.lastIndex(of: ":") {
+            host = String(authority[..<colon])
+            portText = String(authority[authority.index(after: colon)...])
+        } else {
+            host = authority
+        }
+        guard !host.isEmpty else { throw .invalidURL("'\(string)': the host is missing") }
+        var port = MoqURL.defaultPort
+        if let portText {
+            guard let p = UInt16(portText), p != 0 else {
+                throw .invalidURL("'\(string)': '\(portText)' is not a valid port (1-65535)")
+            }
+            port = p
+        }
+        host = host.lowercased()
+        self.scheme = scheme
+        self.host = host
+        self.port = port
+        self.path = path
+        self.query = query
+    }
+
+    /// The SETUP Path parameter: the path, then `?query` if any.
+    public var setupPath: String { query.map { "\(path)?\($0)" } ?? path }
+
+    /// This URL with `jwt=<token>` added to the query.
+    public func addingToken(_ token: String) -> MoqURL {
+        var copy = self
+        let pair = "jwt=\(token)"
+        copy = MoqURL(scheme: scheme, host: host, port: port, path: path, query: query.map { "\($0)&\(pair)" } ?? pair)
+        return copy
+    }
+
+    private init(scheme: String, host: String, port: UInt16, path: String, query: String?) {
+        self.scheme = scheme
+        self.host = host
+        self.port = port
+        self.path = path
+        self.query = query
+    }
+
+    public var description: String {
+        let h = host.contains(":") ? "[\(host)]" : host
+        return "\(scheme)://\(h):\(port)\(setupPath)"
+    }
+
+    /// The URL without its query (tokens are never logged).
+    public var redacted: String {
+        let h = host.contains(":") ? "[\(host)]" : host
+        return "\(scheme)://\(h):\(port)\(path)"
+    }
+}

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: MIT
+import Foundation
+internal import MoqQUIC
+public import MoqWire
+
+/// How the relay's certificate is checked. Verified against the system CAs and the
+/// host name unless a fingerprint is pinned, a root file given, or verification
+/// explicitly disabled.
+public struct TLSOptions: Sendable, Equatable {
+    /// SHA-256 of the server's leaf certificate (64 hex digits, `:` allowed):
+    /// pins that certificate instead of the CA check.
+    public var fingerprint: String?
+    /// A PEM file of CA certificates to trust instead of the system's.
+    public var rootFile: String?
+    /// Skips verification entirely. Insecure: for testing only.
+    public var disableVerify: Bool
+
+    public init(fingerprint: String? = nil, rootFile: String? = nil, disableVerify: Bool = false) {
+        self.fingerprint = fingerprint
+        self.rootFile = rootFile
+        self.disableVerify = disableVerify
+    }
+
+    /// Checks the options and returns the verification mode.
+    func verification() throws(MoqError) -> CertificateVerification {
+        let modes = [fingerprint != nil, rootFile != nil, disableVerify].filter { $0 }.count
+        guard modes <= 1 else {
+            throw .configuration(
+                "choose one of tls-fingerprint, tls-root-file and tls-disable-verify: they exclude each other")
+        }
+        if let fingerprint {
+            guard let bytes = Hex.decode(fingerprint), bytes.count == 32 else {
+                throw .configuration(
+                    "tls-fingerprint must be the SHA-256 of the certificate: 64 hex digits (got '\(fingerprint)')")
+            }
+            return .fingerprints([bytes])
+        }
+        if let rootFile {
+            guard FileManager.default.isReadableFile(atPath: rootFile) else {
+                throw .configuration("tls-root-file '\(rootFile)' cannot be read")
+            }
+            return .roots(file: rootFile)
+        }
+        return disableVerify ? .disabled : .system
+    }
+}
+
+/// Options of a client session.
+public struct ClientOptions: Sendable {
+    /// Certificate checks.
+    public var tls: TLSOptions
+    /// A token sent as `?jwt=` (moq-relay's authentication).
+    public var authToken: String?
+    /// The role declared in SETUP (nil: both).
+    public var role: SessionRole?
+    /// How long connecting (QUIC + TLS + SETUP) may take.
+    public var connectTimeout: Duration
+    /// QUIC idle timeout (the Rust peers use 10 s; keep-alives go out well before).
+    public var idleTimeout: Duration
+
+    public init(
+        tls: TLSOptions = TLSOptions(), authToken: String? = nil, role: SessionRole? = nil,
+        connectTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(10)
+    ) {
+        self.tls = tls
+        self.authToken = authToken
+        self.role = role
+        self.connectTimeout = connectTimeout
+        self.idleTimeout = idleTimeout
+    }
+}
+
+/// Where a server's certificate comes from.
+public enum ServerCertificate: Sendable, Equatable {
+    /// PEM files: the chain (leaf first) and its private key.
+    case files(certificateChain: String, privateKey: String)
+    /// A generated self-signed ECDSA P-256 certificate for these host names (14 days),
+    /// like the Rust server's `tls_generate`; pin it by its fingerprint.
+    case selfSigned(names: [String])
+}

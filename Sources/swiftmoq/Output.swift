@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+import Foundation
+
+/// Line output that is flushed at once (tests and pipes read it as it comes).
+enum Output {
+    static func line(_ text: String) {
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+
+    static func raw(_ bytes: [UInt8]) {
+        FileHandle.standardOutput.write(Data(bytes))
+    }
+
+    /// One line on stderr.
+    static func error(_ text: String) {
+        FileHandle.standardError.write(Data(("swiftmoq: " + text + "\n").utf8))
+    }
+
+    /// Informational logging on stderr when verbose.
+    nonisolated(unsafe) static var verbose = false
+
+    static func info(_ text: String) {
+        if verbose { FileHandle.standardError.write(Data(("swiftmoq: " + text + "\n").utf8)) }
+    }
+}
+
+extension String {
+    /// JSON string literal with escapes.
+    var jsonQuoted: String {
+        var out = "\""
+        for scalar in unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if scalar.value < 0x20 {
+                    out += String(format: "\\u%04x", scalar.value)
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out + "\""
+    }
+}

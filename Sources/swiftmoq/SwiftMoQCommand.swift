@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: MIT
+import Foundation
+import SwiftMoQ
+
+@main
+enum SwiftMoQCommand {
+    static let usage = """
+        usage: swiftmoq <command> [options]
+
+        Media over QUIC (moq-lite-06) from the command line.
+
+        commands:
+          announced         print broadcasts announced under a prefix
+          publish-track     publish each line of standard input as a frame
+          subscribe-track   print the frames of a track
+          version           print the version and protocol
+
+        Run 'swiftmoq <command> --help' for a command's options.
+        """
+
+    static func main() async {
+        var argv = Array(CommandLine.arguments.dropFirst())
+        guard let command = argv.first else {
+            Output.error("a command is required\n\n" + usage)
+            exit(2)
+        }
+        argv.removeFirst()
+        let commands: [String: (usage: String, run: ([String]) async throws(CommandError) -> Void)] = [
+            "announced": (AnnouncedCommand.usage, AnnouncedCommand.run),
+            "publish-track": (PublishTrackCommand.usage, PublishTrackCommand.run),
+            "subscribe-track": (SubscribeTrackCommand.usage, SubscribeTrackCommand.run),
+        ]
+        switch command {
+        case "-h", "--help", "help":
+            print(usage)
+            exit(0)
+        case "version", "--version":
+            print("swiftmoq 0.1.0 (moq-lite-06 over raw QUIC)")
+            exit(0)
+        default:
+            break
+        }
+        guard let entry = commands[command] else {
+            Output.error("unknown command '\(command)'\n\n" + usage)
+            exit(2)
+        }
+        if argv.contains("--help") || argv.contains("-h") {
+            print(entry.usage)
+            exit(0)
+        }
+        do {
+            try await entry.run(argv)
+            exit(0)
+        } catch {
+            switch error {
+            case .usage(let text):
+                Output.error(text + "\n\n" + entry.usage)
+                exit(2)
+            case .runtime(let text):
+                Output.error(text)
+                exit(1)
+            }
+        }
+    }
+}
