@@ -37,7 +37,6 @@ import stat
 import struct
 import sys
 import threading
-import time
 import uuid
 
 # The Rust tracing subscriber colours its output unless told not to; stderr ends up in
@@ -135,6 +134,15 @@ class PeerError(Exception):
     """A failure with a message meant for the test log."""
 
 
+PHASE = "starting"
+
+
+def phase(text: str) -> None:
+    """Record what the command is waiting for; a timeout reports it."""
+    global PHASE
+    PHASE = text
+
+
 def describe(exc: BaseException) -> str:
     """A one-line description of an exception, including moq-ffi protocol details."""
     details = moq.protocol_error(exc) if isinstance(exc, Exception) else None
@@ -143,6 +151,19 @@ def describe(exc: BaseException) -> str:
         kind = getattr(details.kind, "name", details.kind)
         return f"protocol error: {kind} ({scope.lower()} code {details.code:#x}) {details.message}".strip()
     return f"{type(exc).__name__}: {exc}".strip()
+
+
+def error_fields(exc: BaseException) -> dict:
+    """``message`` plus, for a protocol error, its ``kind``, ``scope`` and wire ``code``."""
+    fields: dict = {"message": describe(exc)}
+    details = moq.protocol_error(exc) if isinstance(exc, Exception) else None
+    if details is not None:
+        fields.update(
+            kind=getattr(details.kind, "name", str(details.kind)),
+            scope=getattr(details.scope, "name", str(details.scope)).lower(),
+            code=details.code,
+        )
+    return fields
 
 
 def close_reason(exc: BaseException) -> tuple[str, bool]:
@@ -201,7 +222,9 @@ async def make_client(args):
     if args.fingerprint:
         kwargs["tls_fingerprints"] = [args.fingerprint.lower().replace(":", "")]
     client = moq.Client(args.url, **kwargs)
+    phase(f"connecting to {args.url}")
     await client.__aenter__()
+    phase(f"connected to {args.url}")
     session = client.session
     try:
         yield client
@@ -218,7 +241,10 @@ async def wait_broadcast(client: moq.Client, path: str) -> moq.BroadcastConsumer
     ``request_broadcast`` raises when nothing serves the path yet, so waiting for the
     announcement lets a subscriber start before its publisher.
     """
-    return await client.announced_broadcast(path).available()
+    phase(f"waiting for broadcast {path!r} to be announced")
+    consumer = await client.announced_broadcast(path).available()
+    phase(f"using broadcast {path!r}")
+    return consumer
 
 
 def subscription(args) -> moq.Subscription:
@@ -237,6 +263,34 @@ def track_info(args) -> moq.TrackInfo | None:
     if args.max_age_ms is not None:
         kwargs["max_age_us"] = args.max_age_ms * 1000
     return moq.TrackInfo(**kwargs) if kwargs else None
+
+
+def expect_subscribe(broadcast: str, track: str) -> asyncio.Future | None:
+    """Watch the Rust log for the SUBSCRIBE of ``track`` (needs the log tap, see configure_logging)."""
+    if LOG_TAP is None:
+        return None
+    path = "/".join(part for part in broadcast.split("/") if part)
+    return LOG_TAP.expect(rf"subscribed started broadcast={re.escape(path)} track={re.escape(track)} ()")
+
+
+async def wait_subscriber(demand: moq.TrackDemand, subscribed: asyncio.Future | None) -> None:
+    """Wait until the track is really subscribed, then emit ``subscriber``.
+
+    ``TrackDemand.used()`` fires on the first TRACK (track-info) request, which a Rust
+    subscriber or relay sends just *before* its SUBSCRIBE; groups written in that gap reach
+    only subscribers with a latency budget. So also wait for the publisher's own log line
+    for the SUBSCRIBE (``subscribed started broadcast=… track=…``).
+    """
+    phase(f"waiting for a subscriber of track {demand.name!r}")
+    await demand.used()
+    seen = False
+    if subscribed is not None:
+        try:
+            await asyncio.wait_for(subscribed, 5)
+            seen = True
+        except asyncio.TimeoutError:
+            log("track demand seen, but no SUBSCRIBE in the Rust log within 5 s; writing anyway")
+    emit("subscriber", subscribe_seen=seen)
 
 
 async def sleep_ms(ms: float) -> None:
@@ -342,6 +396,7 @@ def free_udp_port(host: str) -> int:
 async def cmd_connect(args) -> None:
     version = LOG_TAP.expect(r"moq_tokio::client: connected version=(\S+)")
     server_setup = LOG_TAP.expect(r"received peer setup setup=(.*)$")
+    phase(f"connecting to {args.url}")
     async with make_client(args) as client:
         session = client.session
         # The client counts itself connected before the server's SETUP arrives (lite-05/06):
@@ -373,11 +428,11 @@ async def cmd_publish(args) -> None:
         broadcast = client.create_broadcast(broadcast_name)
         track = broadcast.publish_track(args.track, track_info(args))
         demand = track.demand()
+        subscribed = expect_subscribe(broadcast_name, args.track)
         broadcast.announce()
         emit("announced", broadcast=broadcast_name, track=args.track)
         if args.wait_subscriber:
-            await demand.used()
-            emit("subscriber")
+            await wait_subscriber(demand, subscribed)
         group_index = 0
         while args.groups <= 0 or group_index < args.groups:
             sequence = args.first_group + group_index
@@ -390,12 +445,20 @@ async def cmd_publish(args) -> None:
                 )
                 if frame + 1 < frames_per_group:
                     await sleep_ms(args.frame_interval_ms)
-            group.finish()
-            emit("group", group=sequence, frames=frames_per_group)
+            if sequence in args.abort_group:
+                group.abort(args.group_abort_code)  # RESET of the group stream, app code
+                emit("group_aborted", group=sequence, frames=frames_per_group, code=args.group_abort_code)
+            else:
+                group.finish()
+                emit("group", group=sequence, frames=frames_per_group)
             group_index += 1
             await sleep_ms(args.interval_ms)
-        track.finish()
-        emit("finished", groups=group_index)
+        if args.abort_code is not None:
+            track.abort(args.abort_code)
+            emit("aborted", groups=group_index, code=args.abort_code)
+        else:
+            track.finish()
+            emit("finished", groups=group_index)
         await sleep_ms(args.linger_ms)
         broadcast.close()
     emit("done")
@@ -409,18 +472,24 @@ async def cmd_subscribe(args) -> None:
         consumer = await wait_broadcast(client, args.broadcast)
         track = await consumer.subscribe_track(args.track, subscription(args))
         emit("subscribed", broadcast=args.broadcast, track=args.track)
+        phase(f"receiving track {args.track!r} (frames so far: see the frame events)")
         count = 0
 
         async def read_group(group: moq.GroupConsumer) -> bool:
             """Print the group's frames; True once --count frames were printed."""
             nonlocal count
             index = 0
-            async for frame in group:
-                frame_event("frame", group.sequence, index, frame.timestamp_us, frame.payload)
-                index += 1
-                count += 1
-                if args.count and count >= args.count:
-                    return True
+            try:
+                async for frame in group:
+                    frame_event("frame", group.sequence, index, frame.timestamp_us, frame.payload)
+                    index += 1
+                    count += 1
+                    if args.count and count >= args.count:
+                        return True
+            except moq.Error as exc:
+                # A reset group stream (e.g. GroupProducer.abort(n): APP code 64+n) ends
+                # that group only; the subscription carries on.
+                emit("group_error", group=group.sequence, frames=index, **error_fields(exc))
             return False
 
         if args.order == "sequence":
@@ -468,6 +537,7 @@ async def cmd_subscribe(args) -> None:
 
 async def cmd_announced(args) -> None:
     async with make_client(args) as client:
+        phase(f"watching announcements under {args.prefix!r}")
         announcements = client.announced(args.prefix)
         emit("watching", prefix=args.prefix)
         count = 0
@@ -491,6 +561,7 @@ async def cmd_announced(args) -> None:
 async def cmd_fetch(args) -> None:
     async with make_client(args) as client:
         consumer = await wait_broadcast(client, args.broadcast)
+        phase(f"fetching group {args.group} of track {args.track!r}")
         group = await consumer.fetch_group(args.track, args.group, moq.FetchGroupOptions(priority=args.priority))
         index = 0
         async for frame in group:
@@ -508,11 +579,11 @@ async def cmd_publish_datagrams(args) -> None:
         broadcast = client.create_broadcast(broadcast_name)
         track = broadcast.publish_track(args.track, track_info(args))
         demand = track.demand()
+        subscribed = expect_subscribe(broadcast_name, args.track)
         broadcast.announce()
         emit("announced", broadcast=broadcast_name, track=args.track)
         if args.wait_subscriber:
-            await demand.used()
-            emit("subscriber")
+            await wait_subscriber(demand, subscribed)
         for index in range(args.count):
             payload = payload_for(index, 0, args.payload_size)
             sequence = track.append_datagram(payload, timestamp_for(index, 0, 1))
@@ -644,11 +715,11 @@ async def cmd_publish_media(args) -> None:
     async with make_client(args) as client:
         broadcast = client.create_broadcast(broadcast_name)
         video, audio = start_encoders(broadcast, args)
+        subscribed = expect_subscribe(broadcast_name, video.name)
         broadcast.announce()
         emit("announced", broadcast=broadcast_name, video_track=video.name, audio_track=audio.name)
         if args.wait_subscriber:
-            await video.demand().used()
-            emit("subscriber")
+            await wait_subscriber(video.demand(), subscribed)
         video_frames, audio_frames = await feed_encoders(video, audio, args.seconds)
         video.finish()
         audio.finish()
@@ -767,6 +838,7 @@ async def cmd_publish_media_avc1(args) -> None:
 
 async def raw_catalog(consumer: moq.BroadcastConsumer) -> dict:
     """The newest catalog.json snapshot, exactly as published (one full JSON per group)."""
+    phase("waiting for a catalog.json snapshot (is this a hang broadcast?)")
     track = await consumer.subscribe_track("catalog.json")
     try:
         frame = await track.read_frame()
@@ -786,6 +858,7 @@ async def cmd_catalog(args) -> None:
 async def cmd_watch(args) -> None:
     async with make_client(args) as client:
         consumer = await wait_broadcast(client, args.broadcast)
+        phase("waiting for the catalog (is this a hang broadcast?)")
         catalogs = await consumer.subscribe_catalog()
         loop = asyncio.get_running_loop()
         # A catalog may list video before audio (or the reverse); give it a moment to fill.
@@ -863,13 +936,15 @@ def build_parser() -> argparse.ArgumentParser:
     root.add_argument("--log-level", default="warn", help="Rust log level when --debug is absent")
     sub = root.add_subparsers(dest="command", required=True, parser_class=Parser)
 
-    def client(name, help_text):
+    def client(name, help_text, timeout_s=30.0):
         p = sub.add_parser(name, help=help_text)
         p.add_argument("--url", required=True, help="moql://127.0.0.1:PORT/path")
         pin = p.add_mutually_exclusive_group()
         pin.add_argument("--fingerprint", help="pin the server certificate (SHA-256 hex of the DER)")
         pin.add_argument("--insecure", action="store_true", help="skip certificate verification")
-        p.add_argument("--timeout-s", type=float, default=30.0, help="fail after this long (0 = never)")
+        p.add_argument(
+            "--timeout-s", type=float, default=timeout_s, help=f"fail after this long (0 = never; default {timeout_s:g})"
+        )
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
         return p
 
@@ -883,7 +958,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--track-priority", type=int, help="publisher priority (TRACK_INFO)")
         p.add_argument("--max-age-ms", type=int, help="publisher cache max age (TRACK_INFO)")
 
-    def subscriber_options(p, required_track=True):
+    def subscriber_options(p):
         p.add_argument("--broadcast", required=True)
         p.add_argument("--track", default="data")
         p.add_argument("--max-latency-ms", type=int, default=10000, help="latency budget (0 = newest group only)")
@@ -898,12 +973,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hold-ms", type=float, default=0, help="stay connected this long before closing")
     p.add_argument("--setup-timeout-s", type=float, default=5, help="wait this long for the server's SETUP")
 
-    p = client("publish", "publish a raw track with deterministic payloads")
+    # Publishers run until their work is done or they are stopped: no timeout by default.
+    p = client("publish", "publish a raw track with deterministic payloads", timeout_s=0)
     publisher_options(p)
     p.add_argument("--groups", type=int, default=5, help="groups to write (<= 0: until stopped)")
     p.add_argument("--frames-per-group", type=int, default=3)
     p.add_argument("--frame-interval-ms", type=float, default=0, help="pause between frames of a group")
     p.add_argument("--first-group", type=int, default=0, help="sequence of the first group")
+    p.add_argument(
+        "--abort-group", type=int, action="append", default=[], help="abort this group after its frames (repeatable)"
+    )
+    p.add_argument("--group-abort-code", type=int, default=1, help="application code for --abort-group")
+    p.add_argument("--abort-code", type=int, help="abort the track with this application code instead of finishing")
 
     p = client("subscribe", "subscribe to a raw track and print its frames")
     subscriber_options(p)
@@ -917,10 +998,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--count", type=int, default=0, help="exit after this many updates")
 
     p = client("fetch", "FETCH one group and print its frames")
-    subscriber_options(p)
+    p.add_argument("--broadcast", required=True)
+    p.add_argument("--track", default="data")
     p.add_argument("--group", type=int, required=True)
+    p.add_argument("--priority", type=int, default=0)
 
-    p = client("publish-datagrams", "publish a track of datagrams")
+    p = client("publish-datagrams", "publish a track of datagrams", timeout_s=0)
     publisher_options(p)
     p.add_argument("--count", type=int, default=5, help="datagrams to send")
 
@@ -932,14 +1015,15 @@ def build_parser() -> argparse.ArgumentParser:
         ("publish-media", "H.264 (avc3) + Opus from the in-process encoders"),
         ("publish-media-avc1", "H.264 avc1 + Opus via publish_video/publish_audio"),
     ):
-        p = client(name, text)
+        p = client(name, text, timeout_s=0)
         p.add_argument("--broadcast", help="broadcast path (default: a unique name)")
         p.add_argument("--seconds", type=float, default=3, help="media duration (<= 0: until stopped)")
         p.add_argument("--gop", type=int, default=30, help="keyframe interval in frames (one group per GOP)")
         p.add_argument("--bitrate", type=int, default=300_000)
-        p.add_argument("--wait-subscriber", action="store_true", help="encode nothing until video is subscribed")
         p.add_argument("--linger-ms", type=float, default=1000)
-        if name == "publish-media-avc1":
+        if name == "publish-media":
+            p.add_argument("--wait-subscriber", action="store_true", help="encode nothing until video is subscribed")
+        else:
             p.add_argument("--video-track", default="0.avc1")
             p.add_argument("--audio-track", default="1.opus")
 
@@ -1026,19 +1110,26 @@ async def main_async(args) -> int:
     if args.command == "announced" and not args.count:
         emit("stopped", reason="timeout")  # no --count: watching until the timeout is the job
         return 0
-    raise PeerError(f"timed out after {timeout:g} s")
+    raise PeerError(f"timed out after {timeout:g} s ({PHASE})")
 
 
 def configure_logging(args) -> None:
-    """Set the Rust log level; ``connect`` also taps the log for the version and SETUP."""
+    """Set the Rust log level, and tap the log where the API hides what a command needs.
+
+    ``connect`` reads the negotiated version and the server's SETUP from it; publishers
+    with ``--wait-subscriber`` read the arrival of the SUBSCRIBE.
+    """
     global LOG_TAP
     level = "debug" if args.debug else args.log_level
+    extra = []
     if args.command == "connect":
+        extra = ["moq_tokio::client=info", "moq_net::lite::subscriber=debug"]
+    elif getattr(args, "wait_subscriber", False):
+        extra = ["moq_net::lite::publisher=info"]
+    if extra:
         # moq_log_level takes a bare level, but the Rust side honours RUST_LOG directives.
-        directives = [os.environ.get("RUST_LOG") or level]
         if not args.debug:
-            directives += ["moq_tokio::client=info", "moq_net::lite::subscriber=debug"]
-        os.environ["RUST_LOG"] = ",".join(directives)
+            os.environ["RUST_LOG"] = ",".join([os.environ.get("RUST_LOG") or level] + extra)
         LOG_TAP = RustLogTap()
     moq.log_level(level)
 
@@ -1051,10 +1142,10 @@ def main(argv=None) -> int:
     except PeerError as exc:
         emit("error", message=str(exc))
     except moq.Error as exc:
-        emit("error", message=describe(exc))
+        emit("error", **error_fields(exc))
     except Exception as exc:
         log(f"unexpected failure: {exc!r}")
-        emit("error", message=describe(exc))
+        emit("error", **error_fields(exc))
     return 1
 
 

@@ -134,6 +134,16 @@ finish dgpub
 check "$WORK/dgsub.out" \
   '[(e["sequence"], base64.b64decode(e["payload"])) for e in ev if e["event"] == "datagram"] == [(i, f"g{i}f0".encode()) for i in range(5)]'
 
+step "group abort (application code 7 reaches the subscriber as APP 64+7)"
+bg absub subscribe "${C[@]}" --broadcast "$RUN/abort"
+bg abpub publish "${C[@]}" --broadcast "$RUN/abort" --groups 3 --abort-group 1 --group-abort-code 7 \
+  --frame-interval-ms 50 --wait-subscriber --linger-ms 300
+finish absub
+finish abpub
+check "$WORK/absub.out" \
+  '[(e["group"], e["kind"], e["code"]) for e in ev if e["event"] == "group_error"] == [(1, "APP", 71)]' \
+  '[e["group"] for e in frames if e["index"] == 0] == [0, 1, 2]' 'ev[-1]["event"] == "end"'
+
 step "media (in-process encoders, avc3 + opus) and watch"
 bg media publish-media "${C[@]}" --broadcast "$RUN/media" --seconds 4 --wait-subscriber --linger-ms 300
 bg media1 publish-media-avc1 "${C[@]}" --broadcast "$RUN/avc1" --seconds 4 --linger-ms 300

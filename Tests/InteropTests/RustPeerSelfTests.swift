@@ -14,7 +14,7 @@ struct RustPeerSelfTests {
 
     @Test("frames published through the Rust relay arrive intact and in order")
     func publishSubscribeThroughRelay() async throws {
-        let (relay, port, fingerprint) = try RustPeer.relay()
+        let (relay, port, fingerprint) = try await RustPeer.relay()
         defer { relay.terminate() }
         let client = RustPeer.clientArguments(port: port, fingerprint: fingerprint)
         let name = RustPeer.uniqueName("peer-selftest")
@@ -47,7 +47,7 @@ struct RustPeerSelfTests {
 
     @Test("announced sees the announce and the unannounce")
     func announcedSeesAnnounceAndUnannounce() async throws {
-        let (relay, port, fingerprint) = try RustPeer.relay()
+        let (relay, port, fingerprint) = try await RustPeer.relay()
         defer { relay.terminate() }
         let client = RustPeer.clientArguments(port: port, fingerprint: fingerprint)
         let prefix = RustPeer.uniqueName("announce-selftest")
@@ -71,7 +71,7 @@ struct RustPeerSelfTests {
 
     @Test("a failing peer surfaces its error message")
     func wrongPinFails() async throws {
-        let (relay, port, fingerprint) = try RustPeer.relay()
+        let (relay, port, fingerprint) = try await RustPeer.relay()
         defer { relay.terminate() }
         let wrong = String(fingerprint.reversed())
         let peer = try RustPeer.launch(["connect"] + RustPeer.clientArguments(port: port, fingerprint: wrong))

@@ -74,6 +74,20 @@ final class RustPeer: @unchecked Sendable {  // mutable state lives in `PeerStat
         return (peer, port, fingerprint)
     }
 
+    /// Starts `moqpeer relay` and waits until it listens, suspending instead of blocking.
+    static func relay(
+        _ extra: [String] = [], timeout: Duration = .seconds(20), file: String = #filePath
+    ) async throws -> (peer: RustPeer, port: UInt16, fingerprint: String) {
+        let peer = try launch(["relay"] + extra, file: file)
+        let listening = try await peer.waitFor(event: "listening", timeout: timeout)
+        guard let port = listening.int("port").flatMap({ UInt16(exactly: $0) }),
+            let fingerprint = listening.string("fingerprint")
+        else {
+            throw RustPeerError.malformed(line: listening.line, stderr: peer.stderr)
+        }
+        return (peer, port, fingerprint)
+    }
+
     /// `--url moql://127.0.0.1:<port>/<path> --fingerprint <hex>`: the connection arguments
     /// of every client subcommand.
     static func clientArguments(
