@@ -241,19 +241,20 @@ final class RustPeer: @unchecked Sendable {  // mutable state lives in `PeerStat
     // MARK: Stopping
 
     /// Stops the child: SIGTERM (moqpeer then closes its session cleanly and exits 0), then
-    /// SIGKILL if it is still running after `grace`. Returns the exit status; idempotent.
+    /// SIGKILL if it is still running after `grace`. Returns the exit status (the signal
+    /// number if a signal ended it, e.g. 9 after SIGKILL). Idempotent.
     @discardableResult
     func terminate(grace: Duration = .seconds(3)) -> Int32 {
+        defer { try? stdinPipe.fileHandleForWriting.close() }
         if let status = state.exitStatus { return status }
+        // `isRunning` is false once Foundation has reaped the child: never signal a pid
+        // that may have been reused.
         if process.isRunning { kill(pid, SIGTERM) }
         if let status = try? state.waitForExit(timeout: grace, purpose: "exit after SIGTERM") {
-            try? stdinPipe.fileHandleForWriting.close()
             return status
         }
-        kill(pid, SIGKILL)
-        let status = (try? state.waitForExit(timeout: .seconds(10), purpose: "exit after SIGKILL")) ?? -1
-        try? stdinPipe.fileHandleForWriting.close()
-        return status
+        if process.isRunning { kill(pid, SIGKILL) }
+        return (try? state.waitForExit(timeout: .seconds(10), purpose: "exit after SIGKILL")) ?? -1
     }
 }
 
