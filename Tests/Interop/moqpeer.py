@@ -1,0 +1,1153 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""moqpeer: the Rust moq-lite peer that SwiftMoQ's interop tests drive.
+
+Every subcommand talks through moq-dev's own implementation (PyPI ``moq-rs`` over
+``moq-ffi``), so a Swift endpoint can be checked against the reference from both sides.
+
+Output contract (what the Swift ``RustPeer`` helper parses):
+
+* stdout carries only events, one JSON object per line, flushed as soon as it is written:
+  ``{"event": "<name>", ...}``.
+* Logs (ours and the Rust side's, ``--debug`` for every message) go to stderr.
+* Exit 0 on success. On failure the last stdout line is ``{"event":"error","message":...}``
+  and the exit status is non-zero (1 for a runtime failure or timeout, 2 for bad arguments).
+* SIGTERM, SIGINT, SIGHUP, or EOF on a piped stdin stop a subcommand early: it prints
+  ``{"event":"stopped","reason":...}`` and exits 0 (for ``relay`` this is the normal end).
+  stdin is only watched when it is a pipe or socket, so ``moqpeer relay &`` in a shell
+  (stdin = /dev/null) keeps running.
+
+Run ``moqpeer.py <subcommand> --help`` for the arguments; Tests/Interop/README.md lists the
+events of every subcommand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import json
+import math
+import re
+import os
+import signal
+import socket
+import stat
+import struct
+import sys
+import threading
+import uuid
+
+# The Rust tracing subscriber colours its output unless told not to; stderr ends up in
+# test failure messages, where escape codes are noise.
+os.environ.setdefault("NO_COLOR", "1")
+
+try:
+    import moq
+except ImportError as exc:  # pragma: no cover - depends on the machine
+    sys.stdout.write(
+        json.dumps({"event": "error", "message": f"cannot import moq ({exc}); run `make setup`"}) + "\n"
+    )
+    sys.stdout.flush()
+    sys.exit(1)
+
+# Frame timestamps of the raw-track publisher: one frame every 1/30 s.
+FRAME_DURATION_US = 33333
+
+
+# MARK: - Output
+
+
+_stdout_lock = threading.Lock()
+
+
+def emit(event: str, **fields) -> None:
+    """Write one event line to stdout and flush it at once."""
+    line = json.dumps({"event": event, **fields}, separators=(",", ":"), default=str)
+    with _stdout_lock:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+
+def log(message: str) -> None:
+    sys.stderr.write(f"[moqpeer {os.getpid()}] {message}\n")
+    sys.stderr.flush()
+
+
+class RustLogTap:
+    """Reads the Rust side's log (fd 2) through a pipe and forwards it to the real stderr.
+
+    moq-ffi exposes neither the negotiated version nor the peer's SETUP; its log does
+    (``moq_tokio::client: connected version=…``, ``received peer setup setup=…``), so
+    ``connect`` watches for those lines. Python's own ``sys.stderr`` bypasses the pipe.
+    """
+
+    def __init__(self) -> None:
+        self._real = os.dup(2)
+        read_fd, write_fd = os.pipe()
+        os.dup2(write_fd, 2)
+        os.close(write_fd)
+        sys.stderr = open(os.dup(self._real), "w", buffering=1)
+        self._lock = threading.Lock()
+        self._watchers: list[tuple[re.Pattern, asyncio.AbstractEventLoop, asyncio.Future]] = []
+        self._seen: list[str] = []
+        threading.Thread(target=self._pump, args=(read_fd,), name="rust-log", daemon=True).start()
+
+    def _pump(self, read_fd: int) -> None:
+        with open(read_fd, "rb", buffering=0) as pipe:
+            for raw in pipe:
+                os.write(self._real, raw)
+                line = raw.decode(errors="replace").rstrip("\n")
+                with self._lock:
+                    self._seen.append(line)
+                    watchers = list(self._watchers)
+                for pattern, loop, future in watchers:
+                    match = pattern.search(line)
+                    if match:
+                        loop.call_soon_threadsafe(_resolve, future, match.group(1))
+
+    def expect(self, pattern: str) -> asyncio.Future:
+        """A future resolved with group 1 of the first log line (past or future) matching ``pattern``."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        regex = re.compile(pattern)
+        with self._lock:
+            for line in self._seen:
+                match = regex.search(line)
+                if match:
+                    future.set_result(match.group(1))
+                    return future
+            self._watchers.append((regex, loop, future))
+        return future
+
+
+def _resolve(future: asyncio.Future, value) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
+LOG_TAP: RustLogTap | None = None
+
+
+class PeerError(Exception):
+    """A failure with a message meant for the test log."""
+
+
+PHASE = "starting"
+
+
+def phase(text: str) -> None:
+    """Record what the command is waiting for; a timeout reports it."""
+    global PHASE
+    PHASE = text
+
+
+def describe(exc: BaseException) -> str:
+    """A one-line description of an exception, including moq-ffi protocol details."""
+    details = moq.protocol_error(exc) if isinstance(exc, Exception) else None
+    if details is not None:
+        scope = getattr(details.scope, "name", details.scope)
+        kind = getattr(details.kind, "name", details.kind)
+        return f"protocol error: {kind} ({scope.lower()} code {details.code:#x}) {details.message}".strip()
+    return f"{type(exc).__name__}: {exc}".strip()
+
+
+def error_fields(exc: BaseException) -> dict:
+    """``message`` plus, for a protocol error, its ``kind``, ``scope`` and wire ``code``."""
+    fields: dict = {"message": describe(exc)}
+    details = moq.protocol_error(exc) if isinstance(exc, Exception) else None
+    if details is not None:
+        fields.update(
+            kind=getattr(details.kind, "name", str(details.kind)),
+            scope=getattr(details.scope, "name", str(details.scope)).lower(),
+            code=details.code,
+        )
+    return fields
+
+
+def close_reason(exc: BaseException) -> tuple[str, bool]:
+    """(description, graceful) of a session's end; CANCEL (code 0) is a normal close."""
+    details = moq.protocol_error(exc) if isinstance(exc, Exception) else None
+    graceful = details is not None and getattr(details.kind, "name", "") == "CANCEL"
+    return describe(exc), graceful
+
+
+# MARK: - Deterministic payloads
+
+
+def payload_for(group: int, frame: int, size: int | None) -> bytes:
+    """``g{group}f{frame}``, repeated and cut to ``size`` bytes (exactly the tag when size is None)."""
+    tag = f"g{group}f{frame}".encode()
+    if size is None:
+        return tag
+    if size <= 0:
+        return b""
+    return (tag * (size // len(tag) + 1))[:size]
+
+
+def timestamp_for(group: int, frame: int, frames_per_group: int) -> int:
+    return (group * frames_per_group + frame) * FRAME_DURATION_US
+
+
+def frame_event(kind: str, group: int, index: int, timestamp_us: int, payload: bytes) -> None:
+    emit(
+        kind,
+        group=group,
+        index=index,
+        timestamp_us=timestamp_us,
+        size=len(payload),
+        payload=base64.b64encode(payload).decode(),
+    )
+
+
+def unique_name(kind: str) -> str:
+    return f"moqpeer-{kind}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+# MARK: - Client helpers
+
+
+@contextlib.asynccontextmanager
+async def make_client(args):
+    """A connected ``moq.Client`` (one dial, no reconnect) that closes gracefully on exit.
+
+    ``Client.__aexit__`` only requests the shutdown; waiting for ``closed()`` lets the
+    CONNECTION_CLOSE leave before the process exits, so the peer sees a clean close
+    instead of an idle timeout.
+    """
+    kwargs: dict = {"reconnect": False, "websocket_enabled": False}
+    if args.insecure:
+        kwargs["tls_verify"] = False
+    if args.fingerprint:
+        kwargs["tls_fingerprints"] = [args.fingerprint.lower().replace(":", "")]
+    client = moq.Client(args.url, **kwargs)
+    phase(f"connecting to {args.url}")
+    await client.__aenter__()
+    phase(f"connected to {args.url}")
+    session = client.session
+    try:
+        yield client
+    finally:
+        session.shutdown()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(session.closed(), 2)
+        await client.__aexit__(None, None, None)
+
+
+async def wait_broadcast(client: moq.Client, path: str) -> moq.BroadcastConsumer:
+    """Wait until ``path`` is announced, then return its consumer.
+
+    ``request_broadcast`` raises when nothing serves the path yet, so waiting for the
+    announcement lets a subscriber start before its publisher.
+    """
+    phase(f"waiting for broadcast {path!r} to be announced")
+    consumer = await client.announced_broadcast(path).available()
+    phase(f"using broadcast {path!r}")
+    return consumer
+
+
+def subscription(args) -> moq.Subscription:
+    kwargs = {"priority": args.priority, "max_age_us": args.max_latency_ms * 1000}
+    if getattr(args, "group_start", None) is not None:
+        kwargs["group_start"] = args.group_start
+    if getattr(args, "group_end", None) is not None:
+        kwargs["group_end"] = args.group_end
+    return moq.Subscription(**kwargs)
+
+
+def track_info(args) -> moq.TrackInfo | None:
+    kwargs = {}
+    if args.track_priority is not None:
+        kwargs["priority"] = args.track_priority
+    if args.max_age_ms is not None:
+        kwargs["max_age_us"] = args.max_age_ms * 1000
+    return moq.TrackInfo(**kwargs) if kwargs else None
+
+
+def expect_subscribe(broadcast: str, track: str) -> asyncio.Future | None:
+    """Watch the Rust log for the SUBSCRIBE of ``track`` (needs the log tap, see configure_logging)."""
+    if LOG_TAP is None:
+        return None
+    path = "/".join(part for part in broadcast.split("/") if part)
+    return LOG_TAP.expect(rf"subscribed started broadcast={re.escape(path)} track={re.escape(track)} ()")
+
+
+async def wait_subscriber(demand: moq.TrackDemand, subscribed: asyncio.Future | None) -> None:
+    """Wait until the track is really subscribed, then emit ``subscriber``.
+
+    ``TrackDemand.used()`` fires on the first TRACK (track-info) request, which a Rust
+    subscriber or relay sends just *before* its SUBSCRIBE; groups written in that gap reach
+    only subscribers with a latency budget. So also wait for the publisher's own log line
+    for the SUBSCRIBE (``subscribed started broadcast=… track=…``).
+    """
+    phase(f"waiting for a subscriber of track {demand.name!r}")
+    await demand.used()
+    seen = False
+    if subscribed is not None:
+        try:
+            await asyncio.wait_for(subscribed, 5)
+            seen = True
+        except asyncio.TimeoutError:
+            log("track demand seen, but no SUBSCRIBE in the Rust log within 5 s; writing anyway")
+    emit("subscriber", subscribe_seen=seen)
+
+
+async def sleep_ms(ms: float) -> None:
+    if ms > 0:
+        await asyncio.sleep(ms / 1000)
+
+
+# MARK: - relay
+
+
+async def cmd_relay(args) -> None:
+    origin = moq.OriginProducer()
+    server = None
+    port = args.port
+    for attempt in range(5):
+        candidate = moq.Server(
+            f"{args.host}:{port}", tls_generate=["localhost"], publish=origin, subscribe=origin
+        )
+        try:
+            await candidate.__aenter__()
+        except Exception as exc:
+            if args.port != 0 or attempt == 4:
+                raise PeerError(f"cannot listen on {args.host}:{port}: {describe(exc)}") from exc
+            log(f"bind {args.host}:{port} failed ({describe(exc)}); retrying")
+            port = free_udp_port(args.host)
+            continue
+        bound = int(candidate.local_addr.rsplit(":", 1)[1])
+        if bound == 0:
+            # The server could not tell us its port: pick one ourselves. Another process can
+            # take it between our probe and the bind, hence the retries.
+            await candidate.__aexit__(None, None, None)
+            port = free_udp_port(args.host)
+            continue
+        server = candidate
+        port = bound
+        break
+    if server is None:
+        raise PeerError("could not find a free UDP port")
+
+    sessions: dict[int, moq.Session] = {}
+    tasks: set[asyncio.Task] = set()
+    counter = 0
+
+    def spawn(coro) -> None:
+        task = asyncio.create_task(coro)
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+    async def handle(request: moq.Request, sid: int) -> None:
+        path = request.path
+        try:
+            session = await request.accept()
+        except Exception as exc:
+            emit("session_failed", id=sid, path=path, message=describe(exc))
+            return
+        sessions[sid] = session  # dropping an accepted session closes it
+        emit("session", id=sid, path=path, transport=str(request.transport))
+        try:
+            await session.closed()
+            reason, graceful = None, True
+        except Exception as exc:
+            reason, graceful = close_reason(exc)
+        sessions.pop(sid, None)
+        emit("session_closed", id=sid, path=path, graceful=graceful, reason=reason)
+
+    async def watch_announces() -> None:
+        # The relay's own view of what is routable: lets a test wait until a publisher's
+        # broadcast has reached the relay before starting a subscriber.
+        async for update in origin.consume().announced(""):
+            emit("announce", path=update.prefix, active=update.active)
+
+    try:
+        spawn(watch_announces())
+        fingerprints = server.cert_fingerprints()
+        emit(
+            "listening",
+            host=args.host,
+            port=port,
+            fingerprint=fingerprints[0] if fingerprints else None,
+            url=f"moql://{args.host}:{port}",
+        )
+        async for request in server:
+            counter += 1
+            spawn(handle(request, counter))
+    finally:
+        for task in list(tasks):
+            task.cancel()
+        for session in list(sessions.values()):
+            with contextlib.suppress(Exception):
+                session.shutdown()
+        await server.__aexit__(None, None, None)
+
+
+def free_udp_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+# MARK: - connect
+
+
+async def cmd_connect(args) -> None:
+    version = LOG_TAP.expect(r"moq_tokio::client: connected version=(\S+)")
+    server_setup = LOG_TAP.expect(r"received peer setup setup=(.*)$")
+    phase(f"connecting to {args.url}")
+    async with make_client(args) as client:
+        session = client.session
+        # The client counts itself connected before the server's SETUP arrives (lite-05/06):
+        # wait for it, so success means the whole handshake happened.
+        try:
+            setup = await asyncio.wait_for(server_setup, args.setup_timeout_s)
+        except asyncio.TimeoutError:
+            raise PeerError(f"connected, but no SETUP from the server within {args.setup_timeout_s:g} s") from None
+        negotiated = version.result() if version.done() else None
+        emit(
+            "connected",
+            url=args.url,
+            version=negotiated,
+            server_setup=setup,
+            epoch=session.epoch(),
+            rtt_us=session.stats().rtt_us,
+        )
+        await sleep_ms(args.hold_ms)
+    emit("closed")
+
+
+# MARK: - publish (raw track)
+
+
+async def cmd_publish(args) -> None:
+    broadcast_name = args.broadcast or unique_name("broadcast")
+    frames_per_group = args.frames_per_group
+    async with make_client(args) as client:
+        broadcast = client.create_broadcast(broadcast_name)
+        track = broadcast.publish_track(args.track, track_info(args))
+        demand = track.demand()
+        subscribed = expect_subscribe(broadcast_name, args.track)
+        broadcast.announce()
+        emit("announced", broadcast=broadcast_name, track=args.track)
+        if args.wait_subscriber:
+            await wait_subscriber(demand, subscribed)
+        group_index = 0
+        while args.groups <= 0 or group_index < args.groups:
+            sequence = args.first_group + group_index
+            group = track.create_group(sequence) if args.first_group else track.append_group()
+            sequence = group.sequence
+            for frame in range(frames_per_group):
+                group.write_frame(
+                    payload_for(sequence, frame, args.payload_size),
+                    timestamp_for(sequence, frame, frames_per_group),
+                )
+                if frame + 1 < frames_per_group:
+                    await sleep_ms(args.frame_interval_ms)
+            if sequence in args.abort_group:
+                group.abort(args.group_abort_code)  # RESET of the group stream, app code
+                emit("group_aborted", group=sequence, frames=frames_per_group, code=args.group_abort_code)
+            else:
+                group.finish()
+                emit("group", group=sequence, frames=frames_per_group)
+            group_index += 1
+            await sleep_ms(args.interval_ms)
+        if args.abort_code is not None:
+            track.abort(args.abort_code)
+            emit("aborted", groups=group_index, code=args.abort_code)
+        else:
+            track.finish()
+            emit("finished", groups=group_index)
+        await sleep_ms(args.linger_ms)
+        broadcast.close()
+    emit("done")
+
+
+# MARK: - subscribe (raw track)
+
+
+async def cmd_subscribe(args) -> None:
+    async with make_client(args) as client:
+        consumer = await wait_broadcast(client, args.broadcast)
+        track = await consumer.subscribe_track(args.track, subscription(args))
+        emit("subscribed", broadcast=args.broadcast, track=args.track)
+        phase(f"receiving track {args.track!r} (frames so far: see the frame events)")
+        count = 0
+
+        async def read_group(group: moq.GroupConsumer) -> bool:
+            """Print the group's frames; True once --count frames were printed."""
+            nonlocal count
+            index = 0
+            try:
+                async for frame in group:
+                    frame_event("frame", group.sequence, index, frame.timestamp_us, frame.payload)
+                    index += 1
+                    count += 1
+                    if args.count and count >= args.count:
+                        return True
+            except moq.Error as exc:
+                # A reset group stream (e.g. GroupProducer.abort(n): APP code 64+n) ends
+                # that group only; the subscription carries on.
+                emit("group_error", group=group.sequence, frames=index, **error_fields(exc))
+            return False
+
+        if args.order == "sequence":
+            # One group at a time, in sequence order (moq-ffi's next_group).
+            while True:
+                group = await track.next_group()
+                if group is None:
+                    break
+                if await read_group(group):
+                    return
+        else:
+            # Arrival order, each group read concurrently as soon as its stream opens.
+            done = asyncio.Event()
+            pending: set[asyncio.Task] = set()
+
+            async def reader(group):
+                if await read_group(group):
+                    done.set()
+
+            async def accept_groups():
+                while True:
+                    group = await track.recv_group()
+                    if group is None:
+                        break
+                    task = asyncio.create_task(reader(group))
+                    pending.add(task)
+                    task.add_done_callback(pending.discard)
+                await asyncio.gather(*list(pending))
+
+            acceptor = asyncio.create_task(accept_groups())
+            finished = asyncio.create_task(done.wait())
+            await asyncio.wait({acceptor, finished}, return_when=asyncio.FIRST_COMPLETED)
+            if done.is_set():
+                acceptor.cancel()
+                return
+            finished.cancel()
+            acceptor.result()
+        emit("end", frames=count)
+        if args.count and count < args.count:
+            raise PeerError(f"track ended after {count} of {args.count} frames")
+
+
+# MARK: - announced
+
+
+async def cmd_announced(args) -> None:
+    async with make_client(args) as client:
+        phase(f"watching announcements under {args.prefix!r}")
+        announcements = client.announced(args.prefix)
+        emit("watching", prefix=args.prefix)
+        count = 0
+        async for update in announcements:
+            route = update.route
+            emit(
+                "announce",
+                path=update.prefix,
+                active=update.active,
+                hops=list(route.hops),
+                cost=route.cost,
+            )
+            count += 1
+            if args.count and count >= args.count:
+                return
+
+
+# MARK: - fetch
+
+
+async def cmd_fetch(args) -> None:
+    async with make_client(args) as client:
+        consumer = await wait_broadcast(client, args.broadcast)
+        phase(f"fetching group {args.group} of track {args.track!r}")
+        group = await consumer.fetch_group(args.track, args.group, moq.FetchGroupOptions(priority=args.priority))
+        index = 0
+        async for frame in group:
+            frame_event("frame", group.sequence, index, frame.timestamp_us, frame.payload)
+            index += 1
+        emit("end", frames=index)
+
+
+# MARK: - datagrams
+
+
+async def cmd_publish_datagrams(args) -> None:
+    broadcast_name = args.broadcast or unique_name("broadcast")
+    async with make_client(args) as client:
+        broadcast = client.create_broadcast(broadcast_name)
+        track = broadcast.publish_track(args.track, track_info(args))
+        demand = track.demand()
+        subscribed = expect_subscribe(broadcast_name, args.track)
+        broadcast.announce()
+        emit("announced", broadcast=broadcast_name, track=args.track)
+        if args.wait_subscriber:
+            await wait_subscriber(demand, subscribed)
+        for index in range(args.count):
+            payload = payload_for(index, 0, args.payload_size)
+            sequence = track.append_datagram(payload, timestamp_for(index, 0, 1))
+            emit("datagram", sequence=sequence, index=index, size=len(payload))
+            await sleep_ms(args.interval_ms)
+        track.finish()
+        emit("finished", datagrams=args.count)
+        await sleep_ms(args.linger_ms)
+        broadcast.close()
+    emit("done")
+
+
+async def cmd_subscribe_datagrams(args) -> None:
+    async with make_client(args) as client:
+        consumer = await wait_broadcast(client, args.broadcast)
+        track = await consumer.subscribe_track(args.track, subscription(args))
+        emit("subscribed", broadcast=args.broadcast, track=args.track)
+        count = 0
+        while True:
+            datagram = await track.recv_datagram()
+            if datagram is None:
+                break
+            emit(
+                "datagram",
+                sequence=datagram.sequence,
+                timestamp_us=datagram.timestamp_us,
+                size=len(datagram.payload),
+                payload=base64.b64encode(datagram.payload).decode(),
+            )
+            count += 1
+            if args.count and count >= args.count:
+                return
+        emit("end", datagrams=count)
+        if args.count and count < args.count:
+            raise PeerError(f"track ended after {count} of {args.count} datagrams")
+
+
+# MARK: - media
+
+
+VIDEO_WIDTH, VIDEO_HEIGHT, VIDEO_FPS = 320, 240, 30
+AUDIO_RATE, AUDIO_CHANNELS, AUDIO_FRAME_US = 48000, 2, 20000
+# The OpusHead libopus produces for 48 kHz stereo: version 1, 2 channels, pre-skip 312,
+# 48000 Hz, gain 0, mapping family 0 (moq-lite-06.md §6.3 shows the same bytes).
+OPUS_HEAD = b"OpusHead" + struct.pack("<BBHIhB", 1, AUDIO_CHANNELS, 312, AUDIO_RATE, 0, 0)
+
+
+class TestPattern:
+    """A moving bar over a colour that cycles: cheap I420 frames that change every picture."""
+
+    def __init__(self, width: int, height: int) -> None:
+        self.width, self.height = width, height
+
+    def frame(self, n: int) -> bytes:
+        w, h = self.width, self.height
+        bar = (n * 4) % w
+        row = bytearray(b"\x40" * w)
+        row[bar : bar + 16] = b"\xeb" * min(16, w - bar)
+        luma = bytes(row) * h
+        chroma_size = (w // 2) * (h // 2)
+        u = bytes([(n * 3) % 256]) * chroma_size
+        v = bytes([(255 - n * 5) % 256]) * chroma_size
+        return luma + u + v
+
+
+class Tone:
+    """A 440 Hz stereo sine, S16 interleaved, served in 20 ms chunks."""
+
+    def __init__(self) -> None:
+        samples = []
+        for i in range(AUDIO_RATE):  # 440 whole periods per second: loops seamlessly
+            value = int(8000 * math.sin(2 * math.pi * 440 * i / AUDIO_RATE))
+            samples.extend((value, value))
+        self.second = struct.pack(f"<{len(samples)}h", *samples)
+        self.chunk_bytes = AUDIO_RATE * AUDIO_FRAME_US // 1_000_000 * AUDIO_CHANNELS * 2
+
+    def chunk(self, n: int) -> bytes:
+        per_second = len(self.second) // self.chunk_bytes
+        start = (n % per_second) * self.chunk_bytes
+        return self.second[start : start + self.chunk_bytes]
+
+
+def start_encoders(broadcast: moq.BroadcastProducer, args):
+    video = broadcast.encode_video(
+        moq.VideoEncoderInput(
+            format=moq.VideoPixelFormat.I420, width=VIDEO_WIDTH, height=VIDEO_HEIGHT, framerate=VIDEO_FPS
+        ),
+        moq.VideoEncoderOutput(
+            codec=moq.VideoCodec.H264, gop=args.gop, bitrate=args.bitrate, kind=moq.VideoEncoderKind.SOFTWARE()
+        ),
+    )
+    audio = broadcast.encode_audio(
+        "audio",
+        moq.AudioEncoderInput(format=moq.AudioSampleFormat.S16, sample_rate=AUDIO_RATE, channels=AUDIO_CHANNELS),
+        moq.AudioEncoderOutput(codec=moq.AudioCodec.opus()),
+    )
+    return video, audio
+
+
+async def feed_encoders(video, audio, seconds: float, on_tick=None) -> tuple[int, int]:
+    """Write the test pattern and the tone in real time for ``seconds``; returns the frame counts."""
+    pattern, tone = TestPattern(VIDEO_WIDTH, VIDEO_HEIGHT), Tone()
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    video_n = audio_n = 0
+    video_step, audio_step = 1_000_000 // VIDEO_FPS, AUDIO_FRAME_US
+    end_us = int(seconds * 1_000_000) if seconds > 0 else None
+    while True:
+        next_video, next_audio = video_n * video_step, audio_n * audio_step
+        due = min(next_video, next_audio)
+        if end_us is not None and due >= end_us:
+            break
+        delay = start + due / 1_000_000 - loop.time()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        if next_video <= next_audio:
+            video.write(moq.VideoFrame(timestamp_us=next_video, data=pattern.frame(video_n)))
+            video_n += 1
+        else:
+            audio.write(moq.AudioFrame(timestamp_us=next_audio, data=tone.chunk(audio_n)))
+            audio_n += 1
+        if on_tick is not None:
+            on_tick(video_n, audio_n)
+    return video_n, audio_n
+
+
+async def cmd_publish_media(args) -> None:
+    broadcast_name = args.broadcast or unique_name("media")
+    async with make_client(args) as client:
+        broadcast = client.create_broadcast(broadcast_name)
+        video, audio = start_encoders(broadcast, args)
+        subscribed = expect_subscribe(broadcast_name, video.name)
+        broadcast.announce()
+        emit("announced", broadcast=broadcast_name, video_track=video.name, audio_track=audio.name)
+        if args.wait_subscriber:
+            await wait_subscriber(video.demand(), subscribed)
+        video_frames, audio_frames = await feed_encoders(video, audio, args.seconds)
+        video.finish()
+        audio.finish()
+        emit("finished", video_frames=video_frames, audio_frames=audio_frames)
+        await sleep_ms(args.linger_ms)
+        broadcast.close()
+    emit("done")
+
+
+def annexb_nals(data: bytes) -> list[bytes]:
+    """Split an Annex-B access unit into NAL units (start codes removed)."""
+    nals, i, n = [], 0, len(data)
+    starts = []
+    while i < n - 2:
+        if data[i] == 0 and data[i + 1] == 0 and data[i + 2] == 1:
+            starts.append((i, i + 3))
+            i += 3
+        else:
+            i += 1
+    for k, (begin, payload_start) in enumerate(starts):
+        end = starts[k + 1][0] if k + 1 < len(starts) else n
+        # A 4-byte start code leaves a zero byte before the next 3-byte one.
+        while end > payload_start and data[end - 1] == 0 and k + 1 < len(starts):
+            end -= 1
+        nals.append(data[payload_start:end])
+    return nals
+
+
+def avcc_record(sps: bytes, pps: bytes) -> bytes:
+    """An AVCDecoderConfigurationRecord (ISO 14496-15) holding one SPS and one PPS."""
+    return (
+        bytes([1, sps[1], sps[2], sps[3], 0xFF, 0xE1])
+        + struct.pack(">H", len(sps))
+        + sps
+        + b"\x01"
+        + struct.pack(">H", len(pps))
+        + pps
+    )
+
+
+async def cmd_publish_media_avc1(args) -> None:
+    """avc1 + Opus through publish_video/publish_audio (the bring-your-own-encoder path).
+
+    moq-ffi offers no way to get encoded bytes out of its encoders directly, so the
+    in-process encoders write into a private, never-announced broadcast; this reads that
+    broadcast back, rewrites each H.264 access unit from Annex-B to AVCC (4-byte lengths,
+    SPS/PPS moved into the avcC record) and republishes video and the Opus packets on the
+    network broadcast.
+    """
+    broadcast_name = args.broadcast or unique_name("media-avc1")
+    local = moq.BroadcastProducer()
+    video_enc, audio_enc = start_encoders(local, args)
+    local_consumer = local.consume()
+    video_in = await local_consumer.subscribe_media(
+        video_enc.name, moq.Container.LEGACY(), moq.Subscription(max_age_us=60_000_000)
+    )
+    audio_in = await local_consumer.subscribe_media(
+        audio_enc.name, moq.Container.LEGACY(), moq.Subscription(max_age_us=60_000_000)
+    )
+    async with make_client(args) as client:
+        broadcast = client.create_broadcast(broadcast_name)
+        audio_out = broadcast.publish_audio(moq.AudioFormat.OPUS, OPUS_HEAD, track=args.audio_track)
+        counts = {"video": 0, "audio": 0}
+        announced = asyncio.Event()
+        video_ready = asyncio.Event()
+
+        async def pump_video():
+            video_out = None
+            async for frame in video_in:
+                nals = [nal for nal in annexb_nals(frame.payload) if nal]
+                if video_out is None:
+                    sps = next((n for n in nals if n[0] & 0x1F == 7), None)
+                    pps = next((n for n in nals if n[0] & 0x1F == 8), None)
+                    if sps is None or pps is None:
+                        continue  # wait for the first keyframe with parameter sets
+                    video_out = broadcast.publish_video(
+                        moq.VideoFormat.AVC1, avcc_record(sps, pps), track=args.video_track
+                    )
+                    video_ready.set()
+                    await announced.wait()
+                au = b"".join(
+                    struct.pack(">I", len(n)) + n for n in nals if n[0] & 0x1F not in (7, 8, 9)
+                )
+                if au:
+                    video_out.write_frame(au, frame.timestamp_us)
+                    counts["video"] += 1
+            if video_out is not None:
+                video_out.finish()
+
+        async def pump_audio():
+            await announced.wait()
+            async for frame in audio_in:
+                if frame.payload:
+                    audio_out.write_frame(frame.payload, frame.timestamp_us)
+                    audio_out.cut()  # one Opus packet per group, as hang's importer does
+                    counts["audio"] += 1
+            audio_out.finish()
+
+        pumps = [asyncio.create_task(pump_video()), asyncio.create_task(pump_audio())]
+        feeder = asyncio.create_task(feed_encoders(video_enc, audio_enc, args.seconds))
+        # Announce once the catalog can describe the video (the avcC needs the first keyframe).
+        await video_ready.wait()
+        broadcast.announce()
+        announced.set()
+        emit("announced", broadcast=broadcast_name, video_track=args.video_track, audio_track=args.audio_track)
+        await feeder
+        video_enc.finish()
+        audio_enc.finish()
+        local.close()
+        await asyncio.gather(*pumps)
+        emit("finished", video_frames=counts["video"], audio_frames=counts["audio"])
+        await sleep_ms(args.linger_ms)
+        broadcast.close()
+    emit("done")
+
+
+async def raw_catalog(consumer: moq.BroadcastConsumer) -> dict:
+    """The newest catalog.json snapshot, exactly as published (one full JSON per group)."""
+    phase("waiting for a catalog.json snapshot (is this a hang broadcast?)")
+    track = await consumer.subscribe_track("catalog.json")
+    try:
+        frame = await track.read_frame()
+    finally:
+        track.cancel()
+    if frame is None:
+        raise PeerError("catalog.json ended without a snapshot")
+    return json.loads(frame.payload)
+
+
+async def cmd_catalog(args) -> None:
+    async with make_client(args) as client:
+        consumer = await wait_broadcast(client, args.broadcast)
+        emit("catalog", broadcast=args.broadcast, json=await raw_catalog(consumer))
+
+
+async def cmd_watch(args) -> None:
+    async with make_client(args) as client:
+        consumer = await wait_broadcast(client, args.broadcast)
+        phase("waiting for the catalog (is this a hang broadcast?)")
+        catalogs = await consumer.subscribe_catalog()
+        loop = asyncio.get_running_loop()
+        # A catalog may list video before audio (or the reverse); give it a moment to fill.
+        deadline = loop.time() + args.catalog_wait_ms / 1000
+        catalog = await anext(catalogs)
+        while not (catalog.video and catalog.audio) and loop.time() < deadline:
+            try:
+                catalog = await asyncio.wait_for(anext(catalogs), deadline - loop.time())
+            except asyncio.TimeoutError:
+                break
+        catalogs.cancel()
+        emit("catalog", broadcast=args.broadcast, json=await raw_catalog(consumer))
+        if not catalog.video and not catalog.audio:
+            raise PeerError("catalog lists no video and no audio rendition")
+
+        counts = {"video": 0, "audio": 0, "errors": 0}
+        enough = asyncio.Event()
+        max_age_us = args.max_latency_ms * 1000
+
+        async def read_video(name, entry):
+            try:
+                frames = await consumer.decode_video(name, entry, moq.VideoDecoderOutput(max_age_us=max_age_us))
+                async for frame in frames:
+                    counts["video"] += 1
+                    emit("video", track=name, pts_us=frame.timestamp_us, width=frame.width, height=frame.height)
+                    if args.frames and counts["video"] >= args.frames:
+                        enough.set()
+            except Exception as exc:
+                counts["errors"] += 1
+                emit("decode_error", track=name, kind="video", message=describe(exc))
+
+        async def read_audio(name, entry):
+            try:
+                output = moq.AudioDecoderOutput(format=moq.AudioSampleFormat.F32, max_age_us=max_age_us)
+                frames = await consumer.decode_audio(name, entry, output)
+                async for frame in frames:
+                    counts["audio"] += 1
+                    emit("audio", track=name, pts_us=frame.timestamp_us, bytes=len(frame.data))
+            except Exception as exc:
+                counts["errors"] += 1
+                emit("decode_error", track=name, kind="audio", message=describe(exc))
+
+        readers = [asyncio.create_task(read_video(n, e)) for n, e in catalog.video.items()]
+        readers += [asyncio.create_task(read_audio(n, e)) for n, e in catalog.audio.items()]
+        all_done = asyncio.create_task(asyncio.wait(readers))
+        stoppers = {all_done, asyncio.create_task(enough.wait())}
+        if args.seconds > 0:
+            stoppers.add(asyncio.create_task(asyncio.sleep(args.seconds)))
+        _, still = await asyncio.wait(stoppers, return_when=asyncio.FIRST_COMPLETED)
+        for task in list(still) + readers:
+            task.cancel()
+        emit(
+            "summary",
+            video_frames=counts["video"],
+            audio_frames=counts["audio"],
+            errors=counts["errors"],
+        )
+        if args.frames and counts["video"] < args.frames:
+            raise PeerError(f"decoded {counts['video']} of {args.frames} video frames")
+
+
+# MARK: - Command line
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # bad arguments are reported as events too
+        self.print_usage(sys.stderr)
+        emit("error", message=f"usage: {message}")
+        sys.exit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    root = Parser(prog="moqpeer", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    root.add_argument("--debug", action="store_true", help="Rust log level debug (every message, on stderr)")
+    root.add_argument("--log-level", default="warn", help="Rust log level when --debug is absent")
+    sub = root.add_subparsers(dest="command", required=True, parser_class=Parser)
+
+    def client(name, help_text, timeout_s=30.0):
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("--url", required=True, help="moql://127.0.0.1:PORT/path")
+        pin = p.add_mutually_exclusive_group()
+        pin.add_argument("--fingerprint", help="pin the server certificate (SHA-256 hex of the DER)")
+        pin.add_argument("--insecure", action="store_true", help="skip certificate verification")
+        p.add_argument(
+            "--timeout-s", type=float, default=timeout_s, help=f"fail after this long (0 = never; default {timeout_s:g})"
+        )
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
+        return p
+
+    def publisher_options(p):
+        p.add_argument("--broadcast", help="broadcast path (default: a unique name)")
+        p.add_argument("--track", default="data")
+        p.add_argument("--wait-subscriber", action="store_true", help="write nothing until a subscriber exists")
+        p.add_argument("--linger-ms", type=float, default=1000, help="stay connected after finishing")
+        p.add_argument("--payload-size", type=int, help="pad/cut each payload to this many bytes")
+        p.add_argument("--interval-ms", type=float, default=10)
+        p.add_argument("--track-priority", type=int, help="publisher priority (TRACK_INFO)")
+        p.add_argument("--max-age-ms", type=int, help="publisher cache max age (TRACK_INFO)")
+
+    def subscriber_options(p):
+        p.add_argument("--broadcast", required=True)
+        p.add_argument("--track", default="data")
+        p.add_argument("--max-latency-ms", type=int, default=10000, help="latency budget (0 = newest group only)")
+        p.add_argument("--priority", type=int, default=0)
+
+    p = sub.add_parser("relay", help="moq.Server relaying through one shared origin")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
+
+    p = client("connect", "connect, complete SETUP, close")
+    p.add_argument("--hold-ms", type=float, default=0, help="stay connected this long before closing")
+    p.add_argument("--setup-timeout-s", type=float, default=5, help="wait this long for the server's SETUP")
+
+    # Publishers run until their work is done or they are stopped: no timeout by default.
+    p = client("publish", "publish a raw track with deterministic payloads", timeout_s=0)
+    publisher_options(p)
+    p.add_argument("--groups", type=int, default=5, help="groups to write (<= 0: until stopped)")
+    p.add_argument("--frames-per-group", type=int, default=3)
+    p.add_argument("--frame-interval-ms", type=float, default=0, help="pause between frames of a group")
+    p.add_argument("--first-group", type=int, default=0, help="sequence of the first group")
+    p.add_argument(
+        "--abort-group", type=int, action="append", default=[], help="abort this group after its frames (repeatable)"
+    )
+    p.add_argument("--group-abort-code", type=int, default=1, help="application code for --abort-group")
+    p.add_argument("--abort-code", type=int, help="abort the track with this application code instead of finishing")
+
+    p = client("subscribe", "subscribe to a raw track and print its frames")
+    subscriber_options(p)
+    p.add_argument("--count", type=int, default=0, help="exit after this many frames")
+    p.add_argument("--group-start", type=int)
+    p.add_argument("--group-end", type=int)
+    p.add_argument("--order", choices=["sequence", "arrival"], default="sequence")
+
+    p = client("announced", "print announcements under a prefix")
+    p.add_argument("--prefix", default="")
+    p.add_argument("--count", type=int, default=0, help="exit after this many updates")
+
+    p = client("fetch", "FETCH one group and print its frames")
+    p.add_argument("--broadcast", required=True)
+    p.add_argument("--track", default="data")
+    p.add_argument("--group", type=int, required=True)
+    p.add_argument("--priority", type=int, default=0)
+
+    p = client("publish-datagrams", "publish a track of datagrams", timeout_s=0)
+    publisher_options(p)
+    p.add_argument("--count", type=int, default=5, help="datagrams to send")
+
+    p = client("subscribe-datagrams", "print the datagrams of a track")
+    subscriber_options(p)
+    p.add_argument("--count", type=int, default=0, help="exit after this many datagrams")
+
+    for name, text in (
+        ("publish-media", "H.264 (avc3) + Opus from the in-process encoders"),
+        ("publish-media-avc1", "H.264 avc1 + Opus via publish_video/publish_audio"),
+    ):
+        p = client(name, text, timeout_s=0)
+        p.add_argument("--broadcast", help="broadcast path (default: a unique name)")
+        p.add_argument("--seconds", type=float, default=3, help="media duration (<= 0: until stopped)")
+        p.add_argument("--gop", type=int, default=30, help="keyframe interval in frames (one group per GOP)")
+        p.add_argument("--bitrate", type=int, default=300_000)
+        p.add_argument("--linger-ms", type=float, default=1000)
+        if name == "publish-media":
+            p.add_argument("--wait-subscriber", action="store_true", help="encode nothing until video is subscribed")
+        else:
+            p.add_argument("--video-track", default="0.avc1")
+            p.add_argument("--audio-track", default="1.opus")
+
+    p = client("watch", "decode a hang broadcast (catalog, video, audio)")
+    p.add_argument("--broadcast", required=True)
+    p.add_argument("--seconds", type=float, default=5, help="stop after this long (<= 0: at the end)")
+    p.add_argument("--frames", type=int, default=0, help="stop after this many video frames")
+    p.add_argument("--max-latency-ms", type=int, default=10000)
+    p.add_argument("--catalog-wait-ms", type=float, default=2000, help="wait this long for video and audio")
+
+    p = client("catalog", "print a broadcast's catalog.json once")
+    p.add_argument("--broadcast", required=True)
+    return root
+
+
+COMMANDS = {
+    "relay": cmd_relay,
+    "connect": cmd_connect,
+    "publish": cmd_publish,
+    "subscribe": cmd_subscribe,
+    "announced": cmd_announced,
+    "fetch": cmd_fetch,
+    "publish-datagrams": cmd_publish_datagrams,
+    "subscribe-datagrams": cmd_subscribe_datagrams,
+    "publish-media": cmd_publish_media,
+    "publish-media-avc1": cmd_publish_media_avc1,
+    "watch": cmd_watch,
+    "catalog": cmd_catalog,
+}
+
+
+def watch_stdin(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
+    """Stop on EOF when stdin is a pipe or socket: the parent that held it has gone."""
+    try:
+        mode = os.fstat(0).st_mode
+    except OSError:
+        return
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        return
+
+    def reader():
+        with contextlib.suppress(Exception):
+            while os.read(0, 4096):
+                pass
+        loop.call_soon_threadsafe(stop.set)
+
+    threading.Thread(target=reader, name="stdin-eof", daemon=True).start()
+
+
+async def main_async(args) -> int:
+    # A parent may start us with signals blocked (a mask inherited through exec); then
+    # SIGTERM would stay pending forever and only SIGKILL could stop us.
+    stop_signals = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
+    blocked = signal.pthread_sigmask(signal.SIG_UNBLOCK, stop_signals) & stop_signals
+    if blocked:
+        log(f"unblocked {sorted(s.name for s in blocked)} inherited from the parent")
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    reason = {"value": "stdin closed"}
+
+    def on_signal(name):
+        reason["value"] = name
+        stop.set()
+
+    for sig in stop_signals:
+        loop.add_signal_handler(sig, on_signal, sig.name)
+    watch_stdin(loop, stop)
+
+    command = asyncio.create_task(COMMANDS[args.command](args))
+    stopper = asyncio.create_task(stop.wait())
+    timeout = getattr(args, "timeout_s", 0) or None
+    done, _ = await asyncio.wait({command, stopper}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    if command in done:
+        stopper.cancel()
+        command.result()  # raises the command's failure
+        return 0
+    command.cancel()
+    with contextlib.suppress(BaseException):
+        await command
+    if stopper in done:
+        emit("stopped", reason=reason["value"])
+        return 0
+    stopper.cancel()
+    if args.command == "announced" and not args.count:
+        emit("stopped", reason="timeout")  # no --count: watching until the timeout is the job
+        return 0
+    raise PeerError(f"timed out after {timeout:g} s ({PHASE})")
+
+
+def configure_logging(args) -> None:
+    """Set the Rust log level, and tap the log where the API hides what a command needs.
+
+    ``connect`` reads the negotiated version and the server's SETUP from it; publishers
+    with ``--wait-subscriber`` read the arrival of the SUBSCRIBE.
+    """
+    global LOG_TAP
+    level = "debug" if args.debug else args.log_level
+    extra = []
+    if args.command == "connect":
+        extra = ["moq_tokio::client=info", "moq_net::lite::subscriber=debug"]
+    elif getattr(args, "wait_subscriber", False):
+        extra = ["moq_net::lite::publisher=info"]
+    if extra:
+        # moq_log_level takes a bare level, but the Rust side honours RUST_LOG directives.
+        if not args.debug:
+            os.environ["RUST_LOG"] = ",".join([os.environ.get("RUST_LOG") or level] + extra)
+        LOG_TAP = RustLogTap()
+    moq.log_level(level)
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        configure_logging(args)
+        return asyncio.run(main_async(args))
+    except PeerError as exc:
+        emit("error", message=str(exc))
+    except moq.Error as exc:
+        emit("error", **error_fields(exc))
+    except Exception as exc:
+        log(f"unexpected failure: {exc!r}")
+        emit("error", **error_fields(exc))
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
