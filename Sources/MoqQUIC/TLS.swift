@@ -325,9 +325,11 @@ private func verifyPeer(_ session: OpaquePointer, _ tls: (config: TLSClientConfi
         }
         let anchor: String
         if case .roots(let file) = tls.config.verification { anchor = "the roots in \(file)" } else { anchor = "the system CAs" }
-        let hostMismatch = status & UInt32(GNUTLS_CERT_UNEXPECTED_OWNER.rawValue) != 0
-        let what = hostMismatch && status & ~UInt32(GNUTLS_CERT_UNEXPECTED_OWNER.rawValue) == 0
-            ? "certificate does not match host name \(hostname)" : "certificate not trusted by \(anchor)"
+        // GnuTLS sets INVALID together with every specific reason, so a host-name-only failure is
+        // INVALID | UNEXPECTED_OWNER.
+        let owner = UInt32(GNUTLS_CERT_UNEXPECTED_OWNER.rawValue)
+        let onlyHostName = status & owner != 0 && status & ~(owner | UInt32(GNUTLS_CERT_INVALID.rawValue)) == 0
+        let what = onlyHostName ? "certificate does not match host name \(hostname)" : "certificate not trusted by \(anchor)"
         return "\(what): \(text) (server certificate sha256 \(fingerprint); pin it with --tls-fingerprint "
             + "\(fingerprint) or use --tls-root-file with its CA)"
     }
