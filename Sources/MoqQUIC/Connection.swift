@@ -113,6 +113,7 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
     public func write(_ stream: Int64, _ data: Bytes, fin: Bool = false) {
         loop.assertOnLoop()
         guard isOpen, let s = streams[stream], !s.sendClosed, !s.finQueued else { return }
+        if s.peerInitiated && !isBidirectional(stream) { return }  // the peer's uni stream: receive only
         s.append(data)
         if fin { s.finQueued = true }
         if s.wantsToSend || s.blocked {

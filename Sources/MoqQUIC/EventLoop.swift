@@ -41,6 +41,9 @@ public final class QUICEventLoop: @unchecked Sendable {
     private var timers = TimerHeap()
     private var armedDeadline: UInt64 = .max
     private var stopping = false
+    /// Fault injection for tests (loop thread only): when > 0, every n-th UDP send on this loop reports
+    /// EAGAIN without sending, which exercises the parked-packet / EPOLLOUT path that loopback never hits.
+    var debugWouldBlockEvery = 0
 
     /// Creates the loop and starts its thread.
     /// - Throws: `QUICError.system` naming `epoll_create1`, `eventfd`, `timerfd_create`, `epoll_ctl` or `pthread_create`.

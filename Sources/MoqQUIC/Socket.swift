@@ -129,6 +129,7 @@ final class UDPSocket: LoopSource {
     private(set) var isWriteBlocked = false
     private var waiters: [QUICConnection] = []
     private var closed = false
+    private var sends = 0
     private let from = SocketAddress()
     private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16)
 
@@ -187,6 +188,10 @@ final class UDPSocket: LoopSource {
     /// Sends one datagram; `to` is nil on a connected socket.
     func send(_ packet: UnsafeRawBufferPointer, to: UnsafePointer<Glibc.sockaddr>?, length: socklen_t) -> SendOutcome {
         if closed { return .failed(EBADF) }
+        if loop.debugWouldBlockEvery > 0 {
+            sends += 1
+            if sends % loop.debugWouldBlockEvery == 0 { return .wouldBlock }
+        }
         while true {
             let n: Int
             if let to {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Loopback tests of the QUIC transport: Swift client ↔ Swift server on 127.0.0.1, ephemeral ports.
 import Foundation
-import MoqQUIC
+@testable import MoqQUIC
 import MoqWire
 import Synchronization
 import Testing
@@ -311,5 +311,125 @@ struct QUICTransportTests {
         #expect(throws: QUICError.self) {
             _ = try ServerIdentity(.files(certificateChain: "/nonexistent/cert.pem", privateKey: "/nonexistent/key.pem"))
         }
+    }
+}
+
+/// Paths that loopback rarely takes on its own: EAGAIN, handshake and idle timeouts.
+@Suite(.serialized)
+struct QUICFaultTests {
+    @Test func sendsThatWouldBlockAreParkedAndRetried() async throws {
+        let receiver = Recorder()
+        let f = try Fixture(serverSide: receiver)
+        defer { f.shutdown() }
+        await onLoop(f.loop) { f.loop.debugWouldBlockEvery = 3 }
+        let payload = pattern(1 << 20, seed: 3)
+        let client = Recorder(onConnect: { connection in
+            guard let id = connection.openStream(bidirectional: true) else { return }
+            connection.write(id, Bytes(payload), fin: true)
+        })
+        _ = f.connect(client)
+        #expect(await receiver.wait(.seconds(120)) { $0.fins.count == 1 })
+        #expect(receiver.snapshot.data.values.first == payload)
+    }
+
+    @Test func silentPeerEndsInHandshakeTimeout() async throws {
+        let loop = try QUICEventLoop(name: "hs-timeout")
+        defer { loop.shutdown() }
+        // A UDP socket that never answers: no ICMP, no QUIC.
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        #expect(fd >= 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        #expect(bound == 0)
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
+        }
+        var settings = QUICSettings()
+        settings.handshakeTimeout = .seconds(1)
+        let client = Recorder()
+        _ = QUICClient.connect(
+            host: "127.0.0.1", port: UInt16(bigEndian: addr.sin_port), tls: TLSClientConfiguration(verification: .disabled),
+            settings: settings, loop: loop, delegate: client)
+        #expect(await client.wait { !$0.closes.isEmpty })
+        #expect(client.snapshot.closes == [.handshakeTimeout])
+    }
+
+    @Test func quietConnectionEndsInIdleTimeoutOnBothSides() async throws {
+        var quiet = QUICSettings()
+        quiet.idleTimeout = .seconds(1)
+        quiet.keepAliveInterval = .seconds(30)  // longer than the idle timeout: nothing keeps it alive
+        let f = try Fixture(settings: quiet)
+        defer { f.shutdown() }
+        let client = Recorder()
+        _ = f.connect(client, settings: quiet)
+        #expect(await client.wait { $0.connected })
+        #expect(await client.wait { !$0.closes.isEmpty })
+        #expect(await f.serverSide.wait { !$0.closes.isEmpty })
+        #expect(client.snapshot.closes == [.idleTimeout])
+        #expect(f.serverSide.snapshot.closes == [.idleTimeout])
+    }
+
+    @Test func keepAliveHoldsAnIdleConnectionOpen() async throws {
+        var kept = QUICSettings()
+        kept.idleTimeout = .seconds(2)
+        kept.keepAliveInterval = .milliseconds(300)
+        let f = try Fixture(settings: kept)
+        defer { f.shutdown() }
+        let client = Recorder()
+        let connection = f.connect(client, settings: kept)
+        #expect(await client.wait { $0.connected })
+        // Wait (by the loop's own timer) well past the idle timeout; the PINGs must keep it open.
+        let done = Condition()
+        let fired = Mutex(false)
+        _ = f.loop.schedule(after: .seconds(5)) {
+            fired.withLock { $0 = true }
+            done.signal()
+        }
+        #expect(await done.wait { fired.withLock { $0 } })
+        #expect(client.snapshot.closes.isEmpty)
+        let sent = await onLoop(f.loop) { connection.stats.packetsSent }
+        #expect(sent > 3)
+    }
+}
+
+@Suite(.serialized)
+struct QUICNegotiationTests {
+    @Test func noCommonALPNIsReportedAsALPNOnBothSides() async throws {
+        let f = try Fixture()
+        var other = QUICSettings()
+        other.alpn = ["moq-lite-05"]
+        let client = Recorder()
+        _ = f.connect(client, settings: other)
+        #expect(await client.wait { !$0.closes.isEmpty })
+        #expect(await f.serverSide.wait { !$0.closes.isEmpty })
+        f.shutdown()
+        guard case .alpn(let text)? = client.snapshot.closes.first, client.snapshot.closes.count == 1 else {
+            Issue.record("client expected one .alpn, got \(client.snapshot.closes)")
+            return
+        }
+        #expect(text.contains("moq-lite-05"))
+        guard case .alpn? = f.serverSide.snapshot.closes.first, f.serverSide.snapshot.closes.count == 1 else {
+            Issue.record("server expected one .alpn, got \(f.serverSide.snapshot.closes)")
+            return
+        }
+    }
+
+    @Test func serverPreferenceWinsALPN() async throws {
+        var serverSettings = QUICSettings()
+        serverSettings.alpn = ["moq-lite-06", "moq-lite-05"]
+        let f = try Fixture(settings: serverSettings)
+        defer { f.shutdown() }
+        var clientSettings = QUICSettings()
+        clientSettings.alpn = ["moq-lite-05", "moq-lite-06"]
+        let client = Recorder()
+        let connection = f.connect(client, settings: clientSettings)
+        #expect(await client.wait { $0.connected })
+        #expect(await onLoop(f.loop) { connection.negotiatedALPN } == "moq-lite-06")
     }
 }
