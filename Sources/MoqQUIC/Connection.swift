@@ -340,6 +340,12 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
         loop.markDirty(self)
     }
 
+    /// The `ngtcp2_path` inside the heap-allocated path storage (stable address; ngtcp2 fills it on writes).
+    private var pathPointer: UnsafeMutablePointer<ngtcp2_path> {
+        (UnsafeMutableRawPointer(pathStorage) + MemoryLayout<ngtcp2_path_storage>.offset(of: \.path)!)
+            .assumingMemoryBound(to: ngtcp2_path.self)
+    }
+
     /// A path whose local side is the socket's address and remote side `from`; valid for the call only.
     private func withPath<R>(from: SocketAddress, _ body: (UnsafePointer<ngtcp2_path>) -> R) -> R {
         let local = socket!.local
@@ -398,7 +404,11 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
     var expiry: UInt64 {
         switch phase {
         case .closing, .draining: return closeDeadline
-        case .handshaking, .established: return conn.map { ngtcp2_conn_get_expiry($0) } ?? .max
+        case .handshaking, .established:
+            // Parked on EAGAIN: nothing can be sent until the socket is writable, which marks us dirty.
+            // (Without this an expired ACK/pacing timer would spin the loop while the socket is full.)
+            if pendingPacket != nil || socket?.isWriteBlocked == true { return .max }
+            return conn.map { ngtcp2_conn_get_expiry($0) } ?? .max
         case .starting, .closed: return .max
         }
     }
@@ -471,7 +481,7 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
         var written = 0
         let dest = txBuffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
         let destLength = min(maxPacket, txBuffer.count)
-        let path = UnsafeMutablePointer(mutating: withUnsafePointer(to: &pathStorage.pointee.path) { $0 })
+        let path = pathPointer
 
         // Streams with something to send, highest order first, FIFO among equals.
         var candidates: [StreamState] = sendable.compactMap { streams[$0] }.filter { $0.wantsToSend }
@@ -681,7 +691,7 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
         guard let conn, isOpen else { return }
         var cc = ccerr
         let dest = txBuffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
-        let path = UnsafeMutablePointer(mutating: withUnsafePointer(to: &pathStorage.pointee.path) { $0 })
+        let path = pathPointer
         let n = moq_ngtcp2_conn_write_connection_close(conn, path, dest, min(txBuffer.count, 1452), &cc, Sys.now())
         if n <= 0 {
             terminate(reason)

@@ -45,7 +45,7 @@ public final class QUICEventLoop: @unchecked Sendable {
     /// EAGAIN without sending, which exercises the parked-packet / EPOLLOUT path that loopback never hits.
     var debugWouldBlockEvery = 0
 
-    /// Creates the loop and starts its thread.
+    /// Creates the loop and starts its thread. The thread keeps the loop alive until ``shutdown()``: call it.
     /// - Throws: `QUICError.system` naming `epoll_create1`, `eventfd`, `timerfd_create`, `epoll_ctl` or `pthread_create`.
     public init(name: String = "moq-quic") throws(QUICError) {
         self.name = name
@@ -108,7 +108,8 @@ public final class QUICEventLoop: @unchecked Sendable {
         threadID.load(ordering: .acquiring) == UInt(pthread_self())
     }
 
-    /// Runs `work` on the loop thread, in FIFO order with other `execute` calls. Dropped after ``shutdown()``.
+    /// Runs `work` on the loop thread, in FIFO order with other `execute` calls. Dropped after ``shutdown()``
+    /// (so nothing, not even a connection's `didCloseWith`, is delivered for work handed over after that).
     public func execute(_ work: @escaping @Sendable () -> Void) {
         let wasEmpty: Bool? = inbox.withLock { inbox in
             if inbox.stopped { return nil }

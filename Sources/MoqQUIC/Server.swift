@@ -78,6 +78,7 @@ public final class QUICServer: @unchecked Sendable, DatagramReceiver {
     }
 
     func closeNow() {
+        loop.assertOnLoop()
         guard !closed else { return }
         closed = true
         for c in Array(live.values) {
@@ -113,6 +114,7 @@ public final class QUICServer: @unchecked Sendable, DatagramReceiver {
     }
 
     func receive(_ packet: UnsafeRawBufferPointer, from: SocketAddress) {
+        loop.assertOnLoop()
         // Never a valid QUIC packet (ngtcp2 examples use the same bound).
         guard packet.count >= 21, !closed, let base = packet.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
         var vc = ngtcp2_version_cid()
