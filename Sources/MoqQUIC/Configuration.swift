@@ -19,9 +19,10 @@ public struct QUICSettings: Sendable {
     public var maxBidiStreams: UInt64 = 10_000
     /// Unidirectional streams the peer may have open at once (MAX_STREAMS); credit is returned as they close.
     public var maxUniStreams: UInt64 = 10_000
-    /// Initial receive window of each stream, in bytes.
+    /// Initial receive window of each stream, in bytes. ngtcp2 may grow it (window auto-tuning) up to
+    /// `min(maxData, 16 MiB)` when the bandwidth-delay product calls for it.
     public var maxStreamData: UInt64 = 1_250_000
-    /// Receive window of the whole connection, in bytes.
+    /// Receive window of the whole connection, in bytes; it never grows beyond this.
     public var maxData: UInt64 = 64 << 20
     /// Largest DATAGRAM frame accepted from the peer; 0 disables datagrams.
     public var maxDatagramFrameSize: UInt64 = 65_535
@@ -134,7 +135,8 @@ public struct QUICStats: Sendable, Equatable {
     public var packetsLost: UInt64 = 0
     /// Datagrams dropped on purpose by ``QUICSettings/testLoss`` (sent + received).
     public var packetsDroppedByTestLoss: UInt64 = 0
-    /// Estimated send rate in bits per second: congestion window / smoothed RTT.
+    /// Estimated send rate in bits per second: UDP payload bits sent over the most recent window of at least
+    /// 100 ms (0 after a second without sending). The congestion-limited ceiling is `congestionWindow / smoothedRTT`.
     public var estimatedSendRate: UInt64 = 0
 
     /// Zeroed statistics.

@@ -63,6 +63,10 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
     private var counters = QUICStats()
     private var lostOnClosedStreams: UInt64 = 0
     private var rng: UInt64
+    /// Send-rate measurement: bytes sent since `rateWindowStart`; the rate of the last window of ≥ 100 ms.
+    private var rateWindowStart: UInt64 = 0
+    private var rateWindowBytes: UInt64 = 0
+    private var lastSendRate: UInt64 = 0
 
     init(loop: QUICEventLoop, isClient: Bool, settings: QUICSettings, delegate: (any QUICConnectionDelegate)?) {
         self.loop = loop
@@ -209,9 +213,7 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
         s.rttVariance = .nanoseconds(Int64(clamping: info.rttvar))
         s.congestionWindow = info.cwnd
         s.bytesInFlight = info.bytes_in_flight
-        if info.smoothed_rtt > 0 {
-            s.estimatedSendRate = UInt64(Double(info.cwnd) * 8 * 1e9 / Double(info.smoothed_rtt))
-        }
+        s.estimatedSendRate = Sys.now() &- rateWindowStart > 1_000_000_000 ? 0 : lastSendRate
         for id in streams.keys { s.packetsLost += UInt64(ngtcp2_conn_get_stream_loss_count(conn, id)) }
         return s
     }
@@ -309,8 +311,10 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
         moq_ngtcp2_settings_default(&s)
         s.initial_ts = Sys.now()
         s.handshake_timeout = settings.handshakeTimeout.nanoseconds
-        s.max_window = max(settings.maxData, 64 << 20)
-        s.max_stream_window = max(settings.maxStreamData, 16 << 20)
+        // The connection window never grows past maxData (the memory bound the user chose); ngtcp2 may
+        // auto-tune a stream's window from maxStreamData up to min(maxData, 16 MiB) when the RTT calls for it.
+        s.max_window = settings.maxData
+        s.max_stream_window = max(settings.maxStreamData, min(settings.maxData, 16 << 20))
         return s
     }
 
@@ -582,6 +586,7 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
         let to: SocketAddress? = isClient ? nil : remoteFor(path)
         counters.packetsSent += 1
         counters.bytesSent += UInt64(n)
+        measureSendRate(n)
         if settings.testLoss.tx > 0 && nextRandom() < settings.testLoss.tx {
             counters.packetsDroppedByTestLoss += 1
             return true
@@ -597,6 +602,22 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
         case .failed(let e):
             terminate(.unreachable("sendto \(remote): \(Sys.errnoText(e))"))
             return false
+        }
+    }
+
+    private func measureSendRate(_ n: Int) {
+        let now = Sys.now()
+        if rateWindowStart == 0 || now &- rateWindowStart > 1_000_000_000 {
+            if rateWindowStart != 0 { lastSendRate = 0 }
+            rateWindowStart = now
+            rateWindowBytes = 0
+        }
+        rateWindowBytes += UInt64(n)
+        let elapsed = now &- rateWindowStart
+        if elapsed >= 100_000_000 {
+            lastSendRate = UInt64(Double(rateWindowBytes) * 8e9 / Double(elapsed))
+            rateWindowStart = now
+            rateWindowBytes = 0
         }
     }
 
