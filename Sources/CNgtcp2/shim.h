@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 // The one place ngtcp2 and GnuTLS are imported. Function-like macros of
-// ngtcp2 are not imported by Swift: static inline wrappers live here.
+// ngtcp2 and GnuTLS are not imported by Swift: static inline wrappers live here.
+// Every wrapper passes the version constant of the *installed* headers
+// (ngtcp2 1.11: settings v2, callbacks v1, transport params v1, pkt info v1,
+// conn info v1), so the library never sees a version it does not know.
 #pragma once
 #include <ngtcp2/ngtcp2.h>
 #include <ngtcp2/ngtcp2_crypto.h>
@@ -8,3 +11,95 @@
 #include <gnutls/gnutls.h>
 #include <gnutls/crypto.h>
 #include <gnutls/x509.h>
+#include <gnutls/abstract.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+// Linux event-loop primitives (not part of Swift's Glibc module).
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+
+// MARK: - ngtcp2 function-like macros
+
+static inline void moq_ngtcp2_settings_default(ngtcp2_settings *settings) {
+    ngtcp2_settings_default(settings);
+}
+
+static inline void moq_ngtcp2_transport_params_default(ngtcp2_transport_params *params) {
+    ngtcp2_transport_params_default(params);
+}
+
+static inline int moq_ngtcp2_conn_client_new(
+    ngtcp2_conn **pconn, const ngtcp2_cid *dcid, const ngtcp2_cid *scid, const ngtcp2_path *path,
+    uint32_t version, const ngtcp2_callbacks *callbacks, const ngtcp2_settings *settings,
+    const ngtcp2_transport_params *params, void *user_data) {
+    return ngtcp2_conn_client_new(pconn, dcid, scid, path, version, callbacks, settings, params, NULL,
+                                  user_data);
+}
+
+static inline int moq_ngtcp2_conn_server_new(
+    ngtcp2_conn **pconn, const ngtcp2_cid *dcid, const ngtcp2_cid *scid, const ngtcp2_path *path,
+    uint32_t version, const ngtcp2_callbacks *callbacks, const ngtcp2_settings *settings,
+    const ngtcp2_transport_params *params, void *user_data) {
+    return ngtcp2_conn_server_new(pconn, dcid, scid, path, version, callbacks, settings, params, NULL,
+                                  user_data);
+}
+
+static inline int moq_ngtcp2_conn_read_pkt(ngtcp2_conn *conn, const ngtcp2_path *path,
+                                           const uint8_t *pkt, size_t pktlen, ngtcp2_tstamp ts) {
+    ngtcp2_pkt_info pi = {0};
+    return ngtcp2_conn_read_pkt(conn, path, &pi, pkt, pktlen, ts);
+}
+
+static inline ngtcp2_ssize moq_ngtcp2_conn_writev_stream(
+    ngtcp2_conn *conn, ngtcp2_path *path, uint8_t *dest, size_t destlen, ngtcp2_ssize *pdatalen,
+    uint32_t flags, int64_t stream_id, const ngtcp2_vec *datav, size_t datavcnt, ngtcp2_tstamp ts) {
+    return ngtcp2_conn_writev_stream(conn, path, NULL, dest, destlen, pdatalen, flags, stream_id, datav,
+                                     datavcnt, ts);
+}
+
+static inline ngtcp2_ssize moq_ngtcp2_conn_writev_datagram(
+    ngtcp2_conn *conn, ngtcp2_path *path, uint8_t *dest, size_t destlen, int *paccepted,
+    uint32_t flags, uint64_t dgram_id, const ngtcp2_vec *datav, size_t datavcnt, ngtcp2_tstamp ts) {
+    return ngtcp2_conn_writev_datagram(conn, path, NULL, dest, destlen, paccepted, flags, dgram_id,
+                                       datav, datavcnt, ts);
+}
+
+static inline ngtcp2_ssize moq_ngtcp2_conn_write_connection_close(
+    ngtcp2_conn *conn, ngtcp2_path *path, uint8_t *dest, size_t destlen, const ngtcp2_ccerr *ccerr,
+    ngtcp2_tstamp ts) {
+    return ngtcp2_conn_write_connection_close(conn, path, NULL, dest, destlen, ccerr, ts);
+}
+
+static inline void moq_ngtcp2_conn_get_conn_info(ngtcp2_conn *conn, ngtcp2_conn_info *cinfo) {
+    ngtcp2_conn_get_conn_info(conn, cinfo);
+}
+
+// MARK: - GnuTLS function-like macros
+
+static inline unsigned int moq_gnutls_curve_to_bits(gnutls_ecc_curve_t curve) {
+    return GNUTLS_CURVE_TO_BITS(curve);
+}
+
+// MARK: - sockaddr views (Swift cannot alias sockaddr_storage as sockaddr without rebinding)
+
+static inline const struct sockaddr *moq_sockaddr(const struct sockaddr_storage *ss) {
+    return (const struct sockaddr *)ss;
+}
+
+static inline struct sockaddr *moq_sockaddr_mut(struct sockaddr_storage *ss) {
+    return (struct sockaddr *)ss;
+}
+
+// MARK: - GnuTLS memory (gnutls_free is a macro that also assigns NULL)
+
+static inline void moq_gnutls_free(void *p) {
+    gnutls_free(p);
+}
+
+// MARK: - Thread name (prctl is variadic, which Swift cannot call)
+#include <sys/prctl.h>
+
+static inline void moq_set_thread_name(const char *name) {
+    prctl(PR_SET_NAME, name, 0, 0, 0);
+}

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: MIT
 import Synchronization
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// A monotonic clock in nanoseconds. Sessions, caches and tests share one so that
 /// the whole core can run on virtual time.
 public protocol MoqClock: Sendable {
@@ -8,14 +12,13 @@ public protocol MoqClock: Sendable {
     func now() -> UInt64
 }
 
-/// The system's monotonic clock.
+/// The system's monotonic clock (`CLOCK_MONOTONIC`, the clock the QUIC layer uses too).
 public struct SystemClock: MoqClock {
-    private static let origin = ContinuousClock.now
     public init() {}
     public func now() -> UInt64 {
-        let d = ContinuousClock.now - Self.origin
-        let (s, atto) = d.components
-        return UInt64(s) * 1_000_000_000 + UInt64(atto / 1_000_000_000)
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
     }
 }
 

@@ -24,8 +24,9 @@ final class RequestedFetch: StreamHandler {
             self.stream = stream
             session.handlers[stream] = self
             session.transport.setSendOrder(stream, SendOrder.control)
+            // Kept open until the reply ends (an early FIN reads as a cancellation).
             session.transport.write(
-                stream, Bytes([UInt8(BidiStreamType.fetch.rawValue)] + request.encoded()), fin: true)
+                stream, Bytes([UInt8(BidiStreamType.fetch.rawValue)] + request.encoded()), fin: false)
         }
     }
 
@@ -48,7 +49,10 @@ final class RequestedFetch: StreamHandler {
     private func finish(_ result: Result<[Frame], StreamErrorCode>) {
         guard !done else { return }
         done = true
-        if let stream { session.detach(stream) }
+        if let stream {
+            if case .success = result, !session.isClosed { session.transport.finish(stream) }
+            session.detach(stream)
+        }
         completion(result)
     }
 

@@ -107,7 +107,9 @@ final class RequestedSubscription: StreamHandler {
     }
 
     func peerStopSending(wireCode: UInt64) {
-        fail(StreamErrorCode(wireValue: wireCode) ?? .cancel, abort: true)
+        // A raw (unmapped) code is the Rust stack dropping a receive half: noise.
+        guard let code = StreamErrorCode(wireValue: wireCode) else { return }
+        fail(code, abort: true)
     }
 
     // MARK: Groups

@@ -23,9 +23,10 @@ final class RequestedTrack: StreamHandler {
             self.stream = stream
             session.handlers[stream] = self
             session.transport.setSendOrder(stream, SendOrder.control)
-            // The request is all we send: FIN right after it.
+            // Our side stays open until the answer arrives: the Rust publisher takes an
+            // early FIN as a cancellation.
             session.transport.write(
-                stream, Bytes([UInt8(BidiStreamType.track.rawValue)] + request.encoded()), fin: true)
+                stream, Bytes([UInt8(BidiStreamType.track.rawValue)] + request.encoded()), fin: false)
         }
     }
 
@@ -50,7 +51,10 @@ final class RequestedTrack: StreamHandler {
     private func finish(_ result: Result<TrackInfo, StreamErrorCode>) {
         guard !done else { return }
         done = true
-        if let stream { session.detach(stream) }
+        if let stream {
+            if case .success = result, !session.isClosed { session.transport.finish(stream) }
+            session.detach(stream)
+        }
         completion(result)
     }
 

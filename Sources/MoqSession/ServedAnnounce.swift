@@ -41,7 +41,10 @@ final class ServedAnnounce: StreamHandler {
     }
 
     func peerReset(wireCode: UInt64) { stop(.cancel) }
-    func peerStopSending(wireCode: UInt64) { stop(.cancel) }
+    func peerStopSending(wireCode: UInt64) {
+        guard StreamErrorCode(wireValue: wireCode) != nil else { return }
+        stop(.cancel)
+    }
 
     private func begin(prefix: String) {
         guard session.servedAnnounceCount < session.config.limits.maxServedAnnounces else {

@@ -67,7 +67,11 @@ final class ServedSubscription: StreamHandler, Pumpable {
 
     func peerReset(wireCode: UInt64) { end(resetWith: .cancel) }
 
-    func peerStopSending(wireCode: UInt64) { end(resetWith: .cancel) }
+    func peerStopSending(wireCode: UInt64) {
+        // A raw (unmapped) code is the Rust stack dropping a receive half: noise.
+        guard StreamErrorCode(wireValue: wireCode) != nil else { return }
+        end(resetWith: .cancel)
+    }
 
     private func finishByPeer() {
         // The subscriber ended the subscription gracefully: stop and close our side.

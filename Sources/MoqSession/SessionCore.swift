@@ -341,6 +341,7 @@ public final class SessionCore {
 
 /// Counters a session keeps (read on the session thread).
 public struct SessionCounters: Sendable, Equatable {
+    public init() {}
     public var setupReceived = false
     public var groupsSent: UInt64 = 0
     public var groupsReceived: UInt64 = 0

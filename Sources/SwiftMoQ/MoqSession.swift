@@ -64,6 +64,7 @@ public final class MoqSession: @unchecked Sendable {
         settings.idleTimeout = options.idleTimeout
         settings.handshakeTimeout = options.connectTimeout
         let config = SessionConfig(role: options.role, path: target.setupPath)
+        let quicSettings = settings
         let peer = "\(target.host):\(target.port)"
         let result: Result<MoqSession, MoqError> = await withCheckedContinuation { continuation in
             loop.execute {
@@ -80,7 +81,7 @@ public final class MoqSession: @unchecked Sendable {
                 }
                 let connection = QUICClient.connect(
                     host: target.host, port: target.port,
-                    tls: TLSClientConfiguration(verification: verification), settings: settings, loop: loop,
+                    tls: TLSClientConfiguration(verification: verification), settings: quicSettings, loop: loop,
                     delegate: endpoint)
                 endpoint.attach(connection)
                 endpoint.startConnectTimer(options.connectTimeout)
@@ -161,7 +162,7 @@ public final class MoqSession: @unchecked Sendable {
                 track.abort(.sessionClosed)
                 return
             }
-            remote.handle.withLock { $0 = core.subscribe(broadcast: broadcast, track: track, range: range) }
+            remote.handle = core.subscribe(broadcast: broadcast, track: track, range: range)
         }
         return remote
     }
@@ -306,7 +307,8 @@ public final class RemoteTrack: @unchecked Sendable {
     /// Where received groups are written; read it with ``consumer(maxLatencyMs:startAt:)``.
     public let track: TrackProducer
     let session: MoqSession
-    let handle = Mutex<SubscriptionHandle?>(nil)
+    /// Touched only on the session's loop thread.
+    var handle: SubscriptionHandle?
 
     init(session: MoqSession, broadcast: String, track: TrackProducer) {
         self.session = session
@@ -322,13 +324,13 @@ public final class RemoteTrack: @unchecked Sendable {
     /// Changes priority, latency budget or bounds (SUBSCRIBE_UPDATE).
     public func update(_ range: SubscriptionRange) {
         let box = LoopBound(self)
-        session.loop.execute { box.value.handle.withLock { $0 }?.update(range) }
+        session.loop.execute { box.value.handle?.update(range) }
     }
 
     /// Ends the subscription.
     public func cancel() {
         let box = LoopBound(self)
-        session.loop.execute { box.value.handle.withLock { $0 }?.cancel() }
+        session.loop.execute { box.value.handle?.cancel() }
     }
 
     /// The error the track ended with, as an API error; nil while live or when finished.

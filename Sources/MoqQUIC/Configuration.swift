@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: MIT
+// Public configuration and result types of the QUIC transport. Pure Swift: no C type appears here.
+
+/// Transport settings shared by clients and servers.
+///
+/// The defaults match what the Rust moq peers advertise (moq-ffi 0.4.18), except the keep-alive,
+/// which is kept below their 10 s idle timeout.
+public struct QUICSettings: Sendable {
+    /// ALPN protocols, most preferred first (at most 8 entries of at most 31 bytes: a GnuTLS 3.7 limit).
+    /// A server picks by its own order (`GNUTLS_ALPN_SERVER_PRECEDENCE`).
+    public var alpn: [String] = ["moq-lite-06"]
+    /// Idle timeout advertised in the transport parameters; the connection closes after this much silence.
+    public var idleTimeout: Duration = .seconds(10)
+    /// Interval after which a PING is sent if nothing else was (`ngtcp2_conn_set_keep_alive_timeout`).
+    public var keepAliveInterval: Duration = .seconds(3)
+    /// Give up a handshake that has not completed after this long (ngtcp2 has no default limit).
+    public var handshakeTimeout: Duration = .seconds(10)
+    /// Bidirectional streams the peer may have open at once (MAX_STREAMS); credit is returned as they close.
+    public var maxBidiStreams: UInt64 = 10_000
+    /// Unidirectional streams the peer may have open at once (MAX_STREAMS); credit is returned as they close.
+    public var maxUniStreams: UInt64 = 10_000
+    /// Initial receive window of each stream, in bytes. ngtcp2 may grow it (window auto-tuning) up to
+    /// `min(maxData, 16 MiB)` when the bandwidth-delay product calls for it.
+    public var maxStreamData: UInt64 = 1_250_000
+    /// Receive window of the whole connection, in bytes; it never grows beyond this.
+    public var maxData: UInt64 = 64 << 20
+    /// Largest DATAGRAM frame accepted from the peer; 0 disables datagrams.
+    public var maxDatagramFrameSize: UInt64 = 65_535
+    /// Servers only: connections accepted at once; further handshakes are dropped.
+    public var maxConnections: Int = 1024
+    /// Test-only: drop this fraction of sent (`tx`) and received (`rx`) UDP datagrams, using a PRNG seeded
+    /// with `seed` (like the `--tx-loss`/`--rx-loss` options of ngtcp2's example programs).
+    public var testLoss: (tx: Double, rx: Double, seed: UInt64) = (0, 0, 1)
+
+    /// The defaults described on each property.
+    public init() {}
+}
+
+/// How a client checks the server's certificate.
+public enum CertificateVerification: Sendable {
+    /// Chain to the system's trusted CAs and match the host name (the default).
+    case system
+    /// Chain to the CAs in the PEM file at `file` and match the host name.
+    /// A self-signed server certificate listed in the file is accepted as its own trust anchor.
+    case roots(file: String)
+    /// Accept exactly the leaf certificates whose DER has one of these SHA-256 digests (32 bytes each).
+    /// Checked during the handshake; no CA chain or host name check.
+    case fingerprints([[UInt8]])
+    /// Accept any certificate. Only for when the user explicitly asks for it.
+    case disabled
+}
+
+/// TLS options of a QUIC client.
+public struct TLSClientConfiguration: Sendable {
+    /// How the server certificate is verified; `.system` by default.
+    public var verification: CertificateVerification = .system
+    /// The name sent as SNI and checked against the certificate. Defaults to the host passed to
+    /// ``QUICClient/connect(host:port:tls:settings:loop:delegate:)``; SNI is omitted for IP literals.
+    public var serverName: String?
+
+    /// A configuration with the given verification mode and server name.
+    public init(verification: CertificateVerification = .system, serverName: String? = nil) {
+        self.verification = verification
+        self.serverName = serverName
+    }
+}
+
+/// Where a server's certificate and key come from.
+public enum ServerCertificateSource: Sendable {
+    /// PEM files: the certificate chain (leaf first) and its private key.
+    case files(certificateChain: String, privateKey: String)
+    /// A freshly generated self-signed ECDSA P-256 certificate valid for these DNS names (IP literals become
+    /// IP address SANs), valid from one day ago for 14 days: the same shape as the Rust server's rcgen certificate.
+    case selfSigned(names: [String])
+}
+
+/// Why a connection ended. Delivered exactly once through
+/// ``QUICConnectionDelegate/quicConnection(_:didCloseWith:)``.
+public enum QUICCloseReason: Error, Sendable, Equatable, CustomStringConvertible {
+    /// An application CONNECTION_CLOSE (frame 0x1d), sent by us (`byPeer == false`) or by the peer.
+    case application(code: UInt64, reason: String, byPeer: Bool)
+    /// A transport CONNECTION_CLOSE (frame 0x1c) with a QUIC transport error code.
+    case transport(code: UInt64, reason: String, byPeer: Bool)
+    /// Nothing was received for the idle timeout.
+    case idleTimeout
+    /// The handshake did not complete within ``QUICSettings/handshakeTimeout``.
+    case handshakeTimeout
+    /// The TLS handshake failed; the text says what happened and what to do about it.
+    case tls(String)
+    /// The peer cannot be reached: DNS failure, ICMP unreachable, socket errors.
+    case unreachable(String)
+    /// Client and server have no application protocol (ALPN) in common.
+    case alpn(String)
+
+    /// A one-line, human-readable description.
+    public var description: String {
+        switch self {
+        case .application(let code, let reason, let byPeer):
+            "application close \(code)\(reason.isEmpty ? "" : " (\(reason))") by \(byPeer ? "peer" : "us")"
+        case .transport(let code, let reason, let byPeer):
+            "transport close 0x\(String(code, radix: 16))\(reason.isEmpty ? "" : " (\(reason))") by \(byPeer ? "peer" : "us")"
+        case .idleTimeout: "idle timeout"
+        case .handshakeTimeout: "handshake timeout"
+        case .tls(let text): "TLS: \(text)"
+        case .unreachable(let text): "unreachable: \(text)"
+        case .alpn(let text): "ALPN: \(text)"
+        }
+    }
+}
+
+/// A snapshot of a connection's transport statistics.
+public struct QUICStats: Sendable, Equatable {
+    /// Smoothed round-trip time (RFC 9002).
+    public var smoothedRTT: Duration = .zero
+    /// Minimum round-trip time observed.
+    public var minRTT: Duration = .zero
+    /// Most recent round-trip time sample.
+    public var latestRTT: Duration = .zero
+    /// Round-trip time variation.
+    public var rttVariance: Duration = .zero
+    /// Congestion window, in bytes.
+    public var congestionWindow: UInt64 = 0
+    /// Bytes sent but not yet acknowledged or declared lost.
+    public var bytesInFlight: UInt64 = 0
+    /// UDP payload bytes sent (including any dropped by the test loss knob).
+    public var bytesSent: UInt64 = 0
+    /// UDP payload bytes received (including any dropped by the test loss knob).
+    public var bytesReceived: UInt64 = 0
+    /// UDP datagrams sent.
+    public var packetsSent: UInt64 = 0
+    /// UDP datagrams received.
+    public var packetsReceived: UInt64 = 0
+    /// Packets carrying STREAM data that ngtcp2 declared lost (`ngtcp2_conn_get_stream_loss_count`, summed over
+    /// streams; ngtcp2 1.11 exposes no connection-wide loss counter). May include spurious losses.
+    public var packetsLost: UInt64 = 0
+    /// Datagrams dropped on purpose by ``QUICSettings/testLoss`` (sent + received).
+    public var packetsDroppedByTestLoss: UInt64 = 0
+    /// Estimated send rate in bits per second: UDP payload bits sent over the most recent window of at least
+    /// 100 ms (0 after a second without sending). The congestion-limited ceiling is `congestionWindow / smoothedRTT`.
+    public var estimatedSendRate: UInt64 = 0
+
+    /// Zeroed statistics.
+    public init() {}
+}

@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: MIT
+// A QUIC server: one UDP socket, connections routed by destination connection ID.
+internal import CNgtcp2
+internal import Glibc
+
+/// Accepts QUIC connections on one UDP socket.
+///
+/// Thread rule: `listen`, `localPort` and `close` may be called from any thread; everything else runs on
+/// the loop thread.
+public final class QUICServer: @unchecked Sendable, DatagramReceiver {
+    /// The UDP port the server is bound to (useful after listening on port 0).
+    public let localPort: UInt16
+
+    private let loop: QUICEventLoop
+    private let identity: ServerIdentity
+    private let settings: QUICSettings
+    private let accept: (QUICConnection) -> (any QUICConnectionDelegate)?
+    private let socket: UDPSocket
+    private var routes: [CIDKey: QUICConnection] = [:]
+    private var live: [ObjectIdentifier: QUICConnection] = [:]
+    private var closed = false
+    /// Server connection IDs are this long (the short-header DCID length ngtcp2 must be told).
+    static let cidLength = 18
+
+    private init(
+        loop: QUICEventLoop, identity: ServerIdentity, settings: QUICSettings, socket: UDPSocket,
+        accept: @escaping (QUICConnection) -> (any QUICConnectionDelegate)?
+    ) {
+        self.loop = loop
+        self.identity = identity
+        self.settings = settings
+        self.socket = socket
+        self.accept = accept
+        self.localPort = socket.local.port
+    }
+
+    /// Binds `host`:`port` (0 = ephemeral) and starts accepting.
+    ///
+    /// `accept` runs on the loop thread for each new connection, before its handshake; return the delegate
+    /// for it, or nil to refuse it (CONNECTION_REFUSED). Connections beyond ``QUICSettings/maxConnections`` are
+    /// dropped silently.
+    /// - Throws: `QUICError` for resolution, `socket`, `bind` or invalid ALPN settings.
+    public static func listen(
+        host: String, port: UInt16, identity: ServerIdentity, settings: QUICSettings, loop: QUICEventLoop,
+        accept: @escaping (QUICConnection) -> (any QUICConnectionDelegate)?
+    ) throws(QUICError) -> QUICServer {
+        try TLSSession.validateALPN(settings.alpn)
+        let address = try SocketAddress.resolve(host: host, port: port)[0]
+        let socket = try UDPSocket(loop: loop, bind: address, connect: nil)
+        let server = QUICServer(loop: loop, identity: identity, settings: settings, socket: socket, accept: accept)
+        socket.receiver = server
+        if loop.isCurrentThread {
+            try socket.start()
+            loop.add(server)
+        } else {
+            loop.execute { server.startOnLoop() }
+        }
+        return server
+    }
+
+    private func startOnLoop() {
+        do throws(QUICError) {
+            try socket.start()
+            loop.add(self)
+        } catch {
+            closeNow()
+        }
+    }
+
+    /// Stops accepting, closes every connection of this server (application close 0) and the socket.
+    /// Callable from any thread; idempotent.
+    public func close() {
+        if loop.isCurrentThread {
+            closeNow()
+        } else {
+            loop.execute { [self] in closeNow() }
+        }
+    }
+
+    func closeNow() {
+        loop.assertOnLoop()
+        guard !closed else { return }
+        closed = true
+        for c in Array(live.values) {
+            c.close(code: 0, reason: "server closed")
+            c.flush()
+            c.terminate(nil)
+        }
+        routes.removeAll()
+        live.removeAll()
+        socket.close()
+        loop.remove(self)
+    }
+
+    // MARK: - Routing (loop thread)
+
+    func associate(_ key: CIDKey, with connection: QUICConnection) {
+        routes[key] = connection
+        connection.cidKeys.insert(key)
+    }
+
+    func dissociate(_ key: CIDKey) {
+        if let c = routes.removeValue(forKey: key) { c.cidKeys.remove(key) }
+    }
+
+    func forget(_ connection: QUICConnection) {
+        for key in connection.cidKeys where routes[key] === connection { routes.removeValue(forKey: key) }
+        connection.cidKeys.removeAll()
+        live.removeValue(forKey: ObjectIdentifier(connection))
+    }
+
+    func socketError(_ code: Int32) {
+        // Unconnected UDP sockets report no ICMP errors; nothing to attribute this to.
+    }
+
+    func receive(_ packet: UnsafeRawBufferPointer, from: SocketAddress) {
+        loop.assertOnLoop()
+        // Never a valid QUIC packet (ngtcp2 examples use the same bound).
+        guard packet.count >= 21, !closed, let base = packet.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
+        var vc = ngtcp2_version_cid()
+        let rc = ngtcp2_pkt_decode_version_cid(&vc, base, packet.count, Self.cidLength)
+        if rc == NGTCP2_ERR_VERSION_NEGOTIATION {
+            sendVersionNegotiation(vc, to: from)
+            return
+        }
+        guard rc == 0 else { return }
+        let key = CIDKey(UnsafeRawBufferPointer(start: vc.dcid, count: vc.dcidlen))
+        if let connection = routes[key] {
+            connection.receive(packet, from: from)
+            return
+        }
+        var hd = ngtcp2_pkt_hd()
+        guard ngtcp2_accept(&hd, base, packet.count) == 0 else { return }
+        guard live.count < settings.maxConnections else { return }
+        newConnection(hd, packet, from: from)
+    }
+
+    private func newConnection(_ header: ngtcp2_pkt_hd, _ packet: UnsafeRawBufferPointer, from: SocketAddress) {
+        var hd = header
+        let c = QUICConnection(loop: loop, isClient: false, settings: settings, delegate: nil)
+        c.server = self
+        c.socket = socket
+        c.remote.assign(from)
+        do throws(QUICError) {
+            c.tls = try TLSSession(server: identity, alpn: settings.alpn, connRef: c.connRef)
+        } catch {
+            return
+        }
+        var scid = ngtcp2_cid()
+        QUICConnection.randomCID(&scid, length: Self.cidLength)
+        var params = c.makeTransportParams()
+        params.original_dcid = hd.dcid
+        params.original_dcid_present = 1  // mandatory for servers: Debian's ngtcp2 asserts on it
+        var cs = c.makeSettings()
+        var callbacks = c.makeCallbacks()
+        var path = ngtcp2_path(
+            local: ngtcp2_addr(addr: socket.local.sockaddr, addrlen: socket.local.length),
+            remote: ngtcp2_addr(addr: c.remote.sockaddr, addrlen: c.remote.length), user_data: nil)
+        var conn: OpaquePointer?
+        let rc = moq_ngtcp2_conn_server_new(
+            &conn, &hd.scid, &scid, &path, hd.version, &callbacks, &cs, &params, Unmanaged.passUnretained(c).toOpaque())
+        guard rc == 0, let conn else { return }
+        c.conn = conn
+        live[ObjectIdentifier(c)] = c
+        associate(CIDKey(hd.dcid), with: c)
+        associate(CIDKey(scid), with: c)
+        c.activate()
+        let delegate = accept(c)
+        c.delegate = delegate
+        c.receive(packet, from: from)
+        if delegate == nil { c.refuse() }
+    }
+
+    private func sendVersionNegotiation(_ vc: ngtcp2_version_cid, to: SocketAddress) {
+        var buf = [UInt8](repeating: 0, count: 256)
+        var versions: [UInt32] = [UInt32(NGTCP2_PROTO_VER_V1)]
+        var unused: UInt8 = 0
+        withUnsafeMutableBytes(of: &unused) { Sys.random($0) }
+        let n = ngtcp2_pkt_write_version_negotiation(
+            &buf, buf.count, unused, vc.scid, vc.scidlen, vc.dcid, vc.dcidlen, &versions, versions.count)
+        if n > 0 {
+            _ = buf.withUnsafeBytes { socket.send(UnsafeRawBufferPointer(rebasing: $0[0..<n]), to: UnsafePointer(to.sockaddr), length: to.length) }
+        }
+    }
+}
