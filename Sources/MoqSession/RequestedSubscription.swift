@@ -76,9 +76,9 @@ final class RequestedSubscription: StreamHandler {
                     }
                 case .end(let group):
                     endGroup = group
-                case .drop(let start, let end, _):
+                case .drop(let start, let end, let code):
                     guard end >= start else { continue }
-                    track.noteDropped(count: end - start + 1)
+                    track.markDropped(start...end, code: StreamErrorCode(rawValue: code))
                     markSeen(start...end)
                 case .unknown:
                     break

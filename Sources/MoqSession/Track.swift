@@ -195,9 +195,20 @@ public final class TrackProducer: @unchecked Sendable {
         }
     }
 
-    /// Counts groups a publisher declared undeliverable (SUBSCRIBE_DROP).
-    public func noteDropped(count: UInt64) {
-        mutate { $0.groupsDropped += count }
+    /// Records groups a publisher declared undeliverable (SUBSCRIBE_DROP): counted, and
+    /// (for ranges up to 1024 groups) kept as empty aborted placeholders so that
+    /// readers do not wait for them.
+    public func markDropped(_ range: ClosedRange<UInt64>, code: StreamErrorCode) {
+        mutate { s in
+            s.groupsDropped += range.upperBound - range.lowerBound + 1
+            guard s.end == nil, range.count <= 1024 else { return }
+            for sequence in range {
+                let i = index(s.groups, of: sequence)
+                if i < s.groups.count && s.groups[i].sequence == sequence { continue }
+                if let latest = s.latest, latest.sequence == sequence { continue }
+                insert(&s, sequence: sequence).status = .aborted(code)
+            }
+        }
     }
 
     fileprivate func append(_ frame: Frame, to group: GroupState) -> Bool {

@@ -39,6 +39,7 @@ final class ChangeWaiter: TrackObserver, @unchecked Sendable {
 
     var isCancelled: Bool { state.withLock { $0.cancelled } }
 
+    /// Stops the reader for good: pending and later waits return at once.
     func cancel() {
         let c = state.withLock { s -> CheckedContinuation<Void, Never>? in
             s.cancelled = true
@@ -46,6 +47,30 @@ final class ChangeWaiter: TrackObserver, @unchecked Sendable {
             return s.continuation
         }
         c?.resume()
+    }
+
+    /// Resumes a pending wait without changing anything (task cancellation, timeouts).
+    func wake() {
+        let c = state.withLock { s -> CheckedContinuation<Void, Never>? in
+            defer { s.continuation = nil }
+            return s.continuation
+        }
+        c?.resume()
+    }
+
+    /// Returns once the track's version differs from `seen`, `deadline` (track clock ns)
+    /// passes, or on cancellation.
+    func wait(since seen: UInt64, until deadline: UInt64) async {
+        let now = track.clock.now()
+        guard deadline > now else { return }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.wait(since: seen) }
+            group.addTask { try? await Task.sleep(for: .nanoseconds(Int64(deadline - now))) }
+            await group.next()
+            group.cancelAll()
+            // Wake the other child if it is still waiting.
+            self.wake()
+        }
     }
 
     /// Returns once the track's version differs from `seen`, or on cancellation.
@@ -60,7 +85,7 @@ final class ChangeWaiter: TrackObserver, @unchecked Sendable {
                 if resumeNow { c.resume() }
             }
         } onCancel: {
-            cancel()
+            wake()
         }
     }
 }
@@ -97,39 +122,71 @@ public final class TrackConsumer: @unchecked Sendable {
 
     /// The outcome of a non-blocking read.
     public enum Poll: Sendable {
+        /// The next group.
         case group(GroupConsumer)
+        /// The track finished.
         case ended
+        /// The track failed or the reader was cancelled.
         case failed(TrackReadError)
-        case wait(version: UInt64)
+        /// Nothing yet: wait for a change after `version`, or until `deadline` (clock ns) passes.
+        case wait(version: UInt64, deadline: UInt64?)
     }
 
-    /// Reads without waiting.
+    /// How long a missing group is waited for once a later one arrived, when no
+    /// latency budget is set (groups travel on parallel streams and may arrive out of order).
+    public static let defaultReorderWindowMs: UInt64 = 1000
+
+    /// Reads without waiting. Groups come in sequence order; a missing group is
+    /// waited for until a later group has been waiting for the budget (or the
+    /// reorder window), then skipped. Groups older than the newest by more than
+    /// the budget are skipped too.
     public func poll() -> Poll {
         if waiter.isCancelled { return .failed(.cancelled) }
         let version = track.version
         let newest = track.latestGroup
+        let ended = track.end != nil
         let budget = maxLatencyMs.map { $0 &* 1_000_000 }
+        let gapWait = (maxLatencyMs ?? Self.defaultReorderWindowMs) &* 1_000_000
+        let now = track.clock.now()
+        var deadline: UInt64?
         let result = cursor.withLock { cursor -> GroupConsumer? in
             if cursor == nil, let newest {
                 cursor = startSequence(newest: newest, budget: budget)
             }
             guard let from = cursor else { return nil }
             for g in track.groups(from: from) {
+                if g.sequence > cursor! && !ended {
+                    // A gap: wait for the missing group unless this one has waited long enough.
+                    let due = g.createdAt &+ gapWait
+                    if now < due {
+                        deadline = due
+                        return nil
+                    }
+                    skipped.add(g.sequence - cursor!, ordering: .relaxed)
+                }
                 cursor = g.sequence + 1
                 if let budget, let newest, g !== newest, newest.createdAt &- g.createdAt > budget {
                     skipped.add(1, ordering: .relaxed)
                     continue
                 }
+                if isPlaceholder(g) { continue }
                 return GroupConsumer(track: track, group: g)
             }
             return nil
         }
         if let result { return .group(result) }
+        if let deadline { return .wait(version: version, deadline: deadline) }
         switch track.end {
         case .aborted(let code)?: return .failed(.aborted(code))
         case .finished?: return .ended
-        case nil: return .wait(version: version)
+        case nil: return .wait(version: version, deadline: nil)
         }
+    }
+
+    /// Groups a publisher declared undeliverable are kept as empty aborted placeholders.
+    private func isPlaceholder(_ g: GroupState) -> Bool {
+        if case .aborted = track.frames(of: g, from: 0).status, track.frameCount(of: g) == 0 { return true }
+        return false
     }
 
     private func startSequence(newest: GroupState, budget: UInt64?) -> UInt64 {
@@ -143,16 +200,23 @@ public final class TrackConsumer: @unchecked Sendable {
     /// The next group, waiting for it; nil when the track finished.
     public func nextGroup() async throws(TrackReadError) -> GroupConsumer? {
         while true {
+            if Task.isCancelled { throw .cancelled }
             switch poll() {
             case .group(let g): return g
             case .ended: return nil
             case .failed(let e): throw e
-            case .wait(let version): await waiter.wait(since: version)
+            case .wait(let version, let deadline):
+                if let deadline {
+                    await waiter.wait(since: version, until: deadline)
+                } else {
+                    await waiter.wait(since: version)
+                }
             }
         }
     }
 
     /// Every frame of every delivered group, in order, with its group sequence and index.
+    /// A consumer is read by one task at a time.
     public func frames() -> AsyncThrowingStream<ReceivedFrame, any Error> {
         AsyncThrowingStream { continuation in
             let task = Task {

@@ -341,6 +341,14 @@ async def cmd_relay(args) -> None:
 
     async def handle(request: moq.Request, sid: int) -> None:
         path = request.path
+        if args.reject_path is not None and path.strip("/").startswith(args.reject_path.strip("/")):
+            # Refuse the session, as an authenticating relay does.
+            try:
+                await request.reject(args.reject_code)
+            except Exception as exc:
+                log(f"reject failed: {describe(exc)}")
+            emit("session_rejected", id=sid, path=path, code=args.reject_code)
+            return
         try:
             session = await request.accept()
         except Exception as exc:
@@ -967,6 +975,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("relay", help="moq.Server relaying through one shared origin")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=0)
+    p.add_argument("--reject-path", help="refuse sessions whose path starts with this (after trimming '/')")
+    p.add_argument("--reject-code", type=int, default=401, help="code for --reject-path (401/403 = unauthorized)")
     p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
 
     p = client("connect", "connect, complete SETUP, close")
