@@ -67,7 +67,7 @@ let package = Package(
             exclude: ["rust_peer.py"],  // the Rust peer driver run by the interop tests, not a resource
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "InteropTests", dependencies: ["SwiftMoQ", "MoqSession", "MoqWire"],
+            name: "InteropTests", dependencies: ["SwiftMoQ", "MoqSession", "MoqWire", "MoqQUIC"],
             swiftSettings: swiftSettings),
     ],
     swiftLanguageModes: [.v6]

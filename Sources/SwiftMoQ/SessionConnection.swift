@@ -139,7 +139,8 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate {
         case .alpn(let text):
             sessionReason = .transport(text)
             error = .tls("\(peerDescription): \(text)")
-        case .unreachable(let text):
+        case .unreachable(var text):
+            if text.hasPrefix(peerDescription + ": ") { text.removeFirst(peerDescription.count + 2) }
             sessionReason = .transport("cannot reach \(peerDescription): \(text)")
             error = .unreachable("cannot reach \(peerDescription): \(text)")
         case .handshakeTimeout:

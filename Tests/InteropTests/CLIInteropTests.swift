@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: MIT
+import Foundation
+import SwiftMoQ
+import Testing
+
+/// The `swiftmoq` command line against the Rust relay: data, discovery, and the one-line
+/// errors a user gets.
+@Suite("Interop: the swiftmoq CLI", .serialized, .timeLimit(.minutes(3)))
+struct CLIInteropTests {
+    func pin(_ relay: RustRelay) -> [String] { ["--url", relay.url(), "--tls-fingerprint", relay.fingerprint] }
+
+    @Test("publish-track | relay | subscribe-track --format json")
+    func publishSubscribeJSON() async throws {
+        let relay = try await RustRelay.start()
+        defer { relay.stop() }
+        let name = RustPeer.uniqueName("cli")
+        let subscriber = try CLI.start(
+            ["subscribe-track"] + pin(relay) + ["--broadcast", name, "--track", "chat", "--format", "json", "--timeout", "20"])
+        let lines = (0..<6).map { "line number \($0) ✓" }
+        let publisher = try await CLI.run(
+            ["publish-track"] + pin(relay) + ["--broadcast", name, "--track", "chat", "--frames-per-group", "2", "--wait-subscribers", "1"],
+            stdin: lines.joined(separator: "\n") + "\n")
+        #expect(publisher.status == 0, "\(publisher.stderr)")
+        let result = try await subscriber.wait(timeout: .seconds(30))
+        #expect(result.status == 0, "\(result.stderr)")
+        let objects = result.stdoutLines.compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        #expect(objects.count == 6)
+        #expect(objects.map { $0["group"] as? Int } == [0, 0, 1, 1, 2, 2])
+        #expect(objects.map { $0["index"] as? Int } == [0, 1, 0, 1, 0, 1])
+        let payloads = objects.compactMap { ($0["payload"] as? String).flatMap { Data(base64Encoded: $0) } }
+        #expect(payloads.map { String(decoding: $0, as: UTF8.self) } == lines)
+        #expect(objects.map { $0["size"] as? Int } == lines.map { $0.utf8.count })
+        let stamps = objects.compactMap { $0["timestamp_us"] as? Int }
+        #expect(stamps == stamps.sorted())
+    }
+
+    @Test("subscribe-track --count prints lines and stops")
+    func subscribeLinesWithCount() async throws {
+        let relay = try await RustRelay.start()
+        defer { relay.stop() }
+        let name = RustPeer.uniqueName("cli")
+        let subscriber = try CLI.start(["subscribe-track"] + pin(relay) + ["--broadcast", name, "--track", "t", "--count", "3"])
+        let publisher = try CLI.start(["publish-track"] + pin(relay) + ["--broadcast", name, "--track", "t", "--wait-subscribers", "1", "--timeout", "20"], stdin: "a\nb\nc\nd\ne\n")
+        let result = try await subscriber.wait(timeout: .seconds(30))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdoutLines == ["a", "b", "c"])
+        _ = try await publisher.wait(timeout: .seconds(30))
+    }
+
+    @Test("announced prints the announce and the unannounce of a Rust publisher")
+    func announced() async throws {
+        let relay = try await RustRelay.start()
+        defer { relay.stop() }
+        let prefix = RustPeer.uniqueName("cli-room")
+        let session = try await relay.connect()
+        let broadcast = BroadcastProducer(path: "\(prefix)/cam")
+        session.publish(broadcast)
+        // The broadcast is routable once the relay itself saw it.
+        _ = try await relay.peer.waitFor(event: "announce", timeout: .seconds(20))
+        let watcher = try CLI.start(["announced"] + pin(relay) + ["--prefix", prefix, "--count", "2"])
+        try await eventually("the announce line") { watcher.stdoutSoFar.contains("announce \(prefix)/cam") }
+        broadcast.close()
+        let result = try await watcher.wait(timeout: .seconds(20))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdoutLines == ["announce \(prefix)/cam", "unannounce \(prefix)/cam"])
+        session.close()
+    }
+
+    /// One clear line on stderr and a non-zero exit.
+    func expectOneLineError(_ result: CLI.Result, containing text: String, status: Int32 = 1) {
+        #expect(result.status == status, "stderr: \(result.stderr)")
+        #expect(result.stderrLines.count == 1, "stderr: \(result.stderr)")
+        #expect(result.stderr.contains(text), "stderr: \(result.stderr)")
+    }
+
+    @Test("an unreachable relay")
+    func unreachable() async throws {
+        let result = try await CLI.run(
+            ["subscribe-track", "--url", "moql://127.0.0.1:9/anon", "--tls-disable-verify", "--broadcast", "b", "--track", "t", "--connect-timeout", "3"])
+        // --tls-disable-verify adds its own warning line first.
+        #expect(result.status == 1)
+        #expect(result.stderrLines.last?.contains("cannot reach 127.0.0.1:9") == true, "\(result.stderr)")
+    }
+
+    @Test("a wrong fingerprint")
+    func wrongFingerprint() async throws {
+        let relay = try await RustRelay.start()
+        defer { relay.stop() }
+        let result = try await CLI.run(
+            ["announced", "--url", relay.url(), "--tls-fingerprint", String(repeating: "1", count: 64), "--count", "1"])
+        expectOneLineError(result, containing: "fingerprint mismatch")
+    }
+
+    @Test("an unverifiable self-signed certificate")
+    func untrusted() async throws {
+        let relay = try await RustRelay.start()
+        defer { relay.stop() }
+        let result = try await CLI.run(["announced", "--url", relay.url(), "--count", "1"])
+        expectOneLineError(result, containing: "not trusted")
+    }
+
+    @Test("an unknown broadcast")
+    func unknownBroadcast() async throws {
+        let relay = try await RustRelay.start()
+        defer { relay.stop() }
+        let result = try await CLI.run(["subscribe-track"] + pin(relay) + ["--broadcast", "nobody/here", "--track", "t", "--timeout", "1"])
+        expectOneLineError(result, containing: "broadcast 'nobody/here' is not announced")
+    }
+
+    @Test("a session the relay refuses")
+    func refused() async throws {
+        let relay = try await RustRelay.start(["--reject-path", "private", "--reject-code", "401"])
+        defer { relay.stop() }
+        let result = try await CLI.run(
+            ["announced", "--url", relay.url("private/room"), "--tls-fingerprint", relay.fingerprint, "--count", "1"])
+        expectOneLineError(result, containing: "refused")
+    }
+
+    @Test("usage errors exit 2 and say what is missing")
+    func usage() async throws {
+        let result = try await CLI.run(["subscribe-track", "--broadcast", "b"])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("--url is required"))
+        let bad = try await CLI.run(["announced", "--url", "https://relay.example/"])
+        #expect(bad.status == 2 || bad.status == 1)
+        #expect(bad.stderr.contains("WebTransport"))
+    }
+}

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: MIT
+import Foundation
+import MoqQUIC
+import MoqWire
+import Synchronization
+
+/// A bare QUIC client speaking hand-written moq-lite bytes, to see exactly how the
+/// Rust peer answers malformed input.
+final class RawClient: QUICConnectionDelegate, @unchecked Sendable {
+    struct Observed {
+        var connected = false
+        var data: [Int64: [UInt8]] = [:]
+        var fins: Set<Int64> = []
+        var resets: [Int64: UInt64] = [:]
+        var stops: [Int64: UInt64] = [:]
+        var closed: QUICCloseReason?
+    }
+
+    let observed = Mutex(Observed())
+    let loop: QUICEventLoop
+    private var connection: QUICConnection?
+
+    init(port: UInt16, fingerprint: String) throws {
+        loop = try QUICEventLoop(name: "raw-client")
+        let pin = Hex.decode(fingerprint)!
+        let box = LoopBoxed(self)
+        loop.execute {
+            box.value.connection = QUICClient.connect(
+                host: "127.0.0.1", port: port, tls: TLSClientConfiguration(verification: .fingerprints([pin])),
+                settings: QUICSettings(), loop: box.value.loop, delegate: box.value)
+        }
+    }
+
+    deinit { loop.shutdown() }
+
+    /// Opens a stream, writes `bytes` (and FIN if asked); returns the stream id.
+    func open(bidirectional: Bool, _ bytes: [UInt8], fin: Bool = false) async -> Int64 {
+        let box = LoopBoxed(self)
+        return await withCheckedContinuation { continuation in
+            loop.execute {
+                let c = box.value.connection!
+                let id = c.openStream(bidirectional: bidirectional)!
+                c.write(id, Bytes(bytes), fin: fin)
+                continuation.resume(returning: id)
+            }
+        }
+    }
+
+    func waitUntil(_ what: String, timeout: Duration = .seconds(10), _ condition: (Observed) -> Bool) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while !observed.withLock({ condition($0) }) {
+            guard ContinuousClock.now < deadline else {
+                throw RustPeerError.timeout(waitingFor: "raw client: \(what)", after: timeout, context: "\(observed.withLock { $0 })")
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    func close() {
+        let box = LoopBoxed(self)
+        loop.execute { box.value.connection?.close(code: 0, reason: "") }
+    }
+
+    // MARK: QUICConnectionDelegate (loop thread)
+
+    func quicConnectionDidConnect(_ connection: QUICConnection) { observed.withLock { $0.connected = true } }
+
+    func quicConnection(_ connection: QUICConnection, didReceive data: UnsafeRawBufferPointer, on stream: Int64, fin: Bool) {
+        observed.withLock {
+            $0.data[stream, default: []] += Array(data)
+            if fin { $0.fins.insert(stream) }
+        }
+    }
+
+    func quicConnection(_ connection: QUICConnection, didResetStream stream: Int64, code: UInt64) {
+        observed.withLock { $0.resets[stream] = code }
+    }
+
+    func quicConnection(_ connection: QUICConnection, didStopSending stream: Int64, code: UInt64) {
+        observed.withLock { $0.stops[stream] = code }
+    }
+
+    func quicConnection(_ connection: QUICConnection, didCloseWith reason: QUICCloseReason) {
+        observed.withLock { $0.closed = reason }
+    }
+}
+
+final class LoopBoxed<T: AnyObject>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}
