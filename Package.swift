@@ -11,9 +11,11 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
+// scripts/setup.sh writes swiftmoq-<module>.pc: the GStreamer flags without the -pthread
+// that SwiftPM would otherwise warn about on every build.
 func gst(_ name: String, _ pc: String) -> Target {
     .systemLibrary(
-        name: name, pkgConfig: pc,
+        name: name, pkgConfig: "swiftmoq-" + pc,
         providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev"])])
 }
 

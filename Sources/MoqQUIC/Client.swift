@@ -84,7 +84,8 @@ extension QUICConnection {
             &c, &dcid, &scid, &path, UInt32(NGTCP2_PROTO_VER_V1), &callbacks, &cs, &params,
             Unmanaged.passUnretained(self).toOpaque())
         if rc != 0 {
-            terminate(.transport(code: 0, reason: Sys.ngtcp2Error("ngtcp2_conn_client_new", rc).description, byPeer: false))
+            terminate(
+                .transport(code: 0, reason: Sys.ngtcp2Error("ngtcp2_conn_client_new", rc).description, byPeer: false))
             return
         }
         conn = c

@@ -106,7 +106,8 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
         loop.assertOnLoop()
         guard phase == .established, let conn else { return nil }
         var id: Int64 = -1
-        let rc = bidirectional ? ngtcp2_conn_open_bidi_stream(conn, &id, nil) : ngtcp2_conn_open_uni_stream(conn, &id, nil)
+        let rc =
+            bidirectional ? ngtcp2_conn_open_bidi_stream(conn, &id, nil) : ngtcp2_conn_open_uni_stream(conn, &id, nil)
         guard rc == 0 else { return nil }
         streams[id] = StreamState(id: id, peerInitiated: false, sequence: nextSequence())
         return id
@@ -187,7 +188,9 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
     /// negotiate datagrams (or before the handshake completes).
     public var maxDatagramPayload: Int {
         loop.assertOnLoop()
-        guard let conn, phase == .established, let params = ngtcp2_conn_get_remote_transport_params(conn) else { return 0 }
+        guard let conn, phase == .established, let params = ngtcp2_conn_get_remote_transport_params(conn) else {
+            return 0
+        }
         let peerMax = params.pointee.max_datagram_frame_size
         if peerMax == 0 { return 0 }
         // DATAGRAM frame: type (1) + length varint (≤ 8). Short header: 1 + DCID (≤ 20) + packet number (≤ 4) + AEAD tag (16).
@@ -251,7 +254,9 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
         cb.get_new_connection_id = { _, cid, token, len, ud in
             guard let cid, let token else { return NGTCP2_ERR_CALLBACK_FAILURE }
             cid.pointee.datalen = len
-            withUnsafeMutableBytes(of: &cid.pointee.data) { Sys.random(UnsafeMutableRawBufferPointer(rebasing: $0[0..<len])) }
+            withUnsafeMutableBytes(of: &cid.pointee.data) {
+                Sys.random(UnsafeMutableRawBufferPointer(rebasing: $0[0..<len]))
+            }
             Sys.random(UnsafeMutableRawBufferPointer(start: token, count: Int(NGTCP2_STATELESS_RESET_TOKENLEN)))
             QUICConnection.from(ud).server?.associate(CIDKey(cid.pointee), with: QUICConnection.from(ud))
             return 0
@@ -268,8 +273,9 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
             return 0
         }
         cb.recv_stream_data = { _, flags, id, _, data, len, ud, _ in
-            QUICConnection.from(ud).onStreamData(id, UnsafeRawBufferPointer(start: data, count: len),
-                                                 fin: flags & UInt32(NGTCP2_STREAM_DATA_FLAG_FIN) != 0)
+            QUICConnection.from(ud).onStreamData(
+                id, UnsafeRawBufferPointer(start: data, count: len),
+                fin: flags & UInt32(NGTCP2_STREAM_DATA_FLAG_FIN) != 0)
             return 0
         }
         cb.acked_stream_data_offset = { _, id, offset, len, ud, _ in
@@ -389,7 +395,8 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
         }
         guard let conn else { return }
         let rc = withPath(from: from) { path in
-            moq_ngtcp2_conn_read_pkt(conn, path, packet.baseAddress?.assumingMemoryBound(to: UInt8.self), packet.count, Sys.now())
+            moq_ngtcp2_conn_read_pkt(
+                conn, path, packet.baseAddress?.assumingMemoryBound(to: UInt8.self), packet.count, Sys.now())
         }
         if rc != 0 {
             handleError(rc)
@@ -507,9 +514,13 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
                 let dg = datagrams[datagramHead]
                 var accepted: Int32 = 0
                 let n = dg.withUnsafeBytes { raw -> Int in
-                    var v = ngtcp2_vec(base: UnsafeMutablePointer(mutating: raw.baseAddress?.assumingMemoryBound(to: UInt8.self)), len: raw.count)
-                    return Int(moq_ngtcp2_conn_writev_datagram(
-                        conn, path, dest, destLength, &accepted, UInt32(NGTCP2_WRITE_DATAGRAM_FLAG_MORE), 0, &v, 1, ts))
+                    var v = ngtcp2_vec(
+                        base: UnsafeMutablePointer(mutating: raw.baseAddress?.assumingMemoryBound(to: UInt8.self)),
+                        len: raw.count)
+                    return Int(
+                        moq_ngtcp2_conn_writev_datagram(
+                            conn, path, dest, destLength, &accepted, UInt32(NGTCP2_WRITE_DATAGRAM_FLAG_MORE), 0, &v, 1,
+                            ts))
                 }
                 if accepted != 0 || n == Int(NGTCP2_ERR_INVALID_ARGUMENT) || n == Int(NGTCP2_ERR_INVALID_STATE) {
                     datagrams[datagramHead] = Bytes()
@@ -521,7 +532,9 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
                 } else {
                     datagramTried = true  // does not fit this packet: let streams fill it, retry in the next one
                 }
-                if n == Int(NGTCP2_ERR_WRITE_MORE) || n == Int(NGTCP2_ERR_INVALID_ARGUMENT) || n == Int(NGTCP2_ERR_INVALID_STATE) {
+                if n == Int(NGTCP2_ERR_WRITE_MORE) || n == Int(NGTCP2_ERR_INVALID_ARGUMENT)
+                    || n == Int(NGTCP2_ERR_INVALID_STATE)
+                {
                     continue
                 }
                 if n < 0 {
@@ -549,9 +562,10 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
             var flags = UInt32(NGTCP2_WRITE_STREAM_FLAG_MORE)
             if fin { flags |= UInt32(NGTCP2_WRITE_STREAM_FLAG_FIN) }
             var ndatalen: ngtcp2_ssize = -1
-            let n = Int(moq_ngtcp2_conn_writev_stream(
-                conn, path, dest, destLength, &ndatalen, flags, stream?.id ?? -1,
-                count > 0 ? UnsafePointer(vecs.baseAddress) : nil, count, ts))
+            let n = Int(
+                moq_ngtcp2_conn_writev_stream(
+                    conn, path, dest, destLength, &ndatalen, flags, stream?.id ?? -1,
+                    count > 0 ? UnsafePointer(vecs.baseAddress) : nil, count, ts))
             if let stream, ndatalen >= 0 {
                 stream.didSend(Int(ndatalen), fin: fin && Int(ndatalen) == total)
                 if !stream.wantsToSend { sendable.remove(stream.id) }
@@ -630,7 +644,7 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
     private func remoteFor(_ path: UnsafeMutablePointer<ngtcp2_path>) -> SocketAddress {
         let r = path.pointee.remote
         if let addr = r.addr, r.addrlen > 0,
-           !remote.equals(UnsafeRawPointer(addr).assumingMemoryBound(to: sockaddr_storage.self), r.addrlen)
+            !remote.equals(UnsafeRawPointer(addr).assumingMemoryBound(to: sockaddr_storage.self), r.addrlen)
         {
             // ngtcp2 moved to another path (migration or NAT rebinding): follow it.
             memcpy(remote.storage, addr, Int(r.addrlen))
@@ -679,7 +693,9 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
             if let failure = tlsFailure {
                 reason = .tls(failure)
             } else if alert == 120 {
-                reason = .alpn("the peer offered none of our application protocols \(settings.alpn) (sent TLS alert no_application_protocol)")
+                reason = .alpn(
+                    "the peer offered none of our application protocols \(settings.alpn) (sent TLS alert no_application_protocol)"
+                )
             } else {
                 reason = .tls("TLS handshake failed; sent alert \(Sys.alertName(alert))")
             }
@@ -693,21 +709,25 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
 
     private func peerCloseReason(_ conn: OpaquePointer) -> QUICCloseReason {
         let cc = ngtcp2_conn_get_ccerr(conn)!.pointee
-        let text = cc.reason.map { String(decoding: UnsafeBufferPointer(start: $0, count: cc.reasonlen), as: UTF8.self) } ?? ""
+        let text =
+            cc.reason.map { String(decoding: UnsafeBufferPointer(start: $0, count: cc.reasonlen), as: UTF8.self) } ?? ""
         switch cc.type {
         case NGTCP2_CCERR_TYPE_APPLICATION:
             return .application(code: cc.error_code, reason: text, byPeer: true)
         case NGTCP2_CCERR_TYPE_TRANSPORT where cc.error_code >= 0x100 && cc.error_code < 0x200:
             let alert = UInt8(cc.error_code - 0x100)
             if alert == 120 {
-                return .alpn("client and server have no application protocol in common; we offered \(settings.alpn) "
-                    + "(peer sent TLS alert no_application_protocol)")
+                return .alpn(
+                    "client and server have no application protocol in common; we offered \(settings.alpn) "
+                        + "(peer sent TLS alert no_application_protocol)")
             }
             var hint = ""
             if [42, 43, 44, 45, 46, 48].contains(alert) {
                 hint = isClient ? "" : " (the client rejected our certificate: give it our fingerprint or CA)"
             }
-            return .tls("peer aborted the TLS handshake with alert \(Sys.alertName(alert))\(text.isEmpty ? "" : ": \(text)")\(hint)")
+            return .tls(
+                "peer aborted the TLS handshake with alert \(Sys.alertName(alert))\(text.isEmpty ? "" : ": \(text)")\(hint)"
+            )
         default:
             return .transport(code: cc.error_code, reason: text, byPeer: true)
         }
@@ -798,7 +818,8 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
     func refuse() {
         var ccerr = ngtcp2_ccerr()
         ngtcp2_ccerr_set_transport_error(&ccerr, UInt64(NGTCP2_CONNECTION_REFUSED), nil, 0)
-        startClosing(ccerr, reason: .transport(code: UInt64(NGTCP2_CONNECTION_REFUSED), reason: "refused", byPeer: false))
+        startClosing(
+            ccerr, reason: .transport(code: UInt64(NGTCP2_CONNECTION_REFUSED), reason: "refused", byPeer: false))
     }
 
     // MARK: - ngtcp2 callbacks (called inside read/expiry/write)
@@ -870,7 +891,11 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
         if let conn {
             lostOnClosedStreams += UInt64(ngtcp2_conn_get_stream_loss_count(conn, id))
             if state.peerInitiated {
-                if isBidirectional(id) { ngtcp2_conn_extend_max_streams_bidi(conn, 1) } else { ngtcp2_conn_extend_max_streams_uni(conn, 1) }
+                if isBidirectional(id) {
+                    ngtcp2_conn_extend_max_streams_bidi(conn, 1)
+                } else {
+                    ngtcp2_conn_extend_max_streams_uni(conn, 1)
+                }
             }
         }
         delegate?.quicConnection(self, didCloseStream: id)

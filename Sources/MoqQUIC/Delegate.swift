@@ -11,7 +11,8 @@ public protocol QUICConnectionDelegate: AnyObject {
     func quicConnection(_ connection: QUICConnection, didOpenStream stream: Int64)
     /// In-order bytes of `stream`. `data` is valid only during the call. `fin` marks the end of the stream.
     /// Receive credit for these bytes is returned to the peer when the call returns.
-    func quicConnection(_ connection: QUICConnection, didReceive data: UnsafeRawBufferPointer, on stream: Int64, fin: Bool)
+    func quicConnection(
+        _ connection: QUICConnection, didReceive data: UnsafeRawBufferPointer, on stream: Int64, fin: Bool)
     /// The peer reset its sending side of `stream` (RESET_STREAM) with `code`.
     func quicConnection(_ connection: QUICConnection, didResetStream stream: Int64, code: UInt64)
     /// The peer asked us to stop sending on `stream` (STOP_SENDING); queued data has been dropped.
@@ -32,7 +33,9 @@ extension QUICConnectionDelegate {
     /// Default: nothing.
     public func quicConnection(_ connection: QUICConnection, didOpenStream stream: Int64) {}
     /// Default: nothing.
-    public func quicConnection(_ connection: QUICConnection, didReceive data: UnsafeRawBufferPointer, on stream: Int64, fin: Bool) {}
+    public func quicConnection(
+        _ connection: QUICConnection, didReceive data: UnsafeRawBufferPointer, on stream: Int64, fin: Bool
+    ) {}
     /// Default: nothing.
     public func quicConnection(_ connection: QUICConnection, didResetStream stream: Int64, code: UInt64) {}
     /// Default: nothing.

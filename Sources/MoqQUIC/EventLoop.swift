@@ -234,7 +234,9 @@ public final class QUICEventLoop: @unchecked Sendable {
             }
         }
         // Drain anything queued after the stop so closures (and what they capture) are released here.
-        inbox.withLock { $0.stopped = true; $0.work.removeAll() }
+        inbox.withLock {
+            $0.stopped = true; $0.work.removeAll()
+        }
         sources.removeAll()
         connections.removeAll()
         servers.removeAll()

@@ -116,7 +116,9 @@ public final class QUICServer: @unchecked Sendable, DatagramReceiver {
     func receive(_ packet: UnsafeRawBufferPointer, from: SocketAddress) {
         loop.assertOnLoop()
         // Never a valid QUIC packet (ngtcp2 examples use the same bound).
-        guard packet.count >= 21, !closed, let base = packet.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
+        guard packet.count >= 21, !closed, let base = packet.baseAddress?.assumingMemoryBound(to: UInt8.self) else {
+            return
+        }
         var vc = ngtcp2_version_cid()
         let rc = ngtcp2_pkt_decode_version_cid(&vc, base, packet.count, Self.cidLength)
         if rc == NGTCP2_ERR_VERSION_NEGOTIATION {
@@ -179,7 +181,10 @@ public final class QUICServer: @unchecked Sendable, DatagramReceiver {
         let n = ngtcp2_pkt_write_version_negotiation(
             &buf, buf.count, unused, vc.scid, vc.scidlen, vc.dcid, vc.dcidlen, &versions, versions.count)
         if n > 0 {
-            _ = buf.withUnsafeBytes { socket.send(UnsafeRawBufferPointer(rebasing: $0[0..<n]), to: UnsafePointer(to.sockaddr), length: to.length) }
+            _ = buf.withUnsafeBytes {
+                socket.send(
+                    UnsafeRawBufferPointer(rebasing: $0[0..<n]), to: UnsafePointer(to.sockaddr), length: to.length)
+            }
         }
     }
 }

@@ -39,9 +39,13 @@ final class SocketAddress: CustomStringConvertible, @unchecked Sendable {
     var port: UInt16 {
         switch family {
         case AF_INET:
-            return storage.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
+            return storage.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                UInt16(bigEndian: $0.pointee.sin_port)
+            }
         case AF_INET6:
-            return storage.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
+            return storage.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                UInt16(bigEndian: $0.pointee.sin6_port)
+            }
         default:
             return 0
         }

@@ -78,7 +78,8 @@ final class StreamState {
                 chunk.withUnsafeBytes { raw in
                     // Stable address: the storage lives as long as `chunks` holds the view (until acknowledged).
                     vecs[n] = ngtcp2_vec(
-                        base: UnsafeMutablePointer(mutating: raw.baseAddress!.assumingMemoryBound(to: UInt8.self) + skip),
+                        base: UnsafeMutablePointer(
+                            mutating: raw.baseAddress!.assumingMemoryBound(to: UInt8.self) + skip),
                         len: chunk.count - skip)
                 }
                 n += 1

@@ -34,7 +34,8 @@ public final class ServerIdentity: @unchecked Sendable {
                 let rc = gnutls_certificate_set_x509_key_file(cred, chain, key, GNUTLS_X509_FMT_PEM)
                 if rc < 0 {
                     throw QUICError.certificate(
-                        "cannot load certificate chain \(chain) with key \(key): \(Sys.tlsText(rc)) (gnutls_certificate_set_x509_key_file)")
+                        "cannot load certificate chain \(chain) with key \(key): \(Sys.tlsText(rc)) (gnutls_certificate_set_x509_key_file)"
+                    )
                 }
                 leaf = try Self.loadLeaf(chain)
             case .selfSigned(let names):
@@ -71,7 +72,8 @@ public final class ServerIdentity: @unchecked Sendable {
         let irc = gnutls_x509_crt_import(crt, &datum, GNUTLS_X509_FMT_PEM)
         if irc < 0 {
             gnutls_x509_crt_deinit(crt)
-            throw QUICError.certificate("cannot parse the first certificate of \(path): \(Sys.tlsText(irc)) (gnutls_x509_crt_import)")
+            throw QUICError.certificate(
+                "cannot parse the first certificate of \(path): \(Sys.tlsText(irc)) (gnutls_x509_crt_import)")
         }
         return crt!
     }
@@ -92,7 +94,8 @@ public final class ServerIdentity: @unchecked Sendable {
         do throws(QUICError) {
             try Sys.tls(
                 "gnutls_x509_privkey_generate",
-                gnutls_x509_privkey_generate(key, GNUTLS_PK_ECDSA, moq_gnutls_curve_to_bits(GNUTLS_ECC_CURVE_SECP256R1), 0))
+                gnutls_x509_privkey_generate(
+                    key, GNUTLS_PK_ECDSA, moq_gnutls_curve_to_bits(GNUTLS_ECC_CURVE_SECP256R1), 0))
             try Sys.tls("gnutls_x509_crt_init", gnutls_x509_crt_init(&crt))
             try Sys.tls("gnutls_x509_crt_set_version", gnutls_x509_crt_set_version(crt, 3))
             var serial = [UInt8](repeating: 0, count: 16)
@@ -101,7 +104,8 @@ public final class ServerIdentity: @unchecked Sendable {
             try Sys.tls("gnutls_x509_crt_set_serial", gnutls_x509_crt_set_serial(crt, serial, serial.count))
             let now = time(nil)
             try Sys.tls("gnutls_x509_crt_set_activation_time", gnutls_x509_crt_set_activation_time(crt, now - 86_400))
-            try Sys.tls("gnutls_x509_crt_set_expiration_time", gnutls_x509_crt_set_expiration_time(crt, now + 13 * 86_400))
+            try Sys.tls(
+                "gnutls_x509_crt_set_expiration_time", gnutls_x509_crt_set_expiration_time(crt, now + 13 * 86_400))
             let cn = "swiftmoq self signed cert"
             try Sys.tls(
                 "gnutls_x509_crt_set_dn_by_oid",
@@ -116,7 +120,8 @@ public final class ServerIdentity: @unchecked Sendable {
                 } else if inet_pton(AF_INET6, name, &v6) == 1 {
                     rc = gnutls_x509_crt_set_subject_alt_name(crt, GNUTLS_SAN_IPADDRESS, &v6, 16, flags)
                 } else {
-                    rc = gnutls_x509_crt_set_subject_alt_name(crt, GNUTLS_SAN_DNSNAME, name, UInt32(name.utf8.count), flags)
+                    rc = gnutls_x509_crt_set_subject_alt_name(
+                        crt, GNUTLS_SAN_DNSNAME, name, UInt32(name.utf8.count), flags)
                 }
                 try Sys.tls("gnutls_x509_crt_set_subject_alt_name(\(name))", rc)
             }
@@ -125,7 +130,8 @@ public final class ServerIdentity: @unchecked Sendable {
                 "gnutls_x509_crt_set_key_usage",
                 gnutls_x509_crt_set_key_usage(crt, UInt32(GNUTLS_KEY_DIGITAL_SIGNATURE)))
             try Sys.tls(
-                "gnutls_x509_crt_set_key_purpose_oid", gnutls_x509_crt_set_key_purpose_oid(crt, GNUTLS_KP_TLS_WWW_SERVER, 0))
+                "gnutls_x509_crt_set_key_purpose_oid",
+                gnutls_x509_crt_set_key_purpose_oid(crt, GNUTLS_KP_TLS_WWW_SERVER, 0))
             try Sys.tls("gnutls_x509_crt_set_key", gnutls_x509_crt_set_key(crt, key))
             try Sys.tls("gnutls_x509_crt_sign2", gnutls_x509_crt_sign2(crt, crt, key, GNUTLS_DIG_SHA256, 0))
         } catch {
@@ -140,7 +146,9 @@ public final class ServerIdentity: @unchecked Sendable {
 /// SHA-256 of `bytes` (GnuTLS).
 func sha256(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
     var out = [UInt8](repeating: 0, count: 32)
-    let rc = out.withUnsafeMutableBytes { gnutls_hash_fast(GNUTLS_DIG_SHA256, bytes.baseAddress, bytes.count, $0.baseAddress) }
+    let rc = out.withUnsafeMutableBytes {
+        gnutls_hash_fast(GNUTLS_DIG_SHA256, bytes.baseAddress, bytes.count, $0.baseAddress)
+    }
     precondition(rc == 0, "gnutls_hash_fast failed: \(Sys.tlsText(rc))")
     return out
 }
@@ -171,7 +179,9 @@ final class TLSSession {
             case .roots(let file):
                 let rc = gnutls_certificate_set_x509_trust_file(cred, file, GNUTLS_X509_FMT_PEM)
                 if rc < 0 {
-                    throw QUICError.certificate("cannot load trust roots from \(file): \(Sys.tlsText(rc)) (gnutls_certificate_set_x509_trust_file)")
+                    throw QUICError.certificate(
+                        "cannot load trust roots from \(file): \(Sys.tlsText(rc)) (gnutls_certificate_set_x509_trust_file)"
+                    )
                 }
                 if rc == 0 { throw QUICError.certificate("no certificates found in trust roots file \(file)") }
             case .fingerprints(let pins):
@@ -184,17 +194,21 @@ final class TLSSession {
             try Sys.tls("gnutls_init", gnutls_init(&s, UInt32(GNUTLS_CLIENT.rawValue)))
             guard let session = s else { throw QUICError.certificate("gnutls_init returned no session") }
             if ngtcp2_crypto_gnutls_configure_client_session(session) != 0 {
-                throw QUICError.tls(function: "ngtcp2_crypto_gnutls_configure_client_session", code: -1, message: "failed")
+                throw QUICError.tls(
+                    function: "ngtcp2_crypto_gnutls_configure_client_session", code: -1, message: "failed")
             }
             try Self.common(session, alpn: alpn, server: false)
-            try Sys.tls("gnutls_credentials_set", gnutls_credentials_set(session, GNUTLS_CRD_CERTIFICATE, UnsafeMutableRawPointer(cred)))
+            try Sys.tls(
+                "gnutls_credentials_set",
+                gnutls_credentials_set(session, GNUTLS_CRD_CERTIFICATE, UnsafeMutableRawPointer(cred)))
             let serverName = tls.serverName ?? host
             if !SocketAddress.isIPLiteral(serverName) {
                 try Sys.tls(
                     "gnutls_server_name_set",
                     gnutls_server_name_set(session, GNUTLS_NAME_DNS, serverName, serverName.utf8.count))
             }
-            if case .disabled = tls.verification {} else {
+            if case .disabled = tls.verification {
+            } else {
                 gnutls_session_set_verify_function(session, verifyTrampoline)
             }
             gnutls_session_set_ptr(session, connRef)
@@ -209,14 +223,18 @@ final class TLSSession {
     }
 
     /// A server session presenting `identity`.
-    init(server identity: ServerIdentity, alpn: [String], connRef: UnsafeMutablePointer<ngtcp2_crypto_conn_ref>) throws(QUICError) {
+    init(server identity: ServerIdentity, alpn: [String], connRef: UnsafeMutablePointer<ngtcp2_crypto_conn_ref>)
+        throws(QUICError)
+    {
         var s: OpaquePointer?
         do throws(QUICError) {
             try Sys.tls(
-                "gnutls_init", gnutls_init(&s, UInt32(GNUTLS_SERVER.rawValue) | UInt32(GNUTLS_NO_AUTO_SEND_TICKET.rawValue)))
+                "gnutls_init",
+                gnutls_init(&s, UInt32(GNUTLS_SERVER.rawValue) | UInt32(GNUTLS_NO_AUTO_SEND_TICKET.rawValue)))
             guard let session = s else { throw QUICError.certificate("gnutls_init returned no session") }
             if ngtcp2_crypto_gnutls_configure_server_session(session) != 0 {
-                throw QUICError.tls(function: "ngtcp2_crypto_gnutls_configure_server_session", code: -1, message: "failed")
+                throw QUICError.tls(
+                    function: "ngtcp2_crypto_gnutls_configure_server_session", code: -1, message: "failed")
             }
             try Self.common(session, alpn: alpn, server: true)
             try Sys.tls(
@@ -324,12 +342,17 @@ private func verifyPeer(_ session: OpaquePointer, _ tls: (config: TLSClientConfi
             moq_gnutls_free(out.data)
         }
         let anchor: String
-        if case .roots(let file) = tls.config.verification { anchor = "the roots in \(file)" } else { anchor = "the system CAs" }
+        if case .roots(let file) = tls.config.verification {
+            anchor = "the roots in \(file)"
+        } else {
+            anchor = "the system CAs"
+        }
         // GnuTLS sets INVALID together with every specific reason, so a host-name-only failure is
         // INVALID | UNEXPECTED_OWNER.
         let owner = UInt32(GNUTLS_CERT_UNEXPECTED_OWNER.rawValue)
         let onlyHostName = status & owner != 0 && status & ~(owner | UInt32(GNUTLS_CERT_INVALID.rawValue)) == 0
-        let what = onlyHostName ? "certificate does not match host name \(hostname)" : "certificate not trusted by \(anchor)"
+        let what =
+            onlyHostName ? "certificate does not match host name \(hostname)" : "certificate not trusted by \(anchor)"
         return "\(what): \(text) (server certificate sha256 \(fingerprint); pin it with --tls-fingerprint "
             + "\(fingerprint) or use --tls-root-file with its CA)"
     }

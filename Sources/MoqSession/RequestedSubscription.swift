@@ -35,6 +35,7 @@ final class RequestedSubscription: StreamHandler {
 
     func start() {
         guard !done else { return }
+        track.expectSubscriptionStart()
         if track.info == nil {
             session.trackInfo(broadcast: broadcast, track: track.name) { [weak self] result in
                 guard let self, !self.done else { return }
@@ -70,6 +71,7 @@ final class RequestedSubscription: StreamHandler {
                 switch response {
                 case .start(let group):
                     startGroup = group
+                    track.setSubscriptionStart(group)
                     if watermark == nil {
                         watermark = group
                         compact()
@@ -189,6 +191,7 @@ final class RequestedSubscription: StreamHandler {
     private func fail(_ code: StreamErrorCode, abort: Bool = false) {
         guard !done else { return }
         done = true
+        track.setSubscriptionStart(track.subscriptionStart.sequence ?? 0)
         graceTimer?.cancel()
         if let stream {
             if abort { session.abortStream(stream, code == .malformedTrack ? .malformedTrack : .cancel) }

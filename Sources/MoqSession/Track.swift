@@ -83,6 +83,8 @@ public final class TrackProducer: @unchecked Sendable {
         var version: UInt64 = 0
         var groupsDropped: UInt64 = 0
         var unusedHandler: (@Sendable () -> Void)?
+        var subscriptionStart: UInt64?
+        var awaitingStart = false
     }
 
     /// The track name within its broadcast.
@@ -193,6 +195,25 @@ public final class TrackProducer: @unchecked Sendable {
             for g in s.groups where g.status == .open { g.status = .aborted(code) }
             if let l = s.latest, l.status == .open { l.status = .aborted(code) }
         }
+    }
+
+    /// Marks the track as fed by a subscription whose first group is not known yet
+    /// (readers wait for it rather than starting at whichever group arrives first).
+    public func expectSubscriptionStart() {
+        mutate { $0.awaitingStart = true }
+    }
+
+    /// The first group of the subscription feeding this track (SUBSCRIBE_START).
+    public func setSubscriptionStart(_ sequence: UInt64) {
+        mutate { s in
+            s.subscriptionStart = sequence
+            s.awaitingStart = false
+        }
+    }
+
+    /// Where readers of a subscribed track start, once known; and whether it is still awaited.
+    public var subscriptionStart: (sequence: UInt64?, awaiting: Bool) {
+        state.withLock { ($0.subscriptionStart, $0.awaitingStart) }
     }
 
     /// Records groups a publisher declared undeliverable (SUBSCRIBE_DROP): counted, and

@@ -149,9 +149,23 @@ public final class TrackConsumer: @unchecked Sendable {
         let gapWait = (maxLatencyMs ?? Self.defaultReorderWindowMs) &* 1_000_000
         let now = track.clock.now()
         var deadline: UInt64?
+        let (subscribedStart, awaitingStart) = track.subscriptionStart
         let result = cursor.withLock { cursor -> GroupConsumer? in
             if cursor == nil, let newest {
-                cursor = startSequence(newest: newest, budget: budget)
+                if let subscribedStart {
+                    // A subscribed track starts where the publisher said (SUBSCRIBE_START),
+                    // however its groups happen to arrive.
+                    cursor = subscribedStart
+                } else if awaitingStart && !ended {
+                    let due = newest.createdAt &+ gapWait
+                    if now < due {
+                        deadline = due
+                        return nil
+                    }
+                    cursor = startSequence(newest: newest, budget: budget)
+                } else {
+                    cursor = startSequence(newest: newest, budget: budget)
+                }
             }
             guard let from = cursor else { return nil }
             for g in track.groups(from: from) {

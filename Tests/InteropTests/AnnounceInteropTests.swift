@@ -83,4 +83,3 @@ struct AnnounceInteropTests {
         #expect(next == .ended(path: name))
     }
 }
-

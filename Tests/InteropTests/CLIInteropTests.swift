@@ -15,10 +15,14 @@ struct CLIInteropTests {
         defer { relay.stop() }
         let name = RustPeer.uniqueName("cli")
         let subscriber = try CLI.start(
-            ["subscribe-track"] + pin(relay) + ["--broadcast", name, "--track", "chat", "--format", "json", "--timeout", "20"])
+            ["subscribe-track"] + pin(relay) + [
+                "--broadcast", name, "--track", "chat", "--format", "json", "--timeout", "20",
+            ])
         let lines = (0..<6).map { "line number \($0) ✓" }
         let publisher = try await CLI.run(
-            ["publish-track"] + pin(relay) + ["--broadcast", name, "--track", "chat", "--frames-per-group", "2", "--wait-subscribers", "1"],
+            ["publish-track"] + pin(relay) + [
+                "--broadcast", name, "--track", "chat", "--frames-per-group", "2", "--wait-subscribers", "1",
+            ],
             stdin: lines.joined(separator: "\n") + "\n")
         #expect(publisher.status == 0, "\(publisher.stderr)")
         let result = try await subscriber.wait(timeout: .seconds(30))
@@ -41,8 +45,12 @@ struct CLIInteropTests {
         let relay = try await RustRelay.start()
         defer { relay.stop() }
         let name = RustPeer.uniqueName("cli")
-        let subscriber = try CLI.start(["subscribe-track"] + pin(relay) + ["--broadcast", name, "--track", "t", "--count", "3"])
-        let publisher = try CLI.start(["publish-track"] + pin(relay) + ["--broadcast", name, "--track", "t", "--wait-subscribers", "1", "--timeout", "20"], stdin: "a\nb\nc\nd\ne\n")
+        let subscriber = try CLI.start(
+            ["subscribe-track"] + pin(relay) + ["--broadcast", name, "--track", "t", "--count", "3"])
+        let publisher = try CLI.start(
+            ["publish-track"] + pin(relay) + [
+                "--broadcast", name, "--track", "t", "--wait-subscribers", "1", "--timeout", "20",
+            ], stdin: "a\nb\nc\nd\ne\n")
         let result = try await subscriber.wait(timeout: .seconds(30))
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdoutLines == ["a", "b", "c"])
@@ -78,7 +86,10 @@ struct CLIInteropTests {
     @Test("an unreachable relay")
     func unreachable() async throws {
         let result = try await CLI.run(
-            ["subscribe-track", "--url", "moql://127.0.0.1:9/anon", "--tls-disable-verify", "--broadcast", "b", "--track", "t", "--connect-timeout", "3"])
+            [
+                "subscribe-track", "--url", "moql://127.0.0.1:9/anon", "--tls-disable-verify", "--broadcast", "b",
+                "--track", "t", "--connect-timeout", "3",
+            ])
         // --tls-disable-verify adds its own warning line first.
         #expect(result.status == 1)
         #expect(result.stderrLines.last?.contains("cannot reach 127.0.0.1:9") == true, "\(result.stderr)")
@@ -105,7 +116,8 @@ struct CLIInteropTests {
     func unknownBroadcast() async throws {
         let relay = try await RustRelay.start()
         defer { relay.stop() }
-        let result = try await CLI.run(["subscribe-track"] + pin(relay) + ["--broadcast", "nobody/here", "--track", "t", "--timeout", "1"])
+        let result = try await CLI.run(
+            ["subscribe-track"] + pin(relay) + ["--broadcast", "nobody/here", "--track", "t", "--timeout", "1"])
         expectOneLineError(result, containing: "broadcast 'nobody/here' is not announced")
     }
 

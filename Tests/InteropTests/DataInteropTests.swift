@@ -14,7 +14,8 @@ struct DataInteropTests {
         let session = try await relay.connect()
         defer { session.close() }
         let broadcast = BroadcastProducer(path: name)
-        let track = broadcast.createTrack("data", info: TrackInfo(priority: 100, maxAgeMs: 10_000, timescale: 1_000_000))
+        let track = broadcast.createTrack(
+            "data", info: TrackInfo(priority: 100, maxAgeMs: 10_000, timescale: 1_000_000))
         session.publish(broadcast)
 
         let subscriber = try RustPeer.launch(["subscribe"] + relay.client + ["--broadcast", name, "--track", "data"])
@@ -87,7 +88,8 @@ struct DataInteropTests {
         let track = broadcast.createTrack("lines")
         publisher.publish(broadcast)
         try await subscriber.waitForBroadcast(name)
-        let remote = subscriber.subscribe(broadcast: name, track: "lines", range: SubscriptionRange(maxLatencyMs: 10_000))
+        let remote = subscriber.subscribe(
+            broadcast: name, track: "lines", range: SubscriptionRange(maxLatencyMs: 10_000))
         try await eventually("the relay to subscribe upstream") { track.observerCount > 0 }
         for i in 0..<50 {
             let group = track.appendGroup()

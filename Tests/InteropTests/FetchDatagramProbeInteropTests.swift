@@ -43,10 +43,13 @@ struct FetchDatagramProbeInteropTests {
             group.finish()
         }
         session.publish(broadcast)
-        let fetcher = try RustPeer.launch(["fetch"] + relay.client + ["--broadcast", name, "--track", "data", "--group", "2"])
+        let fetcher = try RustPeer.launch(
+            ["fetch"] + relay.client + ["--broadcast", name, "--track", "data", "--group", "2"])
         defer { _ = fetcher.terminate() }
         let events = try await fetcher.collect(until: "end", timeout: .seconds(20))
-        let payloads = events.filter { $0.name == "frame" }.compactMap { $0.bytes("payload") }.map { String(decoding: $0, as: UTF8.self) }
+        let payloads = events.filter { $0.name == "frame" }.compactMap { $0.bytes("payload") }.map {
+            String(decoding: $0, as: UTF8.self)
+        }
         #expect(payloads == ["frame-2-0", "frame-2-1"])
     }
 
@@ -58,7 +61,9 @@ struct FetchDatagramProbeInteropTests {
         let session = try await relay.connect()
         defer { session.close() }
         let publisher = try RustPeer.launch(
-            ["publish-datagrams"] + relay.client + ["--broadcast", name, "--count", "20", "--interval-ms", "10", "--wait-subscriber"])
+            ["publish-datagrams"] + relay.client + [
+                "--broadcast", name, "--count", "20", "--interval-ms", "10", "--wait-subscriber",
+            ])
         defer { _ = publisher.terminate() }
         try await session.waitForBroadcast(name)
         let remote = session.subscribe(broadcast: name, track: "data", range: SubscriptionRange(maxLatencyMs: 10_000))
@@ -82,7 +87,8 @@ struct FetchDatagramProbeInteropTests {
         let broadcast = BroadcastProducer(path: name)
         let track = broadcast.createTrack("data")
         session.publish(broadcast)
-        let subscriber = try RustPeer.launch(["subscribe-datagrams"] + relay.client + ["--broadcast", name, "--count", "10"])
+        let subscriber = try RustPeer.launch(
+            ["subscribe-datagrams"] + relay.client + ["--broadcast", name, "--count", "10"])
         defer { _ = subscriber.terminate() }
         try await eventually("the Rust subscriber") { track.observerCount > 0 }
         for i in 0..<40 {

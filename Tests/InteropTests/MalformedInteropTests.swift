@@ -60,7 +60,9 @@ struct MalformedInteropTests {
         #expect(observed.closed == nil, "the whole session closed: \(String(describing: observed.closed))")
         // moq-ffi 0.4.18 resets a SUBSCRIBE it cannot decode with CANCEL (measured here);
         // SwiftMoQ uses MALFORMED_TRACK, the reference's code for decode errors.
-        #expect(observed.resets[s] == StreamErrorCode.cancel.wireValue || observed.resets[s] == StreamErrorCode.malformedTrack.wireValue)
+        #expect(
+            observed.resets[s] == StreamErrorCode.cancel.wireValue
+                || observed.resets[s] == StreamErrorCode.malformedTrack.wireValue)
         try await expectAlive(raw)
         raw.close()
     }
@@ -84,7 +86,8 @@ struct MalformedInteropTests {
         _ = await raw.open(bidirectional: false, [0x01] + Setup().encoded(), fin: true)
         try await raw.waitUntil("the close") { $0.closed != nil }
         guard case .application(let code, _, let byPeer)? = raw.observed.withLock({ $0.closed }) else {
-            Issue.record("expected an application close, got \(String(describing: raw.observed.withLock { $0.closed }))")
+            Issue.record(
+                "expected an application close, got \(String(describing: raw.observed.withLock { $0.closed }))")
             return
         }
         #expect(code == SessionErrorCode.protocolViolation.rawValue)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 import Foundation
-import Synchronization
 import SwiftMoQ
+import Synchronization
 import Testing
 
 /// The Swift server role with moq-dev's Rust client.
@@ -13,7 +13,10 @@ struct ServerRoleInteropTests {
         let server = try MoqServer.listen { _, setup in paths.withLock { $0.append(setup.path) } }
         defer { server.close() }
         let client = try RustPeer.launch(
-            ["connect", "--url", "moql://127.0.0.1:\(server.port)/anon/room?jwt=abc", "--fingerprint", server.fingerprint])
+            [
+                "connect", "--url", "moql://127.0.0.1:\(server.port)/anon/room?jwt=abc", "--fingerprint",
+                server.fingerprint,
+            ])
         defer { _ = client.terminate() }
         let connected = try await client.waitFor(event: "connected", timeout: .seconds(20))
         #expect(connected.string("version") == "moq-lite-06")
@@ -26,7 +29,9 @@ struct ServerRoleInteropTests {
         let server = try MoqServer.listen()
         defer { server.close() }
         let wrong = String(repeating: "ab", count: 32)
-        let client = try RustPeer.launch(["connect", "--url", "moql://127.0.0.1:\(server.port)/", "--fingerprint", wrong])
+        let client = try RustPeer.launch([
+            "connect", "--url", "moql://127.0.0.1:\(server.port)/", "--fingerprint", wrong,
+        ])
         defer { _ = client.terminate() }
         let error = try await client.waitFor(event: "error", timeout: .seconds(20))
         #expect(error.string("message") != nil)
@@ -42,8 +47,10 @@ struct ServerRoleInteropTests {
         let track = broadcast.createTrack("data", info: TrackInfo(maxAgeMs: 10_000))
         server.origin.publish(broadcast)
         let subscriber = try RustPeer.launch(
-            ["subscribe", "--url", "moql://127.0.0.1:\(server.port)/", "--fingerprint", server.fingerprint,
-             "--broadcast", name, "--track", "data"])
+            [
+                "subscribe", "--url", "moql://127.0.0.1:\(server.port)/", "--fingerprint", server.fingerprint,
+                "--broadcast", name, "--track", "data",
+            ])
         defer { _ = subscriber.terminate() }
         try await eventually("the Rust subscriber") { track.observerCount > 0 }
         for g in 0..<5 {
@@ -54,7 +61,9 @@ struct ServerRoleInteropTests {
         }
         track.finish()
         let frames = try await subscriber.collect(until: "end", timeout: .seconds(20)).filter { $0.name == "frame" }
-        #expect(frames.compactMap { $0.bytes("payload").map { String(decoding: $0, as: UTF8.self) } } == (0..<5).map { "direct \($0)" })
+        #expect(
+            frames.compactMap { $0.bytes("payload").map { String(decoding: $0, as: UTF8.self) } }
+                == (0..<5).map { "direct \($0)" })
     }
 
     @Test("the Swift server subscribes to what a Rust client publishes")
@@ -64,9 +73,11 @@ struct ServerRoleInteropTests {
         defer { server.close() }
         let name = RustPeer.uniqueName("upload")
         let publisher = try RustPeer.launch(
-            ["publish", "--url", "moql://127.0.0.1:\(server.port)/", "--fingerprint", server.fingerprint,
-             "--broadcast", name, "--groups", "4", "--frames-per-group", "2", "--payload-size", "64",
-             "--wait-subscriber", "--linger-ms", "3000"])
+            [
+                "publish", "--url", "moql://127.0.0.1:\(server.port)/", "--fingerprint", server.fingerprint,
+                "--broadcast", name, "--groups", "4", "--frames-per-group", "2", "--payload-size", "64",
+                "--wait-subscriber", "--linger-ms", "3000",
+            ])
         defer { _ = publisher.terminate() }
         try await eventually("the Rust client's session") { !sessions.withLock { $0 }.isEmpty }
         let session = sessions.withLock { $0[0] }

@@ -43,7 +43,8 @@ struct TLSInteropTests {
     func disabledVerification() async throws {
         let relay = try await RustRelay.start()
         defer { relay.stop() }
-        let session = try await MoqSession.connect(relay.url(), options: ClientOptions(tls: TLSOptions(disableVerify: true)))
+        let session = try await MoqSession.connect(
+            relay.url(), options: ClientOptions(tls: TLSOptions(disableVerify: true)))
         session.close()
     }
 
@@ -51,10 +52,16 @@ struct TLSInteropTests {
     func contradictoryOptions() async throws {
         await #expect(throws: MoqError.self) {
             _ = try await MoqSession.connect(
-                "moql://127.0.0.1:1/", options: ClientOptions(tls: TLSOptions(fingerprint: String(repeating: "00", count: 32), disableVerify: true)))
+                "moql://127.0.0.1:1/",
+                options: ClientOptions(
+                    tls: TLSOptions(fingerprint: String(repeating: "00", count: 32), disableVerify: true)))
         }
-        await #expect(throws: MoqError.configuration("tls-fingerprint must be the SHA-256 of the certificate: 64 hex digits (got 'xyz')")) {
-            _ = try await MoqSession.connect("moql://127.0.0.1:1/", options: ClientOptions(tls: TLSOptions(fingerprint: "xyz")))
+        await #expect(
+            throws: MoqError.configuration(
+                "tls-fingerprint must be the SHA-256 of the certificate: 64 hex digits (got 'xyz')")
+        ) {
+            _ = try await MoqSession.connect(
+                "moql://127.0.0.1:1/", options: ClientOptions(tls: TLSOptions(fingerprint: "xyz")))
         }
     }
 }

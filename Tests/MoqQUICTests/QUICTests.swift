@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 // Loopback tests of the QUIC transport: Swift client ↔ Swift server on 127.0.0.1, ephemeral ports.
 import Foundation
-@testable import MoqQUIC
 import MoqWire
 import Synchronization
 import Testing
+
+@testable import MoqQUIC
 
 @Suite(.serialized)
 struct QUICTransportTests {
@@ -29,9 +30,11 @@ struct QUICTransportTests {
         var small = QUICSettings()
         small.maxStreamData = 64 << 10
         small.maxData = 256 << 10
-        let echo = Recorder(keepData: false, onData: { connection, stream, data, fin in
-            connection.write(stream, Bytes(copying: data), fin: fin)
-        })
+        let echo = Recorder(
+            keepData: false,
+            onData: { connection, stream, data, fin in
+                connection.write(stream, Bytes(copying: data), fin: fin)
+            })
         let f = try Fixture(settings: small, serverSide: echo)
         defer { f.shutdown() }
         let payload = pattern(4 << 20)
@@ -155,7 +158,8 @@ struct QUICTransportTests {
         let f = try Fixture()
         defer { f.shutdown() }
         let client = Recorder()
-        _ = f.connect(client, tls: TLSClientConfiguration(verification: .fingerprints([[UInt8](repeating: 0xab, count: 32)])))
+        _ = f.connect(
+            client, tls: TLSClientConfiguration(verification: .fingerprints([[UInt8](repeating: 0xab, count: 32)])))
         #expect(await client.wait { !$0.closes.isEmpty })
         guard case .tls(let text)? = client.snapshot.closes.first else {
             Issue.record("expected .tls, got \(client.snapshot.closes)")
@@ -168,7 +172,9 @@ struct QUICTransportTests {
     @Test func rootsFileWithTheServersOwnCertificateIsAccepted() async throws {
         let f = try Fixture()
         defer { f.shutdown() }
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("moqquic-roots-\(UUID().uuidString).pem").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "moqquic-roots-\(UUID().uuidString).pem"
+        ).path
         try f.identity.certificatePEM.write(toFile: path, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: path) }
         let client = Recorder()
@@ -224,7 +230,8 @@ struct QUICTransportTests {
         // Both writes are queued in one loop turn, before any of it is written.
         let ids = await onLoop(f.loop) { () -> (Int64, Int64)? in
             guard let low = connection.openStream(bidirectional: false),
-                  let high = connection.openStream(bidirectional: false) else { return nil }
+                let high = connection.openStream(bidirectional: false)
+            else { return nil }
             connection.write(low, big, fin: true)
             connection.write(high, big, fin: true)
             connection.setSendOrder(high, 10)
@@ -269,7 +276,9 @@ struct QUICTransportTests {
         #expect(queued == 10_000)
         #expect(await f.serverSide.wait { $0.fins.count == 1 })
         #expect(await client.wait { $0.closedStreams == 1 })  // closed once everything is acknowledged
-        let (total, stats, remote) = await onLoop(f.loop) { (connection.totalQueuedBytes, connection.stats, connection.remoteAddress) }
+        let (total, stats, remote) = await onLoop(f.loop) {
+            (connection.totalQueuedBytes, connection.stats, connection.remoteAddress)
+        }
         #expect(total == 0)
         #expect(stats.packetsSent > 0 && stats.packetsReceived > 0)
         #expect(stats.smoothedRTT > .zero)
@@ -282,7 +291,9 @@ struct QUICTransportTests {
         defer { loop.shutdown() }
         // Bind and close a socket to find a port nobody listens on: ICMP port unreachable follows.
         let identity = try ServerIdentity(.selfSigned(names: ["localhost"]))
-        let probe = try QUICServer.listen(host: "127.0.0.1", port: 0, identity: identity, settings: QUICSettings(), loop: loop) { _ in nil }
+        let probe = try QUICServer.listen(
+            host: "127.0.0.1", port: 0, identity: identity, settings: QUICSettings(), loop: loop
+        ) { _ in nil }
         let port = probe.localPort
         probe.close()
         _ = await onLoop(loop) { 0 }
@@ -290,7 +301,8 @@ struct QUICTransportTests {
         var settings = QUICSettings()
         settings.handshakeTimeout = .seconds(5)
         _ = QUICClient.connect(
-            host: "127.0.0.1", port: port, tls: TLSClientConfiguration(verification: .disabled), settings: settings, loop: loop,
+            host: "127.0.0.1", port: port, tls: TLSClientConfiguration(verification: .disabled), settings: settings,
+            loop: loop,
             delegate: client)
         #expect(await client.wait { !$0.closes.isEmpty })
         switch client.snapshot.closes.first {
@@ -306,10 +318,13 @@ struct QUICTransportTests {
         defer { loop.shutdown() }
         let identity = try ServerIdentity(.selfSigned(names: ["localhost", "127.0.0.1"]))
         #expect(throws: QUICError.self) {
-            _ = try QUICServer.listen(host: "127.0.0.1", port: 0, identity: identity, settings: bad, loop: loop) { _ in nil }
+            _ = try QUICServer.listen(host: "127.0.0.1", port: 0, identity: identity, settings: bad, loop: loop) { _ in
+                nil
+            }
         }
         #expect(throws: QUICError.self) {
-            _ = try ServerIdentity(.files(certificateChain: "/nonexistent/cert.pem", privateKey: "/nonexistent/key.pem"))
+            _ = try ServerIdentity(
+                .files(certificateChain: "/nonexistent/cert.pem", privateKey: "/nonexistent/key.pem"))
         }
     }
 }
@@ -343,7 +358,9 @@ struct QUICFaultTests {
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
         let bound = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         #expect(bound == 0)
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
@@ -354,7 +371,8 @@ struct QUICFaultTests {
         settings.handshakeTimeout = .seconds(1)
         let client = Recorder()
         _ = QUICClient.connect(
-            host: "127.0.0.1", port: UInt16(bigEndian: addr.sin_port), tls: TLSClientConfiguration(verification: .disabled),
+            host: "127.0.0.1", port: UInt16(bigEndian: addr.sin_port),
+            tls: TLSClientConfiguration(verification: .disabled),
             settings: settings, loop: loop, delegate: client)
         #expect(await client.wait { !$0.closes.isEmpty })
         #expect(client.snapshot.closes == [.handshakeTimeout])

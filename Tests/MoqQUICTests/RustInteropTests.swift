@@ -66,7 +66,10 @@ private final class RustPeer: @unchecked Sendable {
     }
 }
 
-@Suite(.serialized, .enabled(if: venvReady, "no virtualenv with moq-rs at <package root>/.venv (pip install moq-rs==0.5.1 moq-ffi==0.4.18)"))
+@Suite(
+    .serialized,
+    .enabled(
+        if: venvReady, "no virtualenv with moq-rs at <package root>/.venv (pip install moq-rs==0.5.1 moq-ffi==0.4.18)"))
 struct RustInteropTests {
     @Test func swiftClientTalksToRustServer() async throws {
         let peer = try RustPeer(["server"])

@@ -103,7 +103,9 @@ final class Recorder: QUICConnectionDelegate, @unchecked Sendable {
     func quicConnection(_ connection: QUICConnection, didOpenStream stream: Int64) {
         update { $0.opened.append(stream) }
     }
-    func quicConnection(_ connection: QUICConnection, didReceive data: UnsafeRawBufferPointer, on stream: Int64, fin: Bool) {
+    func quicConnection(
+        _ connection: QUICConnection, didReceive data: UnsafeRawBufferPointer, on stream: Int64, fin: Bool
+    ) {
         update { s in
             if keepData { s.data[stream, default: []].append(contentsOf: data) }
             s.bytes += data.count
@@ -166,7 +168,8 @@ struct Fixture {
         _ client: Recorder, tls: TLSClientConfiguration? = nil, settings: QUICSettings = QUICSettings()
     ) -> QUICConnection {
         QUICClient.connect(
-            host: "127.0.0.1", port: server.localPort, tls: tls ?? pinned, settings: settings, loop: loop, delegate: client)
+            host: "127.0.0.1", port: server.localPort, tls: tls ?? pinned, settings: settings, loop: loop,
+            delegate: client)
     }
 
     func shutdown() { loop.shutdown() }

@@ -131,6 +131,26 @@ import Testing
         #expect(pair.server.counters.streamCreditWaits > 0)
     }
 
+    @Test func aLateJoinerReadsCachedGroupsInOrderThoughTheyArriveNewestFirst() {
+        let pair = SessionPair()
+        let track = pair.serverBroadcast("b").createTrack("t", info: TrackInfo(maxAgeMs: 60_000))
+        for i in 0..<5 { track.writeSingleFrameGroup(Bytes("\(i)"), timestamp: UInt64(i)) }
+        pair.link.server.stalled = true
+        let remote = pair.remoteTrack("t")
+        let consumer = TrackConsumer(track: remote, maxLatencyMs: 10_000)
+        pair.client.subscribe(broadcast: "b", track: remote, range: SubscriptionRange(maxLatencyMs: 10_000))
+        pair.run()
+        pair.link.server.release(bySendOrder: true)
+        // Read after every delivery, as a live reader would.
+        var order: [UInt64] = []
+        repeat {
+            while case .group(let g) = consumer.poll() { order.append(g.sequence) }
+        } while pair.scheduler.step()
+        #expect(order == [0, 1, 2, 3, 4])
+        // They did arrive newest first.
+        #expect(remote.groups(from: 0).map(\.sequence) == [0, 1, 2, 3, 4])
+    }
+
     @Test func consumersWithAZeroBudgetSkipToTheNewestGroup() {
         let clock = VirtualClock()
         let track = TrackProducer(name: "t", clock: clock)

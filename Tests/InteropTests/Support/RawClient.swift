@@ -50,7 +50,8 @@ final class RawClient: QUICConnectionDelegate, @unchecked Sendable {
         let deadline = ContinuousClock.now + timeout
         while !observed.withLock({ condition($0) }) {
             guard ContinuousClock.now < deadline else {
-                throw RustPeerError.timeout(waitingFor: "raw client: \(what)", after: timeout, context: "\(observed.withLock { $0 })")
+                throw RustPeerError.timeout(
+                    waitingFor: "raw client: \(what)", after: timeout, context: "\(observed.withLock { $0 })")
             }
             try await Task.sleep(for: .milliseconds(5))
         }
@@ -65,7 +66,9 @@ final class RawClient: QUICConnectionDelegate, @unchecked Sendable {
 
     func quicConnectionDidConnect(_ connection: QUICConnection) { observed.withLock { $0.connected = true } }
 
-    func quicConnection(_ connection: QUICConnection, didReceive data: UnsafeRawBufferPointer, on stream: Int64, fin: Bool) {
+    func quicConnection(
+        _ connection: QUICConnection, didReceive data: UnsafeRawBufferPointer, on stream: Int64, fin: Bool
+    ) {
         observed.withLock {
             $0.data[stream, default: []] += Array(data)
             if fin { $0.fins.insert(stream) }

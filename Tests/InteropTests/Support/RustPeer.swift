@@ -46,7 +46,8 @@ final class RustPeer: @unchecked Sendable {  // mutable state lives in `PeerStat
     /// - Throws: ``RustPeerError/setupMissing(_:)`` when the virtualenv or the tool is absent.
     static func launch(_ arguments: [String], python: String? = nil, file: String = #filePath) throws -> RustPeer {
         let root = try packageRoot(from: file)
-        let interpreter = python ?? ProcessInfo.processInfo.environment["SWIFTMOQ_PYTHON"]
+        let interpreter =
+            python ?? ProcessInfo.processInfo.environment["SWIFTMOQ_PYTHON"]
             ?? root.appendingPathComponent(".venv/bin/python").path
         let script = root.appendingPathComponent("Tests/Interop/moqpeer.py").path
         guard FileManager.default.isExecutableFile(atPath: interpreter) else {

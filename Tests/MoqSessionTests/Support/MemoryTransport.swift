@@ -141,11 +141,22 @@ final class MemoryTransport: SessionTransport, @unchecked Sendable {
 
     // MARK: Link control
 
-    /// Delivers everything that queued while stalled, and unstalls.
-    func release() {
+    /// Delivers everything that queued while stalled, and unstalls. With
+    /// `bySendOrder`, whole streams go out highest send order first, as a QUIC
+    /// scheduler drains a backlog (control streams, then the newest groups).
+    func release(bySendOrder: Bool = false) {
         stalled = false
-        let pending = stalledWrites
+        var pending = stalledWrites
         stalledWrites = []
+        if bySendOrder {
+            let order = pending.map(\.0).reduce(into: [Int64]()) { if !$0.contains($1) { $0.append($1) } }
+            let ranked = order.enumerated().sorted {
+                let a = sendOrders[$0.element] ?? 0
+                let b = sendOrders[$1.element] ?? 0
+                return a != b ? a > b : $0.offset < $1.offset
+            }.map(\.element)
+            pending = ranked.flatMap { stream in pending.filter { $0.0 == stream } }
+        }
         for (s, d, f) in pending { deliver(s, d, f) }
     }
 

@@ -51,6 +51,15 @@ final class VirtualScheduler: SessionScheduler, @unchecked Sendable {
         }
     }
 
+    /// Runs the oldest queued item; false when nothing is queued.
+    @discardableResult
+    func step() -> Bool {
+        let next = queue.withLock { q -> (@Sendable () -> Void)? in q.isEmpty ? nil : q.removeFirst() }
+        guard let next else { return false }
+        next()
+        return true
+    }
+
     /// Moves time forward by `duration`, firing due timers in order and draining work after each.
     func advance(by duration: Duration) {
         let target = virtualClock.now() + duration.nanoseconds
