@@ -68,6 +68,7 @@ let package = Package(
             name: "MoqQUICTests", dependencies: ["MoqQUIC", "MoqWire"],
             exclude: ["rust_peer.py"],  // the Rust peer driver run by the interop tests, not a resource
             swiftSettings: swiftSettings),
+        .testTarget(name: "SwiftMoQTests", dependencies: ["SwiftMoQ"], swiftSettings: swiftSettings),
         .testTarget(
             name: "InteropTests", dependencies: ["SwiftMoQ", "MoqSession", "MoqWire", "MoqQUIC"],
             swiftSettings: swiftSettings),

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+import SwiftMoQ
+import Testing
+
+@Suite struct MoqURLTests {
+    @Test func pathAndQueryGoToSetup() throws {
+        let url = try MoqURL("moql://Relay.Example:4443/anon/room?jwt=abc")
+        #expect(url.host == "relay.example")
+        #expect(url.port == 4443)
+        #expect(url.path == "/anon/room")
+        #expect(url.query == "jwt=abc")
+        #expect(url.setupPath == "/anon/room?jwt=abc")
+        #expect(url.redacted == "moql://relay.example:4443/anon/room")
+    }
+
+    @Test func defaultsAndSynonyms() throws {
+        let url = try MoqURL("moqt://127.0.0.1")
+        #expect(url.port == MoqURL.defaultPort)
+        #expect(url.setupPath == "/")
+        let v6 = try MoqURL("moql://[::1]:9000/x")
+        #expect(v6.host == "::1")
+        #expect(v6.port == 9000)
+        #expect(v6.description == "moql://[::1]:9000/x")
+    }
+
+    @Test func tokensAreAppended() throws {
+        #expect(try MoqURL("moql://h:1/a").addingToken("t").setupPath == "/a?jwt=t")
+        #expect(try MoqURL("moql://h:1/a?x=1").addingToken("t").setupPath == "/a?x=1&jwt=t")
+    }
+
+    @Test(
+        arguments: [
+            ("relay.example:4443", "not a URL"), ("https://relay.example/", "WebTransport"),
+            ("quic://h:1/", "unsupported scheme"),
+            ("moql://:4443/", "host is missing"), ("moql://h:0/", "not a valid port"),
+            ("moql://h:99999/", "not a valid port"),
+            ("moql://user@h:1/", "credentials"),
+        ] as [(String, String)])
+    func badURLsSayWhatIsWrong(text: String, expected: String) {
+        #expect {
+            _ = try MoqURL(text)
+        } throws: { error in
+            guard let e = error as? MoqError, case .invalidURL(let message) = e else { return false }
+            return message.contains(expected)
+        }
+    }
+}
