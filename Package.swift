@@ -69,6 +69,7 @@ let package = Package(
             exclude: ["rust_peer.py"],  // the Rust peer driver run by the interop tests, not a resource
             swiftSettings: swiftSettings),
         .testTarget(name: "SwiftMoQTests", dependencies: ["SwiftMoQ"], swiftSettings: swiftSettings),
+        .testTarget(name: "RelayTests", dependencies: ["SwiftMoQ"], swiftSettings: swiftSettings),
         .testTarget(
             name: "InteropTests", dependencies: ["SwiftMoQ", "MoqSession", "MoqWire", "MoqQUIC"],
             swiftSettings: swiftSettings),

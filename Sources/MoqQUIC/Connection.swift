@@ -168,6 +168,12 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
         return streams[stream]?.unsent ?? 0
     }
 
+    /// Bytes written to all streams and not yet transmitted.
+    public var totalUnsentBytes: Int {
+        loop.assertOnLoop()
+        return streams.values.reduce(0) { $0 + $1.unsent }
+    }
+
     /// Bytes written to all streams and not yet acknowledged.
     public var totalQueuedBytes: Int {
         loop.assertOnLoop()

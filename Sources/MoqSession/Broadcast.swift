@@ -82,6 +82,11 @@ public final class BroadcastProducer: @unchecked Sendable {
         }
     }
 
+    /// The track with `name` if it exists (never made on demand).
+    public func existingTrack(_ name: String) -> TrackProducer? {
+        state.withLock { $0.tracks[name] }
+    }
+
     /// The names of the tracks currently held.
     public var trackNames: [String] { state.withLock { Array($0.tracks.keys).sorted() } }
 

@@ -85,6 +85,7 @@ final class IncomingRequestStream: StreamHandler {
             if !queued {
                 queued = true
                 if session.earlyStreams.count >= session.config.limits.maxPendingStreams {
+                    session.hitLimit(.pendingStreams(session.config.limits.maxPendingStreams))
                     session.abortStream(stream, .cancel)
                     session.detach(stream)
                     return

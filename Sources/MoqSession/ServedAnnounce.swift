@@ -10,6 +10,7 @@ final class ServedAnnounce: StreamHandler {
     private var buffer: StreamBuffer
     private var prefix: String?
     private var observation: UInt64?
+    private var directory: (any BroadcastDirectory)?
     /// Announce ids by full path; ids count STARTs on this stream from 0.
     private var active: [String: UInt64] = [:]
     private var nextID: UInt64 = 0
@@ -49,6 +50,7 @@ final class ServedAnnounce: StreamHandler {
     private func begin(prefix: String) {
         guard session.servedAnnounceCount < session.config.limits.maxServedAnnounces else {
             session.counters.refusedRequests += 1
+            session.hitLimit(.servedAnnounces(session.config.limits.maxServedAnnounces))
             return stop(.internal)
         }
         session.servedAnnounceCount += 1
@@ -66,6 +68,7 @@ final class ServedAnnounce: StreamHandler {
             scheduler.execute { box.value?.originChanged(event) }
         }
         observation = token
+        directory = origin
         let visible = current.filter { isVisible(path: $0.path, route: $0.route) }
         var out = AnnounceOk(hopID: session.config.hopID, activeCount: UInt64(visible.count)).encoded()
         for item in visible { out += start(path: item.path, route: item.route) }
@@ -121,7 +124,7 @@ final class ServedAnnounce: StreamHandler {
 
     private func cleanup() {
         done = true
-        if let token = observation { session.publishOrigin?.stopObserving(token) }
+        if let token = observation { directory?.stopObserving(token) }
         observation = nil
         if counted {
             session.servedAnnounceCount -= 1

@@ -37,7 +37,8 @@ final class ServedFetch: StreamHandler, Pumpable {
                 session.counters.refusedRequests += 1
                 return finish(.unroutable)
             }
-            guard let track = broadcast.track(request.track), let group = track.group(sequence: request.group)
+            // FETCH is served from what is cached: it never starts a subscription upstream.
+            guard let track = broadcast.existingTrack(request.track), let group = track.group(sequence: request.group)
             else {
                 session.counters.refusedRequests += 1
                 return finish(.notFound)

@@ -28,8 +28,12 @@ final class ServedSubscription: StreamHandler, Pumpable {
     private var track: TrackProducer?
     private var trigger: PumpTrigger?
     private var observerToken: UInt64?
-    /// The next group sequence to start, once resolved.
-    private var cursor: UInt64?
+    /// The lowest sequence served, once resolved (SUBSCRIBE_START, or lower for a relayed track).
+    private var floor: UInt64?
+    /// Every sequence below has been started or dropped.
+    private var watermark: UInt64 = 0
+    /// Sequences at or above the watermark already started or dropped.
+    private var handled = Set<UInt64>()
     private var active: [GroupSend] = []
     private var endSent = false
     private var done = false
@@ -87,6 +91,7 @@ final class ServedSubscription: StreamHandler, Pumpable {
         session.transport.setSendOrder(stream, SendOrder.control)
         guard session.servedSubscriptionCount < session.config.limits.maxServedSubscriptions else {
             session.counters.refusedRequests += 1
+            session.hitLimit(.servedSubscriptions(session.config.limits.maxServedSubscriptions))
             return end(resetWith: .internal)
         }
         guard let origin = session.publishOrigin, let broadcast = origin.broadcast(request.broadcast) else {
@@ -124,19 +129,31 @@ final class ServedSubscription: StreamHandler, Pumpable {
         guard !done, let request = subscribe, let track else { return }
         let range = request.range
         if case .aborted(let code)? = track.end {
-            return end(resetWith: code == .cancel ? .internal : code)
+            // The publisher's side went away: subscribers see INTERNAL, as from moq-relay.
+            return end(resetWith: code == .cancel || code == .sessionClosed ? .internal : code)
         }
-        if cursor == nil {
+        if floor == nil {
             guard let start = resolveStart(track: track, range: range) else {
                 return finishIfEnded(track)
             }
-            cursor = start
-            writeControl(SubscribeResponse.start(group: start).encoded())
+            // A relayed track's groups can arrive out of order: older groups of the
+            // upstream subscription that show up later are still sent (within budget),
+            // so the subscription starts at the upstream subscription's first group.
+            var lowest = start
+            if let upstreamStart = track.subscriptionStart.sequence, upstreamStart < start,
+                upstreamStart >= range.groupStart
+            {
+                lowest = upstreamStart
+            }
+            writeControl(SubscribeResponse.start(group: lowest).encoded())
+            floor = lowest
+            watermark = lowest
         }
         startNewGroups(track: track, range: range)
         for send in active { flush(send, track: track) }
         active.removeAll { $0.isClosed }
         expireStaleGroups(track: track, range: range)
+        enforceBufferLimit()
         finishIfEnded(track)
     }
 
@@ -147,36 +164,55 @@ final class ServedSubscription: StreamHandler, Pumpable {
         if let end = range.groupEnd, range.groupStart > end { return range.groupStart }
         let budget = range.maxLatencyMs &* 1_000_000
         let candidates = track.groups(from: range.groupStart)
-        for g in candidates where newest.createdAt &- g.createdAt <= budget || g === newest {
+        for g in candidates where newest.age(of: g) <= budget || g === newest {
             return g.sequence
         }
         return max(newest.sequence, range.groupStart)
     }
 
+    /// Starts every group at or above the watermark that is not started yet, in
+    /// sequence order (the transport sends the newest first). Groups already older
+    /// than the budget are dropped (SUBSCRIBE_DROP, OLD), as are declared-dropped ones.
+    /// The watermark moves over handled sequences, and over gaps once whatever
+    /// follows them is itself stale.
     private func startNewGroups(track: TrackProducer, range: SubscriptionRange) {
-        guard var next = cursor else { return }
-        let fresh = track.groups(from: next).filter { range.groupEnd == nil || $0.sequence <= range.groupEnd! }
-        guard !fresh.isEmpty else { return }
-        // Within one pump, groups already outside the latency budget are skipped.
-        let newest = fresh.last!
+        guard let newest = track.latestGroup else { return }
         let budget = range.maxLatencyMs &* 1_000_000
-        for g in fresh {
-            if g.sequence > next {
-                writeControl(
-                    SubscribeResponse.drop(start: next, end: g.sequence - 1, code: StreamErrorCode.old.rawValue)
-                        .encoded())
-            }
-            next = g.sequence + 1
-            if g !== newest && newest.createdAt &- g.createdAt > budget && track.end == nil {
+        let candidates = track.groups(from: watermark)
+        for g in candidates where !handled.contains(g.sequence) {
+            if let end = range.groupEnd, g.sequence > end { break }
+            handled.insert(g.sequence)
+            let stale = g !== newest && newest.age(of: g) > budget && track.end == nil
+            let placeholder: Bool = {
+                if case .aborted = track.frames(of: g, from: 0).status { return track.frameCount(of: g) == 0 }
+                return false
+            }()
+            if stale || placeholder {
                 writeControl(
                     SubscribeResponse.drop(start: g.sequence, end: g.sequence, code: StreamErrorCode.old.rawValue)
                         .encoded())
-                session.counters.groupsResetAsOld += 1
+                if stale { session.counters.groupsResetAsOld += 1 }
                 continue
             }
             startGroup(g, range: range)
         }
-        cursor = next
+        // Advance the watermark.
+        var index = 0
+        while true {
+            if handled.remove(watermark) != nil {
+                watermark += 1
+                continue
+            }
+            while index < candidates.count && candidates[index].sequence <= watermark { index += 1 }
+            guard index < candidates.count else { break }
+            let next = candidates[index]
+            // A gap: once the group after it is stale, whatever fills it would be too.
+            guard newest.age(of: next) > budget || track.end != nil else { break }
+            writeControl(
+                SubscribeResponse.drop(start: watermark, end: next.sequence - 1, code: StreamErrorCode.old.rawValue)
+                    .encoded())
+            watermark = next.sequence
+        }
     }
 
     private func order(for sequence: UInt64) -> Int64 {
@@ -265,13 +301,27 @@ final class ServedSubscription: StreamHandler, Pumpable {
         let budget = range.maxLatencyMs &* 1_000_000
         for send in active where send.group !== newest {
             guard let stream = send.stream, !send.isClosed else { continue }
-            let age = newest.createdAt &- send.group.createdAt
+            let age = newest.age(of: send.group)
             if age > budget && session.transport.unsentBytes(stream) > 0 {
                 cancel(send, code: .old)
                 session.counters.groupsResetAsOld += 1
             }
         }
         active.removeAll { $0.isClosed }
+    }
+
+    /// Bounds what one session may have queued: past the limit, this subscription's
+    /// oldest in-flight groups (never the newest) are reset as too far behind.
+    private func enforceBufferLimit() {
+        let limit = session.config.limits.maxUnsentBytes
+        guard session.transport.totalUnsentBytes > limit else { return }
+        for send in active.dropLast() where !send.isClosed {
+            guard session.transport.totalUnsentBytes > limit else { break }
+            cancel(send, code: .tooFarBehind)
+            session.counters.groupsResetForBuffer += 1
+        }
+        active.removeAll { $0.isClosed }
+        session.hitLimit(.unsentBytes(limit))
     }
 
     private func cancel(_ send: GroupSend, code: StreamErrorCode) {
@@ -292,11 +342,29 @@ final class ServedSubscription: StreamHandler, Pumpable {
 
     private func finishIfEnded(_ track: TrackProducer?) {
         guard !done, let track, case .finished(let end)? = track.end else { return }
-        if let c = cursor, c < end {
+        if floor != nil, watermark < end {
             // Groups still cached will be started by the next pump; the rest are gone.
-            guard track.groups(from: c).isEmpty else { return }
-            writeControl(SubscribeResponse.drop(start: c, end: end - 1, code: StreamErrorCode.old.rawValue).encoded())
-            cursor = end
+            guard track.groups(from: watermark).allSatisfy({ handled.contains($0.sequence) }) else { return }
+            // Whatever below the end was never started will not be: say so, in runs.
+            func drop(_ from: UInt64, _ to: UInt64) {
+                writeControl(SubscribeResponse.drop(start: from, end: to, code: StreamErrorCode.old.rawValue).encoded())
+            }
+            if end - watermark > 100_000 {
+                drop(watermark, end - 1)
+            } else {
+                var runStart: UInt64?
+                for seq in watermark..<end {
+                    if handled.contains(seq) {
+                        if let r = runStart { drop(r, seq - 1) }
+                        runStart = nil
+                    } else if runStart == nil {
+                        runStart = seq
+                    }
+                }
+                if let r = runStart { drop(r, end - 1) }
+            }
+            watermark = end
+            handled = []
         }
         if !endSent {
             endSent = true

@@ -90,6 +90,31 @@ public protocol SessionCoreDelegate: AnyObject {
     func session(_ session: SessionCore, didReceiveGoaway uri: String)
     /// The session ended; called exactly once, last.
     func session(_ session: SessionCore, didCloseWith reason: SessionCloseReason)
+    /// A per-session limit was hit (for logging). Optional.
+    func session(_ session: SessionCore, didHitLimit limit: SessionLimitEvent)
+}
+
+extension SessionCoreDelegate {
+    public func session(_ session: SessionCore, didHitLimit limit: SessionLimitEvent) {}
+}
+
+/// A per-session limit that was reached (each is named in ``SessionLimits``).
+public enum SessionLimitEvent: Sendable, Equatable, CustomStringConvertible {
+    case servedSubscriptions(Int)
+    case servedAnnounces(Int)
+    case pendingStreams(Int)
+    case unsentBytes(Int)
+    case pendingGroups(Int)
+
+    public var description: String {
+        switch self {
+        case .servedSubscriptions(let n): "subscription limit reached (\(n) at once): SUBSCRIBE refused"
+        case .servedAnnounces(let n): "announce limit reached (\(n) announce streams): request refused"
+        case .pendingStreams(let n): "pending stream limit reached (\(n) before SETUP): stream refused"
+        case .unsentBytes(let n): "buffered-bytes limit reached (\(n) bytes unsent): oldest groups reset"
+        case .pendingGroups(let n): "stream-credit backlog limit reached (\(n) groups waiting): oldest dropped"
+        }
+    }
 }
 
 /// A change in what a peer announces under a requested prefix.

@@ -25,7 +25,7 @@ public final class SessionCore {
     /// Receives setup, goaway and close events.
     public weak var delegate: (any SessionCoreDelegate)?
     /// What we offer the peer; nil answers every request as unroutable.
-    public var publishOrigin: Origin?
+    public var publishOrigin: (any BroadcastDirectory)?
     /// The peer's SETUP, once received.
     public private(set) var peerSetup: Setup?
     /// Why the session ended, once it has.
@@ -49,10 +49,12 @@ public final class SessionCore {
     var servedAnnounceCount = 0
     /// Requests made before the session was ready.
     var deferredRequests: [() -> Void] = []
+    var lastLimitReport: UInt64 = 0
+    var lastLimitEvent: SessionLimitEvent?
 
     public init(
         config: SessionConfig, transport: any SessionTransport, scheduler: any SessionScheduler,
-        publishOrigin: Origin? = nil
+        publishOrigin: (any BroadcastDirectory)? = nil
     ) {
         self.config = config
         self.transport = transport
@@ -284,6 +286,7 @@ public final class SessionCore {
             if pendingUniOpens.count > config.limits.maxPendingGroups {
                 pendingUniOpens.removeFirst()
                 counters.groupsDroppedForCredit += 1
+                hitLimit(.pendingGroups(config.limits.maxPendingGroups))
             }
         }
     }
@@ -311,6 +314,17 @@ public final class SessionCore {
         guard phase != .closed else { return }
         if resetSend { transport.resetStream(stream, code: code.wireValue) }
         if stopReceive { transport.stopSending(stream, code: code.wireValue) }
+    }
+
+    /// Counts and reports a limit that was hit. Repeats of the same limit are
+    /// reported at most once a second so a hostile peer cannot flood the log.
+    func hitLimit(_ event: SessionLimitEvent) {
+        counters.limitsHit += 1
+        let now = clock.now()
+        guard now &- lastLimitReport >= 1_000_000_000 || lastLimitEvent != event else { return }
+        lastLimitReport = now
+        lastLimitEvent = event
+        delegate?.session(self, didHitLimit: event)
     }
 
     /// Called by a stream handler that has finished its work; late events are ignored.
@@ -356,6 +370,8 @@ public struct SessionCounters: Sendable, Equatable {
     public var malformedDatagrams: UInt64 = 0
     public var refusedRequests: UInt64 = 0
     public var servedSubscriptionsCompleted: UInt64 = 0
+    public var limitsHit: UInt64 = 0
+    public var groupsResetForBuffer: UInt64 = 0
     public var datagramsSent: UInt64 = 0
     public var datagramsReceived: UInt64 = 0
 }

@@ -22,6 +22,8 @@ public protocol SessionTransport: AnyObject {
     func setSendOrder(_ stream: Int64, _ order: Int64)
     /// Bytes written on `stream` that have not been transmitted yet.
     func unsentBytes(_ stream: Int64) -> Int
+    /// Bytes written on all streams that have not been transmitted yet.
+    var totalUnsentBytes: Int { get }
     /// Sends a QUIC DATAGRAM; false when not negotiated or too large.
     func sendDatagram(_ data: Bytes) -> Bool
     /// The largest datagram payload the peer accepts (0: none).

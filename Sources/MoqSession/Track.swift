@@ -31,19 +31,37 @@ public protocol TrackObserver: AnyObject, Sendable {
 }
 
 /// Bounds of a track's cache of recent groups.
-public struct CacheLimits: Sendable, Equatable {
+public struct CacheLimits: Sendable {
     /// Most bytes of frames kept; the oldest non-latest groups go first.
     public var maxBytes: Int
     /// Most groups kept.
     public var maxGroups: Int
-    /// Overrides the track's `maxAgeMs` when set.
+    /// Caps the track's own `maxAgeMs` when set.
     public var maxAgeMs: UInt64?
+    /// A byte budget shared by many tracks (a relay's whole cache), if any.
+    public var budget: CacheBudget?
 
-    public init(maxBytes: Int = 64 << 20, maxGroups: Int = 4096, maxAgeMs: UInt64? = nil) {
+    public init(maxBytes: Int = 64 << 20, maxGroups: Int = 4096, maxAgeMs: UInt64? = nil, budget: CacheBudget? = nil) {
         self.maxBytes = maxBytes
         self.maxGroups = maxGroups
         self.maxAgeMs = maxAgeMs
+        self.budget = budget
     }
+}
+
+/// Bytes cached across many tracks. When the total is over the limit, each track
+/// that grows evicts its own oldest non-latest groups first.
+public final class CacheBudget: Sendable {
+    /// The limit in bytes.
+    public let limit: Int
+    private let used = Atomic<Int>(0)
+
+    public init(limit: Int) { self.limit = limit }
+
+    /// Bytes currently cached.
+    public var bytes: Int { used.load(ordering: .relaxed) }
+    var isOver: Bool { bytes > limit }
+    func add(_ n: Int) { used.add(n, ordering: .relaxed) }
 }
 
 /// One group of a track. Its fields change only under its track's lock; read them
@@ -62,6 +80,12 @@ public final class GroupState: @unchecked Sendable {
     init(sequence: UInt64, createdAt: UInt64) {
         self.sequence = sequence
         self.createdAt = createdAt
+    }
+
+    /// How much older `other` is than this group (0 when it is not older). Groups of a
+    /// received track can be created out of sequence order, so this never wraps.
+    public func age(of other: GroupState) -> UInt64 {
+        createdAt > other.createdAt ? createdAt - other.createdAt : 0
     }
 }
 
@@ -104,6 +128,11 @@ public final class TrackProducer: @unchecked Sendable {
         self.clock = clock
         self.limits = limits
         state = Mutex(State(info: info))
+    }
+
+    deinit {
+        let bytes = state.withLock { $0.cachedBytes }
+        limits.budget?.add(-bytes)
     }
 
     // MARK: Writing
@@ -156,6 +185,7 @@ public final class TrackProducer: @unchecked Sendable {
             g.frames.append(Frame(timestamp: timestamp, payload: payload))
             g.byteCount = payload.count
             s.cachedBytes += payload.count
+            limits.budget?.add(payload.count)
             g.status = .finished
             return g
         }
@@ -239,6 +269,7 @@ public final class TrackProducer: @unchecked Sendable {
             group.byteCount += frame.payload.count
             if s.groups.contains(where: { $0 === group }) {
                 s.cachedBytes += frame.payload.count
+                limits.budget?.add(frame.payload.count)
                 evict(&s)
             }
             return true
@@ -263,6 +294,31 @@ public final class TrackProducer: @unchecked Sendable {
     public var version: UInt64 { state.withLock { $0.version } }
     /// Groups declared undeliverable by the publisher.
     public var groupsDropped: UInt64 { state.withLock { $0.groupsDropped } }
+
+    /// A consistent view of the track for readers: everything read under one lock.
+    public struct Snapshot: Sendable {
+        /// Cached groups with `sequence >= from`, oldest first.
+        public let groups: [GroupState]
+        /// The newest group.
+        public let latest: GroupState?
+        /// How the track ended, if it did.
+        public let end: TrackEnd?
+        /// The change counter at the time of the snapshot.
+        public let version: UInt64
+        /// The subscription's first group, if known; and whether it is still awaited.
+        public let subscriptionStart: UInt64?
+        public let awaitingStart: Bool
+    }
+
+    /// Groups from `from` on, with the rest of the track's state, atomically.
+    public func snapshot(from: UInt64) -> Snapshot {
+        state.withLock { s in
+            let i = index(s.groups, of: from)
+            return Snapshot(
+                groups: Array(s.groups[i...]), latest: s.latest, end: s.end, version: s.version,
+                subscriptionStart: s.subscriptionStart, awaitingStart: s.awaitingStart)
+        }
+    }
 
     /// The cached groups with `sequence >= from`, oldest first.
     public func groups(from: UInt64) -> [GroupState] {
@@ -344,7 +400,7 @@ public final class TrackProducer: @unchecked Sendable {
     /// beyond the byte and count bounds. The latest group always stays.
     private func evict(_ s: inout State) {
         guard let latest = s.latest else { return }
-        let maxAgeMs = limits.maxAgeMs ?? s.info?.maxAgeMs ?? 5000
+        let maxAgeMs = min(s.info?.maxAgeMs ?? 5000, limits.maxAgeMs ?? .max)
         let maxAgeNs = maxAgeMs >= (1 << 53) - 1 ? UInt64.max : maxAgeMs &* 1_000_000
         var removed = 0
         while removed < s.groups.count {
@@ -352,9 +408,10 @@ public final class TrackProducer: @unchecked Sendable {
             if g === latest { break }
             let tooOld = maxAgeNs != .max && latest.createdAt > g.createdAt && latest.createdAt - g.createdAt > maxAgeNs
             let tooMany = s.groups.count - removed > limits.maxGroups
-            let tooBig = s.cachedBytes > limits.maxBytes
+            let tooBig = s.cachedBytes > limits.maxBytes || (limits.budget?.isOver ?? false)
             guard tooOld || tooMany || tooBig else { break }
             s.cachedBytes -= g.byteCount
+            limits.budget?.add(-g.byteCount)
             removed += 1
         }
         if removed > 0 { s.groups.removeFirst(removed) }

@@ -142,33 +142,31 @@ public final class TrackConsumer: @unchecked Sendable {
     /// the budget are skipped too.
     public func poll() -> Poll {
         if waiter.isCancelled { return .failed(.cancelled) }
-        let version = track.version
-        let newest = track.latestGroup
-        let ended = track.end != nil
         let budget = maxLatencyMs.map { $0 &* 1_000_000 }
         let gapWait = (maxLatencyMs ?? Self.defaultReorderWindowMs) &* 1_000_000
         let now = track.clock.now()
         var deadline: UInt64?
-        let (subscribedStart, awaitingStart) = track.subscriptionStart
+        var version: UInt64 = 0
+        var end: TrackEnd?
         let result = cursor.withLock { cursor -> GroupConsumer? in
-            if cursor == nil, let newest {
-                if let subscribedStart {
+            let snap = track.snapshot(from: cursor ?? 0)
+            version = snap.version
+            end = snap.end
+            let ended = snap.end != nil
+            guard let newest = snap.latest else { return nil }
+            if cursor == nil {
+                if let start = snap.subscriptionStart {
                     // A subscribed track starts where the publisher said (SUBSCRIBE_START),
                     // however its groups happen to arrive.
-                    cursor = subscribedStart
-                } else if awaitingStart && !ended {
-                    let due = newest.createdAt &+ gapWait
-                    if now < due {
-                        deadline = due
-                        return nil
-                    }
-                    cursor = startSequence(newest: newest, budget: budget)
+                    cursor = start
+                } else if snap.awaitingStart && !ended && now < newest.createdAt &+ gapWait {
+                    deadline = newest.createdAt &+ gapWait
+                    return nil
                 } else {
-                    cursor = startSequence(newest: newest, budget: budget)
+                    cursor = startSequence(snap.groups, newest: newest, budget: budget)
                 }
             }
-            guard let from = cursor else { return nil }
-            for g in track.groups(from: from) {
+            for g in snap.groups where g.sequence >= cursor! {
                 if g.sequence > cursor! && !ended {
                     // A gap: wait for the missing group unless this one has waited long enough.
                     let due = g.createdAt &+ gapWait
@@ -179,7 +177,7 @@ public final class TrackConsumer: @unchecked Sendable {
                     skipped.add(g.sequence - cursor!, ordering: .relaxed)
                 }
                 cursor = g.sequence + 1
-                if let budget, let newest, g !== newest, newest.createdAt &- g.createdAt > budget {
+                if let budget, g !== newest, newest.age(of: g) > budget {
                     skipped.add(1, ordering: .relaxed)
                     continue
                 }
@@ -190,7 +188,7 @@ public final class TrackConsumer: @unchecked Sendable {
         }
         if let result { return .group(result) }
         if let deadline { return .wait(version: version, deadline: deadline) }
-        switch track.end {
+        switch end {
         case .aborted(let code)?: return .failed(.aborted(code))
         case .finished?: return .ended
         case nil: return .wait(version: version, deadline: nil)
@@ -203,9 +201,9 @@ public final class TrackConsumer: @unchecked Sendable {
         return false
     }
 
-    private func startSequence(newest: GroupState, budget: UInt64?) -> UInt64 {
-        guard let budget else { return track.groups(from: 0).first?.sequence ?? newest.sequence }
-        for g in track.groups(from: 0) where newest.createdAt &- g.createdAt <= budget {
+    private func startSequence(_ groups: [GroupState], newest: GroupState, budget: UInt64?) -> UInt64 {
+        guard let budget else { return groups.first?.sequence ?? newest.sequence }
+        for g in groups where newest.age(of: g) <= budget {
             return g.sequence
         }
         return newest.sequence

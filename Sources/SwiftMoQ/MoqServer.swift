@@ -28,6 +28,8 @@ public final class MoqServer: @unchecked Sendable {
         public var maxConnections: Int
         /// Per-session limits.
         public var limits: SessionLimits
+        /// The hop id every session declares (a relay keeps one identity); random when nil.
+        public var hopID: UInt64?
 
         public init(
             role: SessionRole? = nil, idleTimeout: Duration = .seconds(10), maxConnections: Int = 1024,
@@ -78,9 +80,10 @@ public final class MoqServer: @unchecked Sendable {
         do {
             quic = try QUICServer.listen(host: host, port: port, identity: identity, settings: settings, loop: loop) {
                 connection in
-                let config = SessionConfig(role: options.role, limits: options.limits)
+                var config = SessionConfig(role: options.role, limits: options.limits)
+                if let hop = options.hopID { config.hopID = hop }
                 let endpoint = SessionConnection(
-                    loop: loop, config: config, origin: origin, peerDescription: connection.remoteAddress)
+                    loop: loop, config: config, directory: origin, peerDescription: connection.remoteAddress)
                 endpoint.attach(connection)
                 endpoint.startConnectTimer(.seconds(15))
                 endpoint.onReady = { result in

@@ -11,7 +11,7 @@ import Synchronization
 /// discover with ``announced(prefix:)``. Thread-safe: every call may come from any
 /// thread; the work runs on the session's network thread.
 public final class MoqSession: @unchecked Sendable {
-    /// What this session publishes to its peer.
+    /// Where ``publish(_:)`` puts broadcasts.
     public let origin: Origin
     /// The URL connected to (clients).
     public let url: MoqURL?
@@ -52,10 +52,15 @@ public final class MoqSession: @unchecked Sendable {
     }
 
     /// Connects to `url` and completes the SETUP exchange.
-    public static func connect(_ url: MoqURL, options: ClientOptions = ClientOptions(), origin: Origin = Origin())
-        async throws(MoqError)
-        -> MoqSession
-    {
+    ///
+    /// - Parameters:
+    ///   - origin: where ``publish(_:)`` puts broadcasts.
+    ///   - serving: what the peer may see and subscribe to; `origin` when nil (a relay
+    ///     passes a scoped view of its whole origin here).
+    public static func connect(
+        _ url: MoqURL, options: ClientOptions = ClientOptions(), origin: Origin = Origin(),
+        serving: (any BroadcastDirectory)? = nil
+    ) async throws(MoqError) -> MoqSession {
         let target = options.authToken.map { url.addingToken($0) } ?? url
         let verification = try options.tls.verification()
         let loop = try SharedLoop.get()
@@ -63,12 +68,15 @@ public final class MoqSession: @unchecked Sendable {
         settings.alpn = MoqVersion.alpn
         settings.idleTimeout = options.idleTimeout
         settings.handshakeTimeout = options.connectTimeout
-        let config = SessionConfig(role: options.role, path: target.setupPath)
+        var sessionConfig = SessionConfig(role: options.role, path: target.setupPath)
+        if let hop = options.hopID { sessionConfig.hopID = hop }
+        let config = sessionConfig
         let quicSettings = settings
         let peer = "\(target.host):\(target.port)"
         let result: Result<MoqSession, MoqError> = await withCheckedContinuation { continuation in
             loop.execute {
-                let endpoint = SessionConnection(loop: loop, config: config, origin: origin, peerDescription: peer)
+                let endpoint = SessionConnection(
+                    loop: loop, config: config, directory: serving ?? origin, peerDescription: peer)
                 let session = MoqSession(loop: loop, connection: endpoint, origin: origin, url: target)
                 endpoint.onReady = { result in
                     switch result {
@@ -154,7 +162,15 @@ public final class MoqSession: @unchecked Sendable {
     public func subscribe(broadcast: String, track name: String, range: SubscriptionRange = SubscriptionRange())
         -> RemoteTrack
     {
-        let track = TrackProducer(name: name, info: nil)
+        subscribe(broadcast: broadcast, range: range, into: TrackProducer(name: name, info: nil))
+    }
+
+    /// Subscribes to the peer's track named like `track`, writing what arrives into
+    /// `track` (its info is filled from TRACK_INFO when nil). Relays use this to feed
+    /// the tracks their own subscribers read.
+    public func subscribe(broadcast: String, range: SubscriptionRange = SubscriptionRange(), into track: TrackProducer)
+        -> RemoteTrack
+    {
         let remote = RemoteTrack(session: self, broadcast: BroadcastPath.normalize(broadcast), track: track)
         let conn = connection
         loop.execute {

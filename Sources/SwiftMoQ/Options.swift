@@ -57,6 +57,8 @@ public struct ClientOptions: Sendable {
     public var connectTimeout: Duration
     /// QUIC idle timeout (the Rust peers use 10 s; keep-alives go out well before).
     public var idleTimeout: Duration
+    /// The hop id declared in SETUP (a relay reuses its own); random when nil.
+    public var hopID: UInt64?
 
     public init(
         tls: TLSOptions = TLSOptions(), authToken: String? = nil, role: SessionRole? = nil,

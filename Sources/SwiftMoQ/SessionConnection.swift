@@ -17,6 +17,7 @@ final class QUICSessionTransport: SessionTransport {
     func stopSending(_ stream: Int64, code: UInt64) { connection.stopSending(stream, code: code) }
     func setSendOrder(_ stream: Int64, _ order: Int64) { connection.setSendOrder(stream, order) }
     func unsentBytes(_ stream: Int64) -> Int { connection.unsentBytes(stream) }
+    var totalUnsentBytes: Int { connection.totalUnsentBytes }
     func sendDatagram(_ data: Bytes) -> Bool { connection.sendDatagram(data) }
     var maxDatagramPayload: Int { connection.maxDatagramPayload }
     func close(code: UInt64, reason: String) { connection.close(code: code, reason: reason) }
@@ -35,21 +36,23 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate {
     var connection: QUICConnection?
     var core: SessionCore?
     let config: SessionConfig
-    let origin: Origin
+    /// What the session serves to its peer.
+    let directory: (any BroadcastDirectory)?
     /// Called once: the session is usable, or failed before it was.
     var onReady: ((Result<Void, MoqError>) -> Void)?
     /// Called once when the session ends (after `onReady`).
     var onClose: ((SessionCloseReason) -> Void)?
     var onGoaway: ((String) -> Void)?
+    var onLimit: ((SessionLimitEvent) -> Void)?
     private(set) var closeReason: SessionCloseReason?
     private var connectTimer: QUICTimer?
     /// What the peer is (for messages).
     let peerDescription: String
 
-    init(loop: QUICEventLoop, config: SessionConfig, origin: Origin, peerDescription: String) {
+    init(loop: QUICEventLoop, config: SessionConfig, directory: (any BroadcastDirectory)?, peerDescription: String) {
         self.loop = loop
         self.config = config
-        self.origin = origin
+        self.directory = directory
         self.peerDescription = peerDescription
     }
 
@@ -57,7 +60,7 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate {
         self.connection = connection
         let core = SessionCore(
             config: config, transport: QUICSessionTransport(connection), scheduler: LoopScheduler(loop: loop),
-            publishOrigin: origin)
+            publishOrigin: directory)
         core.delegate = self
         self.core = core
     }
@@ -172,6 +175,10 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate {
 
     func session(_ session: SessionCore, didReceiveGoaway uri: String) {
         onGoaway?(uri)
+    }
+
+    func session(_ session: SessionCore, didHitLimit limit: SessionLimitEvent) {
+        onLimit?(limit)
     }
 
     func session(_ session: SessionCore, didCloseWith reason: SessionCloseReason) {

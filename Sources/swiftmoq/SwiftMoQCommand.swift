@@ -13,12 +13,19 @@ enum SwiftMoQCommand {
           announced         print broadcasts announced under a prefix
           publish-track     publish each line of standard input as a frame
           subscribe-track   print the frames of a track
+          relay             run a relay (the embedded default for local use and tests)
           version           print the version and protocol
 
         Run 'swiftmoq <command> --help' for a command's options.
         """
 
     static func main() async {
+        // A parent (e.g. Foundation's Process) may hand us SIGINT/SIGTERM blocked: unblock them.
+        var mask = sigset_t()
+        sigemptyset(&mask)
+        sigaddset(&mask, SIGINT)
+        sigaddset(&mask, SIGTERM)
+        pthread_sigmask(SIG_UNBLOCK, &mask, nil)
         var argv = Array(CommandLine.arguments.dropFirst())
         guard let command = argv.first else {
             Output.error("a command is required\n\n" + usage)
@@ -29,6 +36,7 @@ enum SwiftMoQCommand {
             "announced": (AnnouncedCommand.usage, AnnouncedCommand.run),
             "publish-track": (PublishTrackCommand.usage, PublishTrackCommand.run),
             "subscribe-track": (SubscribeTrackCommand.usage, SubscribeTrackCommand.run),
+            "relay": (RelayCommand.usage, RelayCommand.run),
         ]
         switch command {
         case "-h", "--help", "help":

@@ -141,10 +141,12 @@ import Testing
         pair.client.subscribe(broadcast: "b", track: remote, range: SubscriptionRange(maxLatencyMs: 10_000))
         pair.run()
         pair.link.server.release(bySendOrder: true)
-        // Read after every delivery, as a live reader would.
+        // Read after every delivery, as a live reader would; time passes between arrivals,
+        // so the older groups are created (received) after the newer ones.
         var order: [UInt64] = []
         repeat {
             while case .group(let g) = consumer.poll() { order.append(g.sequence) }
+            pair.scheduler.virtualClock.advance(by: 1_000_000)
         } while pair.scheduler.step()
         #expect(order == [0, 1, 2, 3, 4])
         // They did arrive newest first.

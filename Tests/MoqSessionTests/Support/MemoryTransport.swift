@@ -122,6 +122,8 @@ final class MemoryTransport: SessionTransport, @unchecked Sendable {
         stalledWrites.filter { $0.0 == stream }.reduce(0) { $0 + $1.1.count }
     }
 
+    var totalUnsentBytes: Int { stalledWrites.reduce(0) { $0 + $1.1.count } }
+
     func sendDatagram(_ data: Bytes) -> Bool {
         guard datagrams, closed == nil else { return false }
         let bytes = data.array

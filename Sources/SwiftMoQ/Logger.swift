@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: MIT
+import Foundation
+
+/// Severity of a log line.
+public enum LogLevel: Int, Sendable, Comparable, CaseIterable {
+    case debug, info, warning, error
+
+    public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
+
+    /// Parses `debug`, `info`, `warning`/`warn`, `error`.
+    public init?(name: String) {
+        switch name.lowercased() {
+        case "debug": self = .debug
+        case "info": self = .info
+        case "warning", "warn": self = .warning
+        case "error": self = .error
+        default: return nil
+        }
+    }
+}
+
+/// Where SwiftMoQ components write their log lines.
+public struct MoqLogger: Sendable {
+    /// Lines below this level are dropped.
+    public var level: LogLevel
+    private let sink: @Sendable (LogLevel, String) -> Void
+
+    public init(level: LogLevel = .info, sink: @escaping @Sendable (LogLevel, String) -> Void) {
+        self.level = level
+        self.sink = sink
+    }
+
+    /// Timestamped lines on standard error.
+    public static func standardError(level: LogLevel = .info, label: String = "swiftmoq") -> MoqLogger {
+        MoqLogger(level: level) { lvl, text in
+            let stamp = ISO8601DateFormatter.string(
+                from: Date(), timeZone: .gmt, formatOptions: [.withInternetDateTime, .withFractionalSeconds])
+            FileHandle.standardError.write(Data("\(stamp) \(lvl) \(label): \(text)\n".utf8))
+        }
+    }
+
+    /// Discards everything.
+    public static let silent = MoqLogger(level: .error) { _, _ in }
+
+    public func log(_ lvl: LogLevel, _ text: @autoclosure () -> String) {
+        if lvl >= level { sink(lvl, text()) }
+    }
+    public func debug(_ text: @autoclosure () -> String) { log(.debug, text()) }
+    public func info(_ text: @autoclosure () -> String) { log(.info, text()) }
+    public func warning(_ text: @autoclosure () -> String) { log(.warning, text()) }
+    public func error(_ text: @autoclosure () -> String) { log(.error, text()) }
+}
+
+extension LogLevel: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .debug: "DEBUG"
+        case .info: "INFO"
+        case .warning: "WARN"
+        case .error: "ERROR"
+        }
+    }
+}

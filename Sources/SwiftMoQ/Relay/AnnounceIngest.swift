@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: MIT
+import MoqQUIC
+import MoqSession
+import MoqWire
+import Synchronization
+
+/// Takes what a peer announces and offers it in the relay's origin: each announced
+/// broadcast becomes a ``BroadcastProducer`` whose tracks are subscribed through
+/// that peer's session on demand — one upstream subscription per track, shared by
+/// every downstream subscriber, torn down shortly after the last one leaves.
+/// A weak reference that can be captured by `@Sendable` closures.
+final class WeakBox<T: AnyObject>: @unchecked Sendable {
+    weak var value: T?
+    init(_ value: T) { self.value = value }
+}
+
+final class AnnounceIngest: @unchecked Sendable {
+    /// How long an unused upstream subscription lingers (a TRACK request is usually
+    /// followed by a SUBSCRIBE for the same track a moment later).
+    static let linger = Duration.seconds(2)
+
+    let session: MoqSession
+    let origin: Origin
+    let hopID: UInt64
+    let upstreamRange: SubscriptionRange
+    let cacheLimits: CacheLimits
+    let logger: MoqLogger
+    let label: String
+    /// Maps a path announced by the peer to the relay's path, or nil to refuse it.
+    let map: @Sendable (String) -> String?
+
+    private struct State {
+        /// Broadcasts by the peer's (relative) path.
+        var broadcasts: [String: BroadcastProducer] = [:]
+        /// Unannounced broadcasts whose tracks may still be read.
+        var retired: [BroadcastProducer] = []
+        var upstreams: [ObjectIdentifier: RemoteTrack] = [:]
+        var closed = false
+    }
+
+    private let state = Mutex(State())
+
+    init(
+        session: MoqSession, origin: Origin, hopID: UInt64, upstreamRange: SubscriptionRange, cacheLimits: CacheLimits,
+        logger: MoqLogger, label: String, map: @escaping @Sendable (String) -> String?
+    ) {
+        self.session = session
+        self.origin = origin
+        self.hopID = hopID
+        self.upstreamRange = upstreamRange
+        self.cacheLimits = cacheLimits
+        self.logger = logger
+        self.label = label
+        self.map = map
+    }
+
+    /// Asks the peer for everything it announces (call once).
+    func start() {
+        let conn = session.connection
+        session.loop.execute { [self] in
+            guard let core = conn.value.core, !core.isClosed else { return close() }
+            core.requestAnnounces(prefix: "") { [self] event in handle(event) }
+        }
+    }
+
+    /// Number of upstream subscriptions open.
+    var upstreamCount: Int { state.withLock { $0.upstreams.count } }
+
+    private func handle(_ event: AnnounceEvent) {
+        switch event {
+        case .active(let path, let route):
+            if route.hops.contains(hopID) {
+                logger.debug("\(label): ignoring \(path): its route passes through this relay")
+                return
+            }
+            guard let full = map(path) else {
+                logger.warning("\(label): refused to relay '\(path)': not allowed to publish there")
+                return
+            }
+            let broadcast = BroadcastProducer(path: full, route: route)
+            let old = state.withLock { s -> BroadcastProducer? in
+                guard !s.closed else { return nil }
+                let old = s.broadcasts[path]
+                s.broadcasts[path] = broadcast
+                if let old { s.retired.append(old) }
+                return old
+            }
+            broadcast.onTrackRequest { [weak self, weak broadcast] name in
+                guard let self, let broadcast else { return nil }
+                return self.makeTrack(name, peerPath: path, broadcast: broadcast)
+            }
+            origin.publish(broadcast)
+            logger.info("\(label): announced \(full)\(old == nil ? "" : " (new route)")")
+        case .ended(let path):
+            guard let broadcast = state.withLock({ s -> BroadcastProducer? in
+                guard let b = s.broadcasts.removeValue(forKey: path) else { return nil }
+                s.retired.append(b)
+                return b
+            }) else { return }
+            // Unannounced: no new subscribers; current ones keep their upstream tracks.
+            origin.unpublish(broadcast)
+            logger.info("\(label): unannounced \(broadcast.path)")
+        case .closed:
+            close()
+        }
+    }
+
+    /// A track of `broadcast`, subscribed through the peer's session.
+    private func makeTrack(_ name: String, peerPath: String, broadcast: BroadcastProducer) -> TrackProducer? {
+        guard !state.withLock({ $0.closed }) else { return nil }
+        let track = TrackProducer(name: name, info: nil, clock: SystemClock(), limits: cacheLimits)
+        let remote = session.subscribe(broadcast: peerPath, range: upstreamRange, into: track)
+        state.withLock { $0.upstreams[ObjectIdentifier(track)] = remote }
+        logger.debug("\(label): subscribed upstream to \(broadcast.path)/\(name)")
+        let loop = session.loop
+        let weakTrack = WeakBox(track)
+        let weakBroadcast = WeakBox(broadcast)
+        let weakSelf = WeakBox(self)
+        track.onUnused {
+            _ = loop.schedule(after: Self.linger) {
+                guard let self = weakSelf.value, let track = weakTrack.value, track.observerCount == 0 else { return }
+                let broadcast = weakBroadcast.value
+                let remote = self.state.withLock { $0.upstreams.removeValue(forKey: ObjectIdentifier(track)) }
+                remote?.cancel()
+                broadcast?.removeTrack(track)
+                self.logger.debug("\(self.label): last subscriber left \(track.name): upstream subscription closed")
+            }
+        }
+        return track
+    }
+
+    /// The peer went away: every broadcast it announced ends, and subscribers are
+    /// reset with INTERNAL (as moq-relay does).
+    func close() {
+        let (all, upstreams) = state.withLock { s -> ([BroadcastProducer], [RemoteTrack]) in
+            guard !s.closed else { return ([], []) }
+            s.closed = true
+            let all = Array(s.broadcasts.values) + s.retired
+            s.broadcasts = [:]
+            s.retired = []
+            let ups = Array(s.upstreams.values)
+            s.upstreams = [:]
+            return (all, ups)
+        }
+        for b in all {
+            origin.unpublish(b)
+            b.close(abort: .internal)
+        }
+        for r in upstreams { r.cancel() }
+        if !all.isEmpty { logger.info("\(label): \(all.count) broadcast(s) ended") }
+    }
+}

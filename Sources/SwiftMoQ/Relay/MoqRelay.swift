@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: MIT
+import Foundation
+import MoqQUIC
+public import MoqSession
+import MoqWire
+import Synchronization
+
+/// A moq-lite-06 relay: every session's broadcasts are offered to the others,
+/// scoped by connection path and permissions, with one upstream subscription per
+/// track fanned out to all subscribers, a cache of recent groups, and optionally
+/// a link to another relay (`upstream`) to join an existing relay network.
+///
+/// `swiftmoq relay` runs one; the test harness embeds one.
+public final class MoqRelay: @unchecked Sendable {
+    /// How a relay runs.
+    public struct Configuration: Sendable {
+        /// Address to listen on.
+        public var host: String
+        /// UDP port (0 picks one).
+        public var port: UInt16
+        /// The certificate.
+        public var certificate: ServerCertificate
+        /// Who may connect where.
+        public var auth: RelayAuth
+        /// Another relay to join (announce our broadcasts there, serve its broadcasts here).
+        public var upstream: MoqURL?
+        /// TLS options for the upstream link.
+        public var upstreamTLS: TLSOptions
+        /// Caps how long groups stay cached (the track's own max age applies otherwise).
+        public var cacheMaxAgeMs: UInt64?
+        /// Bytes of groups cached across all tracks.
+        public var cacheBytes: Int
+        /// Per-session limits (streams, announces, subscriptions, buffered bytes).
+        public var limits: SessionLimits
+        /// Largest number of concurrent sessions.
+        public var maxSessions: Int
+        /// Where log lines go.
+        public var logger: MoqLogger
+
+        public init(
+            host: String = "0.0.0.0", port: UInt16 = MoqURL.defaultPort,
+            certificate: ServerCertificate = .selfSigned(names: ["localhost"]), auth: RelayAuth = RelayAuth(publicPrefixes: [""]),
+            upstream: MoqURL? = nil, upstreamTLS: TLSOptions = TLSOptions(), cacheMaxAgeMs: UInt64? = nil,
+            cacheBytes: Int = 256 << 20, limits: SessionLimits = SessionLimits(), maxSessions: Int = 1024,
+            logger: MoqLogger = .standardError(label: "relay")
+        ) {
+            self.host = host
+            self.port = port
+            self.certificate = certificate
+            self.auth = auth
+            self.upstream = upstream
+            self.upstreamTLS = upstreamTLS
+            self.cacheMaxAgeMs = cacheMaxAgeMs
+            self.cacheBytes = cacheBytes
+            self.limits = limits
+            self.maxSessions = maxSessions
+            self.logger = logger
+        }
+    }
+
+    /// The configuration.
+    public let configuration: Configuration
+    /// Every broadcast the relay offers, by full path.
+    public let origin = Origin()
+    /// The relay's hop id (declared by every session it holds).
+    public let hopID = SessionConfig.randomHopID()
+    /// The shared cache budget.
+    public let cache: CacheBudget
+    private var server: MoqServer!
+    private let counter = Atomic<UInt64>(0)
+    private let ingests = Mutex<[ObjectIdentifier: AnnounceIngest]>([:])
+    private var upstreamTask: Task<Void, Never>?
+    private let upstreamIngest = Mutex<AnnounceIngest?>(nil)
+    private let stopping = Atomic(false)
+
+    /// The port listened on.
+    public var port: UInt16 { server.port }
+    /// SHA-256 of the certificate (hex), for clients to pin.
+    public var fingerprint: String { server.fingerprint }
+    /// A URL clients can use (the listening address; `localhost` for a wildcard bind).
+    public var url: MoqURL {
+        let host = configuration.host == "0.0.0.0" || configuration.host == "::" ? "127.0.0.1" : configuration.host
+        return try! MoqURL("moql://\(host.contains(":") ? "[\(host)]" : host):\(port)/")
+    }
+    /// Sessions currently open.
+    public var sessionCount: Int { server.openSessions.count }
+    /// Upstream subscriptions currently open (one per relayed track in use).
+    public var upstreamSubscriptionCount: Int {
+        ingests.withLock { $0.values.reduce(0) { $0 + $1.upstreamCount } } + (upstreamIngest.withLock { $0?.upstreamCount } ?? 0)
+    }
+
+    private init(configuration: Configuration) {
+        self.configuration = configuration
+        cache = CacheBudget(limit: configuration.cacheBytes)
+    }
+
+    var cacheLimits: CacheLimits {
+        CacheLimits(maxBytes: configuration.cacheBytes, maxGroups: 4096, maxAgeMs: configuration.cacheMaxAgeMs, budget: cache)
+    }
+
+    /// What the relay asks of publishers: their whole cache window at normal priority.
+    static let upstreamRange = SubscriptionRange(priority: 128, maxLatencyMs: 30_000)
+
+    /// Starts listening (and connecting upstream when configured).
+    public static func start(_ configuration: Configuration) throws(MoqError) -> MoqRelay {
+        let relay = MoqRelay(configuration: configuration)
+        var options = MoqServer.Options()
+        options.limits = configuration.limits
+        options.maxConnections = configuration.maxSessions
+        options.hopID = relay.hopID
+        let box = WeakRelay(relay)
+        relay.server = try MoqServer.listen(
+            host: configuration.host, port: configuration.port, certificate: configuration.certificate,
+            origin: Origin(), options: options
+        ) { session, setup in
+            box.value?.accept(session, setup: setup)
+        }
+        configuration.logger.info("listening on \(relay.url) (certificate sha256 \(relay.fingerprint))")
+        if let upstream = configuration.upstream { relay.startUpstream(upstream) }
+        return relay
+    }
+
+    // MARK: Sessions (server loop thread)
+
+    private func accept(_ session: MoqSession, setup: Setup) {
+        let logger = configuration.logger
+        let id = counter.add(1, ordering: .relaxed).newValue
+        let conn = session.connection.value
+        let peer = conn.peerDescription
+        guard let core = conn.core else { return }
+        let permissions: RelayPermissions
+        switch configuration.auth.authorize(setupPath: setup.path) {
+        case .failure(let error):
+            logger.warning("session \(id) from \(peer) refused: \(error)")
+            core.close(.unauthorized, reason: error.description)
+            return
+        case .success(let p):
+            permissions = p
+        }
+        let label = "session \(id) (\(peer) /\(permissions.root))"
+        core.publishOrigin = ScopedOrigin(parent: origin, root: permissions.root, allowed: permissions.subscribe)
+        conn.onLimit = { logger.warning("\(label): \($0)") }
+        logger.info(
+            "\(label): connected; may subscribe to \(permissions.subscribe.map { "'\($0)'" }.joined(separator: ", ")); publish to \(permissions.publish.isEmpty ? "nothing" : permissions.publish.map { "'\($0)'" }.joined(separator: ", "))"
+        )
+        let key = ObjectIdentifier(session)
+        if !permissions.publish.isEmpty && setup.role != .subscriber {
+            let root = permissions.root
+            let ingest = AnnounceIngest(
+                session: session, origin: origin, hopID: hopID, upstreamRange: Self.upstreamRange, cacheLimits: cacheLimits,
+                logger: logger, label: label
+            ) { path in
+                permissions.canPublish(path) ? BroadcastPath.join(root, path) : nil
+            }
+            ingests.withLock { $0[key] = ingest }
+            ingest.start()
+        }
+        Task { [weak self] in
+            let reason = await session.closed()
+            let ingest = self?.ingests.withLock { $0.removeValue(forKey: key) }
+            ingest?.close()
+            logger.info("\(label): closed (\(reason))")
+        }
+    }
+
+    // MARK: Upstream
+
+    private func startUpstream(_ url: MoqURL) {
+        let logger = configuration.logger
+        let tls = configuration.upstreamTLS
+        let root = BroadcastPath.normalize(url.path)
+        upstreamTask = Task { [weak self] in
+            var delay: Duration = .seconds(1)
+            while let self, !self.stopping.load(ordering: .relaxed), !Task.isCancelled {
+                var options = ClientOptions(tls: tls)
+                options.hopID = self.hopID
+                do {
+                    let session: MoqSession = try await MoqSession.connect(
+                        url, options: options, serving: ScopedOrigin(parent: self.origin, root: root))
+                    logger.info("upstream \(url.redacted): connected")
+                    delay = .seconds(1)
+                    let ingest = AnnounceIngest(
+                        session: session, origin: self.origin, hopID: self.hopID, upstreamRange: Self.upstreamRange,
+                        cacheLimits: self.cacheLimits, logger: logger, label: "upstream \(url.redacted)"
+                    ) { path in BroadcastPath.join(root, path) }
+                    self.upstreamIngest.withLock { $0 = ingest }
+                    ingest.start()
+                    let reason = await withTaskCancellationHandler {
+                        await session.closed()
+                    } onCancel: {
+                        session.close()
+                    }
+                    ingest.close()
+                    self.upstreamIngest.withLock { $0 = nil }
+                    if self.stopping.load(ordering: .relaxed) { return }
+                    logger.warning("upstream \(url.redacted): session ended (\(reason)); reconnecting")
+                } catch let error as MoqError {
+                    if error.isFatal {
+                        logger.error("upstream \(url.redacted): \(error); not retrying")
+                        return
+                    }
+                    logger.warning("upstream \(url.redacted): \(error); retrying in \(delay)")
+                } catch {
+                    logger.warning("upstream \(url.redacted): \(error); retrying in \(delay)")
+                }
+                try? await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(5))
+            }
+        }
+    }
+
+    // MARK: Shutdown
+
+    /// Sends GOAWAY to every session, waits up to `grace` for them to leave, then
+    /// closes everything.
+    public func shutdown(grace: Duration = .seconds(2)) async {
+        guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        configuration.logger.info("shutting down: GOAWAY to \(server.openSessions.count) session(s)")
+        server.goaway()
+        let deadline = ContinuousClock.now + grace
+        while server.openSessions.count > 0 && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        upstreamTask?.cancel()
+        server.close()
+        for ingest in ingests.withLock({ Array($0.values) }) { ingest.close() }
+        upstreamIngest.withLock { $0 }?.close()
+    }
+}
+
+final class WeakRelay: @unchecked Sendable {
+    weak var value: MoqRelay?
+    init(_ value: MoqRelay) { self.value = value }
+}

@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: MIT
+import Dispatch
+import Foundation
+import SwiftMoQ
+
+/// `swiftmoq relay`: a moq-lite-06 relay.
+enum RelayCommand {
+    static let usage = """
+        usage: swiftmoq relay [--listen HOST:PORT] (--tls-generate NAME… | --tls-cert FILE --tls-key FILE)
+                              [--public PREFIX…] [--auth-key FILE] [--upstream URL] [--cache-max-age S] [--cache-bytes N]
+
+        Runs a relay: broadcasts announced by any session are offered to the others.
+        The connection's path is the root a session publishes and subscribes under
+        (a client at /anon publishing room/cam is anon/room/cam to a client at /).
+        Prints "url …" and "fingerprint …" on standard output once listening; logs on
+        standard error. SIGINT/SIGTERM send GOAWAY to every session, then exit.
+
+          --listen HOST:PORT        address to listen on (default 0.0.0.0:4443)
+          --tls-generate NAME       generate a self-signed ECDSA P-256 certificate for NAME
+                                    (repeatable; the default is --tls-generate localhost)
+          --tls-cert FILE           PEM certificate chain, with --tls-key FILE (its private key)
+          --public PREFIX           paths under PREFIX are open without a token (repeatable);
+                                    with neither --public nor --auth-key every path is public
+          --auth-key FILE           HS256 key (JWK with "kty":"oct", or raw bytes) that signs ?jwt= tokens
+                                    (claims: root, put, get, exp — moq-relay's)
+          --upstream URL            also join another relay: announce local broadcasts there and
+                                    serve its broadcasts here on demand
+          --upstream-tls-fingerprint HEX, --upstream-tls-root-file FILE, --upstream-tls-disable-verify
+                                    how the upstream's certificate is checked
+          --cache-max-age S         keep groups at most S seconds (default: each track's max age)
+          --cache-bytes N           bytes of groups cached across all tracks (default 268435456)
+          --max-sessions N          concurrent sessions (default 1024)
+          --max-subscriptions N     subscriptions per session (default 1000)
+          --max-announces N         announce streams per session (default 100)
+          --max-buffered-bytes N    unsent bytes per session before old groups are reset (default 33554432)
+          --log-level LEVEL         debug, info, warning or error (default info)
+
+        examples:
+          swiftmoq relay --listen 0.0.0.0:4443 --tls-generate localhost --public anon
+          swiftmoq relay --listen 127.0.0.1:4444 --upstream moql://relay.example:4443/anon --public anon
+        """
+
+    static func run(_ argv: [String]) async throws(CommandError) {
+        let args: Arguments
+        do {
+            args = try Arguments(
+                argv,
+                options: [
+                    "listen", "tls-generate", "tls-cert", "tls-key", "public", "auth-key", "upstream",
+                    "upstream-tls-fingerprint", "upstream-tls-root-file", "cache-max-age", "cache-bytes", "max-sessions",
+                    "max-subscriptions", "max-announces", "max-buffered-bytes", "log-level",
+                ],
+                flags: ["upstream-tls-disable-verify"])
+        } catch { throw .usage(error.description) }
+
+        var config = MoqRelay.Configuration()
+        let listen = args.value("listen") ?? "0.0.0.0:4443"
+        guard let colon = listen.lastIndex(of: ":"), let port = UInt16(listen[listen.index(after: colon)...]) else {
+            throw .usage("--listen must be HOST:PORT (got '\(listen)')")
+        }
+        config.host = String(listen[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        config.port = port
+
+        let generate = args.all("tls-generate")
+        switch (args.value("tls-cert"), args.value("tls-key"), generate.isEmpty) {
+        case (let cert?, let key?, true): config.certificate = .files(certificateChain: cert, privateKey: key)
+        case (nil, nil, _): config.certificate = .selfSigned(names: generate.isEmpty ? ["localhost"] : generate)
+        case (_, _, false): throw .usage("use either --tls-generate or --tls-cert/--tls-key, not both")
+        default: throw .usage("--tls-cert and --tls-key go together")
+        }
+
+        var level = LogLevel.info
+        if let name = args.value("log-level") {
+            guard let l = LogLevel(name: name) else { throw .usage("--log-level must be debug, info, warning or error") }
+            level = l
+        }
+        let logger = MoqLogger.standardError(level: level, label: "relay")
+        config.logger = logger
+
+        var publicPrefixes = args.all("public")
+        var key: [UInt8]?
+        if let file = args.value("auth-key") {
+            do { key = try RelayAuth.loadKey(file: file) } catch { throw .runtime(error.description) }
+        }
+        if publicPrefixes.isEmpty && key == nil {
+            publicPrefixes = [""]
+            logger.warning("neither --public nor --auth-key given: every path is public")
+        }
+        config.auth = RelayAuth(publicPrefixes: publicPrefixes, key: key)
+
+        if let upstream = args.value("upstream") {
+            do { config.upstream = try MoqURL(upstream) } catch { throw .usage(error.description) }
+            config.upstreamTLS = TLSOptions(
+                fingerprint: args.value("upstream-tls-fingerprint"), rootFile: args.value("upstream-tls-root-file"),
+                disableVerify: args.has("upstream-tls-disable-verify"))
+        }
+        if let s = args.value("cache-max-age") {
+            guard let v = Double(s), v >= 0 else { throw .usage("--cache-max-age must be a number of seconds") }
+            config.cacheMaxAgeMs = UInt64(v * 1000)
+        }
+        do {
+            config.cacheBytes = try args.integer("cache-bytes", default: config.cacheBytes)
+            config.maxSessions = try args.integer("max-sessions", default: config.maxSessions)
+            config.limits.maxServedSubscriptions = try args.integer("max-subscriptions", default: config.limits.maxServedSubscriptions)
+            config.limits.maxServedAnnounces = try args.integer("max-announces", default: config.limits.maxServedAnnounces)
+            config.limits.maxUnsentBytes = try args.integer("max-buffered-bytes", default: config.limits.maxUnsentBytes)
+        } catch { throw .usage(error.description) }
+
+        let relay: MoqRelay
+        do { relay = try MoqRelay.start(config) } catch { throw .runtime(error.description) }
+        Output.line("url \(relay.url)")
+        Output.line("fingerprint \(relay.fingerprint)")
+
+        let stop = await Signals.wait(for: [SIGINT, SIGTERM])
+        logger.info("received \(stop == SIGINT ? "SIGINT" : "SIGTERM")")
+        await relay.shutdown(grace: .seconds(2))
+    }
+}
+
+/// Waits for one of a set of signals.
+enum Signals {
+    static func wait(for signals: [Int32]) async -> Int32 {
+        await withCheckedContinuation { continuation in
+            let fired = SignalLatch(continuation)
+            for sig in signals {
+                signal(sig, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+                source.setEventHandler { fired.fire(sig) }
+                source.resume()
+                fired.keep(source)
+            }
+        }
+    }
+}
+
+final class SignalLatch: @unchecked Sendable {
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<Int32, Never>?
+    private var sources: [any DispatchSourceSignal] = []
+
+    init(_ continuation: CheckedContinuation<Int32, Never>) { self.continuation = continuation }
+
+    func keep(_ source: any DispatchSourceSignal) { lock.withLock { sources.append(source) } }
+
+    func fire(_ sig: Int32) {
+        let c = lock.withLock { () -> CheckedContinuation<Int32, Never>? in
+            defer { continuation = nil }
+            return continuation
+        }
+        c?.resume(returning: sig)
+    }
+}

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: MIT
+import Foundation
+import SwiftMoQ
+import Testing
+
+/// The Swift relay with Swift clients (the Rust clients are in InteropTests).
+@Suite("Swift relay", .serialized, .timeLimit(.minutes(2)))
+struct RelayTests {
+    static func relay(auth: RelayAuth = RelayAuth(publicPrefixes: [""])) throws -> MoqRelay {
+        try MoqRelay.start(
+            MoqRelay.Configuration(host: "127.0.0.1", port: 0, auth: auth, logger: .standardError(level: .debug, label: "relay")))
+    }
+
+    static func connect(_ relay: MoqRelay, _ path: String = "anon") async throws -> MoqSession {
+        try await MoqSession.connect(
+            "moql://127.0.0.1:\(relay.port)/\(path)", options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
+    }
+
+    @Test("a finished track published before the subscriber joined arrives whole")
+    func cachedTrackThroughRelay() async throws {
+        let relay = try Self.relay()
+        let publisher = try await Self.connect(relay)
+        let subscriber = try await Self.connect(relay)
+        let broadcast = BroadcastProducer(path: "demo")
+        let track = broadcast.createTrack("chat")
+        publisher.publish(broadcast)
+        for line in ["a", "b", "c"] { track.writeSingleFrameGroup(Bytes(utf8: line), timestamp: 0) }
+        track.finish()
+        try await subscriber.waitForBroadcast("demo")
+        let remote = subscriber.subscribe(broadcast: "demo", track: "chat", range: SubscriptionRange(maxLatencyMs: 10_000))
+        var got: [String] = []
+        let consumer = remote.consumer(maxLatencyMs: 10_000)
+        while let g = try await consumer.nextGroup() {
+            while let f = try await g.nextFrame() { got.append(String(decoding: f.payload.array, as: UTF8.self)) }
+        }
+        #expect(got == ["a", "b", "c"])
+        publisher.close()
+        subscriber.close()
+        await relay.shutdown(grace: .milliseconds(100))
+    }
+}
