@@ -13,13 +13,15 @@ trap cleanup EXIT
 
 say() { printf '\033[1m[demo]\033[0m %s\n' "$*"; }
 
-# The relay: moq-dev's own (PyPI moq-rs) until `swiftmoq relay` exists.
-"$ROOT/.venv/bin/python" "$ROOT/Tests/Interop/moqpeer.py" relay >"$WORK/relay.out" 2>"$WORK/relay.err" </dev/null &
+# The embedded relay.
+"$BIN" relay --listen 127.0.0.1:0 --tls-generate localhost --public anon >"$WORK/relay.out" 2>"$WORK/relay.err" </dev/null &
 PIDS+=($!)
-for _ in $(seq 100); do [ -s "$WORK/relay.out" ] && break; sleep 0.1; done
-read -r PORT FP < <(python3 -c 'import json,sys; e=json.loads(open(sys.argv[1]).readline()); print(e["port"], e["fingerprint"])' "$WORK/relay.out")
+for _ in $(seq 100); do grep -q '^fingerprint ' "$WORK/relay.out" 2>/dev/null && break; sleep 0.1; done
+PORT=$(sed -n 's|^url moql://[^:]*:\([0-9]*\)/.*|\1|p' "$WORK/relay.out")
+FP=$(sed -n 's/^fingerprint //p' "$WORK/relay.out")
+[ -n "$PORT" ] && [ -n "$FP" ] || { say "the relay did not start:"; cat "$WORK/relay.err"; exit 1; }
 URL="moql://127.0.0.1:$PORT/anon"
-say "relay listening at $URL (certificate sha256 $FP)"
+say "swiftmoq relay listening at $URL (certificate sha256 $FP)"
 
 BROADCAST="demo/clock-$$"
 "$BIN" subscribe-track --url "$URL" --tls-fingerprint "$FP" --broadcast "$BROADCAST" --track ticks \

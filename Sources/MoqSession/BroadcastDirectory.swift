@@ -55,15 +55,21 @@ public final class ScopedOrigin: BroadcastDirectory, @unchecked Sendable {
             guard let self else { return }
             switch event {
             case .announced(let path, let route):
-                guard let relative = BroadcastPath.strip(prefix: root, from: path), self.isAllowed(relative) else { return }
+                guard let relative = BroadcastPath.strip(prefix: root, from: path), self.isAllowed(relative) else {
+                    return
+                }
                 handler(.announced(path: relative, route: route))
             case .unannounced(let path):
-                guard let relative = BroadcastPath.strip(prefix: root, from: path), self.isAllowed(relative) else { return }
+                guard let relative = BroadcastPath.strip(prefix: root, from: path), self.isAllowed(relative) else {
+                    return
+                }
                 handler(.unannounced(path: relative))
             }
         }
         let visible = current.compactMap { item -> (path: String, route: AnnounceRoute)? in
-            guard let relative = BroadcastPath.strip(prefix: root, from: item.path), isAllowed(relative) else { return nil }
+            guard let relative = BroadcastPath.strip(prefix: root, from: item.path), isAllowed(relative) else {
+                return nil
+            }
             return (relative, item.route)
         }
         return (token, visible)

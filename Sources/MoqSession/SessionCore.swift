@@ -239,12 +239,14 @@ public final class SessionCore {
         setupReceived = true
         peerSetup = setup
         counters.setupReceived = true
-        if !transport.isClient { sendSetup() }
         setupTimer?.cancel()
         setupTimer = nil
         phase = .ready
+        // A server decides (authorises) before answering: a refused client never
+        // gets our SETUP, only the CONNECTION_CLOSE.
         delegate?.sessionDidSetup(self, peer: setup)
         guard phase == .ready else { return }
+        if !transport.isClient { sendSetup() }
         let early = earlyStreams
         earlyStreams = []
         for stream in early { (handlers[stream] as? IncomingRequestStream)?.dispatchIfPossible() }

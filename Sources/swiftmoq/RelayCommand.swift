@@ -47,7 +47,8 @@ enum RelayCommand {
                 argv,
                 options: [
                     "listen", "tls-generate", "tls-cert", "tls-key", "public", "auth-key", "upstream",
-                    "upstream-tls-fingerprint", "upstream-tls-root-file", "cache-max-age", "cache-bytes", "max-sessions",
+                    "upstream-tls-fingerprint", "upstream-tls-root-file", "cache-max-age", "cache-bytes",
+                    "max-sessions",
                     "max-subscriptions", "max-announces", "max-buffered-bytes", "log-level",
                 ],
                 flags: ["upstream-tls-disable-verify"])
@@ -71,7 +72,9 @@ enum RelayCommand {
 
         var level = LogLevel.info
         if let name = args.value("log-level") {
-            guard let l = LogLevel(name: name) else { throw .usage("--log-level must be debug, info, warning or error") }
+            guard let l = LogLevel(name: name) else {
+                throw .usage("--log-level must be debug, info, warning or error")
+            }
             level = l
         }
         let logger = MoqLogger.standardError(level: level, label: "relay")
@@ -101,8 +104,10 @@ enum RelayCommand {
         do {
             config.cacheBytes = try args.integer("cache-bytes", default: config.cacheBytes)
             config.maxSessions = try args.integer("max-sessions", default: config.maxSessions)
-            config.limits.maxServedSubscriptions = try args.integer("max-subscriptions", default: config.limits.maxServedSubscriptions)
-            config.limits.maxServedAnnounces = try args.integer("max-announces", default: config.limits.maxServedAnnounces)
+            config.limits.maxServedSubscriptions = try args.integer(
+                "max-subscriptions", default: config.limits.maxServedSubscriptions)
+            config.limits.maxServedAnnounces = try args.integer(
+                "max-announces", default: config.limits.maxServedAnnounces)
             config.limits.maxUnsentBytes = try args.integer("max-buffered-bytes", default: config.limits.maxUnsentBytes)
         } catch { throw .usage(error.description) }
 

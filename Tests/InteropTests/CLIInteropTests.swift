@@ -130,6 +130,40 @@ struct CLIInteropTests {
         expectOneLineError(result, containing: "refused")
     }
 
+    @Test("swiftmoq relay prints its URL and fingerprint, relays, and exits 0 on SIGTERM after GOAWAY")
+    func relayCommand() async throws {
+        let relay = try CLI.start([
+            "relay", "--listen", "127.0.0.1:0", "--tls-generate", "localhost", "--public", "anon",
+        ])
+        try await eventually("the relay's address") { relay.stdoutSoFar.contains("fingerprint ") }
+        let lines = relay.stdoutSoFar.split(separator: "\n")
+        guard let urlLine = lines.first(where: { $0.hasPrefix("url ") }),
+            let fpLine = lines.first(where: { $0.hasPrefix("fingerprint ") })
+        else {
+            Issue.record("no url/fingerprint lines: \(relay.stdoutSoFar)")
+            return
+        }
+        let url = try MoqURL(String(urlLine.dropFirst(4)))
+        let fingerprint = String(fpLine.dropFirst(12))
+        // A Rust publisher and a Rust subscriber through it.
+        let client = ["--url", "moql://127.0.0.1:\(url.port)/anon", "--fingerprint", fingerprint]
+        let name = RustPeer.uniqueName("cli-relay")
+        let publisher = try RustPeer.launch(
+            ["publish"] + client + ["--broadcast", name, "--groups", "0", "--interval-ms", "20"])
+        defer { _ = publisher.terminate() }
+        let subscriber = try RustPeer.launch(["subscribe"] + client + ["--broadcast", name, "--count", "3"])
+        #expect(try await subscriber.waitForExit(timeout: .seconds(30)) == 0, "\(subscriber.stderr)")
+        // A Swift client sees GOAWAY when the relay is told to stop.
+        let session = try await MoqSession.connect(
+            "moql://127.0.0.1:\(url.port)/anon", options: ClientOptions(tls: TLSOptions(fingerprint: fingerprint)))
+        kill(relay.process.processIdentifier, SIGTERM)
+        _ = await session.closed()
+        #expect(session.goawayURI != nil)
+        let result = try await relay.wait(timeout: .seconds(15))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("GOAWAY"))
+    }
+
     @Test("usage errors exit 2 and say what is missing")
     func usage() async throws {
         let result = try await CLI.run(["subscribe-track", "--broadcast", "b"])

@@ -8,12 +8,27 @@ import Testing
 struct RelayTests {
     static func relay(auth: RelayAuth = RelayAuth(publicPrefixes: [""])) throws -> MoqRelay {
         try MoqRelay.start(
-            MoqRelay.Configuration(host: "127.0.0.1", port: 0, auth: auth, logger: .standardError(level: .debug, label: "relay")))
+            MoqRelay.Configuration(
+                host: "127.0.0.1", port: 0, auth: auth, logger: .standardError(level: .debug, label: "relay")))
     }
 
     static func connect(_ relay: MoqRelay, _ path: String = "anon") async throws -> MoqSession {
         try await MoqSession.connect(
-            "moql://127.0.0.1:\(relay.port)/\(path)", options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
+            "moql://127.0.0.1:\(relay.port)/\(path)",
+            options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
+    }
+
+    @Test("a session without the right token is refused with UNAUTHORIZED")
+    func refusal() async throws {
+        let relay = try Self.relay(auth: RelayAuth(publicPrefixes: ["anon"]))
+        await #expect {
+            _ = try await Self.connect(relay, "secret")
+        } throws: { error in
+            print("REFUSAL:", error)
+            guard let e = error as? MoqError, case .refused(let code, _) = e else { return false }
+            return code == SessionErrorCode.unauthorized.rawValue
+        }
+        await relay.shutdown(grace: .milliseconds(100))
     }
 
     @Test("a finished track published before the subscriber joined arrives whole")
@@ -27,7 +42,8 @@ struct RelayTests {
         for line in ["a", "b", "c"] { track.writeSingleFrameGroup(Bytes(utf8: line), timestamp: 0) }
         track.finish()
         try await subscriber.waitForBroadcast("demo")
-        let remote = subscriber.subscribe(broadcast: "demo", track: "chat", range: SubscriptionRange(maxLatencyMs: 10_000))
+        let remote = subscriber.subscribe(
+            broadcast: "demo", track: "chat", range: SubscriptionRange(maxLatencyMs: 10_000))
         var got: [String] = []
         let consumer = remote.consumer(maxLatencyMs: 10_000)
         while let g = try await consumer.nextGroup() {

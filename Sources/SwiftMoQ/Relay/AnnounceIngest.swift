@@ -92,11 +92,13 @@ final class AnnounceIngest: @unchecked Sendable {
             origin.publish(broadcast)
             logger.info("\(label): announced \(full)\(old == nil ? "" : " (new route)")")
         case .ended(let path):
-            guard let broadcast = state.withLock({ s -> BroadcastProducer? in
-                guard let b = s.broadcasts.removeValue(forKey: path) else { return nil }
-                s.retired.append(b)
-                return b
-            }) else { return }
+            guard
+                let broadcast = state.withLock({ s -> BroadcastProducer? in
+                    guard let b = s.broadcasts.removeValue(forKey: path) else { return nil }
+                    s.retired.append(b)
+                    return b
+                })
+            else { return }
             // Unannounced: no new subscribers; current ones keep their upstream tracks.
             origin.unpublish(broadcast)
             logger.info("\(label): unannounced \(broadcast.path)")

@@ -39,7 +39,8 @@ public final class MoqRelay: @unchecked Sendable {
 
         public init(
             host: String = "0.0.0.0", port: UInt16 = MoqURL.defaultPort,
-            certificate: ServerCertificate = .selfSigned(names: ["localhost"]), auth: RelayAuth = RelayAuth(publicPrefixes: [""]),
+            certificate: ServerCertificate = .selfSigned(names: ["localhost"]),
+            auth: RelayAuth = RelayAuth(publicPrefixes: [""]),
             upstream: MoqURL? = nil, upstreamTLS: TLSOptions = TLSOptions(), cacheMaxAgeMs: UInt64? = nil,
             cacheBytes: Int = 256 << 20, limits: SessionLimits = SessionLimits(), maxSessions: Int = 1024,
             logger: MoqLogger = .standardError(label: "relay")
@@ -86,7 +87,8 @@ public final class MoqRelay: @unchecked Sendable {
     public var sessionCount: Int { server.openSessions.count }
     /// Upstream subscriptions currently open (one per relayed track in use).
     public var upstreamSubscriptionCount: Int {
-        ingests.withLock { $0.values.reduce(0) { $0 + $1.upstreamCount } } + (upstreamIngest.withLock { $0?.upstreamCount } ?? 0)
+        ingests.withLock { $0.values.reduce(0) { $0 + $1.upstreamCount } }
+            + (upstreamIngest.withLock { $0?.upstreamCount } ?? 0)
     }
 
     private init(configuration: Configuration) {
@@ -95,7 +97,8 @@ public final class MoqRelay: @unchecked Sendable {
     }
 
     var cacheLimits: CacheLimits {
-        CacheLimits(maxBytes: configuration.cacheBytes, maxGroups: 4096, maxAgeMs: configuration.cacheMaxAgeMs, budget: cache)
+        CacheLimits(
+            maxBytes: configuration.cacheBytes, maxGroups: 4096, maxAgeMs: configuration.cacheMaxAgeMs, budget: cache)
     }
 
     /// What the relay asks of publishers: their whole cache window at normal priority.
@@ -147,7 +150,8 @@ public final class MoqRelay: @unchecked Sendable {
         if !permissions.publish.isEmpty && setup.role != .subscriber {
             let root = permissions.root
             let ingest = AnnounceIngest(
-                session: session, origin: origin, hopID: hopID, upstreamRange: Self.upstreamRange, cacheLimits: cacheLimits,
+                session: session, origin: origin, hopID: hopID, upstreamRange: Self.upstreamRange,
+                cacheLimits: cacheLimits,
                 logger: logger, label: label
             ) { path in
                 permissions.canPublish(path) ? BroadcastPath.join(root, path) : nil
@@ -207,6 +211,13 @@ public final class MoqRelay: @unchecked Sendable {
                 delay = min(delay * 2, .seconds(5))
             }
         }
+    }
+
+    /// Statistics of every open session.
+    public func sessionStats() async -> [SessionStats] {
+        var out: [SessionStats] = []
+        for session in server.openSessions { out.append(await session.stats()) }
+        return out
     }
 
     // MARK: Shutdown

@@ -48,7 +48,8 @@ public struct RelayAuth: Sendable {
             guard (object["kty"] as? String) == "oct", let k = object["k"] as? String, let secret = Base64URL.decode(k),
                 !secret.isEmpty
             else {
-                throw .configuration("auth key file '\(file)': expected a JWK with \"kty\":\"oct\" and a base64url \"k\"")
+                throw .configuration(
+                    "auth key file '\(file)': expected a JWK with \"kty\":\"oct\" and a base64url \"k\"")
             }
             if let alg = object["alg"] as? String, alg != "HS256" {
                 throw .configuration("auth key file '\(file)': algorithm \(alg) is not supported (HS256 only)")
@@ -84,11 +85,14 @@ public struct RelayAuth: Sendable {
             case .success(let claims): return Self.finalize(root: root, claims: claims)
             }
         }
-        let overlaps = publicPrefixes.contains { BroadcastPath.hasPrefix(root, $0) || BroadcastPath.hasPrefix($0, root) }
+        let overlaps = publicPrefixes.contains {
+            BroadcastPath.hasPrefix(root, $0) || BroadcastPath.hasPrefix($0, root)
+        }
         guard overlaps else {
             return .failure(RelayAuthError("'/\(root)' is not public: a token (?jwt=) is required"))
         }
-        return Self.finalize(root: root, claims: JWT.Claims(root: "", publish: publicPrefixes, subscribe: publicPrefixes))
+        return Self.finalize(
+            root: root, claims: JWT.Claims(root: "", publish: publicPrefixes, subscribe: publicPrefixes))
     }
 
     /// Re-bases the claims' prefixes onto the connection root (the two must overlap)
@@ -113,7 +117,8 @@ public struct RelayAuth: Sendable {
                 return nil
             }
         }
-        let permissions = RelayPermissions(root: root, subscribe: scope(claims.subscribe), publish: scope(claims.publish))
+        let permissions = RelayPermissions(
+            root: root, subscribe: scope(claims.subscribe), publish: scope(claims.publish))
         guard !permissions.subscribe.isEmpty || !permissions.publish.isEmpty else {
             return .failure(RelayAuthError("the token grants nothing under '/\(root)'"))
         }
@@ -143,13 +148,15 @@ public enum JWT {
         var payload: [String: Any] = ["root": claims.root, "put": claims.publish, "get": claims.subscribe]
         if let exp = claims.expires { payload["exp"] = Int(exp.timeIntervalSince1970) }
         let header = Base64URL.encode(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8))
-        let body = Base64URL.encode([UInt8]((try? JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys])) ?? Data()))
+        let body = Base64URL.encode(
+            [UInt8]((try? JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys])) ?? Data()))
         let signature = Crypto.hmacSHA256(key: key, data: Array("\(header).\(body)".utf8))
         return "\(header).\(body).\(Base64URL.encode(signature))"
     }
 
     /// Verifies the signature and expiry and returns the claims.
-    public static func verifyHS256(_ token: String, key: [UInt8], now: Date = Date()) -> Result<Claims, RelayAuthError> {
+    public static func verifyHS256(_ token: String, key: [UInt8], now: Date = Date()) -> Result<Claims, RelayAuthError>
+    {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerBytes = Base64URL.decode(String(parts[0])),
             let payloadBytes = Base64URL.decode(String(parts[1])), let signature = Base64URL.decode(String(parts[2])),
@@ -174,7 +181,9 @@ public enum JWT {
             expires = date
         }
         return .success(
-            Claims(root: payload["root"] as? String ?? "", publish: list(payload["put"]), subscribe: list(payload["get"]), expires: expires))
+            Claims(
+                root: payload["root"] as? String ?? "", publish: list(payload["put"]), subscribe: list(payload["get"]),
+                expires: expires))
     }
 }
 

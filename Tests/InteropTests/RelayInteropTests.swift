@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: MIT
+import Foundation
+import SwiftMoQ
+import Testing
+
+/// The Swift relay in process, for Rust clients.
+struct SwiftRelay {
+    let relay: MoqRelay
+
+    static func start(
+        auth: RelayAuth = RelayAuth(publicPrefixes: [""]), upstream: MoqURL? = nil,
+        upstreamTLS: TLSOptions = TLSOptions(),
+        limits: SessionLimits = SessionLimits()
+    ) throws -> SwiftRelay {
+        let verbose = ProcessInfo.processInfo.environment["SWIFTMOQ_RELAY_LOG"] == "1"
+        let config = MoqRelay.Configuration(
+            host: "127.0.0.1", port: 0, auth: auth, upstream: upstream, upstreamTLS: upstreamTLS, limits: limits,
+            logger: verbose ? .standardError(level: .debug, label: "relay") : .silent)
+        return SwiftRelay(relay: try MoqRelay.start(config))
+    }
+
+    func url(_ path: String = "anon") -> String { "moql://127.0.0.1:\(relay.port)/\(path)" }
+
+    /// Arguments for a `moqpeer` client subcommand.
+    func client(_ path: String = "anon") -> [String] { ["--url", url(path), "--fingerprint", relay.fingerprint] }
+
+    func connect(_ path: String = "anon") async throws -> MoqSession {
+        try await MoqSession.connect(url(path), options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
+    }
+
+    func stop() async { await relay.shutdown(grace: .milliseconds(200)) }
+}
+
+@Suite("Interop: Rust clients through the Swift relay", .serialized, .timeLimit(.minutes(4)))
+struct RelayInteropTests {
+    @Test("Rust publisher → Swift relay → 3 Rust subscribers: every frame intact")
+    func fanOutToThreeRustSubscribers() async throws {
+        let relay = try SwiftRelay.start()
+        let name = RustPeer.uniqueName("fanout")
+        let (groups, frames, size) = (12, 3, 900)
+        let publisher = try RustPeer.launch(
+            ["publish"] + relay.client() + [
+                "--broadcast", name, "--groups", "\(groups)", "--frames-per-group", "\(frames)",
+                "--payload-size", "\(size)", "--interval-ms", "10", "--wait-subscriber", "--linger-ms", "2000",
+            ])
+        let subscribers = try (0..<3).map { _ in
+            try RustPeer.launch(["subscribe"] + relay.client() + ["--broadcast", name, "--track", "data"])
+        }
+        for s in subscribers {
+            let events = try await s.collect(until: "end", timeout: .seconds(30)).filter { $0.name == "frame" }
+            let order: [[Int]] = events.map { [$0.int("group") ?? -1, $0.int("index") ?? -1] }
+            #expect(order == (0..<groups).flatMap { g in (0..<frames).map { [g, $0] } })
+            #expect(
+                events.allSatisfy {
+                    $0.bytes("payload") == rustPayload(group: $0.int("group")!, frame: $0.int("index")!, size: size)
+                })
+            _ = s.terminate()
+        }
+        _ = publisher.terminate()
+        // One upstream subscription served all three.
+        #expect(relay.relay.upstreamSubscriptionCount <= 1)
+        await relay.stop()
+    }
+
+    @Test("Rust media publisher → Swift relay → Rust subscriber decodes video and audio")
+    func mediaThroughTheSwiftRelay() async throws {
+        let relay = try SwiftRelay.start()
+        let name = RustPeer.uniqueName("media")
+        let publisher = try RustPeer.launch(
+            ["publish-media"] + relay.client() + [
+                "--broadcast", name, "--seconds", "3", "--wait-subscriber", "--linger-ms", "2000",
+            ])
+        defer { _ = publisher.terminate() }
+        let watcher = try RustPeer.launch(["watch"] + relay.client() + ["--broadcast", name, "--seconds", "8"])
+        defer { _ = watcher.terminate() }
+        let summary = try await watcher.waitFor(event: "summary", timeout: .seconds(40))
+        #expect((summary.int("video_frames") ?? 0) >= 60, "\(summary)")
+        #expect((summary.int("audio_frames") ?? 0) >= 100, "\(summary)")
+        #expect(summary.int("errors") == 0, "\(summary)")
+        await relay.stop()
+    }
+
+    @Test("announces propagate, END follows a publisher disconnect, and a late joiner starts at the newest group")
+    func announcesAndLateJoiner() async throws {
+        let relay = try SwiftRelay.start()
+        let prefix = RustPeer.uniqueName("room")
+        let watcher = try RustPeer.launch(["announced"] + relay.client() + ["--prefix", prefix, "--count", "2"])
+        defer { _ = watcher.terminate() }
+        try await watcher.waitFor(event: "watching", timeout: .seconds(20))
+        let publisher = try RustPeer.launch(
+            ["publish"] + relay.client() + [
+                "--broadcast", "\(prefix)/cam", "--groups", "0", "--frames-per-group", "1", "--interval-ms", "20",
+            ])
+        let announce = try await watcher.waitFor(event: "announce", timeout: .seconds(20))
+        #expect(announce.string("path") == "\(prefix)/cam")
+        #expect(announce.bool("active") == true)
+
+        // A late joiner with a zero latency budget starts at the newest group.
+        _ = try await publisher.waitFor(event: "group", timeout: .seconds(10))
+        try await Task.sleep(for: .milliseconds(300))  // let a few groups pass
+        let late = try RustPeer.launch(
+            ["subscribe"] + relay.client() + ["--broadcast", "\(prefix)/cam", "--max-latency-ms", "0", "--count", "1"])
+        defer { _ = late.terminate() }
+        let first = try await late.waitFor(event: "frame", timeout: .seconds(20))
+        let published = publisher.history.filter { $0.name == "group" }.compactMap { $0.int("group") }
+        #expect(
+            (first.int("group") ?? 0) >= max(0, (published.last ?? 0) - 2),
+            "late joiner got \(first), published \(published)")
+        #expect((first.int("group") ?? 0) > 3)
+
+        _ = publisher.terminate(grace: .milliseconds(100))
+        let end = try await watcher.waitFor(event: "announce", timeout: .seconds(20))
+        #expect(end.bool("active") == false)
+        await relay.stop()
+    }
+
+    @Test("a stalled subscriber does not slow the others")
+    func stalledSubscriber() async throws {
+        var limits = SessionLimits()
+        limits.maxUnsentBytes = 1 << 20
+        let relay = try SwiftRelay.start(limits: limits)
+        let name = RustPeer.uniqueName("stall")
+        let (groups, frames, size) = (60, 5, 20_000)  // ~6 MB in about 3 s
+        // The publisher waits for the stalled subscriber (the first), then for the others.
+        let publisher = try RustPeer.launch(
+            ["publish"] + relay.client() + [
+                "--broadcast", name, "--groups", "\(groups)", "--frames-per-group", "\(frames)", "--payload-size",
+                "\(size)",
+                "--interval-ms", "50", "--linger-ms", "2000", "--first-group", "0", "--wait-subscriber",
+            ])
+        defer { _ = publisher.terminate() }
+        let stalled = try RustPeer.launch(
+            ["subscribe"] + relay.client() + ["--broadcast", name, "--max-latency-ms", "500"])
+        try await stalled.waitFor(event: "subscribed", timeout: .seconds(30))
+        kill(stalled.pid, SIGSTOP)
+        defer {
+            kill(stalled.pid, SIGCONT)
+            _ = stalled.terminate()
+        }
+        let healthy = try (0..<2).map { _ in
+            try RustPeer.launch(["subscribe"] + relay.client() + ["--broadcast", name, "--max-latency-ms", "5000"])
+        }
+        for s in healthy { try await s.waitFor(event: "subscribed", timeout: .seconds(30)) }
+        for s in healthy {
+            let events = try await s.collect(until: "end", timeout: .seconds(60)).filter { $0.name == "frame" }
+            // From the first group it received, a healthy subscriber misses nothing.
+            let first = events.compactMap { $0.int("group") }.min() ?? groups
+            let expected = (first..<groups).flatMap { g in (0..<frames).map { [g, $0] } }
+            let got: [[Int]] = events.map { [$0.int("group") ?? -1, $0.int("index") ?? -1] }
+            #expect(got == expected, "a healthy subscriber got \(got.count) frames from group \(first)")
+            #expect(first < 20, "joined late: first group \(first)")
+            _ = s.terminate()
+        }
+        // The relay shed the stalled subscriber's backlog instead of buffering it.
+        let stats = await relay.relay.sessionStats()
+        let shed = stats.reduce(UInt64(0)) { $0 + $1.counters.groupsResetAsOld + $1.counters.groupsResetForBuffer }
+        #expect(shed > 0, "no group was dropped for the stalled subscriber")
+        await relay.stop()
+    }
+
+    @Test("a client at /anon publishing room/cam is anon/room/cam to a client at /")
+    func pathScoping() async throws {
+        let relay = try SwiftRelay.start()
+        let room = RustPeer.uniqueName("room")
+        let rootWatcher = try RustPeer.launch(["announced"] + relay.client("") + ["--prefix", "anon", "--count", "1"])
+        defer { _ = rootWatcher.terminate() }
+        let otherWatcher = try RustPeer.launch(
+            ["announced"] + relay.client("other") + ["--count", "1", "--timeout-s", "3"])
+        defer { _ = otherWatcher.terminate() }
+        try await rootWatcher.waitFor(event: "watching", timeout: .seconds(20))
+        try await otherWatcher.waitFor(event: "watching", timeout: .seconds(20))
+        let publisher = try RustPeer.launch(
+            ["publish"] + relay.client("anon") + ["--broadcast", "\(room)/cam", "--groups", "0", "--interval-ms", "50"])
+        defer { _ = publisher.terminate() }
+        let seen = try await rootWatcher.waitFor(event: "announce", timeout: .seconds(20))
+        #expect(seen.string("path") == "anon/\(room)/cam")
+        // A client rooted elsewhere sees nothing of it.
+        _ = try? await otherWatcher.waitForExit(timeout: .seconds(10))
+        #expect(otherWatcher.history.filter { $0.name == "announce" }.isEmpty)
+        // And a subscriber at / reads it by its full name.
+        let sub = try RustPeer.launch(
+            ["subscribe"] + relay.client("") + ["--broadcast", "anon/\(room)/cam", "--count", "2"])
+        defer { _ = sub.terminate() }
+        _ = try await sub.waitFor(event: "frame", timeout: .seconds(20))
+        await relay.stop()
+    }
+
+    @Test("tokens: a root that is not public needs a valid ?jwt=, and a client cannot reach outside its grant")
+    func tokenChecks() async throws {
+        let key = Array("a secret of thirty-two bytes ...".utf8)
+        let relay = try SwiftRelay.start(auth: RelayAuth(publicPrefixes: ["anon"], key: key))
+        // No token at a private root: refused with UNAUTHORIZED.
+        let anonymous = try RustPeer.launch(["connect"] + relay.client("secret") + ["--setup-timeout-s", "1"])
+        defer { _ = anonymous.terminate() }
+        _ = try await anonymous.waitFor(event: "error", timeout: .seconds(20))
+        // The Rust client logs the session error the relay closed with.
+        #expect(anonymous.stderr.contains("err=unauthorized"), "\(anonymous.stderr)")
+
+        // A forged token: refused.
+        let forged = JWT.signHS256(JWT.Claims(root: "secret", publish: [""], subscribe: [""]), key: Array("wrong".utf8))
+        let forger = try RustPeer.launch(
+            ["connect"] + relay.client("secret?jwt=\(forged)") + ["--setup-timeout-s", "1"])
+        defer { _ = forger.terminate() }
+        _ = try await forger.waitFor(event: "error", timeout: .seconds(20))
+        #expect(forger.stderr.contains("err=unauthorized"), "\(forger.stderr)")
+
+        // A token for secret/alice may publish there, and is invisible to a token for secret/bob.
+        let alice = JWT.signHS256(JWT.Claims(root: "secret", publish: ["alice"], subscribe: ["alice"]), key: key)
+        let bob = JWT.signHS256(JWT.Claims(root: "secret", publish: ["bob"], subscribe: ["bob"]), key: key)
+        let name = RustPeer.uniqueName("private")
+        let bobWatcher = try RustPeer.launch(
+            ["announced"] + relay.client("secret?jwt=\(bob)") + ["--count", "1", "--timeout-s", "3"])
+        defer { _ = bobWatcher.terminate() }
+        let aliceWatcher = try RustPeer.launch(["announced"] + relay.client("secret?jwt=\(alice)") + ["--count", "1"])
+        defer { _ = aliceWatcher.terminate() }
+        try await bobWatcher.waitFor(event: "watching", timeout: .seconds(20))
+        try await aliceWatcher.waitFor(event: "watching", timeout: .seconds(20))
+        let publisher = try RustPeer.launch(
+            ["publish"] + relay.client("secret?jwt=\(alice)") + [
+                "--broadcast", "alice/\(name)", "--groups", "0", "--interval-ms", "50",
+            ])
+        defer { _ = publisher.terminate() }
+        let seen = try await aliceWatcher.waitFor(event: "announce", timeout: .seconds(20))
+        #expect(seen.string("path") == "alice/\(name)")
+        _ = try? await bobWatcher.waitForExit(timeout: .seconds(10))
+        #expect(bobWatcher.history.filter { $0.name == "announce" }.isEmpty)
+        // Bob cannot subscribe to it by name either.
+        let snoop = try RustPeer.launch(
+            ["subscribe"] + relay.client("secret?jwt=\(bob)") + ["--broadcast", "alice/\(name)", "--timeout-s", "3"])
+        defer { _ = snoop.terminate() }
+        _ = try? await snoop.waitForExit(timeout: .seconds(15))
+        #expect(snoop.history.filter { $0.name == "frame" }.isEmpty)
+        // Publishing outside the grant is refused by the relay (nothing announced).
+        let outside = try RustPeer.launch(
+            ["publish"] + relay.client("secret?jwt=\(alice)") + [
+                "--broadcast", "bob/\(name)", "--groups", "0", "--interval-ms", "50",
+            ])
+        defer { _ = outside.terminate() }
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(relay.relay.origin.broadcast("secret/bob/\(name)") == nil)
+        #expect(relay.relay.origin.broadcast("secret/alice/\(name)") != nil)
+        await relay.stop()
+    }
+
+    @Test("--upstream to a Rust relay: a broadcast published on either side is received on the other")
+    func upstreamToRustRelay() async throws {
+        let rust = try await RustRelay.start()
+        defer { rust.stop() }
+        let edge = try SwiftRelay.start(
+            upstream: try MoqURL(rust.url("anon")), upstreamTLS: TLSOptions(fingerprint: rust.fingerprint))
+        let fromEdge = RustPeer.uniqueName("edge")
+        let fromCore = RustPeer.uniqueName("core")
+
+        // Published at the Swift edge, read at the Rust relay.
+        let edgePublisher = try RustPeer.launch(
+            ["publish"] + edge.client("anon") + ["--broadcast", fromEdge, "--groups", "0", "--interval-ms", "20"])
+        defer { _ = edgePublisher.terminate() }
+        let coreReader = try RustPeer.launch(["subscribe"] + rust.client + ["--broadcast", fromEdge, "--count", "5"])
+        defer { _ = coreReader.terminate() }
+        #expect(try await coreReader.waitForExit(timeout: .seconds(30)) == 0, "\(coreReader.stderr)")
+        #expect(coreReader.history.filter { $0.name == "frame" }.count == 5)
+
+        // Published at the Rust relay, read at the Swift edge.
+        let corePublisher = try RustPeer.launch(
+            ["publish"] + rust.client + ["--broadcast", fromCore, "--groups", "0", "--interval-ms", "20"])
+        defer { _ = corePublisher.terminate() }
+        let edgeReader = try RustPeer.launch(
+            ["subscribe"] + edge.client("anon") + ["--broadcast", fromCore, "--count", "5"])
+        defer { _ = edgeReader.terminate() }
+        #expect(try await edgeReader.waitForExit(timeout: .seconds(30)) == 0, "\(edgeReader.stderr)")
+        #expect(edgeReader.history.filter { $0.name == "frame" }.count == 5)
+        await edge.stop()
+    }
+}

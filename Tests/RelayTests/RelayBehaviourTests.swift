@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: MIT
+import Foundation
+import SwiftMoQ
+import Synchronization
+import Testing
+
+/// Lifecycle, cache and limits of the Swift relay, with Swift clients.
+@Suite("Swift relay behaviour", .serialized, .timeLimit(.minutes(2)))
+struct RelayBehaviourTests {
+    final class LogLines: @unchecked Sendable {
+        let lines = Mutex<[String]>([])
+        var logger: MoqLogger { MoqLogger(level: .debug) { [self] _, text in lines.withLock { $0.append(text) } } }
+        func contains(_ text: String) -> Bool { lines.withLock { $0.contains { $0.contains(text) } } }
+    }
+
+    static func start(_ configure: (inout MoqRelay.Configuration) -> Void = { _ in }) throws -> MoqRelay {
+        var config = MoqRelay.Configuration(host: "127.0.0.1", port: 0, logger: .silent)
+        configure(&config)
+        return try MoqRelay.start(config)
+    }
+
+    static func connect(_ relay: MoqRelay, _ path: String = "anon") async throws -> MoqSession {
+        try await MoqSession.connect(
+            "moql://127.0.0.1:\(relay.port)/\(path)",
+            options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
+    }
+
+    func eventually(_ what: String, timeout: Duration = .seconds(10), _ condition: () async -> Bool) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while !(await condition()) {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("timed out waiting for \(what)")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    @Test("one upstream subscription per track, torn down after the last subscriber leaves")
+    func upstreamLifecycle() async throws {
+        let relay = try Self.start()
+        let publisher = try await Self.connect(relay)
+        let a = try await Self.connect(relay)
+        let b = try await Self.connect(relay)
+        let broadcast = BroadcastProducer(path: "cam")
+        let track = broadcast.createTrack("video")
+        publisher.publish(broadcast)
+        try await a.waitForBroadcast("cam")
+        let ra = a.subscribe(broadcast: "cam", track: "video", range: SubscriptionRange(maxLatencyMs: 1000))
+        let rb = b.subscribe(broadcast: "cam", track: "video", range: SubscriptionRange(maxLatencyMs: 1000))
+        try await eventually("the upstream subscription") { track.observerCount == 1 }
+        #expect(relay.upstreamSubscriptionCount == 1)
+        ra.cancel()
+        rb.cancel()
+        try await eventually("the upstream subscription to close", timeout: .seconds(10)) { track.observerCount == 0 }
+        #expect(relay.upstreamSubscriptionCount == 0)
+        for s in [publisher, a, b] { s.close() }
+        await relay.shutdown(grace: .milliseconds(100))
+    }
+
+    @Test("a publisher that disconnects resets its subscribers' tracks with INTERNAL")
+    func publisherGone() async throws {
+        let relay = try Self.start()
+        let publisher = try await Self.connect(relay)
+        let subscriber = try await Self.connect(relay)
+        let broadcast = BroadcastProducer(path: "cam")
+        let track = broadcast.createTrack("video")
+        publisher.publish(broadcast)
+        try await subscriber.waitForBroadcast("cam")
+        let remote = subscriber.subscribe(
+            broadcast: "cam", track: "video", range: SubscriptionRange(maxLatencyMs: 1000))
+        try await eventually("the upstream subscription") { track.observerCount == 1 }
+        track.writeSingleFrameGroup(Bytes(utf8: "x"), timestamp: 0)
+        publisher.close()
+        try await eventually("the reset") { remote.track.end != nil }
+        #expect(remote.track.end == .aborted(.internal))
+        subscriber.close()
+        await relay.shutdown(grace: .milliseconds(100))
+    }
+
+    @Test("FETCH is served from the relay's cache")
+    func fetchFromCache() async throws {
+        let relay = try Self.start()
+        let publisher = try await Self.connect(relay)
+        let subscriber = try await Self.connect(relay)
+        let broadcast = BroadcastProducer(path: "cam")
+        let track = broadcast.createTrack("video", info: TrackInfo(maxAgeMs: 60_000))
+        publisher.publish(broadcast)
+        try await subscriber.waitForBroadcast("cam")
+        let remote = subscriber.subscribe(
+            broadcast: "cam", track: "video", range: SubscriptionRange(maxLatencyMs: 60_000))
+        try await eventually("the upstream subscription") { track.observerCount == 1 }
+        for g in 0..<3 {
+            let group = track.appendGroup()
+            group.write(Bytes(utf8: "g\(g)a"), timestamp: 0)
+            group.write(Bytes(utf8: "g\(g)b"), timestamp: 1)
+            group.finish()
+        }
+        try await eventually("the groups at the subscriber") { remote.track.latestSequence == 2 }
+        let frames = try await subscriber.fetch(broadcast: "cam", track: "video", group: 1)
+        #expect(frames.map { String(decoding: $0.payload.array, as: UTF8.self) } == ["g1a", "g1b"])
+        await #expect(throws: MoqError.self) {
+            _ = try await subscriber.fetch(broadcast: "cam", track: "audio", group: 0)
+        }
+        for s in [publisher, subscriber] { s.close() }
+        await relay.shutdown(grace: .milliseconds(100))
+    }
+
+    @Test("the cache stays within its byte budget")
+    func cacheBudget() async throws {
+        let relay = try Self.start { $0.cacheBytes = 100_000 }
+        let publisher = try await Self.connect(relay)
+        let subscriber = try await Self.connect(relay)
+        let broadcast = BroadcastProducer(path: "big")
+        let track = broadcast.createTrack("video", info: TrackInfo(maxAgeMs: 60_000))
+        publisher.publish(broadcast)
+        try await subscriber.waitForBroadcast("big")
+        let remote = subscriber.subscribe(
+            broadcast: "big", track: "video", range: SubscriptionRange(maxLatencyMs: 60_000))
+        let consumer = remote.consumer(maxLatencyMs: 60_000)
+        try await eventually("the upstream subscription") { track.observerCount == 1 }
+        for i in 0..<40 {
+            track.writeSingleFrameGroup(Bytes([UInt8](repeating: UInt8(i), count: 10_000)), timestamp: UInt64(i))
+            _ = try await consumer.nextGroup()
+            #expect(relay.cache.bytes <= 100_000 + 10_000)
+        }
+        for s in [publisher, subscriber] { s.close() }
+        await relay.shutdown(grace: .milliseconds(100))
+    }
+
+    @Test("hitting a per-session limit is logged and refuses only the extra request")
+    func limitsAreLogged() async throws {
+        let log = LogLines()
+        let relay = try Self.start {
+            $0.limits.maxServedSubscriptions = 1
+            $0.logger = log.logger
+        }
+        let publisher = try await Self.connect(relay)
+        let subscriber = try await Self.connect(relay)
+        let broadcast = BroadcastProducer(path: "cam")
+        broadcast.createTrack("a")
+        broadcast.createTrack("b")
+        publisher.publish(broadcast)
+        try await subscriber.waitForBroadcast("cam")
+        let first = subscriber.subscribe(broadcast: "cam", track: "a")
+        let second = subscriber.subscribe(broadcast: "cam", track: "b")
+        try await eventually("the refusal") { second.track.end != nil }
+        #expect(second.track.end == .aborted(.internal))
+        #expect(first.track.end == nil)
+        #expect(log.contains("subscription limit reached"))
+        for s in [publisher, subscriber] { s.close() }
+        await relay.shutdown(grace: .milliseconds(100))
+    }
+
+    @Test("shutdown sends GOAWAY to every session")
+    func goawayOnShutdown() async throws {
+        let relay = try Self.start()
+        let client = try await Self.connect(relay)
+        await relay.shutdown(grace: .seconds(1))
+        _ = await client.closed()
+        #expect(client.goawayURI == "")
+    }
+}
