@@ -12,7 +12,10 @@ final class ServedSubscription: StreamHandler, Pumpable {
         var nextFrame: Int
         var lastTimestamp: UInt64 = 0
         let frameEnd: UInt64?
+        /// Reset, cancelled or sent as a datagram: nothing more is written.
         var isClosed = false
+        /// The whole group (and FIN) was written; it may still be queued in the transport.
+        var finWritten = false
 
         init(group: GroupState, frameStart: UInt64, frameEnd: UInt64?) {
             self.group = group
@@ -151,7 +154,7 @@ final class ServedSubscription: StreamHandler, Pumpable {
         }
         startNewGroups(track: track, range: range)
         for send in active { flush(send, track: track) }
-        active.removeAll { $0.isClosed }
+        prune()
         expireStaleGroups(track: track, range: range)
         enforceBufferLimit()
         finishIfEnded(track)
@@ -242,7 +245,7 @@ final class ServedSubscription: StreamHandler, Pumpable {
                 stream, Bytes([UInt8(UniStreamType.group.rawValue)] + header.encoded()), fin: false)
             self.session.handlers[stream] = GroupWriter(owner: self, send: send)
             if let track = self.track { self.flush(send, track: track) }
-            self.active.removeAll { $0.isClosed }
+            self.prune()
             self.finishIfEnded(self.track)
         }
     }
@@ -265,7 +268,7 @@ final class ServedSubscription: StreamHandler, Pumpable {
 
     /// Writes the frames that arrived since the last flush; FIN or reset when the group ended.
     private func flush(_ send: GroupSend, track: TrackProducer) {
-        guard let stream = send.stream, !send.isClosed else { return }
+        guard let stream = send.stream, !send.isClosed, !send.finWritten else { return }
         let (frames, status) = track.frames(of: send.group, from: send.nextFrame)
         for frame in frames {
             if let end = send.frameEnd, UInt64(send.nextFrame) > end { break }
@@ -281,15 +284,26 @@ final class ServedSubscription: StreamHandler, Pumpable {
         switch status {
         case .finished where send.nextFrame >= track.frameCount(of: send.group) || reachedEnd:
             session.transport.finish(stream)
-            send.isClosed = true
+            send.finWritten = true
         case .aborted(let code):
             session.transport.resetStream(stream, code: code.wireValue)
             send.isClosed = true
         default:
             if reachedEnd {
                 session.transport.finish(stream)
-                send.isClosed = true
+                send.finWritten = true
             }
+        }
+    }
+
+    /// Forgets groups that are closed, or completely written and handed to the
+    /// network. Groups whose bytes still wait in the transport stay, so that they can
+    /// be reset when they fall behind.
+    private func prune() {
+        active.removeAll { send in
+            if send.isClosed { return true }
+            guard send.finWritten, let stream = send.stream else { return false }
+            return session.transport.unsentBytes(stream) == 0
         }
     }
 
@@ -307,7 +321,7 @@ final class ServedSubscription: StreamHandler, Pumpable {
                 session.counters.groupsResetAsOld += 1
             }
         }
-        active.removeAll { $0.isClosed }
+        prune()
     }
 
     /// Bounds what one session may have queued: past the limit, this subscription's
@@ -320,7 +334,7 @@ final class ServedSubscription: StreamHandler, Pumpable {
             cancel(send, code: .tooFarBehind)
             session.counters.groupsResetForBuffer += 1
         }
-        active.removeAll { $0.isClosed }
+        prune()
         session.hitLimit(.unsentBytes(limit))
     }
 
@@ -336,7 +350,7 @@ final class ServedSubscription: StreamHandler, Pumpable {
     /// The peer stopped reading a group stream.
     func groupStopped(_ send: GroupSend) {
         cancel(send, code: .cancel)
-        active.removeAll { $0.isClosed }
+        prune()
         finishIfEnded(track)
     }
 
@@ -421,6 +435,8 @@ final class GroupWriter: StreamHandler {
     func peerStopSending(wireCode: UInt64) {
         // A raw 0 after FIN is the Rust stack's noise; otherwise the subscriber skipped the group.
         guard !send.isClosed else { return }
+        // After FIN, a raw (unmapped) code is the Rust stack's noise.
+        if send.finWritten && StreamErrorCode(wireValue: wireCode) == nil { return }
         owner?.groupStopped(send)
     }
 

@@ -69,7 +69,9 @@ public final class SessionCore {
     /// Groups we are still sending (or waiting to open a stream for).
     public var activeServedGroups: Int {
         pendingUniOpens.count
-            + handlers.values.reduce(0) { n, h in n + ((h as? GroupWriter).map { $0.send.isClosed ? 0 : 1 } ?? 0) }
+            + handlers.values.reduce(0) { n, h in
+                n + ((h as? GroupWriter).map { $0.send.isClosed || $0.send.finWritten ? 0 : 1 } ?? 0)
+            }
     }
     var clock: any MoqClock { scheduler.clock }
 

@@ -1,3 +1,4 @@
+import Dispatch
 // SPDX-License-Identifier: MIT
 public import MoqWire
 import Synchronization
@@ -59,18 +60,18 @@ final class ChangeWaiter: TrackObserver, @unchecked Sendable {
     }
 
     /// Returns once the track's version differs from `seen`, `deadline` (track clock ns)
-    /// passes, or on cancellation.
+    /// passes, or on cancellation. The timer is a dispatch source cancelled as soon as
+    /// the wait ends (a cancelled `Task.sleep` keeps its timer, and its memory, until
+    /// the deadline: thousands of short waits would pile up).
     func wait(since seen: UInt64, until deadline: UInt64) async {
         let now = track.clock.now()
         guard deadline > now else { return }
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.wait(since: seen) }
-            group.addTask { try? await Task.sleep(for: .nanoseconds(Int64(deadline - now))) }
-            await group.next()
-            group.cancelAll()
-            // Wake the other child if it is still waiting.
-            self.wake()
-        }
+        let timer = DispatchSource.makeTimerSource(queue: .global())
+        timer.schedule(deadline: .now() + .nanoseconds(Int(min(deadline - now, UInt64(Int.max)))))
+        timer.setEventHandler { [weak self] in self?.wake() }
+        timer.resume()
+        await wait(since: seen)
+        timer.cancel()
     }
 
     /// Returns once the track's version differs from `seen`, or on cancellation.

@@ -131,7 +131,8 @@ struct RelayInteropTests {
         defer { _ = publisher.terminate() }
         let stalled = try RustPeer.launch(
             ["subscribe"] + relay.client() + ["--broadcast", name, "--max-latency-ms", "500"])
-        try await stalled.waitFor(event: "subscribed", timeout: .seconds(30))
+        // Frozen once its subscription is flowing: from then on it reads nothing and acknowledges nothing.
+        try await stalled.waitFor(event: "frame", timeout: .seconds(30))
         kill(stalled.pid, SIGSTOP)
         defer {
             kill(stalled.pid, SIGCONT)

@@ -66,6 +66,17 @@ enum CLI {
             if stdin != nil { try? input.fileHandleForWriting.close() }
         }
 
+        /// Lines printed on stdout so far.
+        var stdoutLineCount: Int { lock.withLock { outData.reduce(0) { $0 + ($1 == 0x0a ? 1 : 0) } } }
+
+        /// The process's resident memory in bytes (from /proc).
+        var residentBytes: Int {
+            guard let text = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/statm", encoding: .utf8)
+            else { return 0 }
+            let fields = text.split(separator: " ")
+            return (Int(fields.count > 1 ? fields[1] : "0") ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE)))
+        }
+
         /// What has been printed on stdout so far.
         var stdoutSoFar: String { lock.withLock { String(decoding: outData, as: UTF8.self) } }
 
