@@ -1,4 +1,39 @@
 // SPDX-License-Identifier: MIT
-// System-library shim for pkg-config module gstreamer-1.0.
+// System-library shim for pkg-config module gstreamer-1.0. Function-like macros are
+// not imported into Swift: the few the elements need are wrapped here.
 #pragma once
 #include <gst/gst.h>
+
+static inline GType swiftmoq_type_string(void) { return G_TYPE_STRING; }
+static inline GType swiftmoq_type_boolean(void) { return G_TYPE_BOOLEAN; }
+static inline GType swiftmoq_type_uint(void) { return G_TYPE_UINT; }
+static inline GType swiftmoq_type_int(void) { return G_TYPE_INT; }
+static inline GType swiftmoq_type_uint64(void) { return G_TYPE_UINT64; }
+static inline GType swiftmoq_type_int64(void) { return G_TYPE_INT64; }
+static inline GType swiftmoq_type_double(void) { return G_TYPE_DOUBLE; }
+static inline GType swiftmoq_type_structure(void) { return GST_TYPE_STRUCTURE; }
+
+static inline GstClockTime swiftmoq_buffer_pts(GstBuffer *b) { return GST_BUFFER_PTS(b); }
+static inline GstClockTime swiftmoq_buffer_dts(GstBuffer *b) { return GST_BUFFER_DTS(b); }
+static inline GstClockTime swiftmoq_buffer_duration(GstBuffer *b) { return GST_BUFFER_DURATION(b); }
+static inline void swiftmoq_buffer_set_pts(GstBuffer *b, GstClockTime t) { GST_BUFFER_PTS(b) = t; }
+static inline void swiftmoq_buffer_set_dts(GstBuffer *b, GstClockTime t) { GST_BUFFER_DTS(b) = t; }
+static inline void swiftmoq_buffer_set_duration(GstBuffer *b, GstClockTime t) { GST_BUFFER_DURATION(b) = t; }
+static inline gboolean swiftmoq_buffer_is_delta(GstBuffer *b) {
+    return GST_BUFFER_FLAG_IS_SET(b, GST_BUFFER_FLAG_DELTA_UNIT);
+}
+static inline void swiftmoq_buffer_set_flags(GstBuffer *b, guint flags) { GST_BUFFER_FLAG_SET(b, flags); }
+static inline GstEventType swiftmoq_event_type(GstEvent *e) { return GST_EVENT_TYPE(e); }
+static inline GstQueryType swiftmoq_query_type(GstQuery *q) { return GST_QUERY_TYPE(q); }
+static inline void swiftmoq_object_flag_set(gpointer obj, guint32 flag) { GST_OBJECT_FLAG_SET(obj, flag); }
+static inline const gchar *swiftmoq_pad_name(GstPad *pad) { return GST_PAD_NAME(pad); }
+static inline GstElement *swiftmoq_pad_parent_element(GstPad *pad) { return GST_PAD_PARENT(pad); }
+static inline GstClockTime swiftmoq_clock_time_none(void) { return GST_CLOCK_TIME_NONE; }
+static inline gboolean swiftmoq_clock_time_is_valid(GstClockTime t) { return GST_CLOCK_TIME_IS_VALID(t); }
+static inline GstState swiftmoq_element_current_state(GstElement *e) { return GST_STATE(e); }
+static inline GQuark swiftmoq_core_error_quark(void) { return GST_CORE_ERROR; }
+static inline GQuark swiftmoq_resource_error_quark(void) { return GST_RESOURCE_ERROR; }
+static inline GQuark swiftmoq_stream_error_quark(void) { return GST_STREAM_ERROR; }
+static inline GQuark swiftmoq_library_error_quark(void) { return GST_LIBRARY_ERROR; }
+static inline void swiftmoq_value_init(GValue *v, GType t) { g_value_init(v, t); }
+static inline GstDebugLevel swiftmoq_debug_threshold(GstDebugCategory *c) { return gst_debug_category_get_threshold(c); }

@@ -39,6 +39,10 @@ final class ServedSubscription: StreamHandler, Pumpable {
     private var handled = Set<UInt64>()
     private var active: [GroupSend] = []
     private var endSent = false
+    /// A pending re-check while written groups still wait in the transport.
+    private var recheck: (any Cancellable)?
+    /// How often a backed-up subscription looks at the transport again.
+    static let drainPoll = Duration.milliseconds(20)
     private var done = false
     private var counted = false
 
@@ -72,19 +76,31 @@ final class ServedSubscription: StreamHandler, Pumpable {
         }
     }
 
-    func peerReset(wireCode: UInt64) { end(resetWith: .cancel) }
+    func peerReset(wireCode: UInt64) { peerCancelled() }
 
     func peerStopSending(wireCode: UInt64) {
         // A raw (unmapped) code is the Rust stack dropping a receive half: noise.
         guard StreamErrorCode(wireValue: wireCode) != nil else { return }
+        peerCancelled()
+    }
+
+    /// The subscriber reset or stopped the subscribe stream. After END that is how a
+    /// Rust subscriber says goodbye; before it, an unsubscribe. Either way, groups
+    /// already written in full are left to the transport.
+    private func peerCancelled() {
+        guard !done else { return }
+        if endSent { return finishByPeer() }
         end(resetWith: .cancel)
     }
 
     private func finishByPeer() {
-        // The subscriber ended the subscription gracefully: stop and close our side.
+        // The subscriber ended the subscription gracefully (the Rust subscriber does so
+        // once it has END): groups still being written stop, but groups already
+        // written in full are left to the transport to deliver.
         guard !done else { return }
-        for send in active { cancel(send, code: .cancel) }
+        for send in active where !send.finWritten { cancel(send, code: .cancel) }
         active = []
+        if endSent { session.counters.servedSubscriptionsCompleted += 1 }
         if session.phase != .closed { session.transport.finish(stream) }
         cleanup()
     }
@@ -300,10 +316,22 @@ final class ServedSubscription: StreamHandler, Pumpable {
     /// network. Groups whose bytes still wait in the transport stay, so that they can
     /// be reset when they fall behind.
     private func prune() {
+        var waiting = false
         active.removeAll { send in
             if send.isClosed { return true }
             guard send.finWritten, let stream = send.stream else { return false }
-            return session.transport.unsentBytes(stream) == 0
+            if session.transport.unsentBytes(stream) == 0 { return true }
+            waiting = true
+            return false
+        }
+        // Nothing else wakes us when the transport drains: look again shortly.
+        if waiting && recheck == nil && !done {
+            let box = WeakLoopBox(self)
+            recheck = session.scheduler.schedule(after: Self.drainPoll) {
+                guard let me = box.value else { return }
+                me.recheck = nil
+                me.pump()
+            }
         }
     }
 
@@ -399,7 +427,9 @@ final class ServedSubscription: StreamHandler, Pumpable {
 
     private func end(resetWith code: StreamErrorCode) {
         guard !done else { return }
-        for send in active { cancel(send, code: code == .malformedTrack ? .cancel : code) }
+        for send in active where !(send.finWritten && code == .cancel) {
+            cancel(send, code: code == .malformedTrack ? .cancel : code)
+        }
         active = []
         session.abortStream(stream, code)
         cleanup()
@@ -409,6 +439,8 @@ final class ServedSubscription: StreamHandler, Pumpable {
     private func cleanup() {
         guard !done else { return }
         done = true
+        recheck?.cancel()
+        recheck = nil
         if let token = observerToken { track?.removeObserver(token) }
         observerToken = nil
         if counted {

@@ -83,6 +83,7 @@ enum PublishTrackCommand {
             let deadline = ContinuousClock.now + timeout
             while await session.stats().counters.servedSubscriptionsCompleted < UInt64(waitSubscribers) {
                 if ContinuousClock.now > deadline {
+                    Output.info("session counters: \(await session.stats().counters)")
                     session.close()
                     throw .runtime("timed out waiting for \(waitSubscribers) subscriber(s) to receive the track")
                 }

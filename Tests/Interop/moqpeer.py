@@ -441,6 +441,10 @@ async def cmd_publish(args) -> None:
         emit("announced", broadcast=broadcast_name, track=args.track)
         if args.wait_subscriber:
             await wait_subscriber(demand, subscribed)
+        if args.go_file:
+            # The test says when to start (e.g. once every subscriber reached the relay).
+            while not os.path.exists(args.go_file):
+                await asyncio.sleep(0.01)
         group_index = 0
         while args.groups <= 0 or group_index < args.groups:
             sequence = args.first_group + group_index
@@ -987,6 +991,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = client("publish", "publish a raw track with deterministic payloads", timeout_s=0)
     publisher_options(p)
     p.add_argument("--groups", type=int, default=5, help="groups to write (<= 0: until stopped)")
+    p.add_argument("--go-file", help="write nothing until this file exists (after --wait-subscriber)")
     p.add_argument("--frames-per-group", type=int, default=3)
     p.add_argument("--frame-interval-ms", type=float, default=0, help="pause between frames of a group")
     p.add_argument("--first-group", type=int, default=0, help="sequence of the first group")

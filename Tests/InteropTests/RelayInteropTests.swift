@@ -38,14 +38,21 @@ struct RelayInteropTests {
         let relay = try SwiftRelay.start()
         let name = RustPeer.uniqueName("fanout")
         let (groups, frames, size) = (12, 3, 900)
+        // The publisher starts writing once all three subscriptions reached the relay.
+        let go = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).go").path
+        defer { try? FileManager.default.removeItem(atPath: go) }
         let publisher = try RustPeer.launch(
             ["publish"] + relay.client() + [
                 "--broadcast", name, "--groups", "\(groups)", "--frames-per-group", "\(frames)",
-                "--payload-size", "\(size)", "--interval-ms", "10", "--wait-subscriber", "--linger-ms", "2000",
+                "--payload-size", "\(size)", "--interval-ms", "10", "--go-file", go, "--linger-ms", "2000",
             ])
         let subscribers = try (0..<3).map { _ in
             try RustPeer.launch(["subscribe"] + relay.client() + ["--broadcast", name, "--track", "data"])
         }
+        try await eventually("three subscriptions at the relay", timeout: .seconds(30)) {
+            relay.relay.origin.broadcast("anon/\(name)")?.existingTrack("data")?.observerCount == 3
+        }
+        FileManager.default.createFile(atPath: go, contents: Data())
         for s in subscribers {
             let events = try await s.collect(until: "end", timeout: .seconds(30)).filter { $0.name == "frame" }
             let order: [[Int]] = events.map { [$0.int("group") ?? -1, $0.int("index") ?? -1] }
