@@ -9,7 +9,7 @@ PLUGIN_DIR   ?= $(HOME)/.local/share/gstreamer-1.0/plugins
 # Tests and demos never touch the user's GStreamer registry.
 export GST_REGISTRY_1_0 := $(CURDIR)/$(BUILD)/gst-registry.bin
 
-.PHONY: all setup build plugin cli test unit-test lint fuzz fuzz-build demo install clean help
+.PHONY: all setup build plugin cli test unit-test lint fuzz fuzz-build demo install clean help element-docs check-element-docs
 
 all: build
 
@@ -18,7 +18,8 @@ help:
 	@echo "make test     set up the machine, build, lint, run every test and a short fuzz run"
 	@echo "make build    build/bin/swiftmoq and build/gst/libgstswiftmoq.so (release)"
 	@echo "make install  copy the GStreamer plugin to $(PLUGIN_DIR)"
-	@echo "make fuzz     run the wire-codec fuzzer for FUZZ_SECONDS (default 60)"
+	@echo "make fuzz     run the fuzzers for FUZZ_SECONDS (default 60)"
+	@echo "make element-docs  regenerate docs/elements.txt after an interface change"
 
 # Idempotent: Debian packages, ngtcp2 1.11 from bookworm-backports, the moq-rs virtualenv.
 setup: .venv/.setup-done
@@ -47,13 +48,22 @@ install: plugin
 	@echo "installed $(PLUGIN_DIR)/libgstswiftmoq.so"
 
 lint:
-	$(SWIFT) format lint --strict -r Sources Tests Fuzz Package.swift
+	$(SWIFT) format lint --strict -r Sources Tests Fuzz Plugins Package.swift
+
+# The elements' interface (gst-inspect-1.0) is a checked-in snapshot: changing it is deliberate.
+element-docs: plugin
+	./scripts/element-docs.sh $(BUILD)/gst > docs/elements.txt
+
+check-element-docs: plugin
+	@./scripts/element-docs.sh $(BUILD)/gst > $(BUILD)/elements.txt
+	@diff -u docs/elements.txt $(BUILD)/elements.txt || { \
+		echo "error: the elements' interface changed: run 'make element-docs' (or 'swift package --allow-writing-to-package-directory element-docs') and commit docs/elements.txt" >&2; exit 1; }
 
 unit-test: setup
 	$(SWIFT) build --build-tests -j $(JOBS)
 	$(SWIFT) test --skip-build
 
-test: setup build lint unit-test
+test: setup build lint check-element-docs unit-test
 	$(MAKE) fuzz FUZZ_SECONDS=$(or $(CI_FUZZ_SECONDS),30)
 
 # libFuzzer over every wire decoder (built as one module with the MoqWire sources).

@@ -60,6 +60,13 @@ let package = Package(
             name: "GstSwiftMoQPlugin", dependencies: ["GstSwiftMoQ"], swiftSettings: swiftSettings,
             linkerSettings: staticStdlib ? [.unsafeFlags(["-static-stdlib"])] : []),
 
+        // MARK: - Plugins
+        .plugin(
+            name: "ElementDocs",
+            capability: .command(
+                intent: .custom(verb: "element-docs", description: "Regenerate docs/elements.txt (gst-inspect of the elements)"),
+                permissions: [.writeToPackageDirectory(reason: "writes docs/elements.txt")])),
+
         // MARK: - Tests
         .testTarget(name: "MoqWireTests", dependencies: ["MoqWire"], swiftSettings: swiftSettings),
         .testTarget(

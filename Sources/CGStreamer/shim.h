@@ -12,6 +12,7 @@ static inline GType swiftmoq_type_uint64(void) { return G_TYPE_UINT64; }
 static inline GType swiftmoq_type_int64(void) { return G_TYPE_INT64; }
 static inline GType swiftmoq_type_double(void) { return G_TYPE_DOUBLE; }
 static inline GType swiftmoq_type_structure(void) { return GST_TYPE_STRUCTURE; }
+static inline GType swiftmoq_type_enum(void) { return G_TYPE_ENUM; }
 
 static inline GstClockTime swiftmoq_buffer_pts(GstBuffer *b) { return GST_BUFFER_PTS(b); }
 static inline GstClockTime swiftmoq_buffer_dts(GstBuffer *b) { return GST_BUFFER_DTS(b); }

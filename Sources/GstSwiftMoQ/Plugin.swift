@@ -14,7 +14,9 @@ private let pluginInit: GstPluginInitFunc = { plugin in
 /// The elements of the `swiftmoq` plugin.
 enum PluginRegistry {
     /// Element registrations, run at plugin load.
-    nonisolated(unsafe) static var registrations: [(OpaquePointer?) -> Bool] = []
+    static let registrations: [@Sendable (OpaquePointer?) -> Bool] = [
+        { MoqSinkType.register($0) }
+    ]
 
     static func registerAll(_ plugin: OpaquePointer?) -> gboolean {
         for register in registrations where !register(plugin) { return 0 }

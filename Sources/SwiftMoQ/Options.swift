@@ -21,6 +21,13 @@ public struct TLSOptions: Sendable, Equatable {
         self.disableVerify = disableVerify
     }
 
+    /// Validates the options (exclusive modes, fingerprint format, readable root file).
+    @discardableResult
+    public func checked() throws(MoqError) -> TLSOptions {
+        _ = try verification()
+        return self
+    }
+
     /// Checks the options and returns the verification mode.
     func verification() throws(MoqError) -> CertificateVerification {
         let modes = [fingerprint != nil, rootFile != nil, disableVerify].filter { $0 }.count

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: MIT
+import SwiftMoQ
+
+/// The connection properties both elements share, and their validation.
+struct ConnectionSettings: Sendable {
+    var url: String?
+    var tlsDisableVerify = false
+    var tlsFingerprint: String?
+    var tlsRootFile: String?
+    var authToken: String?
+
+    /// The URL and client options, or an error message saying what to fix.
+    func resolve() -> Result<(MoqURL, ClientOptions), SettingsError> {
+        guard let text = url, !text.isEmpty else {
+            return .failure(SettingsError("no relay URL: set the url property, e.g. url=moql://localhost:4443/anon"))
+        }
+        let parsed: MoqURL
+        do { parsed = try MoqURL(text) } catch { return .failure(SettingsError("invalid url property: \(error)")) }
+        var options = ClientOptions()
+        options.tls = TLSOptions(fingerprint: tlsFingerprint, rootFile: tlsRootFile, disableVerify: tlsDisableVerify)
+        options.authToken = authToken
+        do { _ = try options.tls.checked() } catch { return .failure(SettingsError(error.description)) }
+        return .success((parsed, options))
+    }
+}
+
+/// A property problem, worded for the user.
+struct SettingsError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

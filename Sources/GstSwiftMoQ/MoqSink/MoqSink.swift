@@ -1,0 +1,309 @@
+// SPDX-License-Identifier: MIT
+import CGStreamer
+import Foundation
+import MoqCatalog
+import Synchronization
+import SwiftMoQ
+
+/// The behaviour of `moqsink`: properties, pads, the broadcast and the connection.
+///
+/// Threading: properties and state changes come from the application thread; each
+/// pad's buffers and events from its streaming thread, which only ever appends to
+/// the in-memory broadcast (``TrackProducer``) and returns; the network runs on the
+/// session's event loop. Nothing here waits for the network.
+final class MoqSink: @unchecked Sendable {
+    let element: UnsafeMutablePointer<GstElement>
+    var reporter: ElementReporter { ElementReporter(element: element, category: MoqSinkType.category) }
+
+    struct Settings {
+        var connection = ConnectionSettings()
+        var broadcast: String?
+    }
+
+    /// What exists between READY→PAUSED and PAUSED→READY.
+    final class Running: @unchecked Sendable {
+        let connection: ReconnectingSession
+        let broadcast: BroadcastProducer
+        let catalogTrack: TrackProducer
+        let catalog = Mutex(Catalog())
+        let eosPosted = Atomic(false)
+        var statsTask: Task<Void, Never>?
+
+        init(connection: ReconnectingSession, broadcast: BroadcastProducer, catalogTrack: TrackProducer) {
+            self.connection = connection
+            self.broadcast = broadcast
+            self.catalogTrack = catalogTrack
+        }
+    }
+
+    private let settings = Mutex(Settings())
+    private let running = Mutex<Running?>(nil)
+    private let pads = Mutex<[SinkPad]>([])
+    private let nextIndex = Mutex(0)
+    private let status = Atomic<Int32>(ReconnectingSession.Status.disconnected.rawValue)
+    private let lastStats = Mutex<SessionStats?>(nil)
+
+    init(element: UnsafeMutablePointer<GstElement>) {
+        self.element = element
+    }
+
+    func finalize() {
+        stop()
+    }
+
+    // MARK: Properties
+
+    private var currentState: GstState { swiftmoq_element_current_state(element) }
+
+    func setProperty(_ id: guint, _ value: UnsafePointer<GValue>) {
+        guard let prop = MoqSinkType.Prop(rawValue: id) else { return }
+        if currentState.rawValue > GST_STATE_READY.rawValue {
+            reporter.log(GST_LEVEL_WARNING, "property changes take effect only in NULL or READY: ignored")
+            return
+        }
+        settings.withLock { s in
+            switch prop {
+            case .url: s.connection.url = string(from: value)
+            case .broadcast: s.broadcast = string(from: value)
+            case .tlsDisableVerify: s.connection.tlsDisableVerify = g_value_get_boolean(value) != 0
+            case .tlsFingerprint: s.connection.tlsFingerprint = string(from: value)
+            case .tlsRootFile: s.connection.tlsRootFile = string(from: value)
+            case .authToken: s.connection.authToken = string(from: value)
+            default: break
+            }
+        }
+    }
+
+    func getProperty(_ id: guint, _ value: UnsafeMutablePointer<GValue>) {
+        guard let prop = MoqSinkType.Prop(rawValue: id) else { return }
+        let s = settings.withLock { $0 }
+        switch prop {
+        case .url: g_value_set_string(value, s.connection.url)
+        case .broadcast: g_value_set_string(value, s.broadcast)
+        case .tlsDisableVerify: g_value_set_boolean(value, s.connection.tlsDisableVerify ? 1 : 0)
+        case .tlsFingerprint: g_value_set_string(value, s.connection.tlsFingerprint)
+        case .tlsRootFile: g_value_set_string(value, s.connection.tlsRootFile)
+        case .authToken: g_value_set_string(value, s.connection.authToken)
+        case .status: g_value_set_enum(value, status.load(ordering: .relaxed))
+        case .connected:
+            g_value_set_boolean(value, status.load(ordering: .relaxed) == ReconnectingSession.Status.connected.rawValue ? 1 : 0)
+        case .moqVersion:
+            g_value_set_string(
+                value, status.load(ordering: .relaxed) == ReconnectingSession.Status.connected.rawValue ? MoqVersion.lite06.rawValue : nil)
+        case .stats: g_value_take_boxed(value, makeStats())
+        }
+    }
+
+    // MARK: State
+
+    func changeState(_ transition: GstStateChange) -> GstStateChangeReturn {
+        if transition == GST_STATE_CHANGE_READY_TO_PAUSED {
+            guard start() else { return GST_STATE_CHANGE_FAILURE }
+        }
+        let result = MoqSinkType.parentChangeState(element, transition)
+        if transition == GST_STATE_CHANGE_PAUSED_TO_READY {
+            stop()
+        }
+        return result
+    }
+
+    private func start() -> Bool {
+        let s = settings.withLock { $0 }
+        let url: MoqURL
+        let options: ClientOptions
+        switch s.connection.resolve() {
+        case .failure(let e):
+            reporter.error(.resource(GST_RESOURCE_ERROR_SETTINGS), e.description)
+            return false
+        case .success(let r): (url, options) = r
+        }
+        guard let path = s.broadcast, !path.isEmpty else {
+            reporter.error(.resource(GST_RESOURCE_ERROR_SETTINGS), "no broadcast: set the broadcast property, e.g. broadcast=room/cam")
+            return false
+        }
+        if let problem = BroadcastPath.validationError(path) {
+            reporter.error(.resource(GST_RESOURCE_ERROR_SETTINGS), "invalid broadcast property '\(path)': \(problem)")
+            return false
+        }
+        if options.tls.disableVerify {
+            reporter.warning(.resource(GST_RESOURCE_ERROR_SETTINGS), "TLS certificate verification is disabled (tls-disable-verify): the relay is not authenticated")
+        }
+        let broadcast = BroadcastProducer(path: path)
+        let catalogTrack = broadcast.createTrack(Catalog.trackName, info: TrackInfo(priority: 100, maxAgeMs: 5000, timescale: 1000))
+        let weakSelf = WeakRef(self)
+        var handlers = ReconnectingSession.Handlers()
+        handlers.status = { status in weakSelf.value?.statusChanged(status) }
+        handlers.transientError = { error in
+            weakSelf.value?.reporter.warning(.resource(GST_RESOURCE_ERROR_OPEN_WRITE), "cannot publish to the relay, retrying: \(error)")
+        }
+        handlers.fatalError = { error in
+            weakSelf.value?.reporter.error(.resource(error.isAuthentication ? GST_RESOURCE_ERROR_NOT_AUTHORIZED : GST_RESOURCE_ERROR_OPEN_WRITE), error.description)
+        }
+        handlers.session = { session in
+            session.publish(broadcast)
+            weakSelf.value?.reporter.log(GST_LEVEL_INFO, "connected: publishing \(broadcast.path)")
+        }
+        let connection = ReconnectingSession(url: url, options: options, handlers: handlers)
+        let run = Running(connection: connection, broadcast: broadcast, catalogTrack: catalogTrack)
+        running.withLock { $0 = run }
+        for pad in pads.withLock({ $0 }) { pad.attach(to: self) }
+        run.statsTask = Task { [weak self] in
+            while !Task.isCancelled {
+                if let session = connection.session {
+                    let stats = await session.stats()
+                    self?.lastStats.withLock { $0 = stats }
+                }
+                try? await Task.sleep(for: .milliseconds(500))
+            }
+        }
+        connection.start()
+        return true
+    }
+
+    private func stop() {
+        guard let run = running.withLock({ r -> Running? in defer { r = nil }; return r }) else { return }
+        run.statsTask?.cancel()
+        for pad in pads.withLock({ $0 }) { pad.detach() }
+        run.broadcast.close()
+        run.connection.stop()
+    }
+
+    var run: Running? { running.withLock { $0 } }
+
+    private func statusChanged(_ new: ReconnectingSession.Status) {
+        status.store(new.rawValue, ordering: .relaxed)
+        g_object_notify_by_pspec(UnsafeMutableRawPointer(element).assumingMemoryBound(to: GObject.self), MoqSinkType.statusSpec)
+        reporter.log(GST_LEVEL_INFO, "status: \(new)")
+    }
+
+    // MARK: Pads
+
+    func requestPad(template: UnsafeMutablePointer<GstPadTemplate>, name: String?) -> UnsafeMutablePointer<GstPad>? {
+        let index: Int = nextIndex.withLock { next in
+            var index = next
+            if let name, name.hasPrefix("sink_"), let n = Int(name.dropFirst(5)) { index = n }
+            next = max(next, index + 1)
+            return index
+        }
+        let padName = name ?? "sink_\(index)"
+        if pads.withLock({ $0.contains { $0.name == padName } }) {
+            reporter.log(GST_LEVEL_WARNING, "a pad named \(padName) already exists")
+            return nil
+        }
+        guard let pad = gst_pad_new_from_template(template, padName) else { return nil }
+        let sinkPad = SinkPad(pad: pad, name: padName, index: index)
+        MoqSinkPadType.state(UnsafeMutableRawPointer(pad)).runtime = sinkPad
+        gst_pad_set_chain_function_full(pad, { pad, parent, buffer in
+            MoqSinkPadType.state(UnsafeMutableRawPointer(pad)).runtime!.chain(buffer!)
+        }, nil, nil)
+        gst_pad_set_event_function_full(pad, { pad, parent, event in
+            MoqSinkPadType.state(UnsafeMutableRawPointer(pad)).runtime!.event(event!, parent: parent)
+        }, nil, nil)
+        pads.withLock { $0.append(sinkPad) }
+        if currentState.rawValue > GST_STATE_READY.rawValue {
+            gst_pad_set_active(pad, 1)
+            sinkPad.attach(to: self)
+        }
+        gst_element_add_pad(element, pad)
+        gst_child_proxy_child_added(
+            OpaquePointer(element), UnsafeMutableRawPointer(pad).assumingMemoryBound(to: GObject.self), padName)
+        return pad
+    }
+
+    func releasePad(_ pad: UnsafeMutablePointer<GstPad>) {
+        let removed = pads.withLock { list -> SinkPad? in
+            guard let i = list.firstIndex(where: { $0.pad == pad }) else { return nil }
+            return list.remove(at: i)
+        }
+        if let removed {
+            removed.release()
+            gst_child_proxy_child_removed(
+                OpaquePointer(element), UnsafeMutableRawPointer(pad).assumingMemoryBound(to: GObject.self), removed.name)
+        }
+        gst_element_remove_pad(element, pad)
+    }
+
+    // MARK: Catalog and EOS (called by pads)
+
+    /// Sets (or removes) a pad's rendition and publishes the new catalog snapshot.
+    func updateCatalog(track: String, config: RenditionConfig?) {
+        guard let run else { return }
+        let json: [UInt8] = run.catalog.withLock { catalog in
+            if let config { catalog.set(track, config) } else { catalog.remove(track) }
+            return catalog.jsonBytes()
+        }
+        // One complete snapshot per group; the timestamp is wall-clock ms since 2020-01-01 (hang's epoch).
+        let epoch2020 = 1_577_836_800.0
+        let ms = UInt64(max(0, (Date().timeIntervalSince1970 - epoch2020) * 1000))
+        run.catalogTrack.writeSingleFrameGroup(Bytes(json), timestamp: ms)
+        reporter.log(GST_LEVEL_INFO, "catalog: \(String(decoding: json, as: UTF8.self))")
+    }
+
+    /// A pad reached EOS; when all have, the broadcast ends cleanly and EOS is posted
+    /// once everything was delivered.
+    func padReachedEOS() {
+        guard let run else { return }
+        let all = pads.withLock { $0.allSatisfy(\.isEOS) }
+        guard all, !run.eosPosted.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let element = UncheckedPointer(self.element)
+        let reporter = self.reporter
+        Task {
+            run.catalogTrack.finish()
+            if let session = run.connection.session { await session.drain(timeout: .seconds(5)) }
+            reporter.log(GST_LEVEL_INFO, "all pads reached EOS: broadcast complete")
+            let message = gst_message_new_eos(UnsafeMutableRawPointer(element.pointer).assumingMemoryBound(to: GstObject.self))
+            gst_element_post_message(element.pointer, message)
+        }
+    }
+
+    // MARK: Stats
+
+    private func makeStats() -> UnsafeMutablePointer<GstStructure> {
+        let run = self.run
+        let stats = lastStats.withLock { $0 }
+        var fields: [(String, FieldValue)] = [
+            ("status", .string(ReconnectingSession.Status(rawValue: status.load(ordering: .relaxed))?.description ?? "disconnected")),
+            ("reconnects", .uint64(UInt64(run?.connection.reconnects ?? 0))),
+            ("rtt-us", .uint64(stats?.rttMicros ?? 0)),
+            ("send-rate-bps", .uint64(stats?.sendRateBps ?? 0)),
+            ("bytes-sent", .uint64(stats?.bytesSent ?? 0)),
+            ("packets-lost", .uint64(stats?.packetsLost ?? 0)),
+            (
+                "groups-dropped",
+                .uint64(
+                    (stats?.counters.groupsResetAsOld ?? 0) + (stats?.counters.groupsResetForBuffer ?? 0)
+                        + (stats?.counters.groupsDroppedForCredit ?? 0))
+            ),
+        ]
+        for pad in pads.withLock({ $0 }) {
+            guard let name = pad.trackName else { continue }
+            let s = pad.stats
+            fields.append(
+                (
+                    name,
+                    .structure(
+                        makeStructure(
+                            "track",
+                            [
+                                ("pad", .string(pad.name)), ("frames", .uint64(s.frames)), ("groups", .uint64(s.groups)),
+                                ("bytes", .uint64(s.bytes)), ("frames-dropped", .uint64(s.dropped)),
+                            ]))
+                ))
+        }
+        return makeStructure("application/x-moqsink-stats", fields)
+    }
+}
+
+/// A weak reference that can be captured by `@Sendable` closures.
+final class WeakRef<T: AnyObject>: @unchecked Sendable {
+    weak var value: T?
+    init(_ value: T) { self.value = value }
+}
+
+extension MoqError {
+    /// True for refusals of the credentials (the ERROR is NOT_AUTHORIZED).
+    var isAuthentication: Bool {
+        if case .refused(let code, _) = self { return code == SessionErrorCode.unauthorized.rawValue }
+        return false
+    }
+}

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: MIT
+import CGStreamer
+import Synchronization
+
+/// `GstMoqSinkPad`: a sink pad with a `track` property naming its track.
+enum MoqSinkPadType {
+    static let info = SubclassInfo()
+
+    static let type: GType = registerSubclass(
+        parent: gst_pad_get_type(), name: "GstMoqSinkPad", info: info, classInit: classInit, instanceInit: instanceInit)
+
+    static func state(_ pad: UnsafeMutableRawPointer?) -> PadProperties {
+        attachedObject(pad!, info: info, as: PadProperties.self)
+    }
+
+    static let instanceInit: GInstanceInitFunc = { instance, _ in
+        attachObject(PadProperties(), to: UnsafeMutableRawPointer(instance!), info: info)
+    }
+
+    static let classInit: GClassInitFunc = { klass, _ in
+        info.parentClass = g_type_class_peek_parent(klass)
+        let gobject = cast(klass, GObjectClass.self)
+        gobject.pointee.set_property = { object, id, value, _ in
+            guard id == 1 else { return }
+            let props = MoqSinkPadType.state(UnsafeMutableRawPointer(object))
+            let name = string(from: value)
+            if !props.setTrack(name) {
+                g_log_default_handler(
+                    "moqsink", G_LOG_LEVEL_WARNING, "the track of a pad can only be set before its caps arrive", nil)
+            }
+        }
+        gobject.pointee.get_property = { object, id, value, _ in
+            guard id == 1 else { return }
+            let name = MoqSinkPadType.state(UnsafeMutableRawPointer(object)).track
+            g_value_set_string(value, name)
+        }
+        gobject.pointee.finalize = { object in
+            detachObject(UnsafeMutableRawPointer(object!), info: MoqSinkPadType.info)
+            cast(MoqSinkPadType.info.parentClass, GObjectClass.self).pointee.finalize?(object)
+        }
+        g_object_class_install_property(
+            gobject, 1,
+            Property.string(
+                "track", "Track", "Name of the track this pad publishes (default: <index>.<codec>, e.g. 0.avc1, 1.opus)",
+                flags: ParamFlags.readWrite | ParamFlags.mutablePlaying))
+    }
+}
+
+/// The properties of a sink pad (set from any thread, read by its streaming thread).
+final class PadProperties: @unchecked Sendable {
+    private let state = Mutex<(track: String?, locked: Bool)>((nil, false))
+    /// The pad's publishing logic (set once, right after the pad is created).
+    var runtime: SinkPad?
+
+    var track: String? { state.withLock { $0.track } }
+
+    /// Returns false when the track name is already in use (after caps).
+    func setTrack(_ name: String?) -> Bool {
+        state.withLock { s in
+            guard !s.locked else { return false }
+            s.track = name
+            return true
+        }
+    }
+
+    /// Allows renaming again (the element stopped).
+    func unlock() { state.withLock { $0.locked = false } }
+
+    /// Freezes the name once the pad publishes.
+    func lock() -> String? {
+        state.withLock { s in
+            s.locked = true
+            return s.track
+        }
+    }
+}

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: MIT
+import CGStreamer
+
+/// The GObject side of `moqsink`: type registration, properties, the `sink_%u`
+/// request-pad template and vfuncs that forward to ``MoqSink``.
+enum MoqSinkType {
+    static let info = SubclassInfo()
+    nonisolated(unsafe) static var category: UnsafeMutablePointer<GstDebugCategory>!
+    nonisolated(unsafe) static var statusSpec: UnsafeMutablePointer<GParamSpec>!
+
+    enum Prop: UInt32 {
+        case url = 1, broadcast, tlsDisableVerify, tlsFingerprint, tlsRootFile, authToken, status, connected, moqVersion, stats
+    }
+
+    /// Accepted caps: what the catalog can describe (stream layouts the sink can frame).
+    static let sinkCaps = """
+        video/x-h264, stream-format=(string){ avc, byte-stream }, alignment=(string)au; \
+        video/x-h265, stream-format=(string){ hvc1, hev1, byte-stream }, alignment=(string)au; \
+        video/x-av1, stream-format=(string)obu-stream, alignment=(string){ tu, frame }; \
+        video/x-vp8; video/x-vp9; \
+        audio/x-opus, channel-mapping-family=(int)[0, 1]; \
+        audio/mpeg, mpegversion=(int)4, stream-format=(string)raw
+        """
+
+    static let type: GType = {
+        category = debugCategory("moqsink", "Media over QUIC (moq-lite) sink")
+        let t = registerSubclass(
+            parent: gst_element_get_type(), name: "GstMoqSink", info: info, classInit: classInit,
+            instanceInit: instanceInit)
+        ChildProxySupport.add(to: t)
+        return t
+    }()
+
+    static func register(_ plugin: OpaquePointer?) -> Bool {
+        _ = MoqSinkPadType.type
+        return gst_element_register(plugin, "moqsink", guint(GST_RANK_NONE.rawValue), type) != 0
+    }
+
+    static func sink(_ pointer: UnsafeMutableRawPointer?) -> MoqSink {
+        attachedObject(pointer!, info: info, as: MoqSink.self)
+    }
+
+    static let instanceInit: GInstanceInitFunc = { instance, _ in
+        let element = UnsafeMutableRawPointer(instance!).assumingMemoryBound(to: GstElement.self)
+        attachObject(MoqSink(element: element), to: UnsafeMutableRawPointer(instance!), info: info)
+        // Bins wait for EOS from elements flagged as sinks.
+        swiftmoq_object_flag_set(element, GST_ELEMENT_FLAG_SINK.rawValue)
+    }
+
+    static let classInit: GClassInitFunc = { klass, _ in
+        info.parentClass = g_type_class_peek_parent(klass)
+        let gobject = cast(klass, GObjectClass.self)
+        gobject.pointee.set_property = { object, id, value, _ in
+            MoqSinkType.sink(UnsafeMutableRawPointer(object)).setProperty(id, value!)
+        }
+        gobject.pointee.get_property = { object, id, value, _ in
+            MoqSinkType.sink(UnsafeMutableRawPointer(object)).getProperty(id, value!)
+        }
+        gobject.pointee.finalize = { object in
+            MoqSinkType.sink(UnsafeMutableRawPointer(object)).finalize()
+            detachObject(UnsafeMutableRawPointer(object!), info: MoqSinkType.info)
+            cast(MoqSinkType.info.parentClass, GObjectClass.self).pointee.finalize?(object)
+        }
+        let rw = ParamFlags.readWrite | ParamFlags.mutableReady | ParamFlags.showDefault
+        let ro = ParamFlags.readable
+        g_object_class_install_property(
+            gobject, Prop.url.rawValue,
+            Property.string("url", "URL", "Relay URL: moql://host:port/path (the path is the root the relay scopes the session to; e.g. moql://localhost:4443/anon)", flags: rw))
+        g_object_class_install_property(
+            gobject, Prop.broadcast.rawValue,
+            Property.string("broadcast", "Broadcast", "Broadcast path to publish, e.g. room/cam", flags: rw))
+        g_object_class_install_property(
+            gobject, Prop.tlsDisableVerify.rawValue,
+            Property.bool("tls-disable-verify", "Disable TLS verification", "Do not verify the relay's certificate. INSECURE: for testing only", default: false, flags: rw))
+        g_object_class_install_property(
+            gobject, Prop.tlsFingerprint.rawValue,
+            Property.string("tls-fingerprint", "TLS fingerprint", "Pin the relay's certificate by its SHA-256 (64 hex digits) instead of checking it against CAs", flags: rw))
+        g_object_class_install_property(
+            gobject, Prop.tlsRootFile.rawValue,
+            Property.string("tls-root-file", "TLS root file", "PEM file of CA certificates to trust instead of the system's", flags: rw))
+        g_object_class_install_property(
+            gobject, Prop.authToken.rawValue,
+            Property.string("auth-token", "Auth token", "Token sent to the relay as ?jwt=", flags: rw))
+        statusSpec = Property.enumeration(
+            "status", "Status", "Connection status (notify::status when it changes)", type: ConnectionStatusType.type,
+            default: 0, flags: ro)
+        g_object_class_install_property(gobject, Prop.status.rawValue, statusSpec)
+        g_object_class_install_property(
+            gobject, Prop.connected.rawValue,
+            Property.bool("connected", "Connected", "Whether a session with the relay is up", default: false, flags: ro))
+        g_object_class_install_property(
+            gobject, Prop.moqVersion.rawValue,
+            Property.string("moq-version", "MoQ version", "The negotiated protocol version (moq-lite-06)", flags: ro))
+        g_object_class_install_property(
+            gobject, Prop.stats.rawValue,
+            Property.structure(
+                "stats", "Statistics",
+                "Per-track frames/groups/bytes published and groups dropped; session RTT, send rate, bytes sent, groups dropped, reconnects",
+                flags: ro))
+
+        let element = cast(klass, GstElementClass.self)
+        gst_element_class_set_metadata(
+            element, "Media over QUIC sink", "Sink/Network/MoQ",
+            "Publishes its inputs as a moq-lite broadcast (hang catalog, one track per pad) to a MoQ relay",
+            "SwiftMoQ authors")
+        let caps = gst_caps_from_string(sinkCaps)
+        let template = gst_pad_template_new_with_gtype("sink_%u", GST_PAD_SINK, GST_PAD_REQUEST, caps, MoqSinkPadType.type)
+        gst_element_class_add_pad_template(element, template)
+        gst_caps_unref(caps)
+        element.pointee.request_new_pad = { element, template, name, _ in
+            MoqSinkType.sink(UnsafeMutableRawPointer(element)).requestPad(template: template!, name: name.map { String(cString: $0) })
+        }
+        element.pointee.release_pad = { element, pad in
+            MoqSinkType.sink(UnsafeMutableRawPointer(element)).releasePad(pad!)
+        }
+        element.pointee.change_state = { element, transition in
+            MoqSinkType.sink(UnsafeMutableRawPointer(element)).changeState(transition)
+        }
+    }
+
+    /// Chains a state change to GstElement's implementation.
+    static func parentChangeState(_ element: UnsafeMutablePointer<GstElement>, _ transition: GstStateChange) -> GstStateChangeReturn {
+        cast(info.parentClass, GstElementClass.self).pointee.change_state!(element, transition)
+    }
+}

@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: MIT
+import CGStreamer
+import MoqCatalog
+import Synchronization
+import SwiftMoQ
+
+/// One `sink_%u` pad: its caps become a catalog rendition, its buffers frames of
+/// one track (legacy container: `varint(µs) + codec bytes`).
+///
+/// - Video: a new group at each keyframe (nothing is published before the first
+///   one); each finished group ends with hang's empty "end of group" frame.
+/// - Audio: one frame per group.
+/// - Timestamps: the buffer's running time in µs — one clock for all pads, so the
+///   A/V offset survives; B-frames (non-monotonic PTS) are fine.
+///
+/// Everything here runs on the pad's streaming thread and never waits: frames go
+/// into the track's in-memory cache and the network side reads them from there.
+final class SinkPad: @unchecked Sendable {
+    let pad: UnsafeMutablePointer<GstPad>
+    let name: String
+    let index: Int
+    private weak var sink: MoqSink?
+
+    // Streaming-thread state.
+    private var segment = GstSegment()
+    private var hasSegment = false
+    private var format: PadFormat?
+    private var track: TrackProducer?
+    private var group: GroupProducer?
+    private var warnedTime = false
+    private var eos = false
+
+    struct Stats {
+        var frames: UInt64 = 0
+        var groups: UInt64 = 0
+        var bytes: UInt64 = 0
+        var dropped: UInt64 = 0
+    }
+
+    private let counters = Mutex(Stats())
+    private let published = Mutex<String?>(nil)
+
+    init(pad: UnsafeMutablePointer<GstPad>, name: String, index: Int) {
+        self.pad = pad
+        self.name = name
+        self.index = index
+        gst_segment_init(&segment, GST_FORMAT_TIME)
+    }
+
+    var stats: Stats { counters.withLock { $0 } }
+    var trackName: String? { published.withLock { $0 } }
+    var isEOS: Bool { eos }
+
+    /// The element started: publishing may begin.
+    func attach(to sink: MoqSink) {
+        self.sink = sink
+        eos = false
+    }
+
+    /// The element stopped: forget the broadcast's objects (caps come again on restart).
+    func detach() {
+        group = nil
+        track = nil
+        format = nil
+        sink = nil
+        published.withLock { $0 = nil }
+    }
+
+    /// The pad was released: its track ends and leaves the catalog.
+    func release() {
+        group?.finish()
+        track?.finish()
+        if let name = trackName { sink?.updateCatalog(track: name, config: nil) }
+        detach()
+    }
+
+    // MARK: Events
+
+    func event(_ event: UnsafeMutablePointer<GstEvent>, parent: UnsafeMutablePointer<GstObject>?) -> gboolean {
+        switch swiftmoq_event_type(event) {
+        case GST_EVENT_CAPS:
+            var caps: UnsafeMutablePointer<GstCaps>?
+            gst_event_parse_caps(event, &caps)
+            let ok = caps.map(setCaps) ?? false
+            gst_event_unref(event)
+            return ok ? 1 : 0
+        case GST_EVENT_SEGMENT:
+            gst_event_copy_segment(event, &segment)
+            hasSegment = segment.format == GST_FORMAT_TIME
+            if !hasSegment {
+                sink?.reporter.warning(
+                    .stream(GST_STREAM_ERROR_FORMAT), "\(name): a non-TIME segment: buffers are dropped until a TIME segment")
+            }
+            gst_event_unref(event)
+            return 1
+        case GST_EVENT_FLUSH_STOP:
+            gst_segment_init(&segment, GST_FORMAT_TIME)
+            group?.finish()
+            group = nil
+            gst_event_unref(event)
+            return 1
+        case GST_EVENT_EOS:
+            group?.finish()
+            group = nil
+            track?.finish()
+            eos = true
+            sink?.padReachedEOS()
+            gst_event_unref(event)
+            return 1
+        default:
+            return gst_pad_event_default(pad, parent, event)
+        }
+    }
+
+    private func setCaps(_ caps: UnsafeMutablePointer<GstCaps>) -> Bool {
+        guard let sink, let run = sink.run else { return false }
+        let newFormat: PadFormat
+        switch PadFormat.from(caps: caps) {
+        case .failure(let error):
+            let text = String(cString: gst_caps_to_string(caps))
+            sink.reporter.error(.stream(GST_STREAM_ERROR_FORMAT), "\(name): unsupported caps: \(error)", debug: text)
+            return false
+        case .success(let f): newFormat = f
+        }
+        if let format, format == newFormat { return true }
+        let props = MoqSinkPadType.state(UnsafeMutableRawPointer(pad))
+        let trackName = props.lock() ?? "\(index).\(newFormat.family)"
+        // A new format (or codec) is a new track under the same name.
+        group?.finish()
+        group = nil
+        track?.finish()
+        let info = newFormat.kind == .video
+            ? TrackInfo(priority: 60, maxAgeMs: 30_000, timescale: 1_000_000)
+            : TrackInfo(priority: 80, maxAgeMs: 30_000, timescale: 1_000_000)
+        track = run.broadcast.createTrack(trackName, info: info)
+        format = newFormat
+        published.withLock { $0 = trackName }
+        sink.updateCatalog(track: trackName, config: newFormat.config)
+        sink.reporter.log(GST_LEVEL_INFO, "\(name): publishing \(trackName) (\(newFormat.codec))")
+        return true
+    }
+
+    // MARK: Buffers
+
+    func chain(_ buffer: UnsafeMutablePointer<GstBuffer>) -> GstFlowReturn {
+        defer { gst_buffer_unref(buffer) }
+        guard let sink, sink.run != nil else { return GST_FLOW_FLUSHING }
+        guard let format, let track else { return GST_FLOW_NOT_NEGOTIATED }
+        guard hasSegment else {
+            drop()
+            return GST_FLOW_OK
+        }
+        var pts = swiftmoq_buffer_pts(buffer)
+        if swiftmoq_clock_time_is_valid(pts) == 0 { pts = swiftmoq_buffer_dts(buffer) }
+        let running = gst_segment_to_running_time(&segment, GST_FORMAT_TIME, pts)
+        guard swiftmoq_clock_time_is_valid(pts) != 0, swiftmoq_clock_time_is_valid(running) != 0 else {
+            // No time, or before the segment (negative running time): never clamped.
+            drop()
+            if !warnedTime {
+                warnedTime = true
+                sink.reporter.log(GST_LEVEL_WARNING, "\(name): dropping buffers without a valid running time")
+            }
+            return GST_FLOW_OK
+        }
+        let micros = UInt64(running) / 1000
+        var map = GstMapInfo()
+        guard gst_buffer_map(buffer, &map, GST_MAP_READ) != 0 else { return GST_FLOW_ERROR }
+        let bytes = UnsafeRawBufferPointer(start: map.data, count: Int(map.size))
+        if format.isProvisional, swiftmoq_buffer_is_delta(buffer) == 0 {
+            // The caps lacked what the codec string needs: complete it from this keyframe.
+            let refined = format.refined(withKeyframe: bytes)
+            if refined != format, let name = trackName {
+                self.format = refined
+                sink.updateCatalog(track: name, config: refined.config)
+            }
+        }
+        let payload = try? LegacyFrame.encode(timestamp: micros, payload: bytes)
+        let size = Int(map.size)
+        gst_buffer_unmap(buffer, &map)
+        guard let payload else { return GST_FLOW_ERROR }
+
+        switch format.kind {
+        case .audio:
+            track.writeSingleFrameGroup(payload, timestamp: micros)
+            counted(size, newGroup: true)
+        case .video:
+            let keyframe = swiftmoq_buffer_is_delta(buffer) == 0
+            if keyframe {
+                if let group, let end = try? LegacyFrame.endOfGroup(timestamp: micros) {
+                    // hang's trailing empty frame: closes the last frame's duration.
+                    group.write(end, timestamp: micros)
+                    group.finish()
+                }
+                group = track.appendGroup()
+            } else if group == nil {
+                // Waiting for the first keyframe.
+                drop()
+                return GST_FLOW_OK
+            }
+            group!.write(payload, timestamp: micros)
+            counted(size, newGroup: keyframe)
+        }
+        return GST_FLOW_OK
+    }
+
+    private func counted(_ bytes: Int, newGroup: Bool) {
+        counters.withLock {
+            $0.frames += 1
+            $0.bytes += UInt64(bytes)
+            if newGroup { $0.groups += 1 }
+        }
+    }
+
+    private func drop() { counters.withLock { $0.dropped += 1 } }
+}

@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: MIT
+import CGStreamer
+import Foundation
+import GstSwiftMoQ
+import Synchronization
+
+/// GStreamer set up once per test process, with the SwiftMoQ elements registered
+/// statically (no plugin file involved).
+enum GstTestEnvironment {
+    static let ready: Bool = {
+        gst_init(nil, nil)
+        gst_plugin_swiftmoq_register()
+        return true
+    }()
+}
+
+/// A bus message, copied out of GStreamer.
+struct BusMessage: Sendable, CustomStringConvertible {
+    enum Kind: Sendable { case error, warning, eos, element, stateChanged, other }
+    var kind: Kind
+    var source: String
+    var text: String
+    var debug: String
+    /// For element messages: the structure name and its serialisation.
+    var structureName: String?
+    var structure: String?
+
+    var description: String {
+        "\(kind) from \(source): \(text)\(debug.isEmpty ? "" : " [\(debug)]")\(structure.map { " \($0)" } ?? "")"
+    }
+}
+
+/// A pipeline from a gst-launch description, with its bus messages collected.
+final class TestPipeline: @unchecked Sendable {
+    let pipeline: UnsafeMutablePointer<GstElement>
+    private let messages = Mutex<[BusMessage]>([])
+    private let bus: OpaquePointer?
+
+    init(_ description: String) throws {
+        _ = GstTestEnvironment.ready
+        var error: UnsafeMutablePointer<GError>?
+        let element = gst_parse_launch_full(description, nil, GST_PARSE_FLAG_FATAL_ERRORS, &error)
+        if let error {
+            let text = String(cString: error.pointee.message)
+            g_error_free(error)
+            throw PipelineError("cannot build the pipeline: \(text)")
+        }
+        guard let element else { throw PipelineError("cannot build the pipeline") }
+        pipeline = element
+        gst_object_ref_sink(element)
+        bus = OpaquePointer(gst_element_get_bus(element))
+    }
+
+    deinit {
+        gst_element_set_state(pipeline, GST_STATE_NULL)
+        gst_object_unref(UnsafeMutableRawPointer(bus))
+        gst_object_unref(pipeline)
+    }
+
+    /// Sets the state (asynchronous changes are waited for up to 10 s).
+    @discardableResult
+    func setState(_ state: GstState) -> GstStateChangeReturn {
+        let r = gst_element_set_state(pipeline, state)
+        if r == GST_STATE_CHANGE_ASYNC {
+            return gst_element_get_state(pipeline, nil, nil, 10 * 1_000_000_000)
+        }
+        return r
+    }
+
+    func play() -> GstStateChangeReturn { setState(GST_STATE_PLAYING) }
+
+    /// Pops pending bus messages into the collected list.
+    func pump() {
+        while let message = gst_bus_pop(UnsafeMutablePointer(bus)) {
+            record(message)
+            gst_message_unref(message)
+        }
+    }
+
+    private func record(_ message: UnsafeMutablePointer<GstMessage>) {
+        let source = message.pointee.src.map { String(cString: $0.pointee.name) } ?? "?"
+        var entry = BusMessage(kind: .other, source: source, text: "", debug: "")
+        switch message.pointee.type {
+        case GST_MESSAGE_ERROR, GST_MESSAGE_WARNING:
+            var error: UnsafeMutablePointer<GError>?
+            var debug: UnsafeMutablePointer<gchar>?
+            if message.pointee.type == GST_MESSAGE_ERROR {
+                gst_message_parse_error(message, &error, &debug)
+                entry.kind = .error
+            } else {
+                gst_message_parse_warning(message, &error, &debug)
+                entry.kind = .warning
+            }
+            entry.text = error.map { String(cString: $0.pointee.message) } ?? ""
+            entry.debug = debug.map { String(cString: $0) } ?? ""
+            if let error { g_error_free(error) }
+            g_free(debug)
+        case GST_MESSAGE_EOS:
+            entry.kind = .eos
+        case GST_MESSAGE_ELEMENT:
+            entry.kind = .element
+            if let s = gst_message_get_structure(message) {
+                entry.structureName = String(cString: gst_structure_get_name(s))
+                let text = gst_structure_to_string(s)!
+                entry.structure = String(cString: text)
+                g_free(text)
+            }
+        case GST_MESSAGE_STATE_CHANGED:
+            entry.kind = .stateChanged
+        default:
+            return
+        }
+        messages.withLock { $0.append(entry) }
+    }
+
+    /// Every message collected so far.
+    var collected: [BusMessage] {
+        pump()
+        return messages.withLock { $0 }
+    }
+
+    var errors: [BusMessage] { collected.filter { $0.kind == .error } }
+    var warnings: [BusMessage] { collected.filter { $0.kind == .warning } }
+
+    /// Waits until a message matches (or the timeout passes), pumping the bus.
+    @discardableResult
+    func waitFor(_ timeout: Duration = .seconds(20), _ match: (BusMessage) -> Bool) async throws -> BusMessage {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let m = collected.first(where: match) { return m }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        throw PipelineError("timed out; messages: \(collected.filter { $0.kind != .stateChanged })")
+    }
+
+    /// The element with this name in the pipeline.
+    func element(_ name: String) -> UnsafeMutablePointer<GstElement>? {
+        gst_bin_get_by_name(UnsafeMutableRawPointer(pipeline).assumingMemoryBound(to: GstBin.self), name)
+    }
+}
+
+struct PipelineError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Reads an enum or string property.
+func stringProperty(_ element: UnsafeMutablePointer<GstElement>, _ name: String) -> String? {
+    var value = GValue()
+    let object = UnsafeMutableRawPointer(element).assumingMemoryBound(to: GObject.self)
+    let spec = g_object_class_find_property(UnsafeMutableRawPointer(object.pointee.g_type_instance.g_class).assumingMemoryBound(to: GObjectClass.self), name)!
+    g_value_init(&value, spec.pointee.value_type)
+    g_object_get_property(object, name, &value)
+    defer { g_value_unset(&value) }
+    if g_type_is_a(spec.pointee.value_type, swiftmoq_type_enum()) != 0 {
+        let enumClass = g_type_class_ref(spec.pointee.value_type)
+        defer { g_type_class_unref(enumClass) }
+        let v = g_enum_get_value(UnsafeMutableRawPointer(enumClass).assumingMemoryBound(to: GEnumClass.self), g_value_get_enum(&value))
+        return v.map { String(cString: $0.pointee.value_nick) }
+    }
+    if let s = g_value_get_string(&value) { return String(cString: s) }
+    if let boxed = g_value_get_boxed(&value) {
+        let text = gst_structure_to_string(UnsafeMutableRawPointer(mutating: boxed).assumingMemoryBound(to: GstStructure.self))!
+        defer { g_free(text) }
+        return String(cString: text)
+    }
+    return nil
+}
