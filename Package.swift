@@ -45,6 +45,8 @@ let package = Package(
         // MARK: - Layers
         .target(name: "MoqWire", swiftSettings: swiftSettings),
         .target(name: "MoqSession", dependencies: ["MoqWire"], swiftSettings: swiftSettings),
+        // hang catalog JSON and the legacy frame container: pure Swift, fuzzed (Fuzz/FuzzCatalog).
+        .target(name: "MoqCatalog", dependencies: ["MoqWire"], swiftSettings: swiftSettings),
         .target(name: "MoqQUIC", dependencies: ["CNgtcp2", "MoqWire"], swiftSettings: swiftSettings),
         .target(
             name: "SwiftMoQ", dependencies: ["MoqWire", "MoqSession", "MoqQUIC"],
@@ -68,6 +70,8 @@ let package = Package(
             name: "MoqQUICTests", dependencies: ["MoqQUIC", "MoqWire"],
             exclude: ["rust_peer.py"],  // the Rust peer driver run by the interop tests, not a resource
             swiftSettings: swiftSettings),
+        .testTarget(
+            name: "MoqCatalogTests", dependencies: ["MoqCatalog", "MoqWire"], swiftSettings: swiftSettings),
         .testTarget(name: "SwiftMoQTests", dependencies: ["SwiftMoQ"], swiftSettings: swiftSettings),
         .testTarget(name: "RelayTests", dependencies: ["SwiftMoQ"], swiftSettings: swiftSettings),
         .testTarget(
