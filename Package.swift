@@ -47,6 +47,13 @@ let package = Package(
         .target(name: "MoqSession", dependencies: ["MoqWire"], swiftSettings: swiftSettings),
         // hang catalog JSON and the legacy frame container: pure Swift, fuzzed (Fuzz/FuzzCatalog).
         .target(name: "MoqCatalog", dependencies: ["MoqWire"], swiftSettings: swiftSettings),
+        // GStreamer caps <-> catalog renditions, through GStreamer's own codec utilities.
+        .target(
+            name: "MoqMedia",
+            dependencies: [
+                "CGStreamer", "CGstBase", "CGstVideo", "CGstAudio", "CGstPbutils", "MoqCatalog", "MoqWire",
+            ],
+            swiftSettings: swiftSettings),
         .target(name: "MoqQUIC", dependencies: ["CNgtcp2", "MoqWire"], swiftSettings: swiftSettings),
         .target(
             name: "SwiftMoQ", dependencies: ["MoqWire", "MoqSession", "MoqQUIC"],
@@ -72,6 +79,9 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "MoqCatalogTests", dependencies: ["MoqCatalog", "MoqWire"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "MoqMediaTests", dependencies: ["MoqMedia", "MoqCatalog", "MoqWire", "CGStreamer", "CGstApp"],
+            swiftSettings: swiftSettings),
         .testTarget(name: "SwiftMoQTests", dependencies: ["SwiftMoQ"], swiftSettings: swiftSettings),
         .testTarget(name: "RelayTests", dependencies: ["SwiftMoQ"], swiftSettings: swiftSettings),
         .testTarget(
