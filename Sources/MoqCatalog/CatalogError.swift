@@ -44,6 +44,7 @@ public enum CatalogError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The same known field appears twice in one object (the Rust parser rejects this).
     case duplicateField(path: String)
 
+    /// A one-line explanation naming the field.
     public var description: String {
         switch self {
         case .tooLarge(let size, let limit): "catalog of \(size) bytes exceeds the limit of \(limit) bytes"

@@ -62,6 +62,7 @@ public struct JSONNumber: Sendable, Equatable, CustomStringConvertible {
         return UInt64(text)
     }
 
+    /// The number as written.
     public var description: String { text }
 }
 
@@ -88,10 +89,12 @@ public struct JSONObject: Sendable, Equatable, Sequence {
         }
     }
 
+    /// Iterates the members in order.
     public func makeIterator() -> IndexingIterator<[(key: String, value: JSONValue)]> {
         entries.makeIterator()
     }
 
+    /// Same members in the same order.
     public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
         lhs.entries.count == rhs.entries.count
             && zip(lhs.entries, rhs.entries).allSatisfy { $0.key == $1.key && $0.value == $1.value }

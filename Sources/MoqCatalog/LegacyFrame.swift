@@ -75,6 +75,7 @@ public enum LegacyFrameError: Error, Sendable, Equatable, CustomStringConvertibl
     /// A timestamp above the varint range (2^62 − 1 µs).
     case timestampOutOfRange(UInt64)
 
+    /// A one-line explanation.
     public var description: String {
         switch self {
         case .truncatedTimestamp: "legacy frame ends inside its timestamp"

@@ -10,6 +10,7 @@ public enum MediaKind: String, Sendable, Hashable, CustomStringConvertible {
     /// The `audio` section.
     case audio
 
+    /// `video` or `audio`.
     public var description: String { rawValue }
 }
 
@@ -202,5 +203,6 @@ public struct RenditionIssue: Sendable, Equatable, CustomStringConvertible {
     /// The rendition exactly as received (for diagnostics).
     public var raw: JSONValue
 
+    /// Which rendition, and what was wrong.
     public var description: String { "\(kind) rendition \"\(name)\": \(error)" }
 }

@@ -3,9 +3,15 @@ import CGStreamer
 
 /// Initialises GStreamer once if the host application has not (tests, tools); a
 /// no-op inside a plugin, where GStreamer is already running.
-func ensureGStreamer() {
+///
+/// Every entry point calls it first: caps parsed before `gst_init` crash in
+/// `gst_value_deserialize` (seen with a cold registry). Callers wait on one Swift
+/// once-token, so none proceeds while another thread is still inside `gst_init`.
+package func ensureGStreamer() { _ = gstInitialized }
+
+private let gstInitialized: Void = {
     if gst_is_initialized() == 0 { gst_init(nil, nil) }
-}
+}()
 
 /// An owned `GstCaps` reference, released when dropped.
 final class OwnedCaps {

@@ -361,6 +361,7 @@ struct OpusHead {
     /// Checks the size first: `gst_codec_utils_opus_parse_header` asserts (g_critical) on short input.
     static func parse(_ bytes: [UInt8]) -> OpusHead? {
         guard bytes.count >= 19, bytes.starts(with: Array("OpusHead".utf8)) else { return nil }
+        ensureGStreamer()
         let buffer = makeBuffer(bytes)
         defer { gst_buffer_unref(buffer) }
         var head = OpusHead(rate: 0, channels: 0, family: 0, streams: 0, coupled: 0, mapping: [])

@@ -23,6 +23,7 @@ public enum BufferLayout: Sendable, Equatable, CustomStringConvertible {
     /// One MPEG audio frame, header included, per buffer.
     case mpegAudioFrame
 
+    /// A one-line explanation.
     public var description: String {
         switch self {
         case .lengthPrefixed(let size): "length-prefixed NAL units (\(size)-byte lengths)"
@@ -111,6 +112,7 @@ public struct SkippedRendition: Sendable, Equatable, CustomStringConvertible {
     /// Why it is skipped ("skipped: …").
     public var reason: String
 
+    /// A one-line explanation.
     public var description: String { "\(kind) rendition \"\(name)\" \(reason)" }
 }
 
@@ -138,6 +140,7 @@ public enum MediaFormatError: Error, Sendable, Equatable, CustomStringConvertibl
     /// A rendition whose codec string or description is malformed.
     case invalidRendition(codec: String, reason: String)
 
+    /// A one-line explanation.
     public var description: String {
         switch self {
         case .unparsableCaps(let caps): "cannot parse caps \"\(abbreviated(caps))\""

@@ -82,6 +82,7 @@ private struct CapsBuilder {
     let layout: BufferLayout
 
     init(_ config: RenditionConfig) throws(MediaFormatError) {
+        ensureGStreamer()
         self.config = config
         let name = config.codec
         guard config.container.kind == .legacy else {

@@ -2,12 +2,13 @@
 import CGStreamer
 import CGstApp
 import MoqCatalog
-import MoqMedia
 import MoqWire
 import Testing
 
-/// GStreamer is initialised once for the whole test process.
-let gstReady: Void = gst_init(nil, nil)
+@testable import MoqMedia
+
+/// GStreamer is initialised once for the whole test process, by the same once-token MoqMedia uses.
+let gstReady: Void = ensureGStreamer()
 
 struct PipelineError: Error, CustomStringConvertible {
     let description: String
@@ -148,6 +149,7 @@ func decode(_ config: RenditionConfig, _ buffers: [[UInt8]], frame: UInt64 = 33_
 
 /// Caps equality as GStreamer sees it.
 func capsEqual(_ actual: String, _ expected: String) -> Bool {
+    _ = gstReady
     guard let a = gst_caps_from_string(actual), let b = gst_caps_from_string(expected) else { return false }
     defer {
         gst_caps_unref(a)
