@@ -9,7 +9,8 @@ PLUGIN_DIR   ?= $(HOME)/.local/share/gstreamer-1.0/plugins
 # Tests and demos never touch the user's GStreamer registry.
 export GST_REGISTRY_1_0 := $(CURDIR)/$(BUILD)/gst-registry.bin
 
-.PHONY: all setup build plugin cli test unit-test lint fuzz fuzz-build demo install clean help element-docs check-element-docs
+.PHONY: all setup build plugin cli test unit-test lint fuzz fuzz-build fuzz-wire fuzz-catalog demo install clean help \
+	element-docs check-element-docs
 
 all: build
 
@@ -18,7 +19,7 @@ help:
 	@echo "make test     set up the machine, build, lint, run every test and a short fuzz run"
 	@echo "make build    build/bin/swiftmoq and build/gst/libgstswiftmoq.so (release)"
 	@echo "make install  copy the GStreamer plugin to $(PLUGIN_DIR)"
-	@echo "make fuzz     run the fuzzers for FUZZ_SECONDS (default 60)"
+	@echo "make fuzz     run the wire-codec and catalog fuzzers for FUZZ_SECONDS in total (default 60)"
 	@echo "make element-docs  regenerate docs/elements.txt after an interface change"
 
 # Idempotent: Debian packages, ngtcp2 1.11 from bookworm-backports, the moq-rs virtualenv.
@@ -66,17 +67,38 @@ unit-test: setup
 test: setup build lint check-element-docs unit-test
 	$(MAKE) fuzz FUZZ_SECONDS=$(or $(CI_FUZZ_SECONDS),30)
 
-# libFuzzer over every wire decoder (built as one module with the MoqWire sources).
+# libFuzzer over every wire decoder (built as one module with the MoqWire sources), and over
+# the catalog decoder and legacy frames (one module with the MoqWire and MoqCatalog sources).
 fuzz-build:
 	@mkdir -p $(BUILD)/fuzz
 	swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name FuzzWire \
 		Sources/MoqWire/*.swift Fuzz/FuzzWire/FuzzWire.swift -o $(BUILD)/fuzz/fuzz-wire
+	swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name FuzzCatalog \
+		Sources/MoqWire/*.swift Sources/MoqCatalog/*.swift Fuzz/FuzzCatalog/FuzzCatalog.swift \
+		-o $(BUILD)/fuzz/fuzz-catalog
 
-fuzz: fuzz-build
+# FUZZ_SECONDS is split between the two targets (the wire fuzzer gets the odd second).
+FUZZ_WIRE_SECONDS    = $(shell expr \( $(FUZZ_SECONDS) + 1 \) / 2)
+FUZZ_CATALOG_SECONDS = $(shell expr $(FUZZ_SECONDS) / 2)
+
+fuzz: fuzz-build fuzz-wire fuzz-catalog
+
+fuzz-wire: fuzz-build
 	@mkdir -p $(BUILD)/fuzz/corpus
 	$(BUILD)/fuzz/fuzz-wire -runs=0 Fuzz/FailCases/wire Fuzz/seeds/wire
-	$(BUILD)/fuzz/fuzz-wire -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -rss_limit_mb=2048 \
+	$(BUILD)/fuzz/fuzz-wire -max_total_time=$(FUZZ_WIRE_SECONDS) -max_len=4096 -rss_limit_mb=2048 \
 		-artifact_prefix=$(BUILD)/fuzz/ $(BUILD)/fuzz/corpus Fuzz/seeds/wire
+
+# -max_total_time=0 would mean "forever", so a zero share skips the timed run.
+fuzz-catalog: fuzz-build
+	@mkdir -p $(BUILD)/fuzz/corpus-catalog
+	$(BUILD)/fuzz/fuzz-catalog -runs=0 Fuzz/FailCases/catalog Fuzz/seeds/catalog
+	@if [ $(FUZZ_CATALOG_SECONDS) -gt 0 ]; then \
+		echo $(BUILD)/fuzz/fuzz-catalog -max_total_time=$(FUZZ_CATALOG_SECONDS) ...; \
+		$(BUILD)/fuzz/fuzz-catalog -max_total_time=$(FUZZ_CATALOG_SECONDS) -max_len=16384 -rss_limit_mb=2048 \
+			-dict=Fuzz/FuzzCatalog/catalog.dict -artifact_prefix=$(BUILD)/fuzz/catalog- \
+			$(BUILD)/fuzz/corpus-catalog Fuzz/seeds/catalog; \
+	fi
 
 demo: build
 	./scripts/demo.sh

@@ -45,6 +45,15 @@ let package = Package(
         // MARK: - Layers
         .target(name: "MoqWire", swiftSettings: swiftSettings),
         .target(name: "MoqSession", dependencies: ["MoqWire"], swiftSettings: swiftSettings),
+        // hang catalog JSON and the legacy frame container: pure Swift, fuzzed (Fuzz/FuzzCatalog).
+        .target(name: "MoqCatalog", dependencies: ["MoqWire"], swiftSettings: swiftSettings),
+        // GStreamer caps <-> catalog renditions, through GStreamer's own codec utilities.
+        .target(
+            name: "MoqMedia",
+            dependencies: [
+                "CGStreamer", "CGstBase", "CGstVideo", "CGstAudio", "CGstPbutils", "MoqCatalog", "MoqWire",
+            ],
+            swiftSettings: swiftSettings),
         .target(name: "MoqQUIC", dependencies: ["CNgtcp2", "MoqWire"], swiftSettings: swiftSettings),
         .target(
             name: "SwiftMoQ", dependencies: ["MoqWire", "MoqSession", "MoqQUIC"],
@@ -53,7 +62,8 @@ let package = Package(
         .target(
             name: "GstSwiftMoQ",
             dependencies: [
-                "SwiftMoQ", "CGStreamer", "CGstBase", "CGstApp", "CGstVideo", "CGstAudio", "CGstPbutils",
+                "SwiftMoQ", "MoqCatalog", "MoqMedia", "CGStreamer", "CGstBase", "CGstApp", "CGstVideo", "CGstAudio",
+                "CGstPbutils",
             ],
             swiftSettings: swiftSettings),
         .target(
@@ -75,8 +85,19 @@ let package = Package(
             name: "MoqQUICTests", dependencies: ["MoqQUIC", "MoqWire"],
             exclude: ["rust_peer.py"],  // the Rust peer driver run by the interop tests, not a resource
             swiftSettings: swiftSettings),
+        .testTarget(
+            name: "MoqCatalogTests", dependencies: ["MoqCatalog", "MoqWire"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "MoqMediaTests", dependencies: ["MoqMedia", "MoqCatalog", "MoqWire", "CGStreamer", "CGstApp"],
+            swiftSettings: swiftSettings),
         .testTarget(name: "SwiftMoQTests", dependencies: ["SwiftMoQ"], swiftSettings: swiftSettings),
         .testTarget(name: "RelayTests", dependencies: ["SwiftMoQ"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "GstTests",
+            dependencies: [
+                "GstSwiftMoQ", "SwiftMoQ", "MoqCatalog", "MoqMedia", "CGStreamer", "CGstCheck", "CGstApp",
+            ],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "InteropTests", dependencies: ["SwiftMoQ", "MoqSession", "MoqWire", "MoqQUIC"],
             swiftSettings: swiftSettings),
