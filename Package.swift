@@ -68,13 +68,16 @@ let package = Package(
             swiftSettings: swiftSettings),
         .target(
             name: "GstSwiftMoQPlugin", dependencies: ["GstSwiftMoQ"], swiftSettings: swiftSettings,
-            linkerSettings: staticStdlib ? [.unsafeFlags(["-static-stdlib"])] : []),
+            // FoundationEssentials' own static dependencies are not autolinked into a shared library.
+            linkerSettings: staticStdlib
+                ? [.unsafeFlags(["-static-stdlib", "-l_FoundationCollections", "-l_FoundationCShims"])] : []),
 
         // MARK: - Plugins
         .plugin(
             name: "ElementDocs",
             capability: .command(
-                intent: .custom(verb: "element-docs", description: "Regenerate docs/elements.txt (gst-inspect of the elements)"),
+                intent: .custom(
+                    verb: "element-docs", description: "Regenerate docs/elements.txt (gst-inspect of the elements)"),
                 permissions: [.writeToPackageDirectory(reason: "writes docs/elements.txt")])),
 
         // MARK: - Tests
@@ -96,10 +99,15 @@ let package = Package(
             name: "GstTests",
             dependencies: [
                 "GstSwiftMoQ", "SwiftMoQ", "MoqCatalog", "MoqMedia", "CGStreamer", "CGstCheck", "CGstApp",
+                "MoqInteropSupport",
             ],
             swiftSettings: swiftSettings),
+        // The Rust peer (moqpeer.py), the CLI runner and test helpers shared by test targets.
+        .target(
+            name: "MoqInteropSupport", dependencies: ["SwiftMoQ"], path: "Tests/InteropSupport",
+            swiftSettings: swiftSettings),
         .testTarget(
-            name: "InteropTests", dependencies: ["SwiftMoQ", "MoqSession", "MoqWire", "MoqQUIC"],
+            name: "InteropTests", dependencies: ["SwiftMoQ", "MoqSession", "MoqWire", "MoqQUIC", "MoqInteropSupport"],
             swiftSettings: swiftSettings),
     ],
     swiftLanguageModes: [.v6]

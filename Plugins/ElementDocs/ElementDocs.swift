@@ -10,7 +10,8 @@ import PackagePlugin
 struct ElementDocs: CommandPlugin {
     func performCommand(context: PluginContext, arguments: [String]) async throws {
         let result = try packageManager.build(.product("gstswiftmoq"), parameters: .init(configuration: .release))
-        guard result.succeeded, let artifact = result.builtArtifacts.first(where: { $0.path.lastComponent == "libgstswiftmoq.so" })
+        guard result.succeeded,
+            let artifact = result.builtArtifacts.first(where: { $0.url.lastPathComponent == "libgstswiftmoq.so" })
         else {
             throw ElementDocsError("building gstswiftmoq failed:\n\(result.logText)")
         }

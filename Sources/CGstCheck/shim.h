@@ -2,3 +2,4 @@
 // System-library shim for pkg-config module gstreamer-check-1.0.
 #pragma once
 #include <gst/check/gstcheck.h>
+#include <gst/check/gstharness.h>

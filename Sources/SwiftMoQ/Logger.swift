@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
-import Foundation
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Severity of a log line.
 public enum LogLevel: Int, Sendable, Comparable, CaseIterable {
@@ -33,10 +35,24 @@ public struct MoqLogger: Sendable {
     /// Timestamped lines on standard error.
     public static func standardError(level: LogLevel = .info, label: String = "swiftmoq") -> MoqLogger {
         MoqLogger(level: level) { lvl, text in
-            let stamp = ISO8601DateFormatter.string(
-                from: Date(), timeZone: .gmt, formatOptions: [.withInternetDateTime, .withFractionalSeconds])
-            FileHandle.standardError.write(Data("\(stamp) \(lvl) \(label): \(text)\n".utf8))
+            let line = Array("\(timestamp()) \(lvl) \(label): \(text)\n".utf8)
+            line.withUnsafeBytes { _ = write(2, $0.baseAddress, $0.count) }
         }
+    }
+
+    /// UTC time with milliseconds, ISO 8601 (without Foundation, which the plugin avoids).
+    static func timestamp() -> String {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        var t = ts.tv_sec
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        func pad(_ v: Int32, _ width: Int) -> String {
+            let s = String(v)
+            return String(repeating: "0", count: max(0, width - s.count)) + s
+        }
+        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
+            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(ts.tv_nsec / 1_000_000), 3))Z"
     }
 
     /// Discards everything.

@@ -22,7 +22,7 @@ public struct MoqURL: Sendable, Equatable, CustomStringConvertible {
 
     /// Parses a URL; the error says what to fix.
     public init(_ string: String) throws(MoqError) {
-        guard let schemeEnd = string.range(of: "://") else {
+        guard let schemeEnd = string.firstRange(of: "://") else {
             throw .invalidURL("'\(string)' is not a URL: expected moql://host:port/path")
         }
         let scheme = String(string[..<schemeEnd.lowerBound]).lowercased()

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-import Foundation
+import FoundationEssentials
 internal import MoqQUIC
 public import MoqWire
 

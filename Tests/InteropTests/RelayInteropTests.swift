@@ -1,5 +1,6 @@
-// SPDX-License-Identifier: MIT
 import Foundation
+// SPDX-License-Identifier: MIT
+import MoqInteropSupport
 import SwiftMoQ
 import Testing
 
@@ -52,7 +53,7 @@ struct RelayInteropTests {
         try await eventually("three subscriptions at the relay", timeout: .seconds(30)) {
             relay.relay.origin.broadcast("anon/\(name)")?.existingTrack("data")?.observerCount == 3
         }
-        FileManager.default.createFile(atPath: go, contents: Data())
+        _ = FileManager.default.createFile(atPath: go, contents: Data())
         for s in subscribers {
             let events = try await s.collect(until: "end", timeout: .seconds(30)).filter { $0.name == "frame" }
             let order: [[Int]] = events.map { [$0.int("group") ?? -1, $0.int("index") ?? -1] }

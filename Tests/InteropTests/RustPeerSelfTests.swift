@@ -1,5 +1,6 @@
-// SPDX-License-Identifier: MIT
 import Foundation
+// SPDX-License-Identifier: MIT
+import MoqInteropSupport
 import Testing
 
 /// Proves the `RustPeer` helper with the Rust tool on both ends, so that a failing interop

@@ -1,5 +1,6 @@
-// SPDX-License-Identifier: MIT
 import Foundation
+// SPDX-License-Identifier: MIT
+import MoqInteropSupport
 import SwiftMoQ
 import Synchronization
 import Testing

@@ -19,29 +19,45 @@ enum Property {
     static func string(_ name: String, _ nick: String, _ blurb: String, default value: String? = nil, flags: UInt32)
         -> UnsafeMutablePointer<GParamSpec>
     {
-        g_param_spec_string(leakedCString(name), leakedCString(nick), leakedCString(blurb), value.map(leakedCString), GParamFlags(rawValue: Int32(bitPattern: flags)))
+        g_param_spec_string(
+            leakedCString(name), leakedCString(nick), leakedCString(blurb), value.map(leakedCString),
+            GParamFlags(rawValue: Int32(bitPattern: flags)))
     }
 
     static func bool(_ name: String, _ nick: String, _ blurb: String, default value: Bool, flags: UInt32)
         -> UnsafeMutablePointer<GParamSpec>
     {
-        g_param_spec_boolean(leakedCString(name), leakedCString(nick), leakedCString(blurb), value ? 1 : 0, GParamFlags(rawValue: Int32(bitPattern: flags)))
+        g_param_spec_boolean(
+            leakedCString(name), leakedCString(nick), leakedCString(blurb), value ? 1 : 0,
+            GParamFlags(rawValue: Int32(bitPattern: flags)))
     }
 
-    static func uint(_ name: String, _ nick: String, _ blurb: String, min: UInt32, max: UInt32, default value: UInt32, flags: UInt32)
+    static func uint(
+        _ name: String, _ nick: String, _ blurb: String, min: UInt32, max: UInt32, default value: UInt32, flags: UInt32
+    )
         -> UnsafeMutablePointer<GParamSpec>
     {
-        g_param_spec_uint(leakedCString(name), leakedCString(nick), leakedCString(blurb), min, max, value, GParamFlags(rawValue: Int32(bitPattern: flags)))
+        g_param_spec_uint(
+            leakedCString(name), leakedCString(nick), leakedCString(blurb), min, max, value,
+            GParamFlags(rawValue: Int32(bitPattern: flags)))
     }
 
-    static func enumeration(_ name: String, _ nick: String, _ blurb: String, type: GType, default value: Int32, flags: UInt32)
+    static func enumeration(
+        _ name: String, _ nick: String, _ blurb: String, type: GType, default value: Int32, flags: UInt32
+    )
         -> UnsafeMutablePointer<GParamSpec>
     {
-        g_param_spec_enum(leakedCString(name), leakedCString(nick), leakedCString(blurb), type, value, GParamFlags(rawValue: Int32(bitPattern: flags)))
+        g_param_spec_enum(
+            leakedCString(name), leakedCString(nick), leakedCString(blurb), type, value,
+            GParamFlags(rawValue: Int32(bitPattern: flags)))
     }
 
-    static func structure(_ name: String, _ nick: String, _ blurb: String, flags: UInt32) -> UnsafeMutablePointer<GParamSpec> {
-        g_param_spec_boxed(leakedCString(name), leakedCString(nick), leakedCString(blurb), swiftmoq_type_structure(), GParamFlags(rawValue: Int32(bitPattern: flags)))
+    static func structure(_ name: String, _ nick: String, _ blurb: String, flags: UInt32) -> UnsafeMutablePointer<
+        GParamSpec
+    > {
+        g_param_spec_boxed(
+            leakedCString(name), leakedCString(nick), leakedCString(blurb), swiftmoq_type_structure(),
+            GParamFlags(rawValue: Int32(bitPattern: flags)))
     }
 }
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 import CGStreamer
-import Foundation
+import FoundationEssentials
 import MoqCatalog
-import Synchronization
 import SwiftMoQ
+import Synchronization
 
 /// The behaviour of `moqsink`: properties, pads, the broadcast and the connection.
 ///
@@ -86,10 +86,13 @@ final class MoqSink: @unchecked Sendable {
         case .authToken: g_value_set_string(value, s.connection.authToken)
         case .status: g_value_set_enum(value, status.load(ordering: .relaxed))
         case .connected:
-            g_value_set_boolean(value, status.load(ordering: .relaxed) == ReconnectingSession.Status.connected.rawValue ? 1 : 0)
+            g_value_set_boolean(
+                value, status.load(ordering: .relaxed) == ReconnectingSession.Status.connected.rawValue ? 1 : 0)
         case .moqVersion:
             g_value_set_string(
-                value, status.load(ordering: .relaxed) == ReconnectingSession.Status.connected.rawValue ? MoqVersion.lite06.rawValue : nil)
+                value,
+                status.load(ordering: .relaxed) == ReconnectingSession.Status.connected.rawValue
+                    ? MoqVersion.lite06.rawValue : nil)
         case .stats: g_value_take_boxed(value, makeStats())
         }
     }
@@ -118,7 +121,9 @@ final class MoqSink: @unchecked Sendable {
         case .success(let r): (url, options) = r
         }
         guard let path = s.broadcast, !path.isEmpty else {
-            reporter.error(.resource(GST_RESOURCE_ERROR_SETTINGS), "no broadcast: set the broadcast property, e.g. broadcast=room/cam")
+            reporter.error(
+                .resource(GST_RESOURCE_ERROR_SETTINGS),
+                "no broadcast: set the broadcast property, e.g. broadcast=room/cam")
             return false
         }
         if let problem = BroadcastPath.validationError(path) {
@@ -126,18 +131,24 @@ final class MoqSink: @unchecked Sendable {
             return false
         }
         if options.tls.disableVerify {
-            reporter.warning(.resource(GST_RESOURCE_ERROR_SETTINGS), "TLS certificate verification is disabled (tls-disable-verify): the relay is not authenticated")
+            reporter.warning(
+                .resource(GST_RESOURCE_ERROR_SETTINGS),
+                "TLS certificate verification is disabled (tls-disable-verify): the relay is not authenticated")
         }
         let broadcast = BroadcastProducer(path: path)
-        let catalogTrack = broadcast.createTrack(Catalog.trackName, info: TrackInfo(priority: 100, maxAgeMs: 5000, timescale: 1000))
+        let catalogTrack = broadcast.createTrack(
+            Catalog.trackName, info: TrackInfo(priority: 100, maxAgeMs: 5000, timescale: 1000))
         let weakSelf = WeakRef(self)
         var handlers = ReconnectingSession.Handlers()
         handlers.status = { status in weakSelf.value?.statusChanged(status) }
         handlers.transientError = { error in
-            weakSelf.value?.reporter.warning(.resource(GST_RESOURCE_ERROR_OPEN_WRITE), "cannot publish to the relay, retrying: \(error)")
+            weakSelf.value?.reporter.warning(
+                .resource(GST_RESOURCE_ERROR_OPEN_WRITE), "cannot publish to the relay, retrying: \(error)")
         }
         handlers.fatalError = { error in
-            weakSelf.value?.reporter.error(.resource(error.isAuthentication ? GST_RESOURCE_ERROR_NOT_AUTHORIZED : GST_RESOURCE_ERROR_OPEN_WRITE), error.description)
+            weakSelf.value?.reporter.error(
+                .resource(error.isAuthentication ? GST_RESOURCE_ERROR_NOT_AUTHORIZED : GST_RESOURCE_ERROR_OPEN_WRITE),
+                error.description)
         }
         handlers.session = { session in
             session.publish(broadcast)
@@ -161,7 +172,11 @@ final class MoqSink: @unchecked Sendable {
     }
 
     private func stop() {
-        guard let run = running.withLock({ r -> Running? in defer { r = nil }; return r }) else { return }
+        guard
+            let run = running.withLock({ r -> Running? in
+                defer { r = nil }; return r
+            })
+        else { return }
         run.statsTask?.cancel()
         for pad in pads.withLock({ $0 }) { pad.detach() }
         run.broadcast.close()
@@ -172,7 +187,8 @@ final class MoqSink: @unchecked Sendable {
 
     private func statusChanged(_ new: ReconnectingSession.Status) {
         status.store(new.rawValue, ordering: .relaxed)
-        g_object_notify_by_pspec(UnsafeMutableRawPointer(element).assumingMemoryBound(to: GObject.self), MoqSinkType.statusSpec)
+        g_object_notify_by_pspec(
+            UnsafeMutableRawPointer(element).assumingMemoryBound(to: GObject.self), MoqSinkType.statusSpec)
         reporter.log(GST_LEVEL_INFO, "status: \(new)")
     }
 
@@ -193,12 +209,16 @@ final class MoqSink: @unchecked Sendable {
         guard let pad = gst_pad_new_from_template(template, padName) else { return nil }
         let sinkPad = SinkPad(pad: pad, name: padName, index: index)
         MoqSinkPadType.state(UnsafeMutableRawPointer(pad)).runtime = sinkPad
-        gst_pad_set_chain_function_full(pad, { pad, parent, buffer in
-            MoqSinkPadType.state(UnsafeMutableRawPointer(pad)).runtime!.chain(buffer!)
-        }, nil, nil)
-        gst_pad_set_event_function_full(pad, { pad, parent, event in
-            MoqSinkPadType.state(UnsafeMutableRawPointer(pad)).runtime!.event(event!, parent: parent)
-        }, nil, nil)
+        gst_pad_set_chain_function_full(
+            pad,
+            { pad, parent, buffer in
+                MoqSinkPadType.state(UnsafeMutableRawPointer(pad)).runtime!.chain(buffer!)
+            }, nil, nil)
+        gst_pad_set_event_function_full(
+            pad,
+            { pad, parent, event in
+                MoqSinkPadType.state(UnsafeMutableRawPointer(pad)).runtime!.event(event!, parent: parent)
+            }, nil, nil)
         pads.withLock { $0.append(sinkPad) }
         if currentState.rawValue > GST_STATE_READY.rawValue {
             gst_pad_set_active(pad, 1)
@@ -218,7 +238,8 @@ final class MoqSink: @unchecked Sendable {
         if let removed {
             removed.release()
             gst_child_proxy_child_removed(
-                OpaquePointer(element), UnsafeMutableRawPointer(pad).assumingMemoryBound(to: GObject.self), removed.name)
+                OpaquePointer(element), UnsafeMutableRawPointer(pad).assumingMemoryBound(to: GObject.self), removed.name
+            )
         }
         gst_element_remove_pad(element, pad)
     }
@@ -251,7 +272,8 @@ final class MoqSink: @unchecked Sendable {
             run.catalogTrack.finish()
             if let session = run.connection.session { await session.drain(timeout: .seconds(5)) }
             reporter.log(GST_LEVEL_INFO, "all pads reached EOS: broadcast complete")
-            let message = gst_message_new_eos(UnsafeMutableRawPointer(element.pointer).assumingMemoryBound(to: GstObject.self))
+            let message = gst_message_new_eos(
+                UnsafeMutableRawPointer(element.pointer).assumingMemoryBound(to: GstObject.self))
             gst_element_post_message(element.pointer, message)
         }
     }
@@ -262,7 +284,12 @@ final class MoqSink: @unchecked Sendable {
         let run = self.run
         let stats = lastStats.withLock { $0 }
         var fields: [(String, FieldValue)] = [
-            ("status", .string(ReconnectingSession.Status(rawValue: status.load(ordering: .relaxed))?.description ?? "disconnected")),
+            (
+                "status",
+                .string(
+                    ReconnectingSession.Status(rawValue: status.load(ordering: .relaxed))?.description ?? "disconnected"
+                )
+            ),
             ("reconnects", .uint64(UInt64(run?.connection.reconnects ?? 0))),
             ("rtt-us", .uint64(stats?.rttMicros ?? 0)),
             ("send-rate-bps", .uint64(stats?.sendRateBps ?? 0)),
@@ -285,7 +312,8 @@ final class MoqSink: @unchecked Sendable {
                         makeStructure(
                             "track",
                             [
-                                ("pad", .string(pad.name)), ("frames", .uint64(s.frames)), ("groups", .uint64(s.groups)),
+                                ("pad", .string(pad.name)), ("frames", .uint64(s.frames)),
+                                ("groups", .uint64(s.groups)),
                                 ("bytes", .uint64(s.bytes)), ("frames-dropped", .uint64(s.dropped)),
                             ]))
                 ))

@@ -41,7 +41,8 @@ enum MoqSinkPadType {
         g_object_class_install_property(
             gobject, 1,
             Property.string(
-                "track", "Track", "Name of the track this pad publishes (default: <index>.<codec>, e.g. 0.avc1, 1.opus)",
+                "track", "Track",
+                "Name of the track this pad publishes (default: <index>.<codec>, e.g. 0.avc1, 1.opus)",
                 flags: ParamFlags.readWrite | ParamFlags.mutablePlaying))
     }
 }

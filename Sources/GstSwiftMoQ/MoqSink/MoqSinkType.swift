@@ -9,7 +9,8 @@ enum MoqSinkType {
     nonisolated(unsafe) static var statusSpec: UnsafeMutablePointer<GParamSpec>!
 
     enum Prop: UInt32 {
-        case url = 1, broadcast, tlsDisableVerify, tlsFingerprint, tlsRootFile, authToken, status, connected, moqVersion, stats
+        case url = 1, broadcast, tlsDisableVerify, tlsFingerprint, tlsRootFile, authToken, status, connected,
+            moqVersion, stats
     }
 
     /// Accepted caps: what the catalog can describe (stream layouts the sink can frame).
@@ -19,7 +20,8 @@ enum MoqSinkType {
         video/x-av1, stream-format=(string)obu-stream, alignment=(string){ tu, frame }; \
         video/x-vp8; video/x-vp9; \
         audio/x-opus, channel-mapping-family=(int)[0, 1]; \
-        audio/mpeg, mpegversion=(int)4, stream-format=(string)raw
+        audio/mpeg, mpegversion=(int)4, stream-format=(string)raw; \
+        audio/mpeg, mpegversion=(int)1, layer=(int)3
         """
 
     static let type: GType = {
@@ -65,19 +67,29 @@ enum MoqSinkType {
         let ro = ParamFlags.readable
         g_object_class_install_property(
             gobject, Prop.url.rawValue,
-            Property.string("url", "URL", "Relay URL: moql://host:port/path (the path is the root the relay scopes the session to; e.g. moql://localhost:4443/anon)", flags: rw))
+            Property.string(
+                "url", "URL",
+                "Relay URL: moql://host:port/path (the path is the root the relay scopes the session to; e.g. moql://localhost:4443/anon)",
+                flags: rw))
         g_object_class_install_property(
             gobject, Prop.broadcast.rawValue,
             Property.string("broadcast", "Broadcast", "Broadcast path to publish, e.g. room/cam", flags: rw))
         g_object_class_install_property(
             gobject, Prop.tlsDisableVerify.rawValue,
-            Property.bool("tls-disable-verify", "Disable TLS verification", "Do not verify the relay's certificate. INSECURE: for testing only", default: false, flags: rw))
+            Property.bool(
+                "tls-disable-verify", "Disable TLS verification",
+                "Do not verify the relay's certificate. INSECURE: for testing only", default: false, flags: rw))
         g_object_class_install_property(
             gobject, Prop.tlsFingerprint.rawValue,
-            Property.string("tls-fingerprint", "TLS fingerprint", "Pin the relay's certificate by its SHA-256 (64 hex digits) instead of checking it against CAs", flags: rw))
+            Property.string(
+                "tls-fingerprint", "TLS fingerprint",
+                "Pin the relay's certificate by its SHA-256 (64 hex digits) instead of checking it against CAs",
+                flags: rw))
         g_object_class_install_property(
             gobject, Prop.tlsRootFile.rawValue,
-            Property.string("tls-root-file", "TLS root file", "PEM file of CA certificates to trust instead of the system's", flags: rw))
+            Property.string(
+                "tls-root-file", "TLS root file", "PEM file of CA certificates to trust instead of the system's",
+                flags: rw))
         g_object_class_install_property(
             gobject, Prop.authToken.rawValue,
             Property.string("auth-token", "Auth token", "Token sent to the relay as ?jwt=", flags: rw))
@@ -87,7 +99,8 @@ enum MoqSinkType {
         g_object_class_install_property(gobject, Prop.status.rawValue, statusSpec)
         g_object_class_install_property(
             gobject, Prop.connected.rawValue,
-            Property.bool("connected", "Connected", "Whether a session with the relay is up", default: false, flags: ro))
+            Property.bool("connected", "Connected", "Whether a session with the relay is up", default: false, flags: ro)
+        )
         g_object_class_install_property(
             gobject, Prop.moqVersion.rawValue,
             Property.string("moq-version", "MoQ version", "The negotiated protocol version (moq-lite-06)", flags: ro))
@@ -104,11 +117,13 @@ enum MoqSinkType {
             "Publishes its inputs as a moq-lite broadcast (hang catalog, one track per pad) to a MoQ relay",
             "SwiftMoQ authors")
         let caps = gst_caps_from_string(sinkCaps)
-        let template = gst_pad_template_new_with_gtype("sink_%u", GST_PAD_SINK, GST_PAD_REQUEST, caps, MoqSinkPadType.type)
+        let template = gst_pad_template_new_with_gtype(
+            "sink_%u", GST_PAD_SINK, GST_PAD_REQUEST, caps, MoqSinkPadType.type)
         gst_element_class_add_pad_template(element, template)
         gst_caps_unref(caps)
         element.pointee.request_new_pad = { element, template, name, _ in
-            MoqSinkType.sink(UnsafeMutableRawPointer(element)).requestPad(template: template!, name: name.map { String(cString: $0) })
+            MoqSinkType.sink(UnsafeMutableRawPointer(element)).requestPad(
+                template: template!, name: name.map { String(cString: $0) })
         }
         element.pointee.release_pad = { element, pad in
             MoqSinkType.sink(UnsafeMutableRawPointer(element)).releasePad(pad!)
@@ -119,7 +134,9 @@ enum MoqSinkType {
     }
 
     /// Chains a state change to GstElement's implementation.
-    static func parentChangeState(_ element: UnsafeMutablePointer<GstElement>, _ transition: GstStateChange) -> GstStateChangeReturn {
+    static func parentChangeState(_ element: UnsafeMutablePointer<GstElement>, _ transition: GstStateChange)
+        -> GstStateChangeReturn
+    {
         cast(info.parentClass, GstElementClass.self).pointee.change_state!(element, transition)
     }
 }

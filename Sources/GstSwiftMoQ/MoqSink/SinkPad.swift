@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 import CGStreamer
 import MoqCatalog
-import Synchronization
 import SwiftMoQ
+import Synchronization
 
 /// One `sink_%u` pad: its caps become a catalog rendition, its buffers frames of
 /// one track (legacy container: `varint(µs) + codec bytes`).
@@ -89,7 +89,8 @@ final class SinkPad: @unchecked Sendable {
             hasSegment = segment.format == GST_FORMAT_TIME
             if !hasSegment {
                 sink?.reporter.warning(
-                    .stream(GST_STREAM_ERROR_FORMAT), "\(name): a non-TIME segment: buffers are dropped until a TIME segment")
+                    .stream(GST_STREAM_ERROR_FORMAT),
+                    "\(name): a non-TIME segment: buffers are dropped until a TIME segment")
             }
             gst_event_unref(event)
             return 1
@@ -129,7 +130,8 @@ final class SinkPad: @unchecked Sendable {
         group?.finish()
         group = nil
         track?.finish()
-        let info = newFormat.kind == .video
+        let info =
+            newFormat.kind == .video
             ? TrackInfo(priority: 60, maxAgeMs: 30_000, timescale: 1_000_000)
             : TrackInfo(priority: 80, maxAgeMs: 30_000, timescale: 1_000_000)
         track = run.broadcast.createTrack(trackName, info: info)

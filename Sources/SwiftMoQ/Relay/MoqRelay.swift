@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: MIT
-import Foundation
 import MoqQUIC
 public import MoqSession
 import MoqWire

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-public import Foundation
+public import FoundationEssentials
 import MoqQUIC
 import MoqSession
 import MoqWire
@@ -44,14 +44,15 @@ public struct RelayAuth: Sendable {
         guard let data = FileManager.default.contents(atPath: file) else {
             throw .configuration("cannot read the auth key file '\(file)'")
         }
-        if let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] {
-            guard (object["kty"] as? String) == "oct", let k = object["k"] as? String, let secret = Base64URL.decode(k),
-                !secret.isEmpty
+        let trimmed = [UInt8](data).drop { $0 == 0x20 || $0 == 0x0a || $0 == 0x0d || $0 == 0x09 }
+        if trimmed.first == UInt8(ascii: "{") {
+            guard let jwk = try? JSONDecoder().decode(JWK.self, from: data), jwk.kty == "oct", let k = jwk.k,
+                let secret = Base64URL.decode(k), !secret.isEmpty
             else {
                 throw .configuration(
                     "auth key file '\(file)': expected a JWK with \"kty\":\"oct\" and a base64url \"k\"")
             }
-            if let alg = object["alg"] as? String, alg != "HS256" {
+            if let alg = jwk.alg, alg != "HS256" {
                 throw .configuration("auth key file '\(file)': algorithm \(alg) is not supported (HS256 only)")
             }
             return secret
@@ -59,6 +60,13 @@ public struct RelayAuth: Sendable {
         let raw = [UInt8](data).reversed().drop { $0 == 0x0a || $0 == 0x0d || $0 == 0x20 }.reversed()
         guard !raw.isEmpty else { throw .configuration("auth key file '\(file)' is empty") }
         return Array(raw)
+    }
+
+    /// A JSON Web Key (the fields used here).
+    struct JWK: Decodable {
+        var kty: String?
+        var k: String?
+        var alg: String?
     }
 
     /// The permissions of a session that asked for `setupPath` (path, then `?query`).
@@ -71,7 +79,7 @@ public struct RelayAuth: Sendable {
             for pair in full[full.index(after: q)...].split(separator: "&") {
                 let parts = pair.split(separator: "=", maxSplits: 1)
                 if parts.count == 2, parts[0] == "jwt", !parts[1].isEmpty {
-                    jwt = String(parts[1]).removingPercentEncoding ?? String(parts[1])
+                    jwt = Self.percentDecoded(String(parts[1]))
                 }
             }
         } else {
@@ -93,6 +101,23 @@ public struct RelayAuth: Sendable {
         }
         return Self.finalize(
             root: root, claims: JWT.Claims(root: "", publish: publicPrefixes, subscribe: publicPrefixes))
+    }
+
+    /// `%XX` sequences decoded (a token in a URL may be escaped).
+    static func percentDecoded(_ text: String) -> String {
+        var out: [UInt8] = []
+        var bytes = Array(text.utf8)[...]
+        while let b = bytes.popFirst() {
+            if b == UInt8(ascii: "%"), bytes.count >= 2,
+                let v = UInt8(String(decoding: bytes.prefix(2), as: UTF8.self), radix: 16)
+            {
+                out.append(v)
+                bytes = bytes.dropFirst(2)
+            } else {
+                out.append(b)
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Re-bases the claims' prefixes onto the connection root (the two must overlap)
@@ -143,13 +168,51 @@ public enum JWT {
         }
     }
 
+    /// The claims as encoded in a token.
+    struct WireClaims: Codable {
+        var root: String?
+        var put: StringList?
+        var get: StringList?
+        var exp: Double?
+    }
+
+    /// moq-token writes a list as a string when it has one entry.
+    enum StringList: Codable {
+        case one(String)
+        case many([String])
+
+        var values: [String] {
+            switch self {
+            case .one(let s): [s]
+            case .many(let l): l
+            }
+        }
+
+        init(from decoder: any Decoder) throws {
+            let c = try decoder.singleValueContainer()
+            if let s = try? c.decode(String.self) { self = .one(s) } else { self = .many(try c.decode([String].self)) }
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.singleValueContainer()
+            switch self {
+            case .one(let s): try c.encode(s)
+            case .many(let l): try c.encode(l)
+            }
+        }
+    }
+
+    struct Header: Decodable { var alg: String? }
+
     /// Signs claims (for tests and tooling).
     public static func signHS256(_ claims: Claims, key: [UInt8]) -> String {
-        var payload: [String: Any] = ["root": claims.root, "put": claims.publish, "get": claims.subscribe]
-        if let exp = claims.expires { payload["exp"] = Int(exp.timeIntervalSince1970) }
+        let wire = WireClaims(
+            root: claims.root, put: .many(claims.publish), get: .many(claims.subscribe),
+            exp: claims.expires.map { ($0.timeIntervalSince1970).rounded(.down) })
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
         let header = Base64URL.encode(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8))
-        let body = Base64URL.encode(
-            [UInt8]((try? JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys])) ?? Data()))
+        let body = Base64URL.encode([UInt8]((try? encoder.encode(wire)) ?? Data()))
         let signature = Crypto.hmacSHA256(key: key, data: Array("\(header).\(body)".utf8))
         return "\(header).\(body).\(Base64URL.encode(signature))"
     }
@@ -160,29 +223,25 @@ public enum JWT {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerBytes = Base64URL.decode(String(parts[0])),
             let payloadBytes = Base64URL.decode(String(parts[1])), let signature = Base64URL.decode(String(parts[2])),
-            let header = try? JSONSerialization.jsonObject(with: Data(headerBytes)) as? [String: Any],
-            let payload = try? JSONSerialization.jsonObject(with: Data(payloadBytes)) as? [String: Any]
+            let header = try? JSONDecoder().decode(Header.self, from: Data(headerBytes)),
+            let payload = try? JSONDecoder().decode(WireClaims.self, from: Data(payloadBytes))
         else { return .failure(RelayAuthError("the token is not a valid JWT")) }
-        guard (header["alg"] as? String) == "HS256" else {
+        guard header.alg == "HS256" else {
             return .failure(RelayAuthError("the token's algorithm is not HS256"))
         }
         let expected = Crypto.hmacSHA256(key: key, data: Array("\(parts[0]).\(parts[1])".utf8))
         guard Crypto.constantTimeEqual(expected, signature) else {
             return .failure(RelayAuthError("the token's signature is invalid"))
         }
-        func list(_ value: Any?) -> [String] {
-            if let s = value as? String { return [s] }
-            return (value as? [Any])?.compactMap { $0 as? String } ?? []
-        }
         var expires: Date?
-        if let exp = payload["exp"] as? NSNumber {
-            let date = Date(timeIntervalSince1970: exp.doubleValue)
+        if let exp = payload.exp {
+            let date = Date(timeIntervalSince1970: exp)
             guard date > now else { return .failure(RelayAuthError("the token expired")) }
             expires = date
         }
         return .success(
             Claims(
-                root: payload["root"] as? String ?? "", publish: list(payload["put"]), subscribe: list(payload["get"]),
+                root: payload.root ?? "", publish: payload.put?.values ?? [], subscribe: payload.get?.values ?? [],
                 expires: expires))
     }
 }
@@ -190,12 +249,11 @@ public enum JWT {
 /// Base64 with the URL alphabet and no padding (RFC 7515 §2).
 enum Base64URL {
     static func encode(_ bytes: [UInt8]) -> String {
-        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        Data(bytes).base64EncodedString().replacing("+", with: "-").replacing("/", with: "_").replacing("=", with: "")
     }
 
     static func decode(_ text: String) -> [UInt8]? {
-        var s = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        var s = text.replacing("-", with: "+").replacing("_", with: "/")
         while s.count % 4 != 0 { s += "=" }
         return Data(base64Encoded: s).map { [UInt8]($0) }
     }

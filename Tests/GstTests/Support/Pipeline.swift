@@ -148,19 +148,23 @@ struct PipelineError: Error, CustomStringConvertible {
 func stringProperty(_ element: UnsafeMutablePointer<GstElement>, _ name: String) -> String? {
     var value = GValue()
     let object = UnsafeMutableRawPointer(element).assumingMemoryBound(to: GObject.self)
-    let spec = g_object_class_find_property(UnsafeMutableRawPointer(object.pointee.g_type_instance.g_class).assumingMemoryBound(to: GObjectClass.self), name)!
+    let spec = g_object_class_find_property(
+        UnsafeMutableRawPointer(object.pointee.g_type_instance.g_class).assumingMemoryBound(to: GObjectClass.self), name
+    )!
     g_value_init(&value, spec.pointee.value_type)
     g_object_get_property(object, name, &value)
     defer { g_value_unset(&value) }
     if g_type_is_a(spec.pointee.value_type, swiftmoq_type_enum()) != 0 {
         let enumClass = g_type_class_ref(spec.pointee.value_type)
         defer { g_type_class_unref(enumClass) }
-        let v = g_enum_get_value(UnsafeMutableRawPointer(enumClass).assumingMemoryBound(to: GEnumClass.self), g_value_get_enum(&value))
+        let v = g_enum_get_value(
+            UnsafeMutableRawPointer(enumClass!).assumingMemoryBound(to: GEnumClass.self), g_value_get_enum(&value))
         return v.map { String(cString: $0.pointee.value_nick) }
     }
     if let s = g_value_get_string(&value) { return String(cString: s) }
     if let boxed = g_value_get_boxed(&value) {
-        let text = gst_structure_to_string(UnsafeMutableRawPointer(mutating: boxed).assumingMemoryBound(to: GstStructure.self))!
+        let text = gst_structure_to_string(
+            UnsafeMutableRawPointer(mutating: boxed).assumingMemoryBound(to: GstStructure.self))!
         defer { g_free(text) }
         return String(cString: text)
     }

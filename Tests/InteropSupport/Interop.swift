@@ -1,32 +1,32 @@
 // SPDX-License-Identifier: MIT
 import Foundation
-import SwiftMoQ
+package import SwiftMoQ
 import Testing
 
 /// A Rust relay (`moqpeer relay`) for one test, and ways to reach it.
-struct RustRelay {
-    let peer: RustPeer
-    let port: UInt16
-    let fingerprint: String
+package struct RustRelay {
+    package let peer: RustPeer
+    package let port: UInt16
+    package let fingerprint: String
 
-    static func start(_ extra: [String] = []) async throws -> RustRelay {
+    package static func start(_ extra: [String] = []) async throws -> RustRelay {
         // SWIFTMOQ_RUST_DEBUG=1 makes the relay log every message (on its stderr).
         let debug = ProcessInfo.processInfo.environment["SWIFTMOQ_RUST_DEBUG"] == "1" ? ["--debug"] : []
         let (peer, port, fingerprint) = try await RustPeer.relay(debug + extra)
         return RustRelay(peer: peer, port: port, fingerprint: fingerprint)
     }
 
-    func url(_ path: String = "anon") -> String { "moql://127.0.0.1:\(port)/\(path)" }
+    package func url(_ path: String = "anon") -> String { "moql://127.0.0.1:\(port)/\(path)" }
 
     /// Arguments for a `moqpeer` client subcommand.
-    var client: [String] { RustPeer.clientArguments(port: port, fingerprint: fingerprint) }
+    package var client: [String] { RustPeer.clientArguments(port: port, fingerprint: fingerprint) }
 
     /// A Swift session pinned to the relay's certificate.
-    func connect(path: String = "anon") async throws -> MoqSession {
+    package func connect(path: String = "anon") async throws -> MoqSession {
         try await MoqSession.connect(url(path), options: ClientOptions(tls: TLSOptions(fingerprint: fingerprint)))
     }
 
-    func stop() {
+    package func stop() {
         _ = peer.terminate()
         if ProcessInfo.processInfo.environment["SWIFTMOQ_RUST_DEBUG"] == "1" {
             try? peer.stderr.write(toFile: "/tmp/swiftmoq-relay-\(port).log", atomically: true, encoding: .utf8)
@@ -35,13 +35,13 @@ struct RustRelay {
 }
 
 /// The payload `moqpeer publish --payload-size` writes: `g{group}f{frame}` repeated and cut.
-func rustPayload(group: Int, frame: Int, size: Int) -> [UInt8] {
+package func rustPayload(group: Int, frame: Int, size: Int) -> [UInt8] {
     let tag = Array("g\(group)f\(frame)".utf8)
     return (0..<size).map { tag[$0 % tag.count] }
 }
 
 /// Polls `condition` until it holds or `timeout` passes (no fixed sleeps as synchronisation).
-func eventually(
+package func eventually(
     _ what: String, timeout: Duration = .seconds(15), _ condition: () async throws -> Bool
 ) async throws {
     let deadline = ContinuousClock.now + timeout
@@ -55,7 +55,7 @@ func eventually(
 }
 
 /// Reads every frame of a track until it ends, as (group, index, timestamp, payload).
-func readAll(_ consumer: TrackConsumer, limit: Int = .max, timeout: Duration = .seconds(30)) async throws
+package func readAll(_ consumer: TrackConsumer, limit: Int = .max, timeout: Duration = .seconds(30)) async throws
     -> [(UInt64, Int, UInt64, [UInt8])]
 {
     try await withThrowingTaskGroup(of: [(UInt64, Int, UInt64, [UInt8])].self) { group in
@@ -83,7 +83,7 @@ func readAll(_ consumer: TrackConsumer, limit: Int = .max, timeout: Duration = .
 }
 
 /// Resident memory of this process in bytes.
-func residentBytes() -> Int {
+package func residentBytes() -> Int {
     guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
     let fields = text.split(separator: " ")
     return (Int(fields.count > 1 ? fields[1] : "0") ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE)))

@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: MIT
-import Foundation
+package import Foundation
 
 /// Runs the `swiftmoq` executable built alongside the tests.
-enum CLI {
-    struct Result {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-        var stdoutLines: [String] { stdout.split(separator: "\n").map(String.init) }
-        var stderrLines: [String] { stderr.split(separator: "\n").map(String.init) }
+package enum CLI {
+    package struct Result {
+        package var status: Int32
+        package var stdout: String
+        package var stderr: String
+        package var stdoutLines: [String] { stdout.split(separator: "\n").map(String.init) }
+        package var stderrLines: [String] { stderr.split(separator: "\n").map(String.init) }
     }
 
     /// The executable: next to this test bundle (`swift build --build-tests` builds it).
-    static func executable() throws -> URL {
+    package static func executable() throws -> URL {
         let root = try RustPeer.packageRoot()
         let candidates = [
             Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("swiftmoq"),
@@ -25,17 +25,19 @@ enum CLI {
     }
 
     /// Starts `swiftmoq args…`; `stdin` is written then closed.
-    static func start(_ args: [String], stdin: String? = nil) throws -> Running {
+    package static func start(_ args: [String], stdin: String? = nil) throws -> Running {
         try Running(executable: executable(), args: args, stdin: stdin)
     }
 
     /// Runs to completion (killed after `timeout`).
-    static func run(_ args: [String], stdin: String? = nil, timeout: Duration = .seconds(30)) async throws -> Result {
+    package static func run(_ args: [String], stdin: String? = nil, timeout: Duration = .seconds(30)) async throws
+        -> Result
+    {
         try await start(args, stdin: stdin).wait(timeout: timeout)
     }
 
-    final class Running: @unchecked Sendable {
-        let process = Process()
+    package final class Running: @unchecked Sendable {
+        package let process = Process()
         private let out = Pipe()
         private let err = Pipe()
         private let input = Pipe()
@@ -44,7 +46,7 @@ enum CLI {
         private var errData = Data()
         private let group = DispatchGroup()
 
-        init(executable: URL, args: [String], stdin: String?) throws {
+        package init(executable: URL, args: [String], stdin: String?) throws {
             process.executableURL = executable
             process.arguments = args
             process.standardOutput = out
@@ -67,10 +69,10 @@ enum CLI {
         }
 
         /// Lines printed on stdout so far.
-        var stdoutLineCount: Int { lock.withLock { outData.reduce(0) { $0 + ($1 == 0x0a ? 1 : 0) } } }
+        package var stdoutLineCount: Int { lock.withLock { outData.reduce(0) { $0 + ($1 == 0x0a ? 1 : 0) } } }
 
         /// The process's resident memory in bytes (from /proc).
-        var residentBytes: Int {
+        package var residentBytes: Int {
             guard let text = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/statm", encoding: .utf8)
             else { return 0 }
             let fields = text.split(separator: " ")
@@ -78,11 +80,11 @@ enum CLI {
         }
 
         /// What has been printed on stdout so far.
-        var stdoutSoFar: String { lock.withLock { String(decoding: outData, as: UTF8.self) } }
+        package var stdoutSoFar: String { lock.withLock { String(decoding: outData, as: UTF8.self) } }
 
-        func closeInput() { try? input.fileHandleForWriting.close() }
+        package func closeInput() { try? input.fileHandleForWriting.close() }
 
-        func wait(timeout: Duration) async throws -> Result {
+        package func wait(timeout: Duration) async throws -> Result {
             let deadline = ContinuousClock.now + timeout
             while process.isRunning {
                 if ContinuousClock.now > deadline {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-import Foundation
+package import Foundation
 
 #if canImport(Glibc)
     import Glibc
@@ -26,11 +26,11 @@ import Foundation
 /// let sub = try RustPeer.launch(["subscribe"] + client + ["--broadcast", name])
 /// let frame = try await sub.waitFor(event: "frame", timeout: .seconds(10))
 /// ```
-final class RustPeer: @unchecked Sendable {  // mutable state lives in `PeerState`, behind its lock
+package final class RustPeer: @unchecked Sendable {  // mutable state lives in `PeerState`, behind its lock
     /// The subcommand and its arguments, for failure messages.
-    let arguments: [String]
+    package let arguments: [String]
     /// The child's process id.
-    let pid: Int32
+    package let pid: Int32
 
     private let process: Process
     private let state: PeerState
@@ -44,7 +44,9 @@ final class RustPeer: @unchecked Sendable {  // mutable state lives in `PeerStat
     ///   - python: the interpreter; defaults to `SWIFTMOQ_PYTHON` or `<root>/.venv/bin/python`.
     ///   - file: locates the package root (the nearest ancestor holding `Package.swift`).
     /// - Throws: ``RustPeerError/setupMissing(_:)`` when the virtualenv or the tool is absent.
-    static func launch(_ arguments: [String], python: String? = nil, file: String = #filePath) throws -> RustPeer {
+    package static func launch(_ arguments: [String], python: String? = nil, file: String = #filePath) throws
+        -> RustPeer
+    {
         let root = try packageRoot(from: file)
         let interpreter =
             python ?? ProcessInfo.processInfo.environment["SWIFTMOQ_PYTHON"]
@@ -62,7 +64,7 @@ final class RustPeer: @unchecked Sendable {  // mutable state lives in `PeerStat
 
     /// Starts `moqpeer relay` (a `moq.Server` relaying through one shared origin) and waits
     /// until it listens.
-    static func relay(
+    package static func relay(
         _ extra: [String] = [], timeout: Duration = .seconds(20), file: String = #filePath
     ) throws -> (peer: RustPeer, port: UInt16, fingerprint: String) {
         let peer = try launch(["relay"] + extra, file: file)
@@ -76,7 +78,7 @@ final class RustPeer: @unchecked Sendable {  // mutable state lives in `PeerStat
     }
 
     /// Starts `moqpeer relay` and waits until it listens, suspending instead of blocking.
-    static func relay(
+    package static func relay(
         _ extra: [String] = [], timeout: Duration = .seconds(20), file: String = #filePath
     ) async throws -> (peer: RustPeer, port: UInt16, fingerprint: String) {
         let peer = try launch(["relay"] + extra, file: file)
@@ -91,7 +93,7 @@ final class RustPeer: @unchecked Sendable {  // mutable state lives in `PeerStat
 
     /// `--url moql://127.0.0.1:<port>/<path> --fingerprint <hex>`: the connection arguments
     /// of every client subcommand.
-    static func clientArguments(
+    package static func clientArguments(
         port: UInt16, fingerprint: String, host: String = "127.0.0.1", path: String = "anon"
     ) -> [String] {
         ["--url", "moql://\(host):\(port)/\(path)", "--fingerprint", fingerprint]
@@ -99,12 +101,12 @@ final class RustPeer: @unchecked Sendable {  // mutable state lives in `PeerStat
 
     /// A broadcast name no other test (or earlier run) uses: reusing a name while an old
     /// session lingers breaks subscribes on the Rust side.
-    static func uniqueName(_ prefix: String) -> String {
+    package static func uniqueName(_ prefix: String) -> String {
         "\(prefix)-\(getpid())-\(UUID().uuidString.prefix(8).lowercased())"
     }
 
     /// The directory holding `Package.swift`, searched upwards from `file`.
-    static func packageRoot(from file: String = #filePath) throws -> URL {
+    package static func packageRoot(from file: String = #filePath) throws -> URL {
         var directory = URL(fileURLWithPath: file).deletingLastPathComponent()
         while directory.path != "/" {
             if FileManager.default.fileExists(atPath: directory.appendingPathComponent("Package.swift").path) {
@@ -160,24 +162,24 @@ final class RustPeer: @unchecked Sendable {  // mutable state lives in `PeerStat
     // MARK: Events
 
     /// Everything the child wrote on stderr so far (its log and the Rust log).
-    var stderr: String { state.stderrText }
+    package var stderr: String { state.stderrText }
 
     /// Every event received so far, consumed or not.
-    var history: [PeerEvent] { state.history }
+    package var history: [PeerEvent] { state.history }
 
     /// The child's exit status, once it has exited.
-    var exitStatus: Int32? { state.exitStatus }
+    package var exitStatus: Int32? { state.exitStatus }
 
     /// The next event, blocking the calling thread up to `timeout`.
     ///
     /// - Throws: ``RustPeerError/timeout(waitingFor:after:context:)`` or
     ///   ``RustPeerError/exited(status:waitingFor:context:)`` once the child is gone.
-    func next(timeout: Duration) throws -> PeerEvent {
+    package func next(timeout: Duration) throws -> PeerEvent {
         try state.nextBlocking(timeout: timeout, purpose: "the next event")
     }
 
     /// The next event; suspends (without blocking a thread) up to `timeout`.
-    func next(timeout: Duration) async throws -> PeerEvent {
+    package func next(timeout: Duration) async throws -> PeerEvent {
         try await state.nextSuspending(timeout: timeout, purpose: "the next event")
     }
 
@@ -186,7 +188,7 @@ final class RustPeer: @unchecked Sendable {  // mutable state lives in `PeerStat
     /// An `{"event":"error"}` from the child ends the wait with
     /// ``RustPeerError/peerFailed(message:context:)`` (unless `event` is `"error"`).
     @discardableResult
-    func waitFor(event: String, timeout: Duration) throws -> PeerEvent {
+    package func waitFor(event: String, timeout: Duration) throws -> PeerEvent {
         let deadline = ContinuousClock.now + timeout
         while true {
             let remaining = max(deadline - ContinuousClock.now, .zero)
@@ -197,7 +199,7 @@ final class RustPeer: @unchecked Sendable {  // mutable state lives in `PeerStat
 
     /// Consumes events until one named `event` arrives; suspends instead of blocking.
     @discardableResult
-    func waitFor(event: String, timeout: Duration) async throws -> PeerEvent {
+    package func waitFor(event: String, timeout: Duration) async throws -> PeerEvent {
         let deadline = ContinuousClock.now + timeout
         while true {
             let remaining = max(deadline - ContinuousClock.now, .zero)
@@ -207,7 +209,7 @@ final class RustPeer: @unchecked Sendable {  // mutable state lives in `PeerStat
     }
 
     /// Consumes events up to and including `event`, returning all of them.
-    func collect(until event: String, timeout: Duration) async throws -> [PeerEvent] {
+    package func collect(until event: String, timeout: Duration) async throws -> [PeerEvent] {
         let deadline = ContinuousClock.now + timeout
         var events: [PeerEvent] = []
         while true {
@@ -229,13 +231,13 @@ final class RustPeer: @unchecked Sendable {  // mutable state lives in `PeerStat
 
     /// Waits until the child exits by itself and returns its status.
     @discardableResult
-    func waitForExit(timeout: Duration) throws -> Int32 {
+    package func waitForExit(timeout: Duration) throws -> Int32 {
         try state.waitForExit(timeout: timeout, purpose: "exit")
     }
 
     /// Waits until the child exits by itself; suspends instead of blocking.
     @discardableResult
-    func waitForExit(timeout: Duration) async throws -> Int32 {
+    package func waitForExit(timeout: Duration) async throws -> Int32 {
         try await state.waitForExitSuspending(timeout: timeout)
     }
 
@@ -245,7 +247,7 @@ final class RustPeer: @unchecked Sendable {  // mutable state lives in `PeerStat
     /// SIGKILL if it is still running after `grace`. Returns the exit status (the signal
     /// number if a signal ended it, e.g. 9 after SIGKILL). Idempotent.
     @discardableResult
-    func terminate(grace: Duration = .seconds(3)) -> Int32 {
+    package func terminate(grace: Duration = .seconds(3)) -> Int32 {
         defer { try? stdinPipe.fileHandleForWriting.close() }
         if let status = state.exitStatus { return status }
         // `isRunning` is false once Foundation has reaped the child: never signal a pid
@@ -262,14 +264,14 @@ final class RustPeer: @unchecked Sendable {  // mutable state lives in `PeerStat
 // MARK: - Events
 
 /// One line of moqpeer output: `{"event": name, ...fields}`.
-struct PeerEvent: Sendable, CustomStringConvertible {
+package struct PeerEvent: Sendable, CustomStringConvertible {
     /// The raw JSON line.
-    let line: String
+    package let line: String
     /// The `event` field (`"<unparsed>"` for a line that is not a JSON object).
-    let name: String
-    let fields: [String: JSONValue]
+    package let name: String
+    package let fields: [String: JSONValue]
 
-    init(line: String) {
+    package init(line: String) {
         self.line = line
         let object = try? JSONDecoder().decode([String: JSONValue].self, from: Data(line.utf8))
         fields = object ?? [:]
@@ -282,7 +284,7 @@ struct PeerEvent: Sendable, CustomStringConvertible {
 
     subscript(key: String) -> JSONValue? { fields[key] }
 
-    func int(_ key: String) -> Int? {
+    package func int(_ key: String) -> Int? {
         switch fields[key] {
         case .int(let value)?: Int(exactly: value)
         case .double(let value)?: Int(exactly: value)
@@ -290,29 +292,29 @@ struct PeerEvent: Sendable, CustomStringConvertible {
         }
     }
 
-    func string(_ key: String) -> String? {
+    package func string(_ key: String) -> String? {
         if case .string(let value)? = fields[key] { value } else { nil }
     }
 
-    func bool(_ key: String) -> Bool? {
+    package func bool(_ key: String) -> Bool? {
         if case .bool(let value)? = fields[key] { value } else { nil }
     }
 
     /// A base64 field (frame and datagram payloads) decoded.
-    func bytes(_ key: String) -> [UInt8]? {
+    package func bytes(_ key: String) -> [UInt8]? {
         string(key).flatMap { Data(base64Encoded: $0) }.map { [UInt8]($0) }
     }
 
     /// The event as Foundation objects, for ad-hoc inspection.
-    var dictionary: [String: Any] {
+    package var dictionary: [String: Any] {
         (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] ?? [:]
     }
 
-    var description: String { line }
+    package var description: String { line }
 }
 
 /// A JSON value; integers stay exact (hop ids need 53 bits).
-enum JSONValue: Sendable, Equatable, Decodable {
+package enum JSONValue: Sendable, Equatable, Decodable {
     case null
     case bool(Bool)
     case int(Int64)
@@ -321,7 +323,7 @@ enum JSONValue: Sendable, Equatable, Decodable {
     case array([JSONValue])
     case object([String: JSONValue])
 
-    init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null
@@ -343,7 +345,7 @@ enum JSONValue: Sendable, Equatable, Decodable {
 
 // MARK: - Errors
 
-enum RustPeerError: Error, CustomStringConvertible {
+package enum RustPeerError: Error, CustomStringConvertible {
     /// The virtualenv (or the tool) is missing; the message says to run `make setup`.
     case setupMissing(String)
     case launchFailed(String)
@@ -353,7 +355,7 @@ enum RustPeerError: Error, CustomStringConvertible {
     case peerFailed(message: String, context: String)
     case malformed(line: String, stderr: String)
 
-    var description: String {
+    package var description: String {
         switch self {
         case .setupMissing(let message), .launchFailed(let message):
             message

@@ -1,0 +1,199 @@
+import CGStreamer
+import CGstApp
+import Foundation
+import MoqCatalog
+// SPDX-License-Identifier: MIT
+import MoqInteropSupport
+import SwiftMoQ
+import Testing
+
+/// The plugin file as built next to the tests, in a directory of its own (GStreamer
+/// scans directories), with a private registry.
+enum PluginFile {
+    static let directory: URL = {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("swiftmoq-plugin-\(getpid())")
+        try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let built = Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("libgstswiftmoq.so")
+        let root = (try? RustPeer.packageRoot()) ?? URL(fileURLWithPath: ".")
+        let candidates = [built, root.appendingPathComponent(".build/debug/libgstswiftmoq.so")]
+        if let source = candidates.first(where: { FileManager.default.fileExists(atPath: $0.path) }) {
+            try? FileManager.default.removeItem(at: dir.appendingPathComponent("libgstswiftmoq.so"))
+            try? FileManager.default.copyItem(at: source, to: dir.appendingPathComponent("libgstswiftmoq.so"))
+        }
+        return dir
+    }()
+
+    /// Runs `gst-launch-1.0 -e <description>` with the plugin.
+    static func launch(_ description: String) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/gst-launch-1.0")
+        process.arguments = ["-e"] + description.split(separator: " ").map(String.init)
+        var env = ProcessInfo.processInfo.environment
+        env["GST_PLUGIN_PATH"] = directory.path
+        env["GST_REGISTRY_1_0"] = directory.appendingPathComponent("registry.bin").path
+        process.environment = env
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+}
+
+@Suite("moqsink end to end", .serialized, .timeLimit(.minutes(3)))
+struct MoqSinkTests {
+    static let video = "videotestsrc is-live=true ! video/x-raw,format=I420,width=320,height=240,framerate=30/1"
+    static let h264 =
+        "x264enc tune=zerolatency key-int-max=30 ! video/x-h264,profile=constrained-baseline ! h264parse ! video/x-h264,stream-format=avc"
+
+    @Test("gst-launch: videotestsrc ! x264enc ! moqsink + opusenc → Rust relay → Rust decoder: ≥ 95 % of frames")
+    func gstLaunchToRustDecoder() async throws {
+        let relay = try await RustRelay.start()
+        defer { relay.stop() }
+        let name = RustPeer.uniqueName("gst")
+        let watcher = try RustPeer.launch(
+            ["watch"] + relay.client + ["--broadcast", name, "--seconds", "12", "--frames", "150"])
+        defer { _ = watcher.terminate() }
+        let gst = try PluginFile.launch(
+            "moqsink name=m url=\(relay.url()) broadcast=\(name) tls-fingerprint=\(relay.fingerprint) "
+                + "videotestsrc num-buffers=150 is-live=true ! video/x-raw,format=I420,width=320,height=240,framerate=30/1 ! "
+                + "x264enc tune=zerolatency key-int-max=30 ! video/x-h264,profile=constrained-baseline ! h264parse ! "
+                + "video/x-h264,stream-format=avc ! m.sink_0 "
+                + "audiotestsrc num-buffers=250 is-live=true ! audio/x-raw,rate=48000,channels=2 ! opusenc ! m.sink_1")
+        defer { if gst.isRunning { gst.terminate() } }
+        let catalog = try await watcher.waitFor(event: "catalog", timeout: .seconds(30))
+        let summary = try await watcher.waitFor(event: "summary", timeout: .seconds(40))
+        #expect((summary.int("video_frames") ?? 0) >= 143, "\(summary)")  // 95 % of 150
+        #expect((summary.int("audio_frames") ?? 0) >= 190, "\(summary)")  // 95 % of 5 s of 20 ms packets
+        #expect(summary.int("errors") == 0)
+        // The catalog parsed on the Rust side, with our codec strings.
+        #expect(catalog.line.contains("\"0.avc1\"") && catalog.line.contains("\"1.opus\""), "\(catalog)")
+        gst.waitUntilExit()
+        #expect(gst.terminationStatus == 0)
+    }
+
+    @Test("the relay killed and restarted mid-stream: publishing resumes, WARNING not ERROR")
+    func relayRestart() async throws {
+        let port = try freeUDPPort()
+        var relay = try await RustRelay.start(["--port", "\(port)"])
+        let name = RustPeer.uniqueName("restart")
+        // The restarted relay has a new self-signed certificate: verification is off here.
+        let pipeline = try TestPipeline(
+            "moqsink name=m url=moql://127.0.0.1:\(port)/anon broadcast=\(name) tls-disable-verify=true "
+                + "\(Self.video) ! \(Self.h264) ! m.sink_0")
+        #expect(pipeline.play() != GST_STATE_CHANGE_FAILURE)
+        let sink = pipeline.element("m")!
+        defer { gst_object_unref(sink) }
+        try await eventually("connected") { stringProperty(sink, "status") == "connected" }
+
+        relay.stop()
+        try await pipeline.waitFor(.seconds(30)) { $0.kind == .warning && $0.text.contains("retrying") }
+        #expect(["reconnecting", "connecting"].contains(stringProperty(sink, "status")))
+
+        relay = try await RustRelay.start(["--port", "\(port)"])
+        defer { relay.stop() }
+        try await eventually("reconnected", timeout: .seconds(20)) { stringProperty(sink, "status") == "connected" }
+        let subscriber = try RustPeer.launch(
+            ["subscribe"] + relay.client + [
+                "--broadcast", name, "--track", "0.avc1", "--count", "10", "--max-latency-ms", "3000",
+            ])
+        defer { _ = subscriber.terminate() }
+        #expect(try await subscriber.waitForExit(timeout: .seconds(30)) == 0, "\(subscriber.stderr)")
+        #expect(pipeline.errors.isEmpty, "\(pipeline.errors)")
+        #expect(
+            stringProperty(sink, "stats")?.contains("reconnects=(guint64)1") == true,
+            "\(stringProperty(sink, "stats") ?? "")")
+        pipeline.setState(GST_STATE_NULL)
+    }
+
+    @Test("no url: the state change fails with a message saying what to set")
+    func missingURL() throws {
+        let pipeline = try TestPipeline("videotestsrc ! x264enc ! h264parse ! moqsink broadcast=x")
+        #expect(pipeline.play() == GST_STATE_CHANGE_FAILURE)
+        #expect(pipeline.errors.first?.text.contains("set the url property") == true, "\(pipeline.errors)")
+    }
+
+    @Test("a malformed url")
+    func malformedURL() throws {
+        let pipeline = try TestPipeline(
+            "videotestsrc ! x264enc ! h264parse ! moqsink url=https://relay.example/ broadcast=x")
+        #expect(pipeline.play() == GST_STATE_CHANGE_FAILURE)
+        #expect(pipeline.errors.first?.text.contains("WebTransport") == true, "\(pipeline.errors)")
+    }
+
+    @Test("an unreachable relay: warnings while retrying, never an error")
+    func unreachable() async throws {
+        let pipeline = try TestPipeline(
+            "moqsink name=m url=moql://127.0.0.1:9/anon broadcast=x tls-disable-verify=true \(Self.video) ! \(Self.h264) ! m.sink_0"
+        )
+        #expect(pipeline.play() != GST_STATE_CHANGE_FAILURE)
+        try await pipeline.waitFor { $0.kind == .warning && $0.text.contains("cannot reach") }
+        // A second attempt follows the backoff; still no ERROR.
+        try await pipeline.waitFor(.seconds(10)) { _ in
+            pipeline.warnings.filter { $0.text.contains("cannot reach") }.count >= 2
+        }
+        #expect(pipeline.errors.isEmpty)
+        pipeline.setState(GST_STATE_NULL)
+    }
+
+    @Test("a wrong fingerprint: a clear error, no retry")
+    func wrongFingerprint() async throws {
+        let relay = try await RustRelay.start()
+        defer { relay.stop() }
+        let pipeline = try TestPipeline(
+            "moqsink name=m url=\(relay.url()) broadcast=x tls-fingerprint=\(String(repeating: "ab", count: 32)) "
+                + "\(Self.video) ! \(Self.h264) ! m.sink_0")
+        #expect(pipeline.play() != GST_STATE_CHANGE_FAILURE)
+        let error = try await pipeline.waitFor { $0.kind == .error }
+        #expect(error.text.contains("fingerprint mismatch"), "\(error)")
+        let sink = pipeline.element("m")!
+        defer { gst_object_unref(sink) }
+        #expect(stringProperty(sink, "status") == "failed")
+        pipeline.setState(GST_STATE_NULL)
+    }
+
+    @Test("unsupported caps: not-negotiated, with a message")
+    func unsupportedCaps() async throws {
+        let relay = try MoqRelay.start(MoqRelay.Configuration(host: "127.0.0.1", port: 0, logger: .silent))
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        // Raw AAC without its AudioSpecificConfig cannot be described in a catalog.
+        let pipeline = try TestPipeline(
+            "appsrc name=src is-live=true format=time caps=audio/mpeg,mpegversion=4,stream-format=raw,rate=48000,channels=2 "
+                + "! moqsink url=moql://127.0.0.1:\(relay.port)/anon broadcast=x tls-fingerprint=\(relay.fingerprint)")
+        #expect(pipeline.play() != GST_STATE_CHANGE_FAILURE)
+        let src = pipeline.element("src")!
+        defer { gst_object_unref(src) }
+        let buffer = gst_buffer_new_allocate(nil, 16, nil)!
+        var flow = GST_FLOW_OK
+        g_signal_emit_by_name_push(src, buffer, &flow)
+        let error = try await pipeline.waitFor { $0.kind == .error }
+        #expect(error.text.contains("unsupported caps") && error.text.contains("codec_data"), "\(error)")
+        // And a format outside the template does not link at all.
+        #expect(throws: PipelineError.self) {
+            _ = try TestPipeline("videotestsrc ! video/x-raw ! moqsink url=moql://h:1/ broadcast=x")
+        }
+        pipeline.setState(GST_STATE_NULL)
+    }
+}
+
+/// `g_signal_emit_by_name(appsrc, "push-buffer", buffer, &flow)` (variadic in C).
+func g_signal_emit_by_name_push(
+    _ appsrc: UnsafeMutablePointer<GstElement>, _ buffer: UnsafeMutablePointer<GstBuffer>, _ flow: inout GstFlowReturn
+) {
+    flow = gst_app_src_push_buffer(UnsafeMutableRawPointer(appsrc).assumingMemoryBound(to: GstAppSrc.self), buffer)
+}
+
+/// A UDP port nothing listens on right now.
+func freeUDPPort() throws -> UInt16 {
+    let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+    defer { close(fd) }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    addr.sin_port = 0
+    var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
+    _ = withUnsafeMutablePointer(to: &addr) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
+    }
+    return UInt16(bigEndian: addr.sin_port)
+}
