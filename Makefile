@@ -42,7 +42,7 @@ plugin: setup
 	cp "$$(SWIFTMOQ_STATIC_STDLIB=1 $(SWIFT) build -c release --show-bin-path)/libgstswiftmoq.so" $(BUILD)/gst/
 	@if ldd $(BUILD)/gst/libgstswiftmoq.so | grep -q libswift; then \
 		echo "error: libgstswiftmoq.so links the Swift runtime dynamically" >&2; exit 1; fi
-	@GST_PLUGIN_PATH=$(BUILD)/gst GST_REGISTRY_1_0=$(BUILD)/gst-check-registry.bin gst-inspect-1.0 --exists moqsink || { \
+	@GST_PLUGIN_PATH=$(BUILD)/gst GST_REGISTRY_1_0=$(BUILD)/gst-check-registry.bin gst-inspect-1.0 moqsink >/dev/null || { \
 		echo "error: GStreamer cannot load $(BUILD)/gst/libgstswiftmoq.so:" >&2; \
 		GST_PLUGIN_PATH=$(BUILD)/gst GST_REGISTRY_1_0=$(BUILD)/gst-check-registry.bin GST_DEBUG=GST_PLUGIN_LOADING:2 \
 		gst-inspect-1.0 moqsink 2>&1 | grep -i -m3 -e failed -e undefined >&2; exit 1; }

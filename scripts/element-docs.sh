@@ -12,7 +12,7 @@ export GST_PLUGIN_SYSTEM_PATH_1_0="${GST_PLUGIN_SYSTEM_PATH_1_0-}"
 export GST_REGISTRY_1_0="$(mktemp -u /tmp/swiftmoq-registry-XXXXXX.bin)"
 trap 'rm -f "$GST_REGISTRY_1_0"' EXIT
 for element in moqsink moqsrc; do
-  if gst-inspect-1.0 --exists "$element" 2>/dev/null; then
+  if gst-inspect-1.0 "$element" >/dev/null 2>&1; then
     echo "==== $element ===="
     gst-inspect-1.0 "$element" 2>&1 |
       sed -e 's/\x1b\[[0-9;]*m//g' \
