@@ -36,8 +36,16 @@ struct MoqSinkCatalogTests {
     static let cases: [(String, String)] = [
         ("avc1", raw + " ! x264enc ! h264parse ! video/x-h264,stream-format=avc,alignment=au"),
         ("avc3", raw + " ! x264enc ! h264parse ! video/x-h264,stream-format=byte-stream,alignment=au"),
-        ("hvc1", raw + " ! x265enc ! h265parse ! video/x-h265,stream-format=hvc1,alignment=au"),
-        ("hev1", raw + " ! x265enc ! h265parse ! video/x-h265,stream-format=byte-stream,alignment=au"),
+        (
+            "hvc1",
+            raw
+                + " ! x265enc speed-preset=ultrafast tune=zerolatency ! h265parse ! video/x-h265,stream-format=hvc1,alignment=au"
+        ),
+        (
+            "hev1",
+            raw
+                + " ! x265enc speed-preset=ultrafast tune=zerolatency ! h265parse ! video/x-h265,stream-format=byte-stream,alignment=au"
+        ),
         (
             "av01",
             "videotestsrc num-buffers=1 ! video/x-raw,format=I420,width=160,height=120,framerate=30/1"

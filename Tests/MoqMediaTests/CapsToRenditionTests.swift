@@ -70,7 +70,10 @@ import Testing
     }
 
     @Test(arguments: ["hvc1", "hev1"]) func h265WithHvcC(format: String) throws {
-        let encoded = try encode(video() + " ! x265enc ! h265parse ! video/x-h265,stream-format=\(format)")
+        let encoded = try encode(
+            video()
+                + " ! x265enc speed-preset=ultrafast tune=zerolatency ! h265parse ! video/x-h265,stream-format=\(format)"
+        )
         let r = try encoded.rendition()
         let v = try #require(r.video)
         #expect(v.codec == "\(format).1.6.L63.90")
@@ -87,7 +90,10 @@ import Testing
     }
 
     @Test func h265ByteStream() throws {
-        let encoded = try encode(video() + " ! x265enc ! h265parse ! video/x-h265,stream-format=byte-stream")
+        let encoded = try encode(
+            video()
+                + " ! x265enc speed-preset=ultrafast tune=zerolatency ! h265parse ! video/x-h265,stream-format=byte-stream"
+        )
         let r = try encoded.rendition()
         #expect(r.codec == "hev1.1.6.L63.90")
         #expect(r.family == "hev1")
@@ -103,9 +109,14 @@ import Testing
     /// x265 picks a range-extension profile for 12-bit 4:4:4: the constraint flags matter.
     @Test func h265RangeExtension() throws {
         let raw = "videotestsrc num-buffers=1 ! video/x-raw,format=Y444_12LE,width=64,height=48,framerate=30/1"
-        let hvc1 = try encode(raw + " ! x265enc ! h265parse ! video/x-h265,stream-format=hvc1").rendition()
+        let hvc1 = try encode(
+            raw + " ! x265enc speed-preset=ultrafast tune=zerolatency ! h265parse ! video/x-h265,stream-format=hvc1"
+        ).rendition()
         #expect(hvc1.codec == "hvc1.4.10.L63.98.8")  // GStreamer: hvc1.4.10.L63.98.08
-        let stream = try encode(raw + " ! x265enc ! h265parse ! video/x-h265,stream-format=byte-stream")
+        let stream = try encode(
+            raw
+                + " ! x265enc speed-preset=ultrafast tune=zerolatency ! h265parse ! video/x-h265,stream-format=byte-stream"
+        )
         let provisional = try stream.rendition()
         #expect(H265Codec(provisional.codec)?.profileIDC == 4)
         let refined = provisional.refined(withKeyframe: Bytes(stream.buffers[0]))
@@ -378,7 +389,8 @@ func spsBytes(_ buffer: [UInt8]) -> String {
     @Test func truncatedAndGarbageKeyframes() throws {
         let sources = [
             video(1) + " ! x264enc ! h264parse ! video/x-h264,stream-format=byte-stream",
-            video(1) + " ! x265enc ! h265parse ! video/x-h265,stream-format=byte-stream",
+            video(1)
+                + " ! x265enc speed-preset=ultrafast tune=zerolatency ! h265parse ! video/x-h265,stream-format=byte-stream",
             video(1, width: 64, height: 48) + " ! av1enc cpu-used=8 usage-profile=realtime ! av1parse",
         ]
         var generator = SystemRandomNumberGenerator()
