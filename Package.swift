@@ -59,11 +59,15 @@ let package = Package(
             name: "SwiftMoQ", dependencies: ["MoqWire", "MoqSession", "MoqQUIC"],
             swiftSettings: swiftSettings),
         .executableTarget(name: "swiftmoq", dependencies: ["SwiftMoQ"], swiftSettings: swiftSettings),
+        // Playing a broadcast: following its catalog, reading tracks on plain threads, one timeline, stats.
+        .target(
+            name: "MoqPlayback", dependencies: ["SwiftMoQ", "MoqSession", "MoqWire", "MoqCatalog", "MoqMedia"],
+            swiftSettings: swiftSettings),
         .target(
             name: "GstSwiftMoQ",
             dependencies: [
-                "SwiftMoQ", "MoqCatalog", "MoqMedia", "CGStreamer", "CGstBase", "CGstApp", "CGstVideo", "CGstAudio",
-                "CGstPbutils",
+                "SwiftMoQ", "MoqCatalog", "MoqMedia", "MoqPlayback", "CGStreamer", "CGstBase", "CGstApp", "CGstVideo",
+                "CGstAudio", "CGstPbutils",
             ],
             swiftSettings: swiftSettings),
         .target(
@@ -94,11 +98,14 @@ let package = Package(
             name: "MoqMediaTests", dependencies: ["MoqMedia", "MoqCatalog", "MoqWire", "CGStreamer", "CGstApp"],
             swiftSettings: swiftSettings),
         .testTarget(name: "SwiftMoQTests", dependencies: ["SwiftMoQ"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "MoqPlaybackTests", dependencies: ["MoqPlayback", "MoqCatalog", "MoqSession", "MoqWire", "SwiftMoQ"],
+            swiftSettings: swiftSettings),
         .testTarget(name: "RelayTests", dependencies: ["SwiftMoQ"], swiftSettings: swiftSettings),
         .testTarget(
             name: "GstTests",
             dependencies: [
-                "GstSwiftMoQ", "SwiftMoQ", "MoqCatalog", "MoqMedia", "CGStreamer", "CGstCheck", "CGstApp",
+                "GstSwiftMoQ", "SwiftMoQ", "MoqCatalog", "MoqMedia", "MoqWire", "CGStreamer", "CGstCheck", "CGstApp",
                 "MoqInteropSupport",
             ],
             swiftSettings: swiftSettings),

@@ -9,11 +9,17 @@ FILE="${1:?recipe file}"
 shift
 for assignment in "$@"; do export "${assignment?}"; done
 : "${MOQ_URL:=moql://localhost:4443/anon}"
-: "${MOQ_BROADCAST:=$(hostname)/$(basename "$FILE" .pipeline)}"
+case "$(basename "$FILE" .pipeline)" in
+  # Players default to what test-pattern.pipeline publishes.
+  watch | record) : "${MOQ_BROADCAST:=$(hostname)/test-pattern}" ;;
+  *) : "${MOQ_BROADCAST:=$(hostname)/$(basename "$FILE" .pipeline)}" ;;
+esac
+: "${MOQ_LATENCY:=100}"
+: "${MOQ_OUTPUT:=recording.mkv}"
 : "${MOQ_TLS:=}"   # e.g. tls-fingerprint=… or tls-disable-verify=true
 : "${CAMERA:=/dev/video0}"
 export CAMERA
-export MOQ_URL MOQ_BROADCAST MOQ_TLS
+export MOQ_URL MOQ_BROADCAST MOQ_TLS MOQ_LATENCY MOQ_OUTPUT
 export GST_PLUGIN_PATH="$ROOT/build/gst${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}"
 DESCRIPTION="$(grep -v '^[[:space:]]*#' "$FILE" | python3 -c 'import os,sys; print(os.path.expandvars(sys.stdin.read()).replace("\\\n", " "))')"
 echo "gst-launch-1.0 -e $DESCRIPTION" >&2

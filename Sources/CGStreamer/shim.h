@@ -38,3 +38,6 @@ static inline GQuark swiftmoq_stream_error_quark(void) { return GST_STREAM_ERROR
 static inline GQuark swiftmoq_library_error_quark(void) { return GST_LIBRARY_ERROR; }
 static inline void swiftmoq_value_init(GValue *v, GType t) { g_value_init(v, t); }
 static inline GstDebugLevel swiftmoq_debug_threshold(GstDebugCategory *c) { return gst_debug_category_get_threshold(c); }
+static inline GstClockTime swiftmoq_element_base_time(GstElement *e) { return gst_element_get_base_time(e); }
+static inline gboolean swiftmoq_pad_is_flushing(GstPad *pad) { return GST_PAD_IS_FLUSHING(pad); }
+static inline GstState swiftmoq_element_target_state(GstElement *e) { return GST_STATE_TARGET(e); }

@@ -15,7 +15,8 @@ private let pluginInit: GstPluginInitFunc = { plugin in
 enum PluginRegistry {
     /// Element registrations, run at plugin load.
     static let registrations: [@Sendable (OpaquePointer?) -> Bool] = [
-        { MoqSinkType.register($0) }
+        { MoqSinkType.register($0) },
+        { MoqSrcType.register($0) },
     ]
 
     static func registerAll(_ plugin: OpaquePointer?) -> gboolean {

@@ -151,6 +151,20 @@ struct MoqSinkTests {
         pipeline.setState(GST_STATE_NULL)
     }
 
+    @Test("H.264 4:4:4 (x264enc's default from RGB): a WARNING that says how to publish what players decode")
+    func warnsAbout444() async throws {
+        let relay = try localRelay()
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        let pipeline = try TestPipeline(
+            "videotestsrc is-live=true ! video/x-raw,format=Y444,width=320,height=240 ! x264enc tune=zerolatency ! "
+                + "h264parse ! moqsink \(relay.elementProperties) broadcast=x")
+        #expect(pipeline.play() != GST_STATE_CHANGE_FAILURE)
+        let warning = try await pipeline.waitFor { $0.kind == .warning && $0.text.contains("not decodable") }
+        #expect(warning.text.contains("4:4:4") && warning.text.contains("format=I420"), "\(warning)")
+        #expect(pipeline.errors.isEmpty)
+        pipeline.setState(GST_STATE_NULL)
+    }
+
     @Test("unsupported caps: not-negotiated, with a message")
     func unsupportedCaps() async throws {
         let relay = try MoqRelay.start(MoqRelay.Configuration(host: "127.0.0.1", port: 0, logger: .silent))

@@ -124,6 +124,7 @@ final class SinkPad: @unchecked Sendable {
         case .success(let f): newFormat = f
         }
         if let format, format == newFormat { return true }
+        warnIfRarelyDecodable(caps, sink: sink)
         let props = MoqSinkPadType.state(UnsafeMutableRawPointer(pad))
         let trackName = props.lock() ?? "\(index).\(newFormat.family)"
         // A new format (or codec) is a new track under the same name.
@@ -140,6 +141,19 @@ final class SinkPad: @unchecked Sendable {
         sink.updateCatalog(track: trackName, config: newFormat.config)
         sink.reporter.log(GST_LEVEL_INFO, "\(name): publishing \(trackName) (\(newFormat.codec))")
         return true
+    }
+
+    /// H.264/H.265 in 4:2:2 or 4:4:4 (x264enc's default for RGB input) plays almost nowhere:
+    /// browsers' WebCodecs and openh264 (moq-dev's players) refuse it.
+    private func warnIfRarelyDecodable(_ caps: UnsafeMutablePointer<GstCaps>, sink: MoqSink) {
+        guard let structure = gst_caps_get_structure(caps, 0),
+            let profile = gst_structure_get_string(structure, "profile").map({ String(cString: $0) }),
+            profile.contains("4:4:4") || profile.contains("4:2:2")
+        else { return }
+        sink.reporter.warning(
+            .stream(GST_STREAM_ERROR_FORMAT),
+            "\(name): profile \(profile) is not decodable by most players (browsers, openh264): "
+                + "put video/x-raw,format=I420 before the encoder")
     }
 
     // MARK: Buffers

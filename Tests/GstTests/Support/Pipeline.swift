@@ -16,7 +16,7 @@ enum GstTestEnvironment {
 
 /// A bus message, copied out of GStreamer.
 struct BusMessage: Sendable, CustomStringConvertible {
-    enum Kind: Sendable { case error, warning, eos, element, stateChanged, other }
+    enum Kind: Sendable { case error, warning, eos, element, stateChanged, streamCollection, other }
     var kind: Kind
     var source: String
     var text: String
@@ -107,6 +107,17 @@ final class TestPipeline: @unchecked Sendable {
             }
         case GST_MESSAGE_STATE_CHANGED:
             entry.kind = .stateChanged
+        case GST_MESSAGE_STREAM_COLLECTION:
+            entry.kind = .streamCollection
+            var collection: UnsafeMutablePointer<GstStreamCollection>?
+            gst_message_parse_stream_collection(message, &collection)
+            if let collection {
+                entry.text = (0..<gst_stream_collection_get_size(collection)).compactMap { i in
+                    gst_stream_collection_get_stream(collection, i).flatMap { gst_stream_get_stream_id($0) }
+                        .map { String(cString: $0) }
+                }.joined(separator: " ")
+                gst_object_unref(collection)
+            }
         default:
             return
         }

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: MIT
+import CGStreamer
+
+/// The GObject side of `moqsrc`: type registration, properties, the `video_%u` /
+/// `audio_%u` sometimes-pad templates, the URI handler, and vfuncs that forward to ``MoqSrc``.
+enum MoqSrcType {
+    static let info = SubclassInfo()
+    nonisolated(unsafe) static var category: UnsafeMutablePointer<GstDebugCategory>!
+    nonisolated(unsafe) static var statusSpec: UnsafeMutablePointer<GParamSpec>!
+    nonisolated(unsafe) static var videoTemplate: UnsafeMutablePointer<GstPadTemplate>!
+    nonisolated(unsafe) static var audioTemplate: UnsafeMutablePointer<GstPadTemplate>!
+
+    enum Prop: UInt32 {
+        case url = 1, broadcast, prefix, tlsDisableVerify, tlsFingerprint, tlsRootFile, authToken, latency,
+            videoTrack, audioTrack, timeout, status, moqVersion, stats
+    }
+
+    /// What the pads carry: the parsers' input caps for each codec the catalog can name.
+    static let videoCaps = """
+        video/x-h264, stream-format=(string){ avc, byte-stream }, alignment=(string)au; \
+        video/x-h265, stream-format=(string){ hvc1, hev1, byte-stream }, alignment=(string)au; \
+        video/x-av1; video/x-vp8; video/x-vp9
+        """
+    static let audioCaps = """
+        audio/x-opus; audio/mpeg, mpegversion=(int)4; audio/mpeg, mpegversion=(int)1, layer=(int)3
+        """
+
+    static let type: GType = {
+        category = debugCategory("moqsrc", "Media over QUIC (moq-lite) source")
+        let t = registerSubclass(
+            parent: gst_element_get_type(), name: "GstMoqSrc", info: info, classInit: classInit,
+            instanceInit: instanceInit)
+        URIHandlerSupport.add(to: t)
+        return t
+    }()
+
+    static func register(_ plugin: OpaquePointer?) -> Bool {
+        gst_element_register(plugin, "moqsrc", guint(GST_RANK_NONE.rawValue), type) != 0
+    }
+
+    static func src(_ pointer: UnsafeMutableRawPointer?) -> MoqSrc {
+        attachedObject(pointer!, info: info, as: MoqSrc.self)
+    }
+
+    static let instanceInit: GInstanceInitFunc = { instance, _ in
+        let element = UnsafeMutableRawPointer(instance!).assumingMemoryBound(to: GstElement.self)
+        attachObject(MoqSrc(element: element), to: UnsafeMutableRawPointer(instance!), info: info)
+        swiftmoq_object_flag_set(element, GST_ELEMENT_FLAG_SOURCE.rawValue)
+    }
+
+    static let classInit: GClassInitFunc = { klass, _ in
+        info.parentClass = g_type_class_peek_parent(klass)
+        let gobject = cast(klass, GObjectClass.self)
+        gobject.pointee.set_property = { object, id, value, _ in
+            MoqSrcType.src(UnsafeMutableRawPointer(object)).setProperty(id, value!)
+        }
+        gobject.pointee.get_property = { object, id, value, _ in
+            MoqSrcType.src(UnsafeMutableRawPointer(object)).getProperty(id, value!)
+        }
+        gobject.pointee.finalize = { object in
+            MoqSrcType.src(UnsafeMutableRawPointer(object)).finalize()
+            detachObject(UnsafeMutableRawPointer(object!), info: MoqSrcType.info)
+            cast(MoqSrcType.info.parentClass, GObjectClass.self).pointee.finalize?(object)
+        }
+        installProperties(gobject)
+
+        let element = cast(klass, GstElementClass.self)
+        gst_element_class_set_metadata(
+            element, "Media over QUIC source", "Source/Network/MoQ",
+            "Plays a moq-lite broadcast from a MoQ relay: one pad per chosen rendition of its hang catalog, on one live timeline",
+            "SwiftMoQ authors")
+        for (name, text) in [("video_%u", videoCaps), ("audio_%u", audioCaps)] {
+            let caps = gst_caps_from_string(text)
+            let template = gst_pad_template_new(name, GST_PAD_SRC, GST_PAD_SOMETIMES, caps)
+            gst_element_class_add_pad_template(element, template)
+            gst_caps_unref(caps)
+            if name.hasPrefix("video") { videoTemplate = template } else { audioTemplate = template }
+        }
+        element.pointee.change_state = { element, transition in
+            MoqSrcType.src(UnsafeMutableRawPointer(element)).changeState(transition)
+        }
+        element.pointee.send_event = { element, event in
+            MoqSrcType.src(UnsafeMutableRawPointer(element)).sendEvent(event!) ? 1 : 0
+        }
+    }
+
+    private static func installProperties(_ gobject: UnsafeMutablePointer<GObjectClass>) {
+        let rw = ParamFlags.readWrite | ParamFlags.mutableReady | ParamFlags.showDefault
+        let live = ParamFlags.readWrite | ParamFlags.mutablePlaying | ParamFlags.showDefault
+        let ro = ParamFlags.readable
+        let specs: [(Prop, UnsafeMutablePointer<GParamSpec>)] = [
+            (
+                .url,
+                Property.string(
+                    "url", "URL",
+                    "Relay URL: moql://host:port/path (the path is the root the relay scopes the session to; e.g. moql://localhost:4443/anon)",
+                    flags: rw)
+            ),
+            (
+                .broadcast,
+                Property.string(
+                    "broadcast", "Broadcast", "Broadcast path to play (relative to the URL's root), e.g. room/cam",
+                    flags: rw)
+            ),
+            (
+                .prefix,
+                Property.string(
+                    "prefix", "Prefix",
+                    "Instead of broadcast: play the first broadcast announced under this path; when it ends, the next one",
+                    flags: rw)
+            ),
+            (
+                .tlsDisableVerify,
+                Property.bool(
+                    "tls-disable-verify", "Disable TLS verification",
+                    "Do not verify the relay's certificate. INSECURE: for testing only", default: false, flags: rw)
+            ),
+            (
+                .tlsFingerprint,
+                Property.string(
+                    "tls-fingerprint", "TLS fingerprint",
+                    "Pin the relay's certificate by its SHA-256 (64 hex digits) instead of checking it against CAs",
+                    flags: rw)
+            ),
+            (
+                .tlsRootFile,
+                Property.string(
+                    "tls-root-file", "TLS root file", "PEM file of CA certificates to trust instead of the system's",
+                    flags: rw)
+            ),
+            (.authToken, Property.string("auth-token", "Auth token", "Token sent to the relay as ?jwt=", flags: rw)),
+            (
+                .latency,
+                Property.uint(
+                    "latency", "Latency",
+                    "Jitter budget in ms: frames are rendered this long after the live edge; groups older than it are skipped (answered in the LATENCY query; may change while playing)",
+                    min: 0, max: 60_000, default: 100, flags: live)
+            ),
+            (
+                .videoTrack,
+                Property.string(
+                    "video-track", "Video track",
+                    "Video rendition to play (catalog track name); default: the first playable; \"none\": no video",
+                    flags: live)
+            ),
+            (
+                .audioTrack,
+                Property.string(
+                    "audio-track", "Audio track",
+                    "Audio rendition to play (catalog track name); default: the first playable; \"none\": no audio",
+                    flags: live)
+            ),
+            (
+                .timeout,
+                Property.uint(
+                    "timeout", "Timeout",
+                    "Seconds to wait for the broadcast to be announced before an error (0: wait forever)", min: 0,
+                    max: 3600, default: 10, flags: rw)
+            ),
+            (
+                .moqVersion,
+                Property.string(
+                    "moq-version", "MoQ version", "The negotiated protocol version (moq-lite-06)", flags: ro)
+            ),
+            (
+                .stats,
+                Property.structure(
+                    "stats", "Statistics",
+                    "Playback statistics (moq-kit's PlaybackStats names): per kind latency, fps, bitrate, frames, drops, stalls, buffer, time to first frame; RTT, bytes received, reconnects",
+                    flags: ro)
+            ),
+        ]
+        statusSpec = Property.enumeration(
+            "status", "Status", "Connection status (notify::status when it changes)", type: ConnectionStatusType.type,
+            default: 0, flags: ro)
+        for (prop, spec) in specs + [(.status, statusSpec)] {
+            g_object_class_install_property(gobject, prop.rawValue, spec)
+        }
+    }
+
+    /// Chains a state change to GstElement's implementation.
+    static func parentChangeState(_ element: UnsafeMutablePointer<GstElement>, _ transition: GstStateChange)
+        -> GstStateChangeReturn
+    {
+        cast(info.parentClass, GstElementClass.self).pointee.change_state!(element, transition)
+    }
+}

@@ -1,0 +1,406 @@
+// SPDX-License-Identifier: MIT
+import CGStreamer
+import MoqCatalog
+import MoqMedia
+import MoqPlayback
+import MoqWire
+import SwiftMoQ
+import Synchronization
+
+/// One `video_%u` / `audio_%u` pad of `moqsrc`: a GStreamer task (its streaming thread)
+/// that reads its rendition's track from the session's in-memory cache and pushes
+/// one buffer per frame, on the broadcast's shared timeline.
+///
+/// The network side only ever writes into the track's cache; this thread blocks on the
+/// cache (with a timeout) and downstream, never the reverse. What it drops, and why:
+/// - a whole group whose start is already past its render deadline while a newer group
+///   exists (late groups are skipped at group boundaries, never mid-group);
+/// - the groups the latency budget skips before they reach the pad (``TrackConsumer``);
+/// - malformed frames (and the rest of their group, which cannot decode without them);
+/// - frames repeated by a resubscription after a reconnect.
+final class SrcPad: @unchecked Sendable {
+    /// What the pad plays: a rendition of a broadcast on a session.
+    struct Source: @unchecked Sendable {
+        let session: MoqSession
+        let broadcast: String
+        let rendition: PlayableRendition
+        /// Identifies the (session, broadcast) pair: a new one is a discontinuity.
+        let epoch: UInt64
+        /// Play the track to its end (EOS) rather than waiting for the next broadcast.
+        let eosOnEnd: Bool
+
+        var trackName: String { rendition.rendition.name }
+        /// The same subscription (catalog metadata such as `jitter` or `bitrate` may change
+        /// in every snapshot without touching the track).
+        func same(as other: Source) -> Bool {
+            epoch == other.epoch && trackName == other.trackName && broadcast == other.broadcast
+        }
+    }
+
+    let pad: UnsafeMutablePointer<GstPad>
+    let kind: MediaKind
+    let name: String
+    let counters: PlaybackCounters
+    private weak var src: MoqSrc?
+    private let pending = Mutex<Source?>(nil)
+    private let wake = ConditionSignal()
+    private let stopping = Atomic(false)
+    private let eosRequested = Atomic(false)
+
+    // Streaming-thread state.
+    private var source: Source?
+    private var remote: RemoteTrack?
+    private var reader: TrackReader?
+    private var streamID: String?
+    private var capsString: String?
+    private var needsSegment = true
+    private var discont = true
+    private var skipToNextGroup = false
+    private var readyPosted = false
+    private var lastPosition: (group: UInt64, index: Int)?
+    private var eosSent = false
+    /// The `latency` property: the subscription's budget and the target buffering.
+    private var latencyMs: UInt64
+    /// The reader's skipping budget: the whole render delay plus the jitter budget, so
+    /// that only a reader that has fallen behind what the sinks wait for skips groups.
+    private var readerBudgetMs: UInt64
+
+    init(pad: UnsafeMutablePointer<GstPad>, kind: MediaKind, name: String, src: MoqSrc, latencyMs: UInt64) {
+        self.pad = pad
+        self.kind = kind
+        self.name = name
+        self.src = src
+        self.latencyMs = latencyMs
+        self.readerBudgetMs = 2 * latencyMs
+        counters = PlaybackCounters(startedAt: src.startedAt)
+    }
+
+    /// The rendition currently (or about to be) played.
+    var trackName: String? { pending.withLock { $0 }?.trackName ?? currentTrack.withLock { $0 } }
+    private let currentTrack = Mutex<String?>(nil)
+
+    /// Plays `source` from the next loop iteration on (the previous subscription ends).
+    func play(_ source: Source) {
+        pending.withLock { $0 = source }
+        wake.signal()
+        readerRef.withLock { $0?.interrupt() }
+    }
+
+    private let readerRef = Mutex<TrackReader?>(nil)
+    private let latencyRef = Mutex<UInt64?>(nil)
+
+    /// The latency budget changed: the subscription and the reader follow from the next group.
+    func latencyChanged(ms: UInt64) {
+        latencyRef.withLock { $0 = ms }
+        wake.signal()
+    }
+
+    /// Sets the first source before the task starts (from the control queue), so the
+    /// pad's sticky events exist when it is added.
+    func prime(_ source: Source) {
+        guard let src else { return }
+        switchTo(source, src: src)
+    }
+
+    /// Ends the stream from the pad's thread (an EOS event sent to the element).
+    func requestEOS() {
+        eosRequested.store(true, ordering: .releasing)
+        wake.signal()
+        readerRef.withLock { $0?.interrupt() }
+    }
+
+    // MARK: Task
+
+    /// Starts the streaming thread.
+    func start() {
+        stopping.store(false, ordering: .releasing)
+        let box = Unmanaged.passRetained(self).toOpaque()
+        gst_pad_start_task(
+            pad, { data in Unmanaged<SrcPad>.fromOpaque(data!).takeUnretainedValue().iterate() }, box,
+            { data in Unmanaged<SrcPad>.fromOpaque(data!).release() })
+    }
+
+    /// Stops the streaming thread and ends the subscription (waits for the iteration in progress).
+    func stop() {
+        stopping.store(true, ordering: .releasing)
+        readerRef.withLock { $0?.cancel() }
+        wake.signal()
+        gst_pad_stop_task(pad)
+        remote?.cancel()
+        remote = nil
+        reader = nil
+        readerRef.withLock { $0 = nil }
+    }
+
+    /// One iteration of the streaming thread: at most one buffer, or a bounded wait.
+    private func iterate() {
+        guard !stopping.load(ordering: .acquiring), let src else {
+            gst_pad_pause_task(pad)
+            return
+        }
+        let generation = wake.current
+        if eosRequested.exchange(false, ordering: .acquiring), !eosSent {
+            eosSent = true
+            gst_pad_push_event(pad, gst_event_new_eos())
+            gst_pad_pause_task(pad)
+            return
+        }
+        if let next = pending.withLock({ s -> Source? in
+            defer { s = nil }; return s
+        }) {
+            switchTo(next, src: src)
+        }
+        if let ms = latencyRef.withLock({ l -> UInt64? in
+            defer { l = nil }; return l
+        }) {
+            latencyMs = ms
+            remote?.update(subscriptionRange())
+        }
+        let budget = src.renderDelayNs / 1_000_000 + latencyMs
+        if budget != readerBudgetMs {
+            readerBudgetMs = budget
+            reader?.updateBudget(maxLatencyMs: budget)
+        }
+        guard let reader, let source, !eosSent else {
+            wake.wait(since: generation, timeoutNs: 100_000_000)
+            return
+        }
+        guard let clock = src.playingClock() else {
+            // A live source pushes in PLAYING only: the timeline is running time.
+            wake.wait(since: generation, timeoutNs: 20_000_000)
+            return
+        }
+        defer { gst_object_unref(clock.clock) }
+        let item = reader.next(waitingUpTo: 100_000_000)
+        counters.setGroupsSkipped(reader.groupsSkipped)
+        switch item {
+        case .idle:
+            if counters.checkStall(now: monotonicNow()) {
+                src.events.post(
+                    "track.stall.start", kind: kind, track: source.trackName, [("cause", .string("network-idle"))])
+                src.events.post("rebuffer.start", kind: kind, track: source.trackName, [])
+            }
+        case .ended:
+            if source.eosOnEnd {
+                src.reporter.log(GST_LEVEL_INFO, "\(name): track \(source.trackName) finished: EOS")
+                eosSent = true
+                gst_pad_push_event(pad, gst_event_new_eos())
+            } else {
+                dropSubscription()
+            }
+        case .failed(let error):
+            if case .cancelled = error { return }
+            // The publisher or the relay went away: a resubscription (reconnect, or the next
+            // broadcast) will bring a new source.
+            src.reporter.log(GST_LEVEL_INFO, "\(name): track \(source.trackName) ended: \(error)")
+            dropSubscription()
+        case .malformed(let group, let index, let error):
+            counters.dropped()
+            skipToNextGroup = true
+            src.events.post(
+                "decode.error", kind: kind, track: source.trackName,
+                [
+                    ("message", .string("frame \(index) of group \(group) is not a legacy frame: \(error)")),
+                    ("group", .uint64(group)),
+                ])
+        case .frame(let frame):
+            push(frame, reader: reader, source: source, now: clock.runningTime ?? 0, src: src)
+        }
+    }
+
+    private func dropSubscription() {
+        remote?.cancel()
+        remote = nil
+        reader = nil
+        readerRef.withLock { $0 = nil }
+        counters.resetArrival()
+    }
+
+    private func subscriptionRange() -> SubscriptionRange {
+        // Audio first under congestion: it is small and a gap in it is heard.
+        SubscriptionRange(priority: kind == .audio ? 2 : 1, maxLatencyMs: latencyMs)
+    }
+
+    private func switchTo(_ next: Source, src: MoqSrc) {
+        let previous = source
+        if let previous, previous.same(as: next), reader != nil {
+            // Same track: only its caps may have changed.
+            source = next
+            if previous.rendition.caps != next.rendition.caps { startStream(next, src: src) }
+            return
+        }
+        remote?.cancel()
+        let remote = next.session.subscribe(
+            broadcast: next.broadcast, track: next.trackName, range: subscriptionRange())
+        let reader = TrackReader(track: remote.track, maxLatencyMs: readerBudgetMs)
+        self.remote = remote
+        self.reader = reader
+        readerRef.withLock { $0 = reader }
+        source = next
+        currentTrack.withLock { $0 = next.trackName }
+        readyPosted = false
+        skipToNextGroup = false
+        discont = true
+        counters.resetArrival()
+        if previous?.epoch != next.epoch { lastPosition = nil }
+        if let previous, previous.trackName != next.trackName {
+            src.events.post(
+                "track.switch", kind: kind, track: next.trackName, [("from", .string(previous.trackName))])
+        }
+        startStream(next, src: src)
+    }
+
+    /// stream-start, caps and segment for a (new) rendition.
+    private func startStream(_ source: Source, src: MoqSrc) {
+        let id = "\(source.broadcast)/\(source.trackName)"
+        let caps: UnsafeMutablePointer<GstCaps>
+        do { caps = try MediaFormat.makeCaps(for: source.rendition.rendition.config) } catch {
+            src.reporter.warning(.stream(GST_STREAM_ERROR_CODEC_NOT_FOUND), "\(name): \(error)")
+            return
+        }
+        defer { gst_caps_unref(caps) }
+        let text = String(cString: gst_caps_to_string(caps))
+        if streamID != id {
+            streamID = id
+            let start = gst_event_new_stream_start(gst_pad_create_stream_id(pad, src.element, id))!
+            gst_event_set_group_id(start, src.groupID)
+            if let stream = src.stream(for: source) {
+                gst_event_set_stream(start, stream)
+                gst_object_unref(stream)
+            }
+            gst_pad_push_event(pad, start)
+            if let collection = src.collection() {
+                gst_pad_push_event(pad, gst_event_new_stream_collection(collection))
+                gst_object_unref(collection)
+            }
+            capsString = nil
+            needsSegment = true
+        }
+        if capsString != text {
+            capsString = text
+            gst_pad_push_event(pad, gst_event_new_caps(caps))
+        }
+        if needsSegment {
+            var segment = GstSegment()
+            gst_segment_init(&segment, GST_FORMAT_TIME)
+            gst_pad_push_event(pad, gst_event_new_segment(&segment))
+            needsSegment = false
+        }
+    }
+
+    // MARK: Buffers
+
+    private func push(_ frame: MediaFrame, reader: TrackReader, source: Source, now: UInt64, src: MoqSrc) {
+        // Sinks render a buffer at its running time plus the pipeline's latency.
+        let latencyNs = src.renderDelayNs
+        if let last = lastPosition, frame.group < last.group || (frame.group == last.group && frame.index <= last.index)
+        {
+            // Already pushed before a resubscription.
+            counters.dropped()
+            return
+        }
+        var pts: UInt64
+        if frame.startsGroup {
+            skipToNextGroup = false
+            let edge = reader.liveEdgeUs ?? frame.timestampUs
+            let (placed, placement) = src.timeline.withLock {
+                $0.place(timestampUs: frame.timestampUs, liveEdgeUs: edge, now: now, latencyNs: latencyNs)
+            }
+            pts = placed
+            switch placement {
+            case .retargeted(let shift):
+                discont = true
+                src.events.post(
+                    "rebuffer.end", kind: kind, track: source.trackName,
+                    [("added-latency-ms", .double(Double(shift) / 1e6))])
+            case .anchored:
+                discont = true
+            case .continued: break
+            }
+            if pts &+ latencyNs < now, reader.hasGroup(after: frame.group) {
+                // Too late to be shown and a newer group is here: skip to it.
+                reader.skipRestOfGroup()
+                counters.dropped()
+                discont = true
+                return
+            }
+        } else {
+            if skipToNextGroup {
+                counters.dropped()
+                return
+            }
+            pts = src.timeline.withLock { $0.runningTime(of: frame.timestampUs) }
+        }
+        guard let buffer = Self.wrap(frame.payload) else { return }
+        swiftmoq_buffer_set_pts(buffer, GstClockTime(pts))
+        var flags: UInt32 = 0
+        if kind == .video && !frame.startsGroup { flags |= GST_BUFFER_FLAG_DELTA_UNIT.rawValue }
+        if discont { flags |= GST_BUFFER_FLAG_DISCONT.rawValue }
+        if flags != 0 { swiftmoq_buffer_set_flags(buffer, flags) }
+        discont = false
+        if !readyPosted {
+            readyPosted = true
+            src.events.post(
+                "track.ready", kind: kind, track: source.trackName,
+                [
+                    ("source-timestamp-us", .uint64(frame.timestampUs)),
+                    ("keyframe", .bool(frame.startsGroup)),
+                    ("payload-bytes", .uint64(UInt64(frame.payload.count))),
+                    ("target-buffering-ms", .uint64(latencyMs)),
+                ])
+        }
+        let edgePts = src.timeline.withLock { $0.runningTime(of: reader.liveEdgeUs ?? frame.timestampUs) }
+        let size = frame.payload.count
+        let result = gst_pad_push(pad, buffer)
+        lastPosition = (frame.group, frame.index)
+        src.timeline.withLock { $0.pushed(pts) }
+        if let stall = counters.framePushed(
+            bytes: size, now: monotonicNow(), slackNs: Int64(edgePts &+ latencyNs) &- Int64(now),
+            bufferNs: edgePts > pts ? edgePts - pts : 0)
+        {
+            src.events.post(
+                "track.stall.end", kind: kind, track: source.trackName,
+                [("duration-ms", .double(Double(stall) / 1e6))])
+        }
+        src.firstBufferPushed()
+        handle(result, src: src)
+    }
+
+    private func handle(_ result: GstFlowReturn, src: MoqSrc) {
+        switch result {
+        case GST_FLOW_OK, GST_FLOW_NOT_LINKED:
+            // Not linked: decodebin may leave a stream unused; keep the timeline going.
+            break
+        case GST_FLOW_FLUSHING:
+            gst_pad_pause_task(pad)
+        case GST_FLOW_EOS:
+            eosSent = true
+            gst_pad_pause_task(pad)
+        default:
+            let reason = String(cString: gst_flow_get_name(result))
+            src.reporter.error(.stream(GST_STREAM_ERROR_FAILED), "\(name): internal data stream error (\(reason))")
+            gst_pad_push_event(pad, gst_event_new_eos())
+            gst_pad_pause_task(pad)
+        }
+    }
+
+    /// A buffer over the frame's bytes without copying them: the buffer keeps them alive.
+    private static func wrap(_ bytes: Bytes) -> UnsafeMutablePointer<GstBuffer>? {
+        guard bytes.count > 0 else { return gst_buffer_new() }
+        let box = Unmanaged.passRetained(BytesBox(bytes))
+        // `Bytes` storage has a stable address for its lifetime (see MoqWire.Bytes), which the box extends.
+        let base = bytes.withUnsafeBytes { UnsafeMutableRawPointer(mutating: $0.baseAddress!) }
+        return gst_buffer_new_wrapped_full(
+            GST_MEMORY_FLAG_READONLY, base, gsize(bytes.count), 0, gsize(bytes.count), box.toOpaque(),
+            { data in Unmanaged<BytesBox>.fromOpaque(data!).release() })
+    }
+}
+
+/// Keeps a frame's bytes alive for as long as GStreamer uses the buffer.
+private final class BytesBox: Sendable {
+    let bytes: Bytes
+    init(_ bytes: Bytes) { self.bytes = bytes }
+}
+
+/// The monotonic clock the track caches use (ns).
+func monotonicNow() -> UInt64 { SystemClock().now() }

@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: MIT
+public import MoqCatalog
+import MoqSession
+import MoqWire
+public import SwiftMoQ
+import Synchronization
+
+/// Which broadcast to play.
+public enum BroadcastTarget: Sendable, Equatable, CustomStringConvertible {
+    /// Exactly this path (relative to the connection's root), as moq-dev's `moqsrc broadcast=`.
+    case exact(String)
+    /// The first broadcast announced under this prefix; when it ends, the next one.
+    case prefix(String)
+
+    /// The prefix to ask announcements for.
+    var announcePrefix: String {
+        switch self {
+        case .exact(let p), .prefix(let p): BroadcastPath.normalize(p)
+        }
+    }
+
+    func matches(_ path: String) -> Bool {
+        switch self {
+        case .exact(let p): BroadcastPath.normalize(p) == path
+        case .prefix(let p): BroadcastPath.hasPrefix(path, BroadcastPath.normalize(p))
+        }
+    }
+
+    /// A human-readable form for messages.
+    public var description: String {
+        switch self {
+        case .exact(let p): "broadcast \"\(p)\""
+        case .prefix(let p): "a broadcast under prefix \"\(p)\""
+        }
+    }
+}
+
+/// What following a broadcast on one session produced.
+public enum FollowEvent: Sendable, Equatable {
+    /// The broadcast to play is `path` (the first found, or the next one under the prefix).
+    case found(path: String)
+    /// A complete catalog of `path`: each replaces the previous one.
+    case catalog(path: String, Catalog)
+    /// A catalog snapshot of `path` could not be decoded (the previous one still holds).
+    case malformedCatalog(path: String, error: String)
+    /// The catalog track of `path` failed (the broadcast may still be announced).
+    case catalogFailed(path: String, error: String)
+    /// `path` is no longer announced.
+    case ended(path: String)
+    /// Nothing matching was announced within the timeout (following goes on).
+    case notFound(BroadcastTarget)
+}
+
+/// Follows a broadcast on a session: waits for its announcement (or the first one
+/// under a prefix), subscribes to its `catalog.json` and reports every catalog
+/// snapshot, its end, and the next broadcast under the prefix. The stream finishes
+/// when the session's announce stream closes; cancelling the iteration stops it.
+public enum BroadcastFollower {
+    /// Catalog snapshots are small; a larger one is refused as malformed.
+    public static let maxCatalogBytes = 1 << 20
+
+    /// Starts following `target` on `session`.
+    /// - Parameter timeout: when nothing matches within it, ``FollowEvent/notFound(_:)`` is
+    ///   reported once (nil: wait quietly).
+    public static func follow(_ session: MoqSession, target: BroadcastTarget, timeout: Duration?)
+        -> AsyncStream<FollowEvent>
+    {
+        let (stream, continuation) = AsyncStream<FollowEvent>.makeStream(bufferingPolicy: .unbounded)
+        let found = Flag()
+        let start: @Sendable (String) -> Task<Void, Never> = { path in
+            found.set()
+            continuation.yield(.found(path: path))
+            return Task { await followCatalog(session, path: path, into: continuation) }
+        }
+        let announceTask = Task {
+            var active: [String] = []
+            var current: (path: String, task: Task<Void, Never>)?
+            for await event in session.announced(prefix: target.announcePrefix) {
+                switch event {
+                case .active(let path, _):
+                    guard target.matches(path), !active.contains(path) else { continue }
+                    active.append(path)
+                    if current == nil { current = (path, start(path)) }
+                case .ended(let path):
+                    active.removeAll { $0 == path }
+                    guard let following = current, following.path == path else { continue }
+                    following.task.cancel()
+                    current = nil
+                    continuation.yield(.ended(path: path))
+                    if case .prefix = target, let next = active.first { current = (next, start(next)) }
+                case .closed:
+                    break
+                }
+            }
+            current?.task.cancel()
+            continuation.finish()
+        }
+        let timeoutTask = timeout.map { limit in
+            Task {
+                try? await Task.sleep(for: limit)
+                if !Task.isCancelled, !found.isSet { continuation.yield(.notFound(target)) }
+            }
+        }
+        continuation.onTermination = { _ in
+            announceTask.cancel()
+            timeoutTask?.cancel()
+        }
+        return stream
+    }
+
+    private static func followCatalog(
+        _ session: MoqSession, path: String, into continuation: AsyncStream<FollowEvent>.Continuation
+    ) async {
+        // Each group is one complete snapshot: only the newest matters.
+        let remote = session.subscribe(
+            broadcast: path, track: Catalog.trackName, range: SubscriptionRange(priority: 255, maxLatencyMs: 0))
+        let consumer = remote.consumer(maxLatencyMs: 0)
+        defer { remote.cancel() }
+        do {
+            while let group = try await withTaskCancellationHandler(
+                operation: { try await consumer.nextGroup() }, onCancel: { consumer.cancel() })
+            {
+                guard let frame = try await group.nextFrame() else { continue }
+                if Task.isCancelled { return }
+                guard frame.payload.count <= maxCatalogBytes else {
+                    continuation.yield(
+                        .malformedCatalog(path: path, error: "catalog of \(frame.payload.count) bytes is too large"))
+                    continue
+                }
+                do {
+                    let catalog = try frame.payload.withUnsafeBytes { bytes throws(CatalogError) in
+                        try Catalog(json: bytes)
+                    }
+                    continuation.yield(.catalog(path: path, catalog))
+                } catch {
+                    continuation.yield(.malformedCatalog(path: path, error: error.description))
+                }
+            }
+        } catch {
+            if Task.isCancelled { return }
+            let reason = remote.error?.description ?? "\(error)"
+            continuation.yield(.catalogFailed(path: path, error: reason))
+        }
+    }
+}
+
+/// A one-way flag shared by tasks.
+private final class Flag: Sendable {
+    private let value = Atomic(false)
+    func set() { value.store(true, ordering: .releasing) }
+    var isSet: Bool { value.load(ordering: .acquiring) }
+}

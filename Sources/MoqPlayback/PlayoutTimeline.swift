@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: MIT
+
+/// Maps a broadcast's media timestamps (µs, the publisher's clock) onto the pipeline's
+/// running time (ns) with **one offset for every track**, so the A/V offset the
+/// publisher recorded survives (moq-dev's moqsrc rebases each track to its own first
+/// frame and loses it).
+///
+/// - **Anchor**: the first frame pushed anchors the timeline at the track's live edge
+///   (its newest received frame maps to "now"); frames older than the live edge (the
+///   start of a group joined late) land in the past and are decoded but shown only if
+///   on time, so playback starts at the live edge.
+/// - **Retarget** (forward only, so timestamps stay monotonic): when the live edge
+///   itself arrives after its render deadline (the network got slower, or the link
+///   stalled), the offset grows so the live edge maps to "now" again.
+/// - **Continuity** after a reconnect or a new broadcast: the offset is kept when the
+///   new frames continue the old timeline (same publisher), otherwise the timeline is
+///   re-anchored after everything already pushed.
+public struct PlayoutTimeline: Sendable, Equatable {
+    /// running time = timestamp × 1000 + offset (ns); nil before the anchor.
+    public private(set) var offsetNs: Int64?
+    /// The latest running time pushed on any pad.
+    public private(set) var latestPushedNs: UInt64 = 0
+    /// Retargets and re-anchors so far.
+    public private(set) var retargets = 0
+    /// Set by ``markDiscontinuity()``: the next frame decides whether the offset still holds.
+    public private(set) var awaitingContinuityCheck = false
+    /// Set by ``reanchorOnNextFrame()``.
+    public private(set) var awaitingAnchor = false
+
+    /// How far back new timestamps may start (A/V interleaving, a repeated group) and
+    /// still count as the same timeline after a discontinuity.
+    public static let continuityToleranceNs: UInt64 = 2_000_000_000
+
+    /// Creates an unanchored timeline.
+    public init() {}
+
+    /// What ``place(timestampUs:liveEdgeUs:now:latencyNs:)`` decided.
+    public enum Placement: Sendable, Equatable {
+        /// The timeline was already anchored and continues.
+        case continued
+        /// The timeline was anchored now (first frame, or a new timeline after a discontinuity).
+        case anchored
+        /// The offset grew by `ns` because the live edge was late.
+        case retargeted(ns: UInt64)
+    }
+
+    /// The running time of `timestampUs`, anchoring or retargeting first when needed.
+    ///
+    /// - Parameters:
+    ///   - liveEdgeUs: the newest timestamp received on the frame's track.
+    ///   - now: the pipeline's running time.
+    ///   - latencyNs: the latency budget: a frame at running time `t` is rendered at `t + latency`.
+    ///   - mayRetarget: evaluate the live edge's lateness (at group starts).
+    public mutating func place(
+        timestampUs: UInt64, liveEdgeUs: UInt64, now: UInt64, latencyNs: UInt64, mayRetarget: Bool = true
+    ) -> (pts: UInt64, placement: Placement) {
+        var placement = Placement.continued
+        let edge = max(liveEdgeUs, timestampUs)
+        if offsetNs != nil, awaitingAnchor {
+            awaitingAnchor = false
+            awaitingContinuityCheck = false
+            anchor(edgeUs: edge, at: max(now, latestPushedNs &+ 1_000_000))
+            placement = .anchored
+        } else if let offset = offsetNs, awaitingContinuityCheck {
+            awaitingContinuityCheck = false
+            let candidate = Int64(clamping: edge &* 1000) &+ offset
+            let backwards = candidate &+ Int64(Self.continuityToleranceNs) < Int64(latestPushedNs)
+            let farAhead = candidate > Int64(now) &+ Int64(latencyNs) &+ 5_000_000_000
+            if backwards || farAhead {
+                anchor(edgeUs: edge, at: max(now, latestPushedNs &+ 1_000_000))
+                placement = .anchored
+            }
+        } else if offsetNs == nil {
+            anchor(edgeUs: edge, at: now)
+            placement = .anchored
+        }
+        if mayRetarget, placement == .continued, let offset = offsetNs {
+            let edgePts = Int64(clamping: edge &* 1000) &+ offset
+            let deadline = edgePts &+ Int64(latencyNs)
+            if Int64(now) > deadline {
+                let shift = UInt64(Int64(now) - edgePts)
+                offsetNs = offset &+ Int64(shift)
+                retargets += 1
+                placement = .retargeted(ns: shift)
+            }
+        }
+        return (runningTime(of: timestampUs), placement)
+    }
+
+    /// The running time of a timestamp on the anchored timeline (0 before the anchor).
+    public func runningTime(of timestampUs: UInt64) -> UInt64 {
+        guard let offset = offsetNs else { return 0 }
+        let value = Int64(clamping: timestampUs &* 1000) &+ offset
+        return value < 0 ? 0 : UInt64(value)
+    }
+
+    /// Records a pushed running time.
+    public mutating func pushed(_ runningTime: UInt64) {
+        latestPushedNs = max(latestPushedNs, runningTime)
+    }
+
+    /// A reconnect or a new broadcast: the next placement checks continuity.
+    public mutating func markDiscontinuity() {
+        if offsetNs != nil { awaitingContinuityCheck = true }
+    }
+
+    /// Playback paused and resumes: the running time stood still while the broadcast went
+    /// on, so the next frame anchors a new timeline after everything already pushed.
+    public mutating func reanchorOnNextFrame() {
+        if offsetNs != nil { awaitingAnchor = true }
+    }
+
+    /// Forgets the anchor (the element stopped).
+    public mutating func reset() {
+        self = PlayoutTimeline()
+    }
+
+    private mutating func anchor(edgeUs: UInt64, at runningTime: UInt64) {
+        if offsetNs != nil { retargets += 1 }
+        offsetNs = Int64(runningTime) &- Int64(clamping: edgeUs &* 1000)
+    }
+}

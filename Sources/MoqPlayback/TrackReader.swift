@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: MIT
+public import MoqCatalog
+public import MoqSession
+public import MoqWire
+import Synchronization
+
+/// A media frame of a hang track (legacy container), ready to become a buffer.
+public struct MediaFrame: Sendable, Equatable {
+    /// The presentation timestamp in µs, on the publisher's media clock.
+    public var timestampUs: UInt64
+    /// The codec bytes (a view into the received frame: no copy).
+    public var payload: Bytes
+    /// The group's sequence.
+    public var group: UInt64
+    /// The frame's index in its group: 0 starts a group (a keyframe for video).
+    public var index: Int
+    /// The moment it was read, on the track's clock (ns).
+    public var readAt: UInt64
+
+    /// True for the first frame of a group.
+    public var startsGroup: Bool { index == 0 }
+}
+
+/// Reads one received track frame by frame on a plain thread (a GStreamer pad task),
+/// blocking with a timeout instead of awaiting: groups in sequence order within the
+/// latency budget (``TrackConsumer``), hang's empty end-of-group frames skipped,
+/// malformed legacy frames reported rather than thrown.
+///
+/// `@unchecked Sendable`: reading is confined to one thread at a time (the pad's task);
+/// ``cancel()`` and the observer's wake-ups are thread-safe.
+public final class TrackReader: @unchecked Sendable {
+    /// What a read produced.
+    public enum Item: Sendable {
+        /// The next frame.
+        case frame(MediaFrame)
+        /// A frame whose legacy container could not be decoded (skipped).
+        case malformed(group: UInt64, index: Int, LegacyFrameError)
+        /// Nothing arrived within the wait.
+        case idle
+        /// The track finished cleanly.
+        case ended
+        /// The track failed or the reader was cancelled.
+        case failed(TrackReadError)
+    }
+
+    /// The track read.
+    public let track: TrackProducer
+    private var consumer: TrackConsumer
+    private var pendingBudget: UInt64??
+    private var lastGroup: UInt64?
+    private var skippedBase: UInt64 = 0
+    private var groupProgress: UInt64 = 0
+    private let skippedTotal = Atomic<UInt64>(0)
+    private let signal = ConditionSignal()
+    private let wakeup: Wakeup
+    private let token: UInt64
+    private let cancelled = Atomic(false)
+    private var group: GroupConsumer?
+    private var index = 0
+
+    /// - Parameter maxLatencyMs: the budget: groups older than the newest by more are skipped.
+    public init(track: TrackProducer, maxLatencyMs: UInt64?) {
+        self.track = track
+        consumer = TrackConsumer(track: track, maxLatencyMs: maxLatencyMs)
+        wakeup = Wakeup(signal)
+        token = track.addObserver(wakeup)
+    }
+
+    deinit {
+        track.removeObserver(token)
+    }
+
+    /// Groups skipped because they were older than the budget, or missing.
+    public var groupsSkipped: UInt64 { skippedTotal.load(ordering: .relaxed) }
+
+    /// Wakes a blocked ``next(waitingUpTo:)`` and makes every later read fail with `.cancelled`.
+    public func cancel() {
+        cancelled.store(true, ordering: .releasing)
+        signal.signal()
+    }
+
+    /// Changes the latency budget from the next group on (reader thread only).
+    public func updateBudget(maxLatencyMs: UInt64?) {
+        pendingBudget = .some(maxLatencyMs)
+    }
+
+    /// Wakes a blocked read without cancelling it (it returns `.idle`).
+    public func interrupt() { signal.signal() }
+
+    /// Abandons the rest of the current group: the next read starts the next group.
+    public func skipRestOfGroup() {
+        group = nil
+    }
+
+    /// Reads the next frame, blocking up to `timeoutNs` for one to arrive.
+    public func next(waitingUpTo timeoutNs: UInt64) -> Item {
+        let clock = track.clock
+        let deadline = clock.now() &+ timeoutNs
+        while true {
+            if cancelled.load(ordering: .acquiring) { return .failed(.cancelled) }
+            let generation = signal.current
+            var waitUntil: UInt64? = nil
+            if let current = group {
+                switch current.poll() {
+                case .frame(let frame):
+                    groupProgress = clock.now()
+                    let i = index
+                    index += 1
+                    switch decode(frame, group: current.sequence, index: i) {
+                    case .some(let item): return item
+                    case .none: continue  // an end-of-group frame
+                    }
+                case .ended:
+                    group = nil
+                    continue
+                case .wait:
+                    // A track that ended leaves no group open.
+                    if track.end != nil {
+                        group = nil
+                        continue
+                    }
+                    // A stalled group is abandoned for a newer one once it has made no progress
+                    // for the budget (or the reorder window without one).
+                    if hasGroup(after: current.sequence) {
+                        let window = (consumer.maxLatencyMs ?? TrackConsumer.defaultReorderWindowMs) &* 1_000_000
+                        let due = groupProgress &+ window
+                        if clock.now() >= due {
+                            group = nil
+                            skippedBase += 1
+                            continue
+                        }
+                        waitUntil = due
+                    }
+                }
+            } else {
+                if let budget = pendingBudget {
+                    pendingBudget = nil
+                    skippedBase += consumer.groupsSkipped
+                    consumer = TrackConsumer(track: track, startAt: lastGroup.map { $0 + 1 }, maxLatencyMs: budget)
+                }
+                let polled = consumer.poll()
+                skippedTotal.store(skippedBase + consumer.groupsSkipped, ordering: .relaxed)
+                switch polled {
+                case .group(let g):
+                    group = g
+                    groupProgress = clock.now()
+                    lastGroup = g.sequence
+                    index = 0
+                    continue
+                case .ended: return .ended
+                case .failed(let error): return .failed(error)
+                case .wait(_, let due): waitUntil = due
+                }
+            }
+            let now = clock.now()
+            if now >= deadline { return .idle }
+            var limit = deadline - now
+            if let waitUntil { limit = min(limit, waitUntil > now ? waitUntil - now : 0) }
+            if limit > 0 { signal.wait(since: generation, timeoutNs: limit) }
+            if cancelled.load(ordering: .acquiring) { return .failed(.cancelled) }
+            if clock.now() >= deadline, signal.current == generation { return .idle }
+        }
+    }
+
+    private func decode(_ frame: Frame, group: UInt64, index: Int) -> Item? {
+        do {
+            let legacy = try LegacyFrame(decoding: frame.payload)
+            if legacy.isEndOfGroup { return nil }
+            return .frame(
+                MediaFrame(
+                    timestampUs: legacy.timestamp, payload: legacy.payload, group: group, index: index,
+                    readAt: track.clock.now()))
+        } catch {
+            return .malformed(group: group, index: index, error)
+        }
+    }
+
+    /// The newest timestamp received on the track (µs), from the last frame of its newest
+    /// group: where the live edge is, for anchoring and lateness.
+    public var liveEdgeUs: UInt64? {
+        guard let latest = track.latestGroup else { return nil }
+        let count = track.frameCount(of: latest)
+        guard count > 0, let last = track.frames(of: latest, from: count - 1).frames.first else { return nil }
+        return (try? LegacyFrame(decoding: last.payload))?.timestamp
+    }
+
+    /// True when a group newer than `sequence` has arrived.
+    public func hasGroup(after sequence: UInt64) -> Bool {
+        (track.latestSequence ?? 0) > sequence
+    }
+}
+
+/// Signals the reader's condition when the track changes.
+private final class Wakeup: TrackObserver {
+    let signal: ConditionSignal
+    init(_ signal: ConditionSignal) { self.signal = signal }
+    func trackDidChange() { signal.signal() }
+}

@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: MIT
+import CGStreamer
+import CGstApp
+import Foundation
+import MoqCatalog
+import MoqInteropSupport
+import SwiftMoQ
+import Testing
+
+/// A relay in this process with a generated certificate.
+func localRelay() throws -> MoqRelay {
+    try MoqRelay.start(MoqRelay.Configuration(host: "127.0.0.1", port: 0, logger: .silent))
+}
+
+extension MoqRelay {
+    /// `url=… tls-fingerprint=…` for an element connecting at `/anon`.
+    var elementProperties: String { "url=moql://127.0.0.1:\(port)/anon tls-fingerprint=\(fingerprint)" }
+}
+
+/// moqsink's side of the tests: a live test pattern and tone.
+enum Publish {
+    static let video =
+        "videotestsrc is-live=true pattern=ball ! video/x-raw,format=I420,width=320,height=240,framerate=30/1 ! "
+        + "x264enc tune=zerolatency key-int-max=30 ! video/x-h264,profile=constrained-baseline ! h264parse ! "
+        + "video/x-h264,stream-format=avc,alignment=au"
+    static let audio = "audiotestsrc is-live=true wave=white-noise ! audio/x-raw,rate=48000,channels=2 ! opusenc"
+
+    static func pipeline(_ properties: String, broadcast: String, audioOffsetNs: UInt64 = 0) throws -> TestPipeline {
+        let audio =
+            audioOffsetNs == 0
+            ? Self.audio
+            : Self.audio.replacingOccurrences(
+                of: "audiotestsrc is-live=true", with: "audiotestsrc is-live=true timestamp-offset=\(audioOffsetNs)")
+        return try TestPipeline(
+            "moqsink name=m \(properties) broadcast=\(broadcast) "
+                + "\(video) ! identity name=vp ! m.sink_0 \(audio) ! identity name=ap ! m.sink_1")
+    }
+}
+
+/// Reads a numeric field of the `stats` property.
+func statsField(_ element: UnsafeMutablePointer<GstElement>, _ field: String) -> Double? {
+    guard let text = stringProperty(element, "stats"),
+        let range = text.range(of: "\(field)=(")
+    else { return nil }
+    let rest = text[range.upperBound...]
+    guard let close = rest.firstIndex(of: ")") else { return nil }
+    let value = rest[rest.index(after: close)...].prefix { $0 != "," && $0 != ";" }
+    return Double(value)
+}
+
+func isMonotonic(_ buffers: [SeenBuffer]) -> Bool {
+    let pts = buffers.compactMap(\.pts)
+    return pts.count == buffers.count && zip(pts, pts.dropFirst()).allSatisfy { $0 < $1 }
+}
+
+@Suite("moqsrc end to end", .serialized, .timeLimit(.minutes(3)))
+struct MoqSrcTests {
+    @Test("Rust media publisher (H.264 + Opus) → Rust relay → moqsrc ! decodebin: ≥ 95 % decoded, monotonic timestamps")
+    func rustPublisherToDecodebin() async throws {
+        let relay = try await RustRelay.start()
+        defer { relay.stop() }
+        let name = RustPeer.uniqueName("media")
+        let publisher = try RustPeer.launch(
+            ["publish-media"] + relay.client + ["--broadcast", name, "--seconds", "4", "--wait-subscriber"])
+        defer { _ = publisher.terminate() }
+        _ = try await publisher.waitFor(event: "announced", timeout: .seconds(20))
+        let pipeline = try TestPipeline(
+            "moqsrc name=s url=\(relay.url()) broadcast=\(name) tls-fingerprint=\(relay.fingerprint) "
+                + "s.video_0 ! decodebin ! video/x-raw ! appsink name=v sync=false "
+                + "s.audio_0 ! decodebin ! audio/x-raw ! appsink name=a sync=false")
+        #expect(pipeline.play() != GST_STATE_CHANGE_FAILURE)
+        let video = AppSinkCollector(pipeline.element("v")!)
+        let audio = AppSinkCollector(pipeline.element("a")!)
+        defer {
+            video.stop()
+            audio.stop()
+        }
+        let finished = try await publisher.waitFor(event: "finished", timeout: .seconds(30))
+        let videoFrames = finished.int("video_frames") ?? 0
+        let audioFrames = finished.int("audio_frames") ?? 0
+        #expect(videoFrames >= 100 && audioFrames >= 150, "\(finished)")
+        try await eventually("95 % of the video decoded", timeout: .seconds(10)) {
+            video.count * 100 >= videoFrames * 95 && audio.count * 100 >= audioFrames * 95
+        }
+        #expect(isMonotonic(video.all), "video timestamps go backwards")
+        #expect(isMonotonic(audio.all), "audio timestamps go backwards")
+        #expect(pipeline.errors.isEmpty, "\(pipeline.errors)")
+        let events = pipeline.collected.compactMap(\.structureName)
+        #expect(events.contains("track.ready") && events.contains("playback.start"), "\(events)")
+        pipeline.setState(GST_STATE_NULL)
+    }
+
+    @Test("moqsink → Swift relay → moqsrc in one process: the A/V offset survives (within one video frame)")
+    func avOffsetPreserved() async throws {
+        let relay = try localRelay()
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        // Audio starts 400 ms after video on the publisher's timeline.
+        let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "av", audioOffsetNs: 400_000_000)
+        let videoIn = PadRecorder(publisher.element("vp")!)
+        let audioIn = PadRecorder(publisher.element("ap")!)
+        #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
+        let player = try TestPipeline(
+            "moqsrc name=s \(relay.elementProperties) broadcast=av "
+                + "s.video_0 ! appsink name=v sync=false s.audio_0 ! appsink name=a sync=false")
+        #expect(player.play() != GST_STATE_CHANGE_FAILURE)
+        let video = AppSinkCollector(player.element("v")!)
+        let audio = AppSinkCollector(player.element("a")!)
+        try await eventually("3 s of media", timeout: .seconds(20)) { video.count >= 90 && audio.count >= 150 }
+        video.stop()
+        audio.stop()
+        videoIn.stop()
+        audioIn.stop()
+        func offsets(_ published: [SeenBuffer], _ received: [SeenBuffer]) -> [Int64] {
+            // Only payloads the publisher sent once identify a buffer.
+            var counts: [UInt64: Int] = [:]
+            for p in published { counts[p.hash, default: 0] += 1 }
+            let sent = Dictionary(
+                published.filter { counts[$0.hash] == 1 }.map { ($0.hash, $0.pts ?? 0) },
+                uniquingKeysWith: { a, _ in a })
+            return received.compactMap { r in sent[r.hash].map { Int64(r.pts ?? 0) - Int64($0) } }.sorted()
+        }
+        let v = offsets(videoIn.all, video.all)
+        let a = offsets(audioIn.all, audio.all)
+        #expect(v.count >= 60 && a.count >= 100, "matched \(v.count) video, \(a.count) audio buffers")
+        let difference = abs(v[v.count / 2] - a[a.count / 2])
+        #expect(difference < 33_000_000, "video and audio moved by different amounts: \(difference / 1_000_000) ms")
+        #expect(player.errors.isEmpty && publisher.errors.isEmpty, "\(player.errors) \(publisher.errors)")
+        player.setState(GST_STATE_NULL)
+        publisher.setState(GST_STATE_NULL)
+    }
+
+    @Test("latency changed while playing: the LATENCY query and the playout delay follow")
+    func latencyWhilePlaying() async throws {
+        let relay = try localRelay()
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "lat")
+        #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
+        let player = try TestPipeline(
+            "moqsrc name=s latency=100 \(relay.elementProperties) broadcast=lat "
+                + "s.video_0 ! fakesink sync=true s.audio_0 ! fakesink sync=true")
+        #expect(player.play() != GST_STATE_CHANGE_FAILURE)
+        let src = player.element("s")!
+        defer { gst_object_unref(src) }
+        func minLatencyMs() -> UInt64? {
+            let query = gst_query_new_latency()!
+            defer { gst_query_unref(query) }
+            guard gst_element_query(player.pipeline, query) != 0 else { return nil }
+            var live: gboolean = 0
+            var min: GstClockTime = 0
+            var max: GstClockTime = 0
+            gst_query_parse_latency(query, &live, &min, &max)
+            return UInt64(min) / 1_000_000
+        }
+        try await eventually("playing") { (statsField(src, "video-frames") ?? 0) > 30 }
+        let before = try #require(minLatencyMs())
+        #expect(before >= 100 && before < 400, "\(before) ms")
+        g_object_set_property_uint(src, "latency", 500)
+        try await eventually("the pipeline's latency follows") { (minLatencyMs() ?? 0) >= 500 }
+        try await eventually("the playout delay follows", timeout: .seconds(10)) {
+            (statsField(src, "video-latency-ms") ?? 0) > 350
+        }
+        #expect(statsField(src, "target-latency-ms") == 500)
+        #expect(player.errors.isEmpty, "\(player.errors)")
+        player.setState(GST_STATE_NULL)
+        publisher.setState(GST_STATE_NULL)
+    }
+
+    @Test("playbin3 uri=moql://127.0.0.1:PORT/anon/<broadcast>: both streams selected and decoded")
+    func playbin3() async throws {
+        let relay = try localRelay()
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "room/pb")
+        #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
+        let player = try TestPipeline(
+            "playbin3 name=p uri=moql://127.0.0.1:\(relay.port)/anon/room/pb?tls-fingerprint=\(relay.fingerprint)")
+        let videoSink = gst_element_factory_make("appsink", "v")!
+        let audioSink = gst_element_factory_make("appsink", "a")!
+        g_object_set_property_object(player.pipeline, "video-sink", videoSink)
+        g_object_set_property_object(player.pipeline, "audio-sink", audioSink)
+        #expect(player.play() != GST_STATE_CHANGE_FAILURE)
+        let video = AppSinkCollector(videoSink)
+        let audio = AppSinkCollector(audioSink)
+        defer {
+            video.stop()
+            audio.stop()
+        }
+        try await eventually("decoded video and audio", timeout: .seconds(20)) {
+            video.count >= 30 && audio.count >= 30
+        }
+        #expect(player.errors.isEmpty, "\(player.errors)")
+        player.setState(GST_STATE_NULL)
+        publisher.setState(GST_STATE_NULL)
+    }
+
+    @Test("the relay restarts: playback resumes, timestamps stay monotonic, WARNING not ERROR")
+    func relayRestart() async throws {
+        let port = try freeUDPPort()
+        var relay = try await RustRelay.start(["--port", "\(port)"])
+        let name = RustPeer.uniqueName("restart")
+        // The restarted relay has a new self-signed certificate: verification is off here.
+        let properties = "url=moql://127.0.0.1:\(port)/anon tls-disable-verify=true"
+        let publisher = try Publish.pipeline(properties, broadcast: name)
+        #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
+        let player = try TestPipeline(
+            "moqsrc name=s \(properties) broadcast=\(name) s.video_0 ! appsink name=v sync=false "
+                + "s.audio_0 ! appsink name=a sync=false")
+        #expect(player.play() != GST_STATE_CHANGE_FAILURE)
+        let video = AppSinkCollector(player.element("v")!)
+        let audio = AppSinkCollector(player.element("a")!)
+        defer {
+            video.stop()
+            audio.stop()
+        }
+        try await eventually("playing", timeout: .seconds(20)) { video.count > 30 }
+        relay.stop()
+        try await player.waitFor(.seconds(30)) { $0.kind == .warning && $0.text.contains("retrying") }
+        let before = video.count
+        relay = try await RustRelay.start(["--port", "\(port)"])
+        defer { relay.stop() }
+        try await eventually("playback resumes", timeout: .seconds(30)) { video.count > before + 30 }
+        #expect(isMonotonic(video.all), "video timestamps go backwards")
+        #expect(isMonotonic(audio.all), "audio timestamps go backwards")
+        #expect(player.errors.isEmpty, "\(player.errors)")
+        let src = player.element("s")!
+        defer { gst_object_unref(src) }
+        #expect((statsField(src, "reconnects") ?? 0) >= 1)
+        player.setState(GST_STATE_NULL)
+        publisher.setState(GST_STATE_NULL)
+    }
+}
+
+/// `g_object_set(object, name, element, NULL)` (variadic in C).
+func g_object_set_property_object(
+    _ object: UnsafeMutablePointer<GstElement>, _ name: String, _ value: UnsafeMutablePointer<GstElement>
+) {
+    var v = GValue()
+    g_value_init(&v, gst_element_get_type())
+    g_value_set_object(&v, value)
+    g_object_set_property(UnsafeMutableRawPointer(object).assumingMemoryBound(to: GObject.self), name, &v)
+    g_value_unset(&v)
+}
+
+/// `g_object_set(object, name, (guint)value, NULL)` (variadic in C).
+func g_object_set_property_uint(_ element: UnsafeMutablePointer<GstElement>, _ name: String, _ value: UInt32) {
+    var v = GValue()
+    g_value_init(&v, swiftmoq_type_uint())
+    g_value_set_uint(&v, value)
+    g_object_set_property(UnsafeMutableRawPointer(element).assumingMemoryBound(to: GObject.self), name, &v)
+    g_value_unset(&v)
+}

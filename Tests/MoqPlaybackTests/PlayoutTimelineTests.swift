@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: MIT
+import MoqPlayback
+import Testing
+
+@Suite("PlayoutTimeline: one offset per broadcast, forward-only retargets")
+struct PlayoutTimelineTests {
+    let ms: UInt64 = 1_000_000
+    let latency: UInt64 = 100_000_000
+
+    @Test("the first frame anchors the live edge at now; older frames of the group land in the past")
+    func anchorsAtLiveEdge() {
+        var t = PlayoutTimeline()
+        // Joined mid-GOP: the keyframe is 500 ms older than the newest frame received.
+        let (pts, placement) = t.place(
+            timestampUs: 1_000_000, liveEdgeUs: 1_500_000, now: 10_000 * ms, latencyNs: latency)
+        #expect(placement == .anchored)
+        #expect(pts == 9_500 * ms)
+        #expect(t.runningTime(of: 1_500_000) == 10_000 * ms)
+    }
+
+    @Test("every track shares the offset, so the publisher's A/V offset survives")
+    func sharedOffset() {
+        var t = PlayoutTimeline()
+        _ = t.place(timestampUs: 2_000_000, liveEdgeUs: 2_000_000, now: 50 * ms, latencyNs: latency)
+        // Audio recorded 400 ms after that video frame stays 400 ms after it.
+        #expect(t.runningTime(of: 2_400_000) - t.runningTime(of: 2_000_000) == 400 * ms)
+    }
+
+    @Test("a live edge arriving after its render deadline moves the timeline forward (never back)")
+    func retargetsForward() {
+        var t = PlayoutTimeline()
+        _ = t.place(timestampUs: 0, liveEdgeUs: 0, now: 1_000 * ms, latencyNs: latency)
+        // On time: 1 s of media after 1 s.
+        let onTime = t.place(timestampUs: 1_000_000, liveEdgeUs: 1_000_000, now: 2_050 * ms, latencyNs: latency)
+        #expect(onTime.placement == .continued && onTime.pts == 2_000 * ms)
+        // The link stalled: that same media time arrives 700 ms later than the anchor expects.
+        let late = t.place(timestampUs: 2_000_000, liveEdgeUs: 2_000_000, now: 3_700 * ms, latencyNs: latency)
+        #expect(late.placement == .retargeted(ns: 700 * ms))
+        #expect(late.pts == 3_700 * ms)
+        #expect(t.retargets == 1)
+        // Frames that arrive earlier than expected never move it back.
+        let early = t.place(timestampUs: 3_000_000, liveEdgeUs: 3_000_000, now: 4_000 * ms, latencyNs: latency)
+        #expect(early.placement == .continued && early.pts == 4_700 * ms)
+    }
+
+    @Test("after a reconnect, the same publisher's timestamps continue the timeline")
+    func continuityKept() {
+        var t = PlayoutTimeline()
+        _ = t.place(timestampUs: 0, liveEdgeUs: 0, now: 1_000 * ms, latencyNs: latency)
+        t.pushed(1_900 * ms)
+        t.markDiscontinuity()
+        let next = t.place(timestampUs: 3_000_000, liveEdgeUs: 3_000_000, now: 3_950 * ms, latencyNs: latency)
+        #expect(next.placement == .continued)
+        #expect(next.pts == 4_000 * ms)
+    }
+
+    @Test("a restarted publisher (timestamps back to 0) starts a new timeline after what was pushed")
+    func restartedPublisher() {
+        var t = PlayoutTimeline()
+        _ = t.place(timestampUs: 50_000_000, liveEdgeUs: 50_000_000, now: 1_000 * ms, latencyNs: latency)
+        t.pushed(5_000 * ms)
+        t.markDiscontinuity()
+        let next = t.place(timestampUs: 0, liveEdgeUs: 0, now: 4_000 * ms, latencyNs: latency)
+        #expect(next.placement == .anchored)
+        #expect(next.pts == 5_001 * ms, "monotonic: after the last pushed buffer")
+    }
+
+    @Test("a publisher clock jumping far ahead also re-anchors")
+    func jumpAhead() {
+        var t = PlayoutTimeline()
+        _ = t.place(timestampUs: 0, liveEdgeUs: 0, now: 1_000 * ms, latencyNs: latency)
+        t.pushed(1_000 * ms)
+        t.markDiscontinuity()
+        let next = t.place(timestampUs: 3_600_000_000, liveEdgeUs: 3_600_000_000, now: 2_000 * ms, latencyNs: latency)
+        #expect(next.placement == .anchored && next.pts == 2_000 * ms)
+    }
+
+    @Test("resuming after a pause anchors again after what was pushed")
+    func resume() {
+        var t = PlayoutTimeline()
+        _ = t.place(timestampUs: 0, liveEdgeUs: 0, now: 1_000 * ms, latencyNs: latency)
+        t.pushed(3_000 * ms)
+        t.reanchorOnNextFrame()
+        // 10 s of broadcast went by while the running time stood still.
+        let next = t.place(timestampUs: 12_000_000, liveEdgeUs: 12_000_000, now: 3_010 * ms, latencyNs: latency)
+        #expect(next.placement == .anchored && next.pts == 3_010 * ms)
+    }
+
+    @Test("timestamps before the anchor clamp at zero running time")
+    func clampsAtZero() {
+        var t = PlayoutTimeline()
+        _ = t.place(timestampUs: 10_000_000, liveEdgeUs: 10_000_000, now: 100 * ms, latencyNs: latency)
+        #expect(t.runningTime(of: 0) == 0)
+    }
+}
