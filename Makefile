@@ -33,13 +33,13 @@ build: setup cli plugin
 cli: setup
 	$(SWIFT) build -c release -j $(JOBS) --product swiftmoq
 	@mkdir -p $(BUILD)/bin
-	cp "$$($(SWIFT) build -c release --show-bin-path)/swiftmoq" $(BUILD)/bin/swiftmoq
+	cp --remove-destination "$$($(SWIFT) build -c release --show-bin-path)/swiftmoq" $(BUILD)/bin/swiftmoq
 
 # The plugin carries the Swift runtime inside it (-static-stdlib): ldd lists no libswift*.
 plugin: setup
 	SWIFTMOQ_STATIC_STDLIB=1 $(SWIFT) build -c release -j $(JOBS) --product gstswiftmoq
 	@mkdir -p $(BUILD)/gst
-	cp "$$(SWIFTMOQ_STATIC_STDLIB=1 $(SWIFT) build -c release --show-bin-path)/libgstswiftmoq.so" $(BUILD)/gst/
+	cp --remove-destination "$$(SWIFTMOQ_STATIC_STDLIB=1 $(SWIFT) build -c release --show-bin-path)/libgstswiftmoq.so" $(BUILD)/gst/
 	@if ldd $(BUILD)/gst/libgstswiftmoq.so | grep -q libswift; then \
 		echo "error: libgstswiftmoq.so links the Swift runtime dynamically" >&2; exit 1; fi
 	@GST_PLUGIN_PATH=$(BUILD)/gst GST_REGISTRY_1_0=$(BUILD)/gst-check-registry.bin gst-inspect-1.0 moqsink >/dev/null || { \
