@@ -165,7 +165,8 @@ struct MoqSrcCatalogTests {
         #expect(stringProperty(src, "stats")?.contains("video-track=(string)hd") == true)
         g_object_set_property_string(src, "video-track", "sd")
         let event = try await player.waitFor { $0.structureName == "track.switch" }
-        #expect(event.structure?.contains("track=(string)sd") == true && event.structure?.contains("from=(string)hd") == true)
+        let fields = event.structure ?? ""
+        #expect(fields.contains("track=(string)sd") && fields.contains("from=(string)hd"), "\(fields)")
         let before = video.count
         try await eventually("sd plays") { video.count >= before + 5 }
         #expect(stringProperty(src, "stats")?.contains("video-track=(string)sd") == true)
