@@ -151,6 +151,43 @@ struct MoqSinkTests {
         pipeline.setState(GST_STATE_NULL)
     }
 
+    @Test("data pads (application/x-moq-data): each buffer one frame of a named track, read by a Rust subscriber")
+    func dataTrack() async throws {
+        let relay = try await RustRelay.start()
+        defer { relay.stop() }
+        let name = RustPeer.uniqueName("data")
+        let pipeline = try TestPipeline(
+            "appsrc name=src is-live=true do-timestamp=true format=time caps=application/x-moq-data "
+                + "! m.sink_0 moqsink name=m url=\(relay.url()) broadcast=\(name) tls-fingerprint=\(relay.fingerprint) "
+                + "sink_0::track=chat")
+        #expect(pipeline.play() != GST_STATE_CHANGE_FAILURE)
+        let subscriber = try RustPeer.launch(
+            ["subscribe"] + relay.client + [
+                "--broadcast", name, "--track", "chat", "--count", "3", "--max-latency-ms", "5000",
+            ])
+        defer { _ = subscriber.terminate() }
+        _ = try await subscriber.waitFor(event: "subscribed", timeout: .seconds(20))
+        let src = pipeline.element("src")!
+        defer { gst_object_unref(src) }
+        for text in ["hello", "moq", "world"] {
+            let bytes = Array(text.utf8)
+            let buffer = gst_buffer_new_allocate(nil, gsize(bytes.count), nil)!
+            _ = bytes.withUnsafeBytes { gst_buffer_fill(buffer, 0, $0.baseAddress, gsize(bytes.count)) }
+            var flow = GST_FLOW_OK
+            g_signal_emit_by_name_push(src, buffer, &flow)
+            #expect(flow == GST_FLOW_OK)
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        var texts: [String] = []
+        for _ in 0..<3 {
+            let frame = try await subscriber.waitFor(event: "frame", timeout: .seconds(20))
+            texts.append(frame.bytes("payload").map { String(decoding: $0, as: UTF8.self) } ?? "")
+        }
+        #expect(texts == ["hello", "moq", "world"])
+        #expect(pipeline.errors.isEmpty, "\(pipeline.errors)")
+        pipeline.setState(GST_STATE_NULL)
+    }
+
     @Test("H.264 4:4:4 (x264enc's default from RGB): a WARNING that says how to publish what players decode")
     func warnsAbout444() async throws {
         let relay = try localRelay()

@@ -61,12 +61,13 @@ struct TrackReaderTests {
     }
 
     @Test("a blocked read wakes for a frame written on another thread, and for cancel()")
-    func wakesUp() async throws {
+    func wakesUp() {
         let track = TrackProducer(name: "audio")
         let reader = TrackReader(track: track, maxLatencyMs: nil)
-        let writer = Task.detached {
-            try await Task.sleep(for: .milliseconds(50))
-            track.writeSingleFrameGroup(try LegacyFrame(timestamp: 5, payload: Bytes([1])).encoded(), timestamp: 5)
+        // Plain threads: the reader blocks its thread, as a pad task does.
+        Thread.detachNewThread {
+            usleep(50_000)
+            track.writeSingleFrameGroup(try! LegacyFrame(timestamp: 5, payload: Bytes([1])).encoded(), timestamp: 5)
         }
         let start = ContinuousClock.now
         guard case .frame(let f) = reader.next(waitingUpTo: 5_000_000_000) else {
@@ -75,16 +76,14 @@ struct TrackReaderTests {
         }
         #expect(f.timestampUs == 5)
         #expect(ContinuousClock.now - start < .seconds(4), "woke by the write, not the timeout")
-        try await writer.value
-        let canceller = Task.detached {
-            try await Task.sleep(for: .milliseconds(50))
+        Thread.detachNewThread {
+            usleep(50_000)
             reader.cancel()
         }
         guard case .failed(.cancelled) = reader.next(waitingUpTo: 5_000_000_000) else {
             Issue.record("expected cancellation")
             return
         }
-        try await canceller.value
     }
 
     @Test("skipRestOfGroup moves to the next group")

@@ -21,7 +21,8 @@ enum MoqSinkType {
         video/x-vp8; video/x-vp9; \
         audio/x-opus, channel-mapping-family=(int)[0, 1]; \
         audio/mpeg, mpegversion=(int)4, stream-format=(string)raw; \
-        audio/mpeg, mpegversion=(int)1, layer=(int)3
+        audio/mpeg, mpegversion=(int)1, layer=(int)3; \
+        application/x-moq-data
         """
 
     static let type: GType = {

@@ -29,6 +29,7 @@ final class SinkPad: @unchecked Sendable {
     private var group: GroupProducer?
     private var warnedTime = false
     private var eos = false
+    private var isData = false
 
     struct Stats {
         var frames: UInt64 = 0
@@ -59,6 +60,7 @@ final class SinkPad: @unchecked Sendable {
 
     /// The element stopped: forget the broadcast's objects (caps come again on restart).
     func detach() {
+        isData = false
         group = nil
         track = nil
         format = nil
@@ -113,8 +115,16 @@ final class SinkPad: @unchecked Sendable {
         }
     }
 
+    /// The caps of a data pad: each buffer is one frame, published as is, in a group of its own.
+    static let dataCaps = "application/x-moq-data"
+
     private func setCaps(_ caps: UnsafeMutablePointer<GstCaps>) -> Bool {
         guard let sink, let run = sink.run else { return false }
+        if let structure = gst_caps_get_structure(caps, 0),
+            String(cString: gst_structure_get_name(structure)) == Self.dataCaps
+        {
+            return setDataCaps(sink: sink, run: run)
+        }
         let newFormat: PadFormat
         switch PadFormat.from(caps: caps) {
         case .failure(let error):
@@ -124,6 +134,7 @@ final class SinkPad: @unchecked Sendable {
         case .success(let f): newFormat = f
         }
         if let format, format == newFormat { return true }
+        isData = false
         warnIfRarelyDecodable(caps, sink: sink)
         let props = MoqSinkPadType.state(UnsafeMutableRawPointer(pad))
         let trackName = props.lock() ?? "\(index).\(newFormat.family)"
@@ -140,6 +151,23 @@ final class SinkPad: @unchecked Sendable {
         published.withLock { $0 = trackName }
         sink.updateCatalog(track: trackName, config: newFormat.config)
         sink.reporter.log(GST_LEVEL_INFO, "\(name): publishing \(trackName) (\(newFormat.codec))")
+        return true
+    }
+
+    /// A data track (chat, telemetry…): named by the pad's `track` (default `<index>.data`), not
+    /// in the catalog, one frame per buffer without the legacy timestamp prefix.
+    private func setDataCaps(sink: MoqSink, run: MoqSink.Running) -> Bool {
+        if isData, track != nil { return true }
+        let name = MoqSinkPadType.state(UnsafeMutableRawPointer(pad)).lock() ?? "\(index).data"
+        group?.finish()
+        group = nil
+        track?.finish()
+        if format != nil, let old = trackName { sink.updateCatalog(track: old, config: nil) }
+        format = nil
+        isData = true
+        track = run.broadcast.createTrack(name, info: TrackInfo(priority: 90, maxAgeMs: 30_000, timescale: 1_000_000))
+        published.withLock { $0 = name }
+        sink.reporter.log(GST_LEVEL_INFO, "\(self.name): publishing data track \(name)")
         return true
     }
 
@@ -161,6 +189,7 @@ final class SinkPad: @unchecked Sendable {
     func chain(_ buffer: UnsafeMutablePointer<GstBuffer>) -> GstFlowReturn {
         defer { gst_buffer_unref(buffer) }
         guard let sink, sink.run != nil else { return GST_FLOW_FLUSHING }
+        if isData, let track { return chainData(buffer, track: track) }
         guard let format, let track else { return GST_FLOW_NOT_NEGOTIATED }
         guard hasSegment else {
             drop()
@@ -216,6 +245,20 @@ final class SinkPad: @unchecked Sendable {
             group!.write(payload, timestamp: micros)
             counted(size, newGroup: keyframe)
         }
+        return GST_FLOW_OK
+    }
+
+    private func chainData(_ buffer: UnsafeMutablePointer<GstBuffer>, track: TrackProducer) -> GstFlowReturn {
+        var pts = swiftmoq_buffer_pts(buffer)
+        if swiftmoq_clock_time_is_valid(pts) == 0 { pts = swiftmoq_buffer_dts(buffer) }
+        let running = hasSegment ? gst_segment_to_running_time(&segment, GST_FORMAT_TIME, pts) : pts
+        let micros = swiftmoq_clock_time_is_valid(running) != 0 ? UInt64(running) / 1000 : 0
+        var map = GstMapInfo()
+        guard gst_buffer_map(buffer, &map, GST_MAP_READ) != 0 else { return GST_FLOW_ERROR }
+        let payload = Bytes(copying: UnsafeRawBufferPointer(start: map.data, count: Int(map.size)))
+        gst_buffer_unmap(buffer, &map)
+        track.writeSingleFrameGroup(payload, timestamp: micros)
+        counted(payload.count, newGroup: true)
         return GST_FLOW_OK
     }
 
