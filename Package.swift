@@ -26,6 +26,7 @@ let package = Package(
         .library(name: "MoqWire", targets: ["MoqWire"]),
         .library(name: "MoqSession", targets: ["MoqSession"]),
         .executable(name: "swiftmoq", targets: ["swiftmoq"]),
+        .library(name: "MoqPipeline", targets: ["MoqPipeline"]),
         // Product name must be gst<plugin>: GStreamer looks up gst_plugin_swiftmoq_get_desc.
         .library(name: "gstswiftmoq", type: .dynamic, targets: ["GstSwiftMoQPlugin"]),
     ],
@@ -72,6 +73,9 @@ let package = Package(
             linkerSettings: staticStdlib
                 ? [.unsafeFlags(["-static-stdlib", "-l_FoundationCollections", "-l_FoundationCShims"])] : []),
 
+        // A typed, declarative gst-launch builder that also runs what it builds.
+        .target(name: "MoqPipeline", dependencies: ["CGStreamer", "GstSwiftMoQ"], swiftSettings: swiftSettings),
+
         // MARK: - Plugins
         .plugin(
             name: "ElementDocs",
@@ -94,6 +98,8 @@ let package = Package(
             name: "MoqMediaTests", dependencies: ["MoqMedia", "MoqCatalog", "MoqWire", "CGStreamer", "CGstApp"],
             swiftSettings: swiftSettings),
         .testTarget(name: "SwiftMoQTests", dependencies: ["SwiftMoQ"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "MoqPipelineTests", dependencies: ["MoqPipeline", "CGStreamer"], swiftSettings: swiftSettings),
         .testTarget(name: "RelayTests", dependencies: ["SwiftMoQ"], swiftSettings: swiftSettings),
         .testTarget(
             name: "GstTests",
