@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 
-/// A `tee` and its outputs: each ``Branch`` inside becomes a chain starting at `name.`.
+/// A `tee` and its outputs: each ``Branch`` inside becomes a chain starting at `name.` (unless it starts
+/// with a ``From`` of its own, such as `From("t", pad: "src_1")`).
 ///
 /// ```swift
 /// Tee(name: "mic") {
