@@ -26,6 +26,8 @@ let package = Package(
         .library(name: "MoqWire", targets: ["MoqWire"]),
         .library(name: "MoqSession", targets: ["MoqSession"]),
         .executable(name: "swiftmoq", targets: ["swiftmoq"]),
+        .library(name: "MoqPipeline", targets: ["MoqPipeline"]),
+        .library(name: "MoqTestKit", targets: ["MoqTestKit"]),
         // Product name must be gst<plugin>: GStreamer looks up gst_plugin_swiftmoq_get_desc.
         .library(name: "gstswiftmoq", type: .dynamic, targets: ["GstSwiftMoQPlugin"]),
     ],
@@ -76,6 +78,16 @@ let package = Package(
             linkerSettings: staticStdlib
                 ? [.unsafeFlags(["-static-stdlib", "-l_FoundationCollections", "-l_FoundationCShims"])] : []),
 
+        // A typed, declarative gst-launch builder that also runs what it builds.
+        .target(name: "MoqPipeline", dependencies: ["CGStreamer", "GstSwiftMoQ"], swiftSettings: swiftSettings),
+        // Pipeline test harness: in-process relay, UDP impairment proxy, appsrc/appsink, GstHarness, latency probe.
+        .target(
+            name: "MoqTestKit",
+            dependencies: [
+                "MoqPipeline", "SwiftMoQ", "MoqQUIC", "MoqCatalog", "CGStreamer", "CGstApp", "CGstCheck",
+            ],
+            swiftSettings: swiftSettings),
+
         // MARK: - Plugins
         .plugin(
             name: "ElementDocs",
@@ -100,6 +112,11 @@ let package = Package(
         .testTarget(name: "SwiftMoQTests", dependencies: ["SwiftMoQ"], swiftSettings: swiftSettings),
         .testTarget(
             name: "MoqPlaybackTests", dependencies: ["MoqPlayback", "MoqCatalog", "MoqSession", "MoqWire", "SwiftMoQ"],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "MoqPipelineTests", dependencies: ["MoqPipeline", "CGStreamer"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "MoqTestKitTests", dependencies: ["MoqTestKit", "MoqPipeline", "SwiftMoQ"],
             swiftSettings: swiftSettings),
         .testTarget(name: "RelayTests", dependencies: ["SwiftMoQ"], swiftSettings: swiftSettings),
         .testTarget(

@@ -41,3 +41,27 @@ static inline GstDebugLevel swiftmoq_debug_threshold(GstDebugCategory *c) { retu
 static inline GstClockTime swiftmoq_element_base_time(GstElement *e) { return gst_element_get_base_time(e); }
 static inline gboolean swiftmoq_pad_is_flushing(GstPad *pad) { return GST_PAD_IS_FLUSHING(pad); }
 static inline GstState swiftmoq_element_target_state(GstElement *e) { return GST_STATE_TARGET(e); }
+
+
+// MoqPipeline / MoqTestKit: GValue types, instance checks and buffer access (macros in C).
+static inline GType swiftmoq_type_char(void) { return G_TYPE_CHAR; }
+static inline GType swiftmoq_type_uchar(void) { return G_TYPE_UCHAR; }
+static inline GType swiftmoq_type_long(void) { return G_TYPE_LONG; }
+static inline GType swiftmoq_type_ulong(void) { return G_TYPE_ULONG; }
+static inline GType swiftmoq_type_float(void) { return G_TYPE_FLOAT; }
+static inline GType swiftmoq_type_flags(void) { return G_TYPE_FLAGS; }
+static inline GType swiftmoq_type_fraction(void) { return GST_TYPE_FRACTION; }
+static inline GType swiftmoq_type_caps(void) { return GST_TYPE_CAPS; }
+static inline GType swiftmoq_type_list(void) { return GST_TYPE_LIST; }
+static inline GType swiftmoq_type_array(void) { return GST_TYPE_ARRAY; }
+static inline GType swiftmoq_type_int_range(void) { return GST_TYPE_INT_RANGE; }
+static inline GType swiftmoq_type_int64_range(void) { return GST_TYPE_INT64_RANGE; }
+static inline GType swiftmoq_type_double_range(void) { return GST_TYPE_DOUBLE_RANGE; }
+static inline GType swiftmoq_type_fraction_range(void) { return GST_TYPE_FRACTION_RANGE; }
+static inline GType swiftmoq_value_type(const GValue *v) { return G_VALUE_TYPE(v); }
+static inline gboolean swiftmoq_is_pipeline(gpointer obj) { return GST_IS_PIPELINE(obj); }
+static inline gboolean swiftmoq_is_child_proxy(gpointer obj) { return GST_IS_CHILD_PROXY(obj); }
+static inline GType swiftmoq_object_type(gpointer obj) { return G_OBJECT_TYPE(obj); }
+static inline GstMessageType swiftmoq_message_type(GstMessage *m) { return GST_MESSAGE_TYPE(m); }
+static inline guint swiftmoq_buffer_flags(GstBuffer *b) { return GST_BUFFER_FLAGS(b); }
+static inline GstBuffer *swiftmoq_probe_info_buffer(GstPadProbeInfo *info) { return GST_PAD_PROBE_INFO_BUFFER(info); }

@@ -86,7 +86,7 @@ public final class ServerIdentity: @unchecked Sendable {
     }
 
     /// A self-signed ECDSA P-256 certificate for `names`, valid now−1 day … now+13 days (14 days, like rcgen).
-    private static func generate(names: [String]) throws(QUICError) -> (OpaquePointer, OpaquePointer) {
+    static func generate(names: [String]) throws(QUICError) -> (OpaquePointer, OpaquePointer) {
         guard !names.isEmpty else { throw QUICError.invalidArgument("selfSigned needs at least one name") }
         var key: OpaquePointer?
         try Sys.tls("gnutls_x509_privkey_init", gnutls_x509_privkey_init(&key))

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: MIT
+import Synchronization
+
+/// A pipeline's bus messages in Swift: the history of the current run, live streams of it, and tasks
+/// waiting for a message. Fed by the ``BusReader`` thread; nothing here blocks.
+///
+/// Timeouts are sleeping tasks that resolve the waiter, so a wait never occupies a thread of the
+/// cooperative pool.
+final class MessageHub: Sendable {
+    /// Messages kept per run; the oldest go first beyond this (and are counted in ``droppedCount``).
+    static let historyLimit = 10_000
+
+    private struct Waiter: Sendable {
+        let after: UInt64
+        let failOnError: Bool
+        let match: @Sendable (BusMessage) -> Bool
+        let continuation: CheckedContinuation<Result<BusMessage, PipelineError>, Never>
+        var timer: Task<Void, Never>?
+    }
+
+    private struct State: Sendable {
+        var history: [(sequence: UInt64, message: BusMessage)] = []
+        var sequence: UInt64 = 0
+        var dropped = 0
+        var running = false
+        var nextID: UInt64 = 0
+        var subscribers: [UInt64: AsyncStream<BusMessage>.Continuation] = [:]
+        var waiters: [UInt64: Waiter] = [:]
+        /// Waits whose id exists but which are not registered yet, and those cancelled in between.
+        var pending: Set<UInt64> = []
+        var cancelledEarly: Set<UInt64> = []
+    }
+
+    private let state = Mutex(State())
+
+    // MARK: Runs
+
+    /// A run starts: the history is cleared.
+    func begin() {
+        state.withLock { s in
+            s.history.removeAll()
+            s.dropped = 0
+            s.running = true
+        }
+    }
+
+    /// The run ended: streams finish and waits fail with ``PipelineError/notRunning``.
+    func end() {
+        let (subscribers, waiters) = state.withLock { s in
+            s.running = false
+            let subscribers = Array(s.subscribers.values)
+            let waiters = Array(s.waiters.values)
+            s.subscribers.removeAll()
+            s.waiters.removeAll()
+            return (subscribers, waiters)
+        }
+        for c in subscribers { c.finish() }
+        for w in waiters {
+            w.timer?.cancel()
+            w.continuation.resume(returning: .failure(.notRunning))
+        }
+    }
+
+    /// A message from the bus.
+    func post(_ message: BusMessage) {
+        let resolved: [(Waiter, Result<BusMessage, PipelineError>)] = state.withLock { s in
+            s.sequence += 1
+            s.history.append((s.sequence, message))
+            if s.history.count > Self.historyLimit {
+                let excess = s.history.count - Self.historyLimit + Self.historyLimit / 10
+                s.history.removeFirst(excess)
+                s.dropped += excess
+            }
+            // Yielded under the lock so that every stream sees messages in bus order.
+            for c in s.subscribers.values { c.yield(message) }
+            var out: [(Waiter, Result<BusMessage, PipelineError>)] = []
+            for (id, w) in s.waiters {
+                if let result = Self.outcome(message, for: w) {
+                    s.waiters[id] = nil
+                    out.append((w, result))
+                }
+            }
+            return out
+        }
+        for (w, result) in resolved {
+            w.timer?.cancel()
+            w.continuation.resume(returning: result)
+        }
+    }
+
+    private static func outcome(_ m: BusMessage, for w: Waiter) -> Result<BusMessage, PipelineError>? {
+        if w.match(m) { return .success(m) }
+        if w.failOnError, m.isError { return .failure(.failed(m.description)) }
+        return nil
+    }
+
+    // MARK: Reading
+
+    /// The messages of the current (or last) run, oldest first.
+    var messages: [BusMessage] { state.withLock { $0.history.map(\.message) } }
+
+    /// How many messages of this run were dropped from the history (beyond ``historyLimit``).
+    var droppedCount: Int { state.withLock { $0.dropped } }
+
+    /// The sequence number of the newest message (0 before any).
+    var lastSequence: UInt64 { state.withLock { $0.sequence } }
+
+    /// The messages of the current run, from its first, then live until the run ends (or, when idle,
+    /// those of the next run).
+    func stream() -> AsyncStream<BusMessage> {
+        let (stream, continuation) = AsyncStream.makeStream(of: BusMessage.self)
+        let id: UInt64 = state.withLock { s in
+            s.nextID += 1
+            if s.running {
+                for entry in s.history { continuation.yield(entry.message) }
+            }
+            s.subscribers[s.nextID] = continuation
+            return s.nextID
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// Waits for a message that `match`es among those after `sequence` (the history included) and those
+    /// still to come. An ERROR ends the wait with ``PipelineError/failed(_:)`` unless `match` accepts
+    /// it or `failOnError` is false.
+    func wait(
+        for label: String, after sequence: UInt64 = 0, timeout: Duration, failOnError: Bool = true,
+        _ match: @escaping @Sendable (BusMessage) -> Bool
+    ) async throws(PipelineError) -> BusMessage {
+        let id: UInt64 = state.withLock { s in
+            s.nextID += 1
+            s.pending.insert(s.nextID)
+            return s.nextID
+        }
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                register(
+                    id, Waiter(after: sequence, failOnError: failOnError, match: match, continuation: continuation),
+                    label: label, timeout: timeout)
+            }
+        } onCancel: {
+            resolve(id, .failure(.cancelled))
+        }
+        return try result.get()
+    }
+
+    private func register(_ id: UInt64, _ waiter: Waiter, label: String, timeout: Duration) {
+        let immediate: Result<BusMessage, PipelineError>? = state.withLock { s in
+            s.pending.remove(id)
+            if s.cancelledEarly.remove(id) != nil { return .failure(.cancelled) }
+            for entry in s.history where entry.sequence > waiter.after {
+                if let result = Self.outcome(entry.message, for: waiter) { return result }
+            }
+            if !s.running { return .failure(.notRunning) }
+            s.waiters[id] = waiter
+            return nil
+        }
+        if let immediate {
+            waiter.continuation.resume(returning: immediate)
+            return
+        }
+        let timer = Task { [weak self] in
+            do { try await Task.sleep(for: timeout) } catch { return }
+            self?.resolve(id, .failure(.timedOut(label)))
+        }
+        let stillWaiting = state.withLock { s in
+            guard s.waiters[id] != nil else { return false }
+            s.waiters[id]?.timer = timer
+            return true
+        }
+        if !stillWaiting { timer.cancel() }
+    }
+
+    private func resolve(_ id: UInt64, _ result: Result<BusMessage, PipelineError>) {
+        let waiter: Waiter? = state.withLock { s in
+            if let w = s.waiters.removeValue(forKey: id) { return w }
+            if s.pending.remove(id) != nil { s.cancelledEarly.insert(id) }
+            return nil
+        }
+        guard let waiter else { return }
+        waiter.timer?.cancel()
+        waiter.continuation.resume(returning: result)
+    }
+}

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: MIT
+import Glibc
+
+/// The proxy's thread: sockets, client flows, the delay line and the generator live here and nowhere else
+/// (which is why this class is not `Sendable`: it is handed to its thread once and only used there).
+final class ProxyLoop {
+    private struct Flow {
+        let client: sockaddr_in
+        let upstream: UDPSocket
+    }
+
+    private struct Delayed {
+        let due: UInt64
+        let bytes: [UInt8]
+        let toServer: Bool
+        let flow: UInt64
+    }
+
+    private let listener: UDPSocket
+    private let targetPort: UInt16
+    private let control: ProxyControl
+    private var generator: SeededGenerator
+    private var flows: [UInt64: Flow] = [:]
+    private var delayed: [Delayed] = []
+    private var buffer = [UInt8](repeating: 0, count: 65_536)
+
+    init(listener: UDPSocket, targetPort: UInt16, control: ProxyControl, seed: UInt64) {
+        self.listener = listener
+        self.targetPort = targetPort
+        self.control = control
+        generator = SeededGenerator(seed: seed)
+    }
+
+    func run() {
+        while !control.stopping.load(ordering: .acquiring) {
+            let keys = Array(flows.keys)
+            var fds = [pollfd(fd: control.wakeFD, events: Int16(POLLIN), revents: 0)]
+            fds.append(pollfd(fd: listener.fd, events: Int16(POLLIN), revents: 0))
+            for key in keys { fds.append(pollfd(fd: flows[key]!.upstream.fd, events: Int16(POLLIN), revents: 0)) }
+            let timeout =
+                delayed.first.map { Int32(clamping: ($0.due &- min($0.due, Self.now()) + 999_999) / 1_000_000) } ?? -1
+            if poll(&fds, nfds_t(fds.count), timeout) < 0, errno != EINTR { return }
+            if fds[0].revents != 0 {
+                var drain = [UInt8](repeating: 0, count: 64)
+                while read(control.wakeFD, &drain, drain.count) > 0 {}
+            }
+            let impairment = control.shared.withLock { $0.impairment }
+            if fds[1].revents != 0 { readClients(impairment) }
+            for (i, key) in keys.enumerated() where fds[i + 2].revents != 0 { readServer(key, impairment) }
+            flushDelayed()
+        }
+    }
+
+    private func readClients(_ impairment: Impairment) {
+        while let (count, from) = listener.receive(into: &buffer) {
+            let key = UInt64(from.sin_addr.s_addr) << 16 | UInt64(from.sin_port)
+            if flows[key] == nil {
+                guard let upstream = try? UDPSocket(connectingTo: targetPort) else { continue }
+                flows[key] = Flow(client: from, upstream: upstream)
+                control.shared.withLock { $0.statistics.clients += 1 }
+            }
+            route(Array(buffer[0..<count]), toServer: true, flow: key, impairment)
+        }
+    }
+
+    private func readServer(_ key: UInt64, _ impairment: Impairment) {
+        guard let flow = flows[key] else { return }
+        while let (count, _) = flow.upstream.receive(into: &buffer) {
+            route(Array(buffer[0..<count]), toServer: false, flow: key, impairment)
+        }
+    }
+
+    private func route(_ bytes: [UInt8], toServer: Bool, flow: UInt64, _ impairment: Impairment) {
+        let loss = toServer ? impairment.lossToServer : impairment.lossToClient
+        if impairment.blackhole || generator.chance(loss) {
+            control.shared.withLock {
+                if toServer { $0.statistics.droppedToServer += 1 } else { $0.statistics.droppedToClient += 1 }
+            }
+            return
+        }
+        if impairment.delay > .zero {
+            let (seconds, attoseconds) = impairment.delay.components
+            let delay = UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
+            delayed.append(Delayed(due: Self.now() + delay, bytes: bytes, toServer: toServer, flow: flow))
+            return
+        }
+        send(bytes, toServer: toServer, flow: flow)
+    }
+
+    private func send(_ bytes: [UInt8], toServer: Bool, flow key: UInt64) {
+        guard let flow = flows[key] else { return }
+        if toServer { flow.upstream.send(bytes) } else { listener.send(bytes, to: flow.client) }
+        control.shared.withLock {
+            if toServer { $0.statistics.forwardedToServer += 1 } else { $0.statistics.forwardedToClient += 1 }
+        }
+    }
+
+    /// Sends what is due; the line is in arrival order and the delay is the same for all, so it is sorted.
+    private func flushDelayed() {
+        let now = Self.now()
+        var sent = 0
+        for d in delayed {
+            guard d.due <= now else { break }
+            send(d.bytes, toServer: d.toServer, flow: d.flow)
+            sent += 1
+        }
+        delayed.removeFirst(sent)
+    }
+
+    private static func now() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    }
+}
