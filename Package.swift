@@ -27,6 +27,7 @@ let package = Package(
         .library(name: "MoqSession", targets: ["MoqSession"]),
         .executable(name: "swiftmoq", targets: ["swiftmoq"]),
         .library(name: "MoqPipeline", targets: ["MoqPipeline"]),
+        .library(name: "MoqKit", targets: ["MoqKit"]),
         .library(name: "MoqTestKit", targets: ["MoqTestKit"]),
         // Product name must be gst<plugin>: GStreamer looks up gst_plugin_swiftmoq_get_desc.
         .library(name: "gstswiftmoq", type: .dynamic, targets: ["GstSwiftMoQPlugin"]),
@@ -61,6 +62,13 @@ let package = Package(
             name: "SwiftMoQ", dependencies: ["MoqWire", "MoqSession", "MoqQUIC"],
             swiftSettings: swiftSettings),
         .executableTarget(name: "swiftmoq", dependencies: ["SwiftMoQ"], swiftSettings: swiftSettings),
+        // The Swift API in moq-kit's shape: Session, broadcasts and catalogs, Player, Publisher.
+        .target(
+            name: "MoqKit",
+            dependencies: [
+                "SwiftMoQ", "MoqSession", "MoqWire", "MoqCatalog", "MoqMedia", "MoqPipeline", "CGStreamer", "CGstApp",
+            ],
+            swiftSettings: swiftSettings),
         // Playing a broadcast: following its catalog, reading tracks on plain threads, one timeline, stats.
         .target(
             name: "MoqPlayback", dependencies: ["SwiftMoQ", "MoqSession", "MoqWire", "MoqCatalog", "MoqMedia"],
@@ -119,6 +127,10 @@ let package = Package(
             name: "MoqTestKitTests", dependencies: ["MoqTestKit", "MoqPipeline", "SwiftMoQ"],
             swiftSettings: swiftSettings),
         .testTarget(name: "RelayTests", dependencies: ["SwiftMoQ"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "MoqKitTests",
+            dependencies: ["MoqKit", "MoqTestKit", "SwiftMoQ", "MoqSession", "MoqCatalog", "MoqWire"],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "GstTests",
             dependencies: [

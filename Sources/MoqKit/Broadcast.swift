@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: MIT
+import MoqCatalog
+import MoqSession
+import MoqWire
+import SwiftMoQ
+import Synchronization
+
+/// A live broadcast yielded by a ``BroadcastSubscription`` (moq-kit's `Broadcast`).
+///
+/// ``catalogs()`` streams its media metadata; ``subscribeTrack(name:delivery:)`` reads any
+/// track by name (chat, telemetry, app data). Both end when the broadcast is unannounced.
+public final class Broadcast: Sendable {
+    /// The path relative to the subscription's prefix.
+    public let path: String
+    /// The path relative to the session's root (what `moqsrc broadcast=` takes).
+    public let absolutePath: String
+    let session: MoqSession
+    let url: String
+    let options: SessionOptions
+    private let lifetime = Lifetime()
+
+    init(path: String, absolutePath: String, session: MoqSession, url: String, options: SessionOptions) {
+        self.path = path
+        self.absolutePath = absolutePath
+        self.session = session
+        self.url = url
+        self.options = options
+    }
+
+    /// True once the broadcast was unannounced (or its session ended).
+    public var hasEnded: Bool { lifetime.hasEnded }
+
+    /// Catalog updates: each element replaces the previous one; the stream ends with the broadcast.
+    public func catalogs() -> AsyncStream<Catalog> {
+        let (stream, continuation) = AsyncStream<Catalog>.makeStream(bufferingPolicy: .bufferingNewest(8))
+        let remote = session.subscribe(
+            broadcast: absolutePath, track: MoqCatalog.Catalog.trackName,
+            range: SubscriptionRange(priority: 255, maxLatencyMs: 0))
+        let consumer = remote.consumer(maxLatencyMs: 0)
+        let task = Task {
+            defer { continuation.finish() }
+            while let group = try? await consumer.nextGroup() {
+                guard let frame = try? await group.nextFrame() else { continue }
+                guard
+                    let raw = try? frame.payload.withUnsafeBytes({ bytes throws(CatalogError) in
+                        try MoqCatalog.Catalog(json: bytes)
+                    })
+                else { continue }
+                continuation.yield(Catalog(raw, broadcast: self))
+            }
+        }
+        let token = lifetime.onEnd {
+            task.cancel()
+            consumer.cancel()
+            continuation.finish()
+        }
+        continuation.onTermination = { [lifetime] _ in
+            task.cancel()
+            consumer.cancel()
+            remote.cancel()
+            lifetime.remove(token)
+        }
+        return stream
+    }
+
+    /// Subscribes to a track by name (it need not be in the catalog).
+    /// - Parameter delivery: ``TrackDelivery/monotonic`` (groups in sequence order, late ones
+    ///   skipped) or ``TrackDelivery/arrival`` (as they arrive; sequences may go backwards).
+    public func subscribeTrack(name: String, delivery: TrackDelivery = .monotonic) -> TrackSubscription {
+        let subscription = TrackSubscription(session: session, broadcast: absolutePath, name: name, delivery: delivery)
+        let token = lifetime.onEnd { subscription.close() }
+        subscription.onClose { [lifetime] in lifetime.remove(token) }
+        return subscription
+    }
+
+    func end() { lifetime.end() }
+}
+
+/// Ends a broadcast's streams when it is unannounced.
+final class Lifetime: Sendable {
+    private struct State {
+        var ended = false
+        var handlers: [Int: @Sendable () -> Void] = [:]
+        var next = 0
+    }
+    private let state = Mutex(State())
+
+    var hasEnded: Bool { state.withLock { $0.ended } }
+
+    /// Runs `handler` at the end (at once if already ended); returns a token for ``remove(_:)``.
+    func onEnd(_ handler: @escaping @Sendable () -> Void) -> Int {
+        let (token, runNow) = state.withLock { s -> (Int, Bool) in
+            if s.ended { return (-1, true) }
+            let id = s.next
+            s.next += 1
+            s.handlers[id] = handler
+            return (id, false)
+        }
+        if runNow { handler() }
+        return token
+    }
+
+    func remove(_ token: Int) { _ = state.withLock { $0.handlers.removeValue(forKey: token) } }
+
+    func end() {
+        let handlers = state.withLock { s -> [@Sendable () -> Void] in
+            guard !s.ended else { return [] }
+            s.ended = true
+            defer { s.handlers = [:] }
+            return Array(s.handlers.values)
+        }
+        for handler in handlers { handler() }
+    }
+}

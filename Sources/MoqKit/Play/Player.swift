@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: MIT
+import CGStreamer
+import MoqPipeline
+import Synchronization
+
+/// Plays a broadcast's video and audio (moq-kit's `Player`), through a GStreamer pipeline that
+/// starts with `moqsrc`: one live timeline, target buffering as `moqsrc`'s `latency`, reconnects,
+/// moq-kit's events and stats.
+///
+/// Differences from moq-kit: it renders where ``PlayerOutput`` says (a window, a file, app
+/// callbacks, or nowhere) instead of an `AVSampleBufferDisplayLayer`; it opens its own connection
+/// with the session's URL and options; ``pause()`` stops the pipeline and ``play()`` resumes at
+/// the live edge, as moq-kit's.
+public final class Player: Sendable {
+    /// The catalog it plays from.
+    public let catalog: Catalog
+    /// The video track played, if any.
+    public let videoTrackName: String?
+    /// The audio track played, if any.
+    public let audioTrackName: String?
+
+    private let output: PlayerOutput
+    private let events = Broadcaster<PlayerEvent>()
+    private let statsStream = Broadcaster<PlaybackStats>()
+    private struct State {
+        var latency: Duration
+        var pipeline: Pipeline?
+        var watcher: Task<Void, Never>?
+        var taps: [FrameTap] = []
+        var stats = PlaybackStats()
+        var everPlayed = false
+        var stopped = false
+    }
+    private let state: Mutex<State>
+
+    /// A player for `catalog`'s tracks: the named ones, else the first playable video and audio.
+    /// - Throws: ``SessionError/noTracksAvailable`` when nothing is playable;
+    ///   ``SessionError/invalidConfiguration(_:)`` for a name that is not a playable track.
+    public init(
+        catalog: Catalog, videoTrackName: String? = nil, audioTrackName: String? = nil,
+        targetBuffering: Duration = .milliseconds(100), output: PlayerOutput = .window
+    ) throws(SessionError) {
+        func pick<T>(_ name: String?, _ tracks: [T], _ trackName: (T) -> String, _ playable: (T) -> Bool)
+            throws(SessionError) -> String?
+        {
+            guard let name else { return tracks.first(where: playable).map(trackName) }
+            guard let track = tracks.first(where: { trackName($0) == name }) else {
+                throw .invalidConfiguration("no track named \"\(name)\" in the catalog")
+            }
+            guard playable(track) else { throw .unsupportedCodec("track \"\(name)\" is not playable here") }
+            return name
+        }
+        self.catalog = catalog
+        self.videoTrackName = try pick(videoTrackName, catalog.videoTracks, \.name, \.isPlayable)
+        self.audioTrackName = try pick(audioTrackName, catalog.audioTracks, \.name, \.isPlayable)
+        guard self.videoTrackName != nil || self.audioTrackName != nil else { throw .noTracksAvailable }
+        self.output = output
+        state = Mutex(State(latency: targetBuffering))
+        events.yield(
+            PlayerEvent(
+                .playerInit,
+                fields: [
+                    "catalog-path": .string(catalog.path), "target-buffering-ms": .int(Int64(Self.ms(targetBuffering))),
+                ]))
+    }
+
+    /// Player events from now on (each call is an independent stream).
+    public func subscribeEvents() -> AsyncStream<PlayerEvent> { events.stream() }
+
+    /// Statistics about once a second (each call is an independent stream).
+    public func subscribeStats() -> AsyncStream<PlaybackStats> { statsStream.stream() }
+
+    /// The latest statistics.
+    public var stats: PlaybackStats { state.withLock { $0.stats } }
+
+    /// The gst-launch description of the pipeline ``play()`` runs.
+    public var pipelineDescription: String { makePipeline(latency: state.withLock { $0.latency }).description }
+
+    /// Starts (or, after ``pause()``, resumes at the live edge).
+    public func play() async throws(SessionError) {
+        let (latency, resume) =
+            try state.withLock { s throws(SessionError) -> (Duration, Bool)? in
+                guard !s.stopped else { throw .invalidState("the player was stopped") }
+                guard s.pipeline == nil else { return nil }
+                return (s.latency, s.everPlayed)
+            } ?? (.zero, false)
+        guard latency != .zero || state.withLock({ $0.pipeline == nil }) else { return }
+        events.yield(PlayerEvent(resume ? .playbackResume : .playbackRequest))
+        GStreamer.initialize(registeringSwiftMoQ: true)
+        let pipeline = makePipeline(latency: latency)
+        let messages = pipeline.messages
+        do { try pipeline.start() } catch { throw .invalidConfiguration(error.description) }
+        let taps = attachTaps(pipeline)
+        let watcher = Task { [weak self] in
+            for await message in messages {
+                guard let self else { return }
+                self.handle(message)
+            }
+        }
+        state.withLock { s in
+            s.pipeline = pipeline
+            s.watcher = watcher
+            s.taps = taps
+            s.everPlayed = true
+        }
+        for (kind, name) in [("video", videoTrackName), ("audio", audioTrackName)] {
+            if let name { events.yield(PlayerEvent(.trackSubscribeStart, kind: kind, trackName: name)) }
+        }
+    }
+
+    /// Stops playing: the subscriptions end; ``play()`` resumes at the live edge.
+    public func pause() async {
+        guard release() else { return }
+        events.yield(PlayerEvent(.playbackPause))
+    }
+
+    /// Changes the target buffering while playing (moqsrc's `latency`).
+    public func updateTargetLatency(_ latency: Duration) {
+        let pipeline = state.withLock { s -> Pipeline? in
+            s.latency = latency
+            return s.pipeline
+        }
+        try? pipeline?.element(named: "src").set("latency", Self.ms(latency))
+    }
+
+    /// Ends playback for good.
+    public func stop() async {
+        _ = release()
+        let first = state.withLock { s -> Bool in
+            defer { s.stopped = true }
+            return !s.stopped
+        }
+        guard first else { return }
+        events.yield(PlayerEvent(.playbackEnd, fields: ["reason": .string("stopped")]))
+        events.yield(PlayerEvent(.playerDestroy))
+        events.finish()
+        statsStream.finish()
+    }
+
+    private func release() -> Bool {
+        let (pipeline, watcher, taps) = state.withLock { s -> (Pipeline?, Task<Void, Never>?, [FrameTap]) in
+            defer {
+                s.pipeline = nil
+                s.watcher = nil
+                s.taps = []
+            }
+            return (s.pipeline, s.watcher, s.taps)
+        }
+        guard let pipeline else { return false }
+        for tap in taps { tap.stop() }
+        watcher?.cancel()
+        pipeline.stop()
+        return true
+    }
+
+    private func handle(_ message: BusMessage) {
+        switch message {
+        case .element(let source, let name, let fields, _) where source == "src":
+            if name == "stats" {
+                let stats = PlaybackStats(fields)
+                state.withLock { $0.stats = stats }
+                statsStream.yield(stats)
+            } else if let event = PlayerEvent(message: name, fields: fields) {
+                events.yield(event)
+            }
+        case .error(_, _, _, let text, _):
+            events.yield(PlayerEvent(.trackSubscribeError, fields: ["message": .string(text)]))
+            events.yield(PlayerEvent(.playbackEnd, fields: ["reason": .string(text)]))
+        case .eos:
+            events.yield(PlayerEvent(.playbackEnd, fields: ["reason": .string("the broadcast ended")]))
+        default:
+            break
+        }
+    }
+
+    // MARK: Pipeline
+
+    static func ms(_ d: Duration) -> Int {
+        Int(d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000)
+    }
+
+    private func makePipeline(latency: Duration) -> Pipeline {
+        let broadcast = catalog.broadcast
+        var src = Element("moqsrc", name: "src").set("url", broadcast.url).set("broadcast", broadcast.absolutePath)
+            .set("latency", Self.ms(latency)).set("video-track", videoTrackName ?? "none")
+            .set("audio-track", audioTrackName ?? "none")
+        for (key, value) in broadcast.options.elementProperties { src = src.set(key, value) }
+        var nodes = src.nodes
+        if case .file(let path) = output {
+            for (pad, parser) in [("video_0", parser(video: true)), ("audio_0", parser(video: false))] {
+                guard let parser else { continue }
+                nodes +=
+                    Branch {
+                        From("src", pad: pad)
+                        Queue()
+                        if !parser.isEmpty { Element(parser) }
+                        Link(to: "mux")
+                    }.nodes
+            }
+            nodes +=
+                Branch {
+                    Element("matroskamux", name: "mux"); Element("filesink").set("location", path)
+                }.nodes
+            return Pipeline(nodes: nodes)
+        }
+        if videoTrackName != nil {
+            nodes +=
+                Branch {
+                    From("src", pad: "video_0")
+                    Queue()
+                    Element("decodebin")
+                    Element("videoconvert")
+                    videoSink
+                }.nodes
+        }
+        if audioTrackName != nil {
+            nodes +=
+                Branch {
+                    From("src", pad: "audio_0")
+                    Queue()
+                    Element("decodebin")
+                    Element("audioconvert")
+                    Element("audioresample")
+                    audioSink
+                }.nodes
+        }
+        return Pipeline(nodes: nodes)
+    }
+
+    @PipelineBuilder private var videoSink: [PipelineNode] {
+        switch output {
+        case .window: Element("autovideosink")
+        case .headless, .file: Element("fakesink", name: "vout").set("sync", true)
+        case .callbacks:
+            Caps("video/x-raw", ["format": "I420"])
+            Element("appsink", name: "vout").set("sync", true).set("max-buffers", 4).set("drop", true)
+        }
+    }
+
+    @PipelineBuilder private var audioSink: [PipelineNode] {
+        switch output {
+        case .window: Element("autoaudiosink")
+        case .headless, .file: Element("fakesink", name: "aout").set("sync", true)
+        case .callbacks:
+            Caps("audio/x-raw", ["format": "F32LE", "layout": "interleaved"])
+            Element("appsink", name: "aout").set("sync", true).set("max-buffers", 16).set("drop", true)
+        }
+    }
+
+    /// The parser before the muxer for the played track's codec ("" when none is needed; nil: no track).
+    private func parser(video: Bool) -> String? {
+        let codec: String
+        if video {
+            guard let name = videoTrackName, let t = catalog.videoTracks.first(where: { $0.name == name }) else {
+                return nil
+            }
+            codec = t.config.codec
+        } else {
+            guard let name = audioTrackName, let t = catalog.audioTracks.first(where: { $0.name == name }) else {
+                return nil
+            }
+            codec = t.config.codec
+        }
+        switch codec.prefix(4) {
+        case "avc1", "avc3": return "h264parse"
+        case "hvc1", "hev1": return "h265parse"
+        case "av01": return "av1parse"
+        case "opus": return "opusparse"
+        case "mp4a": return "aacparse"
+        case "mp3": return "mpegaudioparse"
+        default: return ""
+        }
+    }
+
+    private func attachTaps(_ pipeline: Pipeline) -> [FrameTap] {
+        guard case .callbacks(let onVideo, let onAudio) = output else { return [] }
+        var taps: [FrameTap] = []
+        if let onVideo, let sink = try? pipeline.element(named: "vout") {
+            taps.append(
+                FrameTap(sink) { sample in
+                    let (data, pts) = FrameTap.bytes(sample)
+                    onVideo(
+                        VideoFrame(
+                            width: FrameTap.intField(sample, "width"), height: FrameTap.intField(sample, "height"),
+                            pts: pts, data: data))
+                })
+        }
+        if let onAudio, let sink = try? pipeline.element(named: "aout") {
+            taps.append(
+                FrameTap(sink) { sample in
+                    let (data, pts) = FrameTap.bytes(sample)
+                    onAudio(
+                        AudioSamples(
+                            sampleRate: FrameTap.intField(sample, "rate"),
+                            channels: FrameTap.intField(sample, "channels"), pts: pts, data: data))
+                })
+        }
+        return taps
+    }
+}

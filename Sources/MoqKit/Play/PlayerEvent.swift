@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: MIT
+public import MoqPipeline
+
+/// A player event, named as moq-kit's `PlayerEventName` (identical strings).
+public struct PlayerEvent: Sendable, Equatable, CustomStringConvertible {
+    /// The event names moq-kit defines; those `moqsrc` posts are forwarded, the others the
+    /// player emits itself.
+    public enum Name: String, Sendable, CaseIterable {
+        case playerInit = "player.init"
+        case playerDestroy = "player.destroy"
+        case playbackRequest = "playback.request"
+        case playbackStart = "playback.start"
+        case playbackPause = "playback.pause"
+        case playbackResume = "playback.resume"
+        case playbackEnd = "playback.end"
+        case trackSubscribeStart = "track.subscribe.start"
+        case trackReady = "track.ready"
+        case trackPlaying = "track.playing"
+        case trackSubscribeError = "track.subscribe.error"
+        case trackSubscribeEnd = "track.subscribe.end"
+        case trackSelect = "track.select"
+        case trackSwitch = "track.switch"
+        case trackStallStart = "track.stall.start"
+        case trackStallEnd = "track.stall.end"
+        case rebufferStart = "rebuffer.start"
+        case rebufferEnd = "rebuffer.end"
+        case decodeError = "decode.error"
+    }
+
+    /// Which event.
+    public let name: Name
+    /// `video` or `audio` for track events.
+    public let kind: String?
+    /// The track, for track events.
+    public let trackName: String?
+    /// The payload (moq-kit's event structs, as `moqsrc`'s message fields: `duration-ms`,
+    /// `source-timestamp-us`, `reason`…).
+    public let fields: [String: PipelineValue]
+
+    /// `name kind track`.
+    public var description: String {
+        [name.rawValue, kind, trackName].compactMap { $0 }.joined(separator: " ")
+    }
+
+    init(_ name: Name, kind: String? = nil, trackName: String? = nil, fields: [String: PipelineValue] = [:]) {
+        self.name = name
+        self.kind = kind
+        self.trackName = trackName
+        self.fields = fields
+    }
+
+    /// The event a `moqsrc` element message carries, if it is one.
+    init?(message structureName: String, fields: [String: PipelineValue]) {
+        guard let name = Name(rawValue: structureName) else { return nil }
+        self.init(name, kind: fields["kind"]?.stringValue, trackName: fields["track"]?.stringValue, fields: fields)
+    }
+}

@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: MIT
+import MoqPipeline
+
+/// How video is encoded for a ``Publisher`` (moq-kit's `VideoEncoderConfig`, with Linux's codecs).
+public struct VideoEncoderConfig: Sendable, Equatable {
+    /// A video codec and the GStreamer encoder that makes it.
+    public enum Codec: String, Sendable, CaseIterable {
+        /// H.264 with x264enc.
+        case h264
+        /// H.265 with x265enc.
+        case h265
+        /// VP8 with vp8enc.
+        case vp8
+        /// VP9 with vp9enc.
+        case vp9
+        /// AV1 with av1enc (libaom).
+        case av1
+
+        /// The encoder element.
+        public var encoder: String {
+            switch self {
+            case .h264: "x264enc"
+            case .h265: "x265enc"
+            case .vp8: "vp8enc"
+            case .vp9: "vp9enc"
+            case .av1: "av1enc"
+            }
+        }
+    }
+
+    /// How H.264/H.265 access units travel.
+    public enum NALUFormat: String, Sendable {
+        /// Annex-B with parameter sets in band (`avc3`/`hev1`): a late joiner needs nothing else.
+        case annexB
+        /// Length-prefixed with the parameter sets in the catalog (`avc1`/`hvc1`).
+        case avcc
+    }
+
+    /// The codec (default H.264).
+    public var codec: Codec
+    /// Output width in pixels.
+    public var width: Int
+    /// Output height in pixels.
+    public var height: Int
+    /// Target bitrate in bit/s.
+    public var bitrate: Int
+    /// Time between keyframes: each starts a group, so a new subscriber waits at most this long.
+    public var keyframeInterval: Duration
+    /// Frame rate cap.
+    public var maxFrameRate: Int
+    /// An H.264/H.265 profile (`baseline`, `main`, `high`…); the encoder's default when nil.
+    public var profileLevel: String?
+    /// H.264/H.265 framing.
+    public var naluFormat: NALUFormat
+
+    /// moq-kit's defaults: H.264 1080p30 at 1.5 Mbit/s, a keyframe every 2 s, Annex-B.
+    public init(
+        codec: Codec = .h264, width: Int = 1920, height: Int = 1080, bitrate: Int = 1_500_000,
+        keyframeInterval: Duration = .seconds(2), maxFrameRate: Int = 30, profileLevel: String? = nil,
+        naluFormat: NALUFormat = .annexB
+    ) {
+        self.codec = codec
+        self.width = width
+        self.height = height
+        self.bitrate = bitrate
+        self.keyframeInterval = keyframeInterval
+        self.maxFrameRate = maxFrameRate
+        self.profileLevel = profileLevel
+        self.naluFormat = naluFormat
+    }
+
+    /// True when this machine has the codec's encoder.
+    public var isSupported: Bool { GStreamer.hasElement(codec.encoder) }
+
+    /// The codecs this machine can encode.
+    public static func supportedCodecs() -> [Codec] {
+        GStreamer.initialize()
+        return Codec.allCases.filter { GStreamer.hasElement($0.encoder) }
+    }
+
+    var keyframeFrames: Int {
+        let seconds =
+            Double(keyframeInterval.components.seconds) + Double(keyframeInterval.components.attoseconds) / 1e18
+        return max(1, Int((seconds * Double(maxFrameRate)).rounded()))
+    }
+
+    /// raw video → encoder → parser → the caps moqsink takes. Low-latency settings throughout:
+    /// no B-frames and no lookahead, so a frame leaves the encoder as soon as it is coded.
+    @PipelineBuilder var encoding: [PipelineNode] {
+        Caps(
+            "video/x-raw",
+            ["format": "I420", "width": width, "height": height, "framerate": Fraction(Int32(maxFrameRate), 1)])
+        switch codec {
+        case .h264:
+            Element("x264enc").set("tune", .nick("zerolatency")).set("speed-preset", .nick("veryfast"))
+                .set("bitrate", bitrate / 1000).set("key-int-max", keyframeFrames).set("bframes", 0)
+            if let profileLevel { Caps("video/x-h264", ["profile": profileLevel]) }
+            Element("h264parse").set("config-interval", -1)
+            Caps("video/x-h264", ["stream-format": naluFormat == .annexB ? "byte-stream" : "avc", "alignment": "au"])
+        case .h265:
+            Element("x265enc").set("tune", .nick("zerolatency")).set("speed-preset", .nick("veryfast"))
+                .set("bitrate", bitrate / 1000).set("key-int-max", keyframeFrames)
+            if let profileLevel { Caps("video/x-h265", ["profile": profileLevel]) }
+            Element("h265parse").set("config-interval", -1)
+            Caps("video/x-h265", ["stream-format": naluFormat == .annexB ? "byte-stream" : "hvc1", "alignment": "au"])
+        case .vp8, .vp9:
+            Element(codec.encoder).set("deadline", 1).set("cpu-used", 8).set("end-usage", .nick("cbr"))
+                .set("target-bitrate", bitrate).set("keyframe-max-dist", keyframeFrames).set("lag-in-frames", 0)
+        case .av1:
+            Element("av1enc").set("usage-profile", .nick("realtime")).set("cpu-used", 8).set("end-usage", .nick("cbr"))
+                .set("target-bitrate", bitrate / 1000).set("keyframe-max-dist", keyframeFrames).set("lag-in-frames", 0)
+            Element("av1parse")
+            Caps("video/x-av1", ["stream-format": "obu-stream", "alignment": "tu"])
+        }
+    }
+}
+
+/// How audio is encoded for a ``Publisher`` (moq-kit's `AudioEncoderConfig`).
+public struct AudioEncoderConfig: Sendable, Equatable {
+    /// An audio codec and its encoder.
+    public enum Codec: String, Sendable, CaseIterable {
+        /// Opus with opusenc.
+        case opus
+        /// AAC-LC with avenc_aac (gst-libav).
+        case aac
+
+        /// The encoder element.
+        public var encoder: String {
+            switch self {
+            case .opus: "opusenc"
+            case .aac: "avenc_aac"
+            }
+        }
+    }
+
+    /// The codec (default Opus, as moq-kit on iOS).
+    public var codec: Codec
+    /// Samples per second.
+    public var sampleRate: Int
+    /// Channels.
+    public var channels: Int
+    /// Target bitrate in bit/s.
+    public var bitrate: Int
+
+    /// Opus, 48 kHz, mono, 128 kbit/s (moq-kit's defaults).
+    public init(codec: Codec = .opus, sampleRate: Int = 48_000, channels: Int = 1, bitrate: Int = 128_000) {
+        self.codec = codec
+        self.sampleRate = sampleRate
+        self.channels = channels
+        self.bitrate = bitrate
+    }
+
+    /// True when this machine has the codec's encoder.
+    public var isSupported: Bool { GStreamer.hasElement(codec.encoder) }
+
+    /// The codecs this machine can encode.
+    public static func supportedCodecs() -> [Codec] {
+        GStreamer.initialize()
+        return Codec.allCases.filter { GStreamer.hasElement($0.encoder) }
+    }
+
+    /// raw audio → encoder → what moqsink takes.
+    @PipelineBuilder var encoding: [PipelineNode] {
+        Element("audioconvert")
+        Element("audioresample")
+        Caps("audio/x-raw", ["rate": sampleRate, "channels": channels])
+        switch codec {
+        case .opus:
+            Element("opusenc").set("bitrate", bitrate)
+        case .aac:
+            Element("avenc_aac").set("bitrate", bitrate)
+            Element("aacparse")
+            Caps("audio/mpeg", ["mpegversion": 4, "stream-format": "raw"])
+        }
+    }
+}

@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: MIT
+public import FoundationEssentials
+import MoqSession
+import MoqWire
+import SwiftMoQ
+import Synchronization
+
+/// How a ``TrackSubscription`` delivers groups (moq-kit's `TrackDelivery`).
+public enum TrackDelivery: Sendable, Equatable {
+    /// Groups in increasing sequence; a group that arrives after a later one is skipped.
+    case monotonic
+    /// Frames as they arrive; group sequences may go backwards.
+    case arrival
+}
+
+/// One object (frame) of a track.
+public struct TrackObject: Sendable, Equatable {
+    /// The frame's bytes.
+    public let payload: Data
+    /// The group's sequence.
+    public let groupSequence: UInt64
+    /// The frame's index in its group.
+    public let objectIndex: UInt64
+}
+
+/// A subscription to one track of a broadcast (moq-kit's `TrackSubscription`).
+public final class TrackSubscription: Sendable {
+    /// The track's objects; the stream ends when the track or the broadcast ends, or on ``close()``.
+    public let objects: AsyncThrowingStream<TrackObject, any Error>
+
+    private let remote: RemoteTrack
+    private let task: Task<Void, Never>
+    private let closeHandlers = Mutex<[@Sendable () -> Void]>([])
+    private let closed = Mutex(false)
+    private let continuation: AsyncThrowingStream<TrackObject, any Error>.Continuation
+
+    init(session: MoqSession, broadcast: String, name: String, delivery: TrackDelivery) {
+        let remote = session.subscribe(
+            broadcast: broadcast, track: name, range: SubscriptionRange(priority: 0, maxLatencyMs: 0))
+        self.remote = remote
+        (objects, continuation) = AsyncThrowingStream<TrackObject, any Error>.makeStream()
+        let continuation = self.continuation
+        task = Task {
+            do {
+                switch delivery {
+                case .monotonic:
+                    let consumer = remote.consumer(maxLatencyMs: nil)
+                    while let group = try await consumer.nextGroup() {
+                        var index: UInt64 = 0
+                        while let frame = try await group.nextFrame() {
+                            continuation.yield(Self.object(frame, group: group.sequence, index: index))
+                            index += 1
+                        }
+                    }
+                case .arrival:
+                    try await Self.deliverByArrival(remote.track, into: continuation)
+                }
+                continuation.finish()
+            } catch {
+                if let reason = remote.error { continuation.finish(throwing: reason) } else { continuation.finish() }
+            }
+        }
+        continuation.onTermination = { [weak self] _ in self?.close() }
+    }
+
+    /// Ends the subscription.
+    public func close() {
+        guard
+            !closed.withLock({ c in
+                defer { c = true }; return c
+            })
+        else { return }
+        task.cancel()
+        remote.cancel()
+        continuation.finish()
+        for handler in closeHandlers.withLock({ $0 }) { handler() }
+    }
+
+    func onClose(_ handler: @escaping @Sendable () -> Void) {
+        closeHandlers.withLock { $0.append(handler) }
+    }
+
+    private static func object(_ frame: Frame, group: UInt64, index: UInt64) -> TrackObject {
+        TrackObject(
+            payload: frame.payload.withUnsafeBytes { Data($0) }, groupSequence: group, objectIndex: index)
+    }
+
+    /// Every frame as it lands in the track, group by group in arrival order.
+    private static func deliverByArrival(
+        _ track: TrackProducer, into continuation: AsyncThrowingStream<TrackObject, any Error>.Continuation
+    ) async throws {
+        let changes = ChangeStream(track)
+        var delivered: [UInt64: Int] = [:]
+        while true {
+            try Task.checkCancellation()
+            let snapshot = track.snapshot(from: 0)
+            for group in snapshot.groups.sorted(by: { $0.createdAt < $1.createdAt }) {
+                let from = delivered[group.sequence] ?? 0
+                let (frames, _) = track.frames(of: group, from: from)
+                for (offset, frame) in frames.enumerated() {
+                    continuation.yield(object(frame, group: group.sequence, index: UInt64(from + offset)))
+                }
+                delivered[group.sequence] = from + frames.count
+            }
+            if snapshot.end != nil { return }
+            await changes.next(after: snapshot.version)
+        }
+    }
+}
+
+/// Wakes an async reader when a track changes.
+private final class ChangeStream: TrackObserver, Sendable {
+    private let track: TrackProducer
+    private let stream: AsyncStream<Void>
+    private let continuation: AsyncStream<Void>.Continuation
+    private let token = Mutex<UInt64?>(nil)
+
+    init(_ track: TrackProducer) {
+        self.track = track
+        (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let id = track.addObserver(self)
+        token.withLock { $0 = id }
+    }
+
+    deinit {
+        if let id = token.withLock({ $0 }) { track.removeObserver(id) }
+    }
+
+    func trackDidChange() { continuation.yield() }
+
+    /// Returns once the track's version moves past `version` (or the task is cancelled).
+    func next(after version: UInt64) async {
+        var iterator = stream.makeAsyncIterator()
+        while track.version == version, !Task.isCancelled {
+            _ = await iterator.next()
+        }
+    }
+}

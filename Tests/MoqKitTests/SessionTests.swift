@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: MIT
+import Foundation
+import MoqCatalog
+import MoqKit
+import MoqSession
+import MoqTestKit
+import MoqWire
+import SwiftMoQ
+import Testing
+
+/// Collects an async stream's elements on a task.
+final class Collected<T: Sendable>: Sendable {
+    private let items = SyncBox<[T]>([])
+    private let task: Task<Void, Never>
+
+    init(_ stream: AsyncStream<T>) {
+        let items = self.items
+        task = Task { for await item in stream { items.mutate { $0.append(item) } } }
+    }
+
+    var all: [T] { items.value }
+    func cancel() { task.cancel() }
+    func finished() async { await task.value }
+}
+
+/// A value behind a lock.
+final class SyncBox<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: T
+    init(_ value: T) { stored = value }
+    var value: T { lock.withLock { stored } }
+    func mutate(_ change: (inout T) -> Void) { lock.withLock { change(&stored) } }
+}
+
+func waitUntil(_ what: String, timeout: Duration = .seconds(15), _ condition: () async -> Bool) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while !(await condition()) {
+        if ContinuousClock.now > deadline {
+            Issue.record("timed out waiting for \(what)")
+            throw CancellationError()
+        }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+}
+
+extension TestRelay {
+    var sessionOptions: SessionOptions { SessionOptions(tls: TLSOptions(fingerprint: fingerprint)) }
+}
+
+/// Publishes a broadcast with a hand-written catalog and a data track, through the plain session API.
+struct HandPublisher {
+    let session: MoqSession
+    let broadcast: BroadcastProducer
+    let catalog: TrackProducer
+
+    init(_ relay: TestRelay, path: String) async throws {
+        session = try await relay.connect()
+        broadcast = BroadcastProducer(path: path)
+        catalog = broadcast.createTrack(MoqCatalog.Catalog.trackName, info: TrackInfo(priority: 100, timescale: 1000))
+        session.publish(broadcast)
+    }
+
+    func publish(_ c: MoqCatalog.Catalog) { catalog.writeSingleFrameGroup(Bytes(c.jsonBytes()), timestamp: 0) }
+
+    func close() {
+        broadcast.close()
+        session.close()
+    }
+}
+
+@Suite("MoqKit Session: states, discovery, catalogs, raw tracks", .serialized, .timeLimit(.minutes(2)))
+struct SessionTests {
+    @Test("state: idle → connecting → connected → closed; connect() twice is refused")
+    func states() async throws {
+        let relay = try TestRelay.start()
+        let session = Session(url: relay.url(), options: relay.sessionOptions)
+        let states = Collected(session.state)
+        try await session.connect()
+        await #expect(throws: SessionError.alreadyConnected) { try await session.connect() }
+        let stats = await session.connectionStats()
+        #expect(stats?.roundTripTime != nil)
+        await session.close()
+        await states.finished()
+        #expect(states.all == [.idle, .connecting, .connected, .closed])
+        await relay.stop()
+    }
+
+    @Test("an unreachable relay: connect() throws connectionFailed; state ends error → closed")
+    func unreachable() async throws {
+        let session = Session(
+            url: "moql://127.0.0.1:9/anon", options: SessionOptions(tls: TLSOptions(disableVerify: true)))
+        let states = Collected(session.state)
+        await #expect {
+            try await session.connect()
+        } throws: { error in
+            guard case SessionError.connectionFailed(let text) = error else { return false }
+            return !text.isEmpty
+        }
+        await states.finished()
+        #expect(states.all.first == .idle && states.all.last == .closed)
+        #expect(states.all.contains { if case .error = $0 { return true } else { return false } })
+    }
+
+    @Test("subscribe(prefix:) yields broadcasts relative to the prefix; one subscription per prefix")
+    func discovery() async throws {
+        let relay = try TestRelay.start()
+        defer { Task { await relay.stop() } }
+        let session = Session(url: relay.url(), options: relay.sessionOptions)
+        try await session.connect()
+        let subscription = try await session.subscribe(prefix: "room")
+        await #expect(throws: SessionError.alreadySubscribed(prefix: "room")) {
+            _ = try await session.subscribe(prefix: "room")
+        }
+        let publisher = try await HandPublisher(relay, path: "room/cam")
+        defer { publisher.close() }
+        var iterator = subscription.broadcasts.makeAsyncIterator()
+        let broadcast = try #require(await iterator.next())
+        #expect(broadcast.path == "cam")
+        #expect(broadcast.absolutePath == "room/cam")
+        subscription.cancel()
+        try await waitUntil("the prefix is free again") {
+            (try? await session.subscribe(prefix: "room")) != nil
+        }
+        await session.close()
+    }
+
+    @Test("catalogs(): each snapshot replaces the last, with playable tracks and reasons; it ends with the broadcast")
+    func catalogs() async throws {
+        let relay = try TestRelay.start()
+        defer { Task { await relay.stop() } }
+        let session = Session(url: relay.url(), options: relay.sessionOptions)
+        try await session.connect()
+        let subscription = try await session.subscribe(prefix: "")
+        let publisher = try await HandPublisher(relay, path: "show")
+        var first = MoqCatalog.Catalog()
+        first.set("0.avc3", .video(VideoConfig(codec: "avc3.42c01e")))
+        publisher.publish(first)
+        var iterator = subscription.broadcasts.makeAsyncIterator()
+        let broadcast = try #require(await iterator.next())
+        let catalogs = Collected(broadcast.catalogs())
+        try await waitUntil("the first catalog") { catalogs.all.count == 1 }
+        var second = first
+        second.set("1.opus", .audio(AudioConfig(codec: "opus", sampleRate: 48000, numberOfChannels: 2)))
+        second.set("2.theora", .video(VideoConfig(codec: "theora")))
+        publisher.publish(second)
+        try await waitUntil("the second catalog") { catalogs.all.count == 2 }
+        let latest = catalogs.all[1]
+        #expect(latest.videoTracks.map(\.name) == ["0.avc3", "2.theora"])
+        #expect(latest.playableVideoTracks.map(\.name) == ["0.avc3"])
+        #expect(latest.playableAudioTracks.map(\.name) == ["1.opus"])
+        #expect(latest.videoTracks[1].unsupportedReason?.contains("theora") == true)
+        publisher.close()
+        await catalogs.finished()
+        #expect(broadcast.hasEnded)
+        await session.close()
+    }
+
+    @Test("subscribeTrack: monotonic delivery in sequence order; arrival delivery as frames land")
+    func rawTracks() async throws {
+        let relay = try TestRelay.start()
+        defer { Task { await relay.stop() } }
+        let session = Session(url: relay.url(), options: relay.sessionOptions)
+        try await session.connect()
+        let subscription = try await session.subscribe(prefix: "")
+        let publisher = try await HandPublisher(relay, path: "telemetry")
+        defer { publisher.close() }
+        let track = publisher.broadcast.createTrack("readings", info: TrackInfo(priority: 1, maxAgeMs: 10_000))
+        var iterator = subscription.broadcasts.makeAsyncIterator()
+        let broadcast = try #require(await iterator.next())
+        let monotonic = broadcast.subscribeTrack(name: "readings")
+        let arrival = broadcast.subscribeTrack(name: "readings", delivery: .arrival)
+        try await Task.sleep(for: .milliseconds(200))
+        for i in 0..<5 {
+            track.writeSingleFrameGroup(Bytes(utf8: "r\(i)"), timestamp: UInt64(i))
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        var got: [String] = []
+        for try await object in monotonic.objects {
+            got.append(String(decoding: object.payload, as: UTF8.self))
+            if got.count == 5 { break }
+        }
+        #expect(got == ["r0", "r1", "r2", "r3", "r4"])
+        var arrived: [UInt64] = []
+        for try await object in arrival.objects {
+            arrived.append(object.groupSequence)
+            if arrived.count == 5 { break }
+        }
+        #expect(Set(arrived) == Set(0..<5))
+        monotonic.close()
+        arrival.close()
+        await session.close()
+    }
+}
