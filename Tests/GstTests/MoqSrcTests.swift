@@ -119,6 +119,11 @@ struct MoqSrcTests {
                 uniquingKeysWith: { a, _ in a })
             return received.compactMap { r in sent[r.hash].map { Int64(r.pts ?? 0) - Int64($0) } }.sorted()
         }
+        // Each buffer carries the publisher's timestamp (µs precision): moqsink's running time.
+        let sentTimes = Set(videoIn.all.compactMap { $0.pts.map { $0 / 1000 } })
+        let carried = video.all.compactMap { $0.publisherTime.map { $0 / 1000 } }
+        #expect(carried.count == video.all.count, "every buffer has the publisher-time meta")
+        #expect(carried.filter { sentTimes.contains($0) }.count >= 60, "publisher times match moqsink's input")
         let v = offsets(videoIn.all, video.all)
         let a = offsets(audioIn.all, audio.all)
         #expect(v.count >= 60 && a.count >= 100, "matched \(v.count) video, \(a.count) audio buffers")

@@ -333,6 +333,10 @@ final class SrcPad: @unchecked Sendable {
         }
         guard let buffer = Self.wrap(frame.payload) else { return }
         swiftmoq_buffer_set_pts(buffer, GstClockTime(pts))
+        // The publisher's own timestamp travels with the buffer (decoders keep the meta), so an
+        // application can line frames up with data tracks or measure end-to-end latency.
+        gst_buffer_add_reference_timestamp_meta(
+            buffer, Self.publisherTimeCaps, GstClockTime(frame.timestampUs &* 1000), swiftmoq_clock_time_none())
         var flags: UInt32 = 0
         if kind == .video && !frame.startsGroup { flags |= GST_BUFFER_FLAG_DELTA_UNIT.rawValue }
         if discont { flags |= GST_BUFFER_FLAG_DISCONT.rawValue }
@@ -383,6 +387,10 @@ final class SrcPad: @unchecked Sendable {
             gst_pad_pause_task(pad)
         }
     }
+
+    /// The reference of the `GstReferenceTimestampMeta` carrying the publisher's timestamp (ns).
+    nonisolated(unsafe) static let publisherTimeCaps: UnsafeMutablePointer<GstCaps> = gst_caps_new_empty_simple(
+        "timestamp/x-moq-publisher")
 
     /// A buffer over the frame's bytes without copying them: the buffer keeps them alive.
     private static func wrap(_ bytes: Bytes) -> UnsafeMutablePointer<GstBuffer>? {

@@ -36,12 +36,22 @@ public struct VideoEncoderConfig: Sendable, Equatable {
         case avcc
     }
 
+    /// What the picture is: tunes the encoder (WebRTC's `contentHint`).
+    public enum ContentHint: String, Sendable {
+        /// Camera-like content: smooth motion matters most.
+        case motion
+        /// Screen content: text and lines must stay sharp (x264/x265 `stillimage` tuning).
+        case detail
+    }
+
     /// The codec (default H.264).
     public var codec: Codec
-    /// Output width in pixels.
+    /// Output width in pixels; 0 keeps the source's.
     public var width: Int
-    /// Output height in pixels.
+    /// Output height in pixels; 0 keeps the source's.
     public var height: Int
+    /// Motion or detail.
+    public var contentHint: ContentHint
     /// Target bitrate in bit/s.
     public var bitrate: Int
     /// Time between keyframes: each starts a group, so a new subscriber waits at most this long.
@@ -57,8 +67,9 @@ public struct VideoEncoderConfig: Sendable, Equatable {
     public init(
         codec: Codec = .h264, width: Int = 1920, height: Int = 1080, bitrate: Int = 1_500_000,
         keyframeInterval: Duration = .seconds(2), maxFrameRate: Int = 30, profileLevel: String? = nil,
-        naluFormat: NALUFormat = .annexB
+        naluFormat: NALUFormat = .annexB, contentHint: ContentHint = .motion
     ) {
+        self.contentHint = contentHint
         self.codec = codec
         self.width = width
         self.height = height
@@ -78,6 +89,11 @@ public struct VideoEncoderConfig: Sendable, Equatable {
         return Codec.allCases.filter { GStreamer.hasElement($0.encoder) }
     }
 
+    /// x264's tuning: low latency always, plus detail-preserving psychovisual settings for screens.
+    var tune: PipelineValue {
+        contentHint == .detail ? .flags(["stillimage", "zerolatency"]) : .nick("zerolatency")
+    }
+
     var keyframeFrames: Int {
         let seconds =
             Double(keyframeInterval.components.seconds) + Double(keyframeInterval.components.attoseconds) / 1e18
@@ -87,18 +103,23 @@ public struct VideoEncoderConfig: Sendable, Equatable {
     /// raw video → encoder → parser → the caps moqsink takes. Low-latency settings throughout:
     /// no B-frames and no lookahead, so a frame leaves the encoder as soon as it is coded.
     @PipelineBuilder var encoding: [PipelineNode] {
-        Caps(
-            "video/x-raw",
-            ["format": "I420", "width": width, "height": height, "framerate": Fraction(Int32(maxFrameRate), 1)])
+        if width > 0 && height > 0 {
+            Caps(
+                "video/x-raw",
+                ["format": "I420", "width": width, "height": height, "framerate": Fraction(Int32(maxFrameRate), 1)])
+        } else {
+            Caps("video/x-raw", ["format": "I420", "framerate": Fraction(Int32(maxFrameRate), 1)])
+        }
         switch codec {
         case .h264:
-            Element("x264enc").set("tune", .nick("zerolatency")).set("speed-preset", .nick("veryfast"))
+            Element("x264enc").set("tune", tune).set("speed-preset", .nick("veryfast"))
                 .set("bitrate", bitrate / 1000).set("key-int-max", keyframeFrames).set("bframes", 0)
             if let profileLevel { Caps("video/x-h264", ["profile": profileLevel]) }
             Element("h264parse").set("config-interval", -1)
             Caps("video/x-h264", ["stream-format": naluFormat == .annexB ? "byte-stream" : "avc", "alignment": "au"])
         case .h265:
             Element("x265enc").set("tune", .nick("zerolatency")).set("speed-preset", .nick("veryfast"))
+                .set("option-string", contentHint == .detail ? "psy-rd=0:aq-mode=0" : "")
                 .set("bitrate", bitrate / 1000).set("key-int-max", keyframeFrames)
             if let profileLevel { Caps("video/x-h265", ["profile": profileLevel]) }
             Element("h265parse").set("config-interval", -1)

@@ -128,6 +128,8 @@ public final class Publisher: Sendable {
         }
     }
 
+    var runningPipeline: Pipeline? { setup.withLock { $0.pipeline } }
+
     /// The gst-launch description the publisher runs (known once published and given tracks).
     public var pipelineDescription: String? { setup.withLock { Self.pipeline(for: $0)?.description } }
 

@@ -10,6 +10,8 @@ struct SeenBuffer: Sendable {
     var flags: UInt32
     var size: Int
     var hash: UInt64
+    /// The publisher's timestamp moqsrc attaches (`timestamp/x-moq-publisher` reference meta), ns.
+    var publisherTime: UInt64? = nil
 
     var isDelta: Bool { flags & GST_BUFFER_FLAG_DELTA_UNIT.rawValue != 0 }
 }
@@ -29,9 +31,15 @@ func contentHash(_ buffer: UnsafeMutablePointer<GstBuffer>) -> (UInt64, Int) {
 func seen(_ buffer: UnsafeMutablePointer<GstBuffer>) -> SeenBuffer {
     let pts = swiftmoq_buffer_pts(buffer)
     let (hash, size) = contentHash(buffer)
-    return SeenBuffer(
+    var entry = SeenBuffer(
         pts: swiftmoq_clock_time_is_valid(pts) != 0 ? UInt64(pts) : nil, flags: buffer.pointee.mini_object.flags,
         size: size, hash: hash)
+    let reference = gst_caps_new_empty_simple("timestamp/x-moq-publisher")
+    defer { gst_caps_unref(reference) }
+    if let meta = gst_buffer_get_reference_timestamp_meta(buffer, reference) {
+        entry.publisherTime = UInt64(meta.pointee.timestamp)
+    }
+    return entry
 }
 
 /// Pulls every sample of an appsink on a thread of its own until stopped.
