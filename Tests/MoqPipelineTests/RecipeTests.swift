@@ -23,7 +23,7 @@ struct RecipeTests {
 
     static let variables = [
         "MOQ_URL": url, "MOQ_BROADCAST": "room/cam", "MOQ_TLS": "tls-fingerprint=\(fingerprint)",
-        "CAMERA": "/dev/video0",
+        "CAMERA": "/dev/video0", "MOQ_LATENCY": "100", "MOQ_OUTPUT": "/tmp/recording.mkv",
     ]
 
     static var sink: Element {
@@ -40,6 +40,7 @@ struct RecipeTests {
             Caps("video/x-raw", ["width": 1280, "height": 720, "framerate": Fraction(30, 1)])
             Element("timeoverlay")
             Element("videoconvert")
+            Caps("video/x-raw", ["format": "I420"])
             Element("x264enc").set("tune", "zerolatency").set("speed-preset", "veryfast").set("bitrate", 2000)
                 .set("key-int-max", 60)
             Element("h264parse")
@@ -63,7 +64,7 @@ struct RecipeTests {
             Element("v4l2src").set("device", "/dev/video0")
             Element("videoconvert")
             Element("videoscale")
-            Caps("video/x-raw", ["width": 1280, "height": 720])
+            Caps("video/x-raw", ["width": 1280, "height": 720, "format": "I420"])
             Element("x264enc").set("tune", "zerolatency").set("speed-preset", "veryfast").set("bitrate", 2500)
                 .set("key-int-max", 60)
             Element("h264parse")
@@ -100,6 +101,7 @@ struct RecipeTests {
                     Element("wavescope").set("style", "lines")
                     Caps("video/x-raw", ["width": 640, "height": 360, "framerate": Fraction(15, 1)])
                     Element("videoconvert")
+                    Caps("video/x-raw", ["format": "I420"])
                     Element("x264enc").set("tune", "zerolatency").set("speed-preset", "ultrafast")
                         .set("bitrate", 300).set("key-int-max", 30)
                     Element("h264parse")
@@ -110,19 +112,63 @@ struct RecipeTests {
         }
     }
 
-    @Test(
-        "each recipe renders to its file", arguments: [("test-pattern", testPattern), ("camera", camera), ("mic", mic)])
+    static var source: Element {
+        Element("moqsrc", name: "src").set("url", url).set("broadcast", "room/cam").set("latency", 100)
+            .set("tls-fingerprint", fingerprint)
+    }
+
+    static let watch = Pipeline {
+        source
+        Branch {
+            From("src", pad: "video_0")
+            Queue()
+            Element("decodebin")
+            Element("videoconvert")
+            Element("autovideosink")
+        }
+        Branch {
+            From("src", pad: "audio_0")
+            Queue()
+            Element("decodebin")
+            Element("audioconvert")
+            Element("audioresample")
+            Element("autoaudiosink")
+        }
+    }
+
+    static let record = Pipeline {
+        source
+        for (pad, parser) in [("video_0", "h264parse"), ("audio_0", "opusparse")] {
+            Branch {
+                From("src", pad: pad)
+                Queue()
+                Element(parser)
+                Link(to: "mux")
+            }
+        }
+        Branch {
+            Element("matroskamux", name: "mux")
+            Element("filesink").set("location", "/tmp/recording.mkv")
+        }
+    }
+
+    static let all = [
+        ("test-pattern", testPattern), ("camera", camera), ("mic", mic), ("watch", watch), ("record", record),
+    ]
+
+    @Test("each recipe renders to its file", arguments: all)
     func recipeMatches(name: String, pipeline: Pipeline) throws {
         #expect(pipeline.description == (try Self.recipe(name, Self.variables)))
     }
 
-    @Test("every recipe parses and links (moqsink registered in-process)")
+    @Test("every recipe parses and links (moqsink and moqsrc registered in-process)")
     func recipesParse() throws {
         GStreamer.initialize(registeringSwiftMoQ: true)
         var parsed: [String] = []
-        for (name, pipeline) in [("test-pattern", Self.testPattern), ("camera", Self.camera), ("mic", Self.mic)] {
+        for (name, pipeline) in Self.all {
             let needed = pipeline.description.split(separator: " ").compactMap { word -> String? in
-                ["v4l2src", "alsasrc", "pulsesrc", "wavescope"].contains(word) ? String(word) : nil
+                ["v4l2src", "alsasrc", "pulsesrc", "wavescope", "autovideosink", "autoaudiosink"].contains(word)
+                    ? String(word) : nil
             }
             if needed.contains(where: { !GStreamer.hasElement($0) }) { continue }
             // NULL: parsed and linked, nothing opened (no camera or microphone needed).
@@ -130,7 +176,7 @@ struct RecipeTests {
             pipeline.stop()
             parsed.append(name)
         }
-        // The test pattern needs only elements this package installs: it must always have parsed.
-        #expect(parsed.contains("test-pattern"), "parsed: \(parsed)")
+        // These need only elements this package installs: they must always have parsed.
+        #expect(parsed.contains("test-pattern") && parsed.contains("record"), "parsed: \(parsed)")
     }
 }

@@ -19,7 +19,7 @@ struct EndToEndTests {
         try probe.attachPublisher(to: publisher, element: "moq", pad: "sink_0")
         try publisher.setState(.playing)
 
-        let reader = try await TrackReader.subscribe(relay, broadcast: broadcast, track: "0.avc1")
+        let reader = try await TrackSubscriber.subscribe(relay, broadcast: broadcast, track: "0.avc1")
         var frames = 0
         while frames < 15, let f = try await reader.next() {
             if f.isEndOfGroup { continue }
@@ -63,7 +63,7 @@ struct EndToEndTests {
         let broadcast = uniqueBroadcast("restart")
         let publisher = h264Publisher(.moqsink(relay: relay, broadcast: broadcast))
         try publisher.start()
-        var reader = try await TrackReader.subscribe(relay, broadcast: broadcast, track: "0.avc1")
+        var reader = try await TrackSubscriber.subscribe(relay, broadcast: broadcast, track: "0.avc1")
         #expect(try await reader.next() != nil)
         reader.close()
 
@@ -75,7 +75,7 @@ struct EndToEndTests {
         try await relay.restart()
         let restarted = try #require(publisher.runningTime)
 
-        reader = try await TrackReader.subscribe(
+        reader = try await TrackSubscriber.subscribe(
             relay, broadcast: broadcast, track: "0.avc1", waitForTrack: .seconds(30))
         let frame = try await reader.next(timeout: .seconds(30)) {
             !$0.isEndOfGroup && $0.timestampMicros > micros(restarted)
@@ -101,7 +101,7 @@ struct EndToEndTests {
             Element.moqsink(relay: relay, broadcast: broadcast)
         }
         try publisher.start()
-        let reader = try await TrackReader.subscribe(relay, broadcast: broadcast, track: "0.avc1")
+        let reader = try await TrackSubscriber.subscribe(relay, broadcast: broadcast, track: "0.avc1")
         try await publisher.waitForEOS(timeout: .seconds(30))
         var count = 0
         while let f = try await reader.next(timeout: .seconds(10)) { if !f.isEndOfGroup { count += 1 } }
@@ -120,7 +120,7 @@ struct EndToEndTests {
             launch: "videotestsrc is-live=true ! video/x-raw,format=I420 ! x264enc tune=zerolatency ! "
                 + "h264parse ! moqsink name=moq \(relay.moqsinkProperties(broadcast: broadcast, via: proxy))")
         try publisher.start()
-        let reader = try await TrackReader.subscribe(relay, broadcast: broadcast, track: "0.avc1")
+        let reader = try await TrackSubscriber.subscribe(relay, broadcast: broadcast, track: "0.avc1")
         let frame = try await reader.next()
         #expect(frame?.payload.isEmpty == false)
         proxy.blackhole()
@@ -132,6 +132,32 @@ struct EndToEndTests {
         #expect(report.outcome == .timedOut)
         reader.close()
         proxy.stop()
+        await relay.stop()
+    }
+
+    @Test("moqsink → relay → moqsrc ! appsink: H.264 samples arrive, both elements registered in-process")
+    func moqsrcToAppSink() async throws {
+        let relay = try TestRelay.start()
+        let broadcast = uniqueBroadcast("play")
+        let publisher = h264Publisher(.moqsink(relay: relay, broadcast: broadcast))
+        let player = Pipeline {
+            Element.moqsrc(relay: relay, broadcast: broadcast)
+            Branch {
+                From("src", pad: "video_0")
+                Queue()
+                Element("appsink", name: "sink").set("sync", false)
+            }
+        }
+        try publisher.start()
+        try player.start()
+        let sink = try AppSink(player, name: "sink")
+        let samples = try await sink.pull(count: 5, timeout: .seconds(20))
+        #expect(samples.count == 5)
+        #expect(samples.allSatisfy { $0.caps?.hasPrefix("video/x-h264") == true && !$0.bytes.isEmpty })
+        #expect(samples.allSatisfy { $0.pts != nil })
+        #expect(!player.collectedMessages.contains(where: { $0.isError }), "\(player.collectedMessages)")
+        player.stop()
+        publisher.stop()
         await relay.stop()
     }
 }

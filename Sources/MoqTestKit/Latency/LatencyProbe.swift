@@ -9,7 +9,7 @@ import Synchronization
 ///
 /// Frames are matched by a key both sides can compute. `moqsink` writes each buffer's running time in µs
 /// as the frame timestamp, so ``Key/runningTimeMicros`` on the publisher matches the timestamp a
-/// subscriber reads (``MediaFrame/timestampMicros``).
+/// subscriber reads (``SubscribedFrame/timestampMicros``).
 ///
 /// ```swift
 /// let probe = LatencyProbe()

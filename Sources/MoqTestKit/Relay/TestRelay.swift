@@ -127,4 +127,12 @@ extension Element {
         Element("moqsink", name: name).set("url", relay.url(via: proxy)).set("broadcast", broadcast)
             .set("tls-fingerprint", relay.fingerprint)
     }
+
+    /// A `moqsrc` playing `broadcast` from `relay` (through `proxy` when given), pinned to its certificate.
+    public static func moqsrc(
+        name: String? = "src", relay: TestRelay, broadcast: String, via proxy: UDPProxy? = nil
+    ) -> Element {
+        Element("moqsrc", name: name).set("url", relay.url(via: proxy)).set("broadcast", broadcast)
+            .set("tls-fingerprint", relay.fingerprint)
+    }
 }

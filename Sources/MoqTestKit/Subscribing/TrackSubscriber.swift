@@ -4,7 +4,7 @@ public import SwiftMoQ
 
 /// A frame read from a track, with its legacy container (`varint(µs) + codec bytes`, what `moqsink`
 /// writes) unwrapped.
-public struct MediaFrame: Sendable, Equatable {
+public struct SubscribedFrame: Sendable, Equatable {
     /// The group's sequence number.
     public var group: UInt64
     /// The frame's index in its group.
@@ -20,10 +20,10 @@ public struct MediaFrame: Sendable, Equatable {
 /// Subscribes to one track through the SwiftMoQ API and hands its frames over one at a time.
 ///
 /// ```swift
-/// let reader = try await TrackReader.subscribe(relay, broadcast: "room/cam", track: "0.avc1")
+/// let reader = try await TrackSubscriber.subscribe(relay, broadcast: "room/cam", track: "0.avc1")
 /// let frame = try await reader.next()
 /// ```
-public final class TrackReader: Sendable {
+public final class TrackSubscriber: Sendable {
     /// How frame payloads are read.
     public enum Container: Sendable {
         /// hang's legacy container: a varint timestamp, then the codec bytes (`moqsink` media tracks).
@@ -35,7 +35,7 @@ public final class TrackReader: Sendable {
     /// The subscriber's session.
     public let session: MoqSession
     private let remote: RemoteTrack
-    private let frames = AsyncQueue<MediaFrame>()
+    private let frames = AsyncQueue<SubscribedFrame>()
     private let reading: Task<Void, Never>
 
     private init(session: MoqSession, remote: RemoteTrack, maxLatencyMs: UInt64, container: Container) {
@@ -70,7 +70,7 @@ public final class TrackReader: Sendable {
     public static func subscribe(
         _ relay: TestRelay, broadcast: String, track: String, via proxy: UDPProxy? = nil,
         maxLatency: Duration = .seconds(10), container: Container = .legacy, waitForTrack: Duration = .seconds(10)
-    ) async throws(TestKitError) -> TrackReader {
+    ) async throws(TestKitError) -> TrackSubscriber {
         let deadline = ContinuousClock.now + waitForTrack
         let session: MoqSession
         do {
@@ -96,21 +96,21 @@ public final class TrackReader: Sendable {
             + UInt64(maxLatency.components.attoseconds / 1_000_000_000_000_000)
         let remote = session.subscribe(
             broadcast: broadcast, track: track, range: SubscriptionRange(maxLatencyMs: budget))
-        return TrackReader(session: session, remote: remote, maxLatencyMs: budget, container: container)
+        return TrackSubscriber(session: session, remote: remote, maxLatencyMs: budget, container: container)
     }
 
     /// The next frame; nil when the track ended.
     ///
     /// - Throws: ``TestKitError/timedOut(_:)``, or ``TestKitError/subscription(_:)`` when the track ended
     ///   with an error.
-    public func next(timeout: Duration = .seconds(10)) async throws(TestKitError) -> MediaFrame? {
+    public func next(timeout: Duration = .seconds(10)) async throws(TestKitError) -> SubscribedFrame? {
         try await frames.next(timeout: timeout, what: "a frame of \(remote.broadcast)/\(remote.track.name)")
     }
 
     /// Reads frames until one satisfies `match` (returned), skipping the others.
     public func next(
-        timeout: Duration = .seconds(10), where match: (MediaFrame) -> Bool
-    ) async throws(TestKitError) -> MediaFrame {
+        timeout: Duration = .seconds(10), where match: (SubscribedFrame) -> Bool
+    ) async throws(TestKitError) -> SubscribedFrame {
         let deadline = ContinuousClock.now + timeout
         while true {
             let left = deadline - ContinuousClock.now
@@ -130,13 +130,13 @@ public final class TrackReader: Sendable {
 
     deinit { close() }
 
-    private static func media(_ frame: Frame, group: UInt64, index: Int, container: Container) -> MediaFrame {
+    private static func media(_ frame: Frame, group: UInt64, index: Int, container: Container) -> SubscribedFrame {
         if case .legacy = container, let legacy = try? LegacyFrame(decoding: frame.payload) {
-            return MediaFrame(
+            return SubscribedFrame(
                 group: group, index: index, timestampMicros: frame.timestamp, payload: legacy.payload.array,
                 isEndOfGroup: legacy.isEndOfGroup)
         }
-        return MediaFrame(
+        return SubscribedFrame(
             group: group, index: index, timestampMicros: frame.timestamp, payload: frame.payload.array,
             isEndOfGroup: frame.payload.isEmpty)
     }
