@@ -15,7 +15,7 @@ export GST_REGISTRY_1_0 := $(CURDIR)/$(BUILD)/gst-registry.bin
 all: build
 
 help:
-	@echo "make demo     set up the machine, build, and run the publisher -> relay -> subscriber demo"
+	@echo "make demo     set up the machine, build, and publish + play back a test pattern through the relay"
 	@echo "make test     set up the machine, build, lint, run every test and a short fuzz run"
 	@echo "make build    build/bin/swiftmoq and build/gst/libgstswiftmoq.so (release)"
 	@echo "make install  copy the GStreamer plugin to $(PLUGIN_DIR)"

@@ -61,7 +61,9 @@ let package = Package(
         .target(
             name: "SwiftMoQ", dependencies: ["MoqWire", "MoqSession", "MoqQUIC"],
             swiftSettings: swiftSettings),
-        .executableTarget(name: "swiftmoq", dependencies: ["SwiftMoQ"], swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "swiftmoq", dependencies: ["SwiftMoQ", "MoqKit", "MoqPipeline", "CGStreamer"],
+            swiftSettings: swiftSettings),
         // The Swift API in moq-kit's shape: Session, broadcasts and catalogs, Player, Publisher.
         .target(
             name: "MoqKit",

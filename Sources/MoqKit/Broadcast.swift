@@ -63,6 +63,31 @@ public final class Broadcast: Sendable {
         return stream
     }
 
+    /// The catalog once it has settled: the first snapshot offering both playable video and audio,
+    /// else the latest one after `settle` without changes (publishers such as moqsink complete their
+    /// catalog track by track as encoders start). Nil when none arrives within `timeout`.
+    public func settledCatalog(
+        settle: Duration = .milliseconds(500), timeout: Duration = .seconds(10)
+    ) async -> Catalog? {
+        let latest = LatestCatalog()
+        let reader = Task {
+            for await catalog in catalogs() {
+                latest.set(catalog)
+                if !catalog.playableVideoTracks.isEmpty && !catalog.playableAudioTracks.isEmpty { return }
+            }
+        }
+        defer { reader.cancel() }
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let (catalog, at) = latest.get() {
+                let complete = !catalog.playableVideoTracks.isEmpty && !catalog.playableAudioTracks.isEmpty
+                if complete || ContinuousClock.now - at >= settle { return catalog }
+            }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return latest.get()?.0
+    }
+
     /// Subscribes to a track by name (it need not be in the catalog).
     /// - Parameter delivery: ``TrackDelivery/monotonic`` (groups in sequence order, late ones
     ///   skipped) or ``TrackDelivery/arrival`` (as they arrive; sequences may go backwards).
@@ -74,6 +99,13 @@ public final class Broadcast: Sendable {
     }
 
     func end() { lifetime.end() }
+}
+
+/// The newest catalog seen and when.
+private final class LatestCatalog: Sendable {
+    private let value = Mutex<(Catalog, ContinuousClock.Instant)?>(nil)
+    func set(_ catalog: Catalog) { value.withLock { $0 = (catalog, .now) } }
+    func get() -> (Catalog, ContinuousClock.Instant)? { value.withLock { $0 } }
 }
 
 /// Ends a broadcast's streams when it is unannounced.

@@ -10,6 +10,10 @@ enum SwiftMoQCommand {
         Media over QUIC (moq-lite-06) from the command line.
 
         commands:
+          publish           capture, encode and publish (camera, screen, mic, file, test pattern)
+          play              play a broadcast to a window, a file, or headless
+          screen-share      publish an X11 screen, tuned for text
+          demo              publish and play back a test pattern through a relay, with stats
           announced         print broadcasts announced under a prefix
           publish-track     publish each line of standard input as a frame
           subscribe-track   print the frames of a track
@@ -37,6 +41,10 @@ enum SwiftMoQCommand {
             "publish-track": (PublishTrackCommand.usage, PublishTrackCommand.run),
             "subscribe-track": (SubscribeTrackCommand.usage, SubscribeTrackCommand.run),
             "relay": (RelayCommand.usage, RelayCommand.run),
+            "publish": (PublishCommand.usage, PublishCommand.run),
+            "play": (PlayCommand.usage, PlayCommand.run),
+            "screen-share": (ScreenShareCommand.usage, ScreenShareCommand.run),
+            "demo": (DemoCommand.usage, DemoCommand.run),
         ]
         switch command {
         case "-h", "--help", "help":

@@ -151,7 +151,7 @@ struct SessionTests {
         #expect(latest.videoTracks[1].unsupportedReason?.contains("theora") == true)
         publisher.close()
         await catalogs.finished()
-        #expect(broadcast.hasEnded)
+        try await waitUntil("the broadcast's end (announce END)") { broadcast.hasEnded }
         await session.close()
     }
 

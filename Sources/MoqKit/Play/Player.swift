@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 import CGStreamer
-import MoqPipeline
+package import MoqPipeline
 import Synchronization
 
 /// Plays a broadcast's video and audio (moq-kit's `Player`), through a GStreamer pipeline that
@@ -69,6 +69,9 @@ public final class Player: Sendable {
 
     /// Statistics about once a second (each call is an independent stream).
     public func subscribeStats() -> AsyncStream<PlaybackStats> { statsStream.stream() }
+
+    /// The running pipeline (for tools in this package, e.g. latency probes); the video sink is `vout`.
+    package var runningPipeline: Pipeline? { state.withLock { $0.pipeline } }
 
     /// The latest statistics.
     public var stats: PlaybackStats { state.withLock { $0.stats } }
@@ -229,7 +232,7 @@ public final class Player: Sendable {
 
     @PipelineBuilder private var videoSink: [PipelineNode] {
         switch output {
-        case .window: Element("autovideosink")
+        case .window: Element("autovideosink", name: "vout")
         case .headless, .file: Element("fakesink", name: "vout").set("sync", true)
         case .callbacks:
             Caps("video/x-raw", ["format": "I420"])
@@ -239,7 +242,7 @@ public final class Player: Sendable {
 
     @PipelineBuilder private var audioSink: [PipelineNode] {
         switch output {
-        case .window: Element("autoaudiosink")
+        case .window: Element("autoaudiosink", name: "aout")
         case .headless, .file: Element("fakesink", name: "aout").set("sync", true)
         case .callbacks:
             Caps("audio/x-raw", ["format": "F32LE", "layout": "interleaved"])

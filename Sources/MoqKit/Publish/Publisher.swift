@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 import CGStreamer
 import CGstApp
-import MoqPipeline
+package import MoqPipeline
 import Synchronization
 
 /// Where a ``Publisher`` stands (moq-kit's `PublisherState`).
@@ -128,7 +128,8 @@ public final class Publisher: Sendable {
         }
     }
 
-    var runningPipeline: Pipeline? { setup.withLock { $0.pipeline } }
+    /// The running pipeline (for tools in this package, e.g. latency probes).
+    package var runningPipeline: Pipeline? { setup.withLock { $0.pipeline } }
 
     /// The gst-launch description the publisher runs (known once published and given tracks).
     public var pipelineDescription: String? { setup.withLock { Self.pipeline(for: $0)?.description } }

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+import MoqKit
+import SwiftMoQ
+
+/// The session flags of the media commands (publish, play, screen-share), as MoqKit options.
+struct SessionFlags {
+    let url: String
+    let options: SessionOptions
+
+    init(_ args: Arguments) throws(CommandError) {
+        do { url = try args.required("url") } catch { throw .usage(error.description) }
+        do { _ = try MoqURL(url) } catch { throw .runtime(error.description) }
+        options = SessionOptions(
+            tls: TLSOptions(
+                fingerprint: args.value("tls-fingerprint"), rootFile: args.value("tls-root-file"),
+                disableVerify: args.has("tls-disable-verify")),
+            authToken: args.value("auth-token"))
+        Output.verbose = args.has("verbose")
+        if args.has("tls-disable-verify") { Output.error("warning: TLS certificate verification is disabled") }
+    }
+
+    func connect() async throws(CommandError) -> Session {
+        let session = Session(url: url, options: options)
+        do { try await session.connect() } catch { throw .runtime(error.description) }
+        return session
+    }
+}
+
+/// `--source` values of `swiftmoq publish`.
+enum SourceSpec: Equatable {
+    case test
+    case camera(String)
+    case screen(String)
+    case mic(MicrophoneCapture.System)
+    case file(String)
+
+    init(_ text: String) throws(CommandError) {
+        let (kind, rest) =
+            text.firstIndex(of: ":").map { (String(text[..<$0]), String(text[text.index(after: $0)...])) }
+            ?? (text, "")
+        switch kind {
+        case "test": self = .test
+        case "camera": self = .camera(rest.isEmpty ? "/dev/video0" : rest)
+        case "screen": self = .screen(rest.isEmpty ? ":0" : (rest.hasPrefix(":") ? rest : ":" + rest))
+        case "mic":
+            switch rest {
+            case "", "auto": self = .mic(.automatic)
+            case "pulse": self = .mic(.pulse)
+            case "alsa": self = .mic(.alsa)
+            default: throw .usage("--source mic[:pulse|alsa]: unknown audio system '\(rest)'")
+            }
+        case "file":
+            guard !rest.isEmpty else { throw .usage("--source file:PATH needs a path") }
+            self = .file(rest)
+        default:
+            throw .usage(
+                "unknown --source '\(text)': use test, camera[:DEVICE], screen[:DISPLAY], mic[:pulse|alsa] or file:PATH"
+            )
+        }
+    }
+}
+
+/// Encoder flags shared by publish and screen-share.
+struct EncoderFlags {
+    static let options: Set<String> = [
+        "video-codec", "width", "height", "fps", "bitrate", "keyframe-interval", "audio-codec", "audio-bitrate",
+        "channels",
+    ]
+    static let help = """
+          --video-codec C           h264 (default), h265, vp8, vp9, av1
+          --width W --height H      output size (default 1280x720; 0x0 keeps the source's)
+          --fps N                   frame rate cap (default 30)
+          --bitrate BPS             video bitrate in bit/s (default 2000000)
+          --keyframe-interval S     seconds between keyframes = groups (default 2)
+          --audio-codec C           opus (default) or aac
+          --audio-bitrate BPS       audio bitrate in bit/s (default 96000)
+          --channels N              audio channels (default 2)
+        """
+
+    var video: VideoEncoderConfig
+    var audio: AudioEncoderConfig
+
+    init(_ args: Arguments, defaults: VideoEncoderConfig) throws(CommandError) {
+        video = defaults
+        audio = AudioEncoderConfig(channels: 2, bitrate: 96_000)
+        do {
+            if let c = args.value("video-codec") {
+                guard let codec = VideoEncoderConfig.Codec(rawValue: c) else {
+                    throw CommandError.usage("unknown --video-codec \(c)")
+                }
+                video.codec = codec
+            }
+            video.width = try args.integer("width", default: video.width)
+            video.height = try args.integer("height", default: video.height)
+            video.maxFrameRate = try args.integer("fps", default: video.maxFrameRate)
+            video.bitrate = try args.integer("bitrate", default: video.bitrate)
+            video.keyframeInterval = try args.seconds("keyframe-interval", default: video.keyframeInterval)
+            if let c = args.value("audio-codec") {
+                guard let codec = AudioEncoderConfig.Codec(rawValue: c) else {
+                    throw CommandError.usage("unknown --audio-codec \(c)")
+                }
+                audio.codec = codec
+            }
+            audio.bitrate = try args.integer("audio-bitrate", default: audio.bitrate)
+            audio.channels = try args.integer("channels", default: audio.channels)
+        } catch let error as CommandError {
+            throw error
+        } catch {
+            throw .usage("\(error)")
+        }
+    }
+}

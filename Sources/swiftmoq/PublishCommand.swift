@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: MIT
+import Foundation
+import MoqKit
+
+/// `swiftmoq publish`: captures, encodes and publishes a broadcast (MoqKit's Publisher on moqsink).
+enum PublishCommand {
+    static let usage = """
+        usage: swiftmoq publish --url URL --broadcast B --source SOURCE [--source SOURCE…] [options]
+
+        Publishes a broadcast from capture sources: a live status line (state, bitrate, RTT,
+        frames) on a terminal; quiet when standard error is piped. Stops on Ctrl-C, or after
+        --duration, delivering what was captured first.
+
+        sources:
+          test                      a test pattern and a 440 Hz tone
+          camera[:DEVICE]           a V4L2 camera (default /dev/video0)
+          screen[:DISPLAY]          an X11 display (default :0), tuned for text: see screen-share
+          mic[:pulse|alsa]          a microphone (default: autoaudiosrc)
+          file:PATH                 a media file, paced to real time (--no-audio / --no-video to skip one)
+
+        \(ClientFlags.help)
+          --broadcast B             broadcast path
+          --duration S              stop after S seconds
+          --data NAME               also publish standard input, one line per frame, as data track NAME
+          --no-audio, --no-video    skip that part of a file or test source
+        \(EncoderFlags.help)
+
+        examples:
+          swiftmoq publish --url moql://localhost:4443/anon --tls-fingerprint $FP --broadcast room/cam \\
+              --source camera --source mic
+          swiftmoq publish --url moql://relay.example/anon --broadcast demo --source test --duration 30
+        """
+
+    static let options: Set<String> = ClientFlags.options.union(EncoderFlags.options).union([
+        "broadcast", "source", "duration", "data",
+    ])
+    static let flags: Set<String> = ClientFlags.flags.union(["no-audio", "no-video"])
+
+    static func run(_ argv: [String]) async throws(CommandError) {
+        let args: Arguments
+        do { args = try Arguments(argv, options: options, flags: flags) } catch { throw .usage(error.description) }
+        let sources = try args.all("source").map { text throws(CommandError) in try SourceSpec(text) }
+        guard !sources.isEmpty else { throw .usage("--source is required") }
+        let encoders = try EncoderFlags(
+            args, defaults: VideoEncoderConfig(width: 1280, height: 720, bitrate: 2_000_000))
+        try await publish(args, sources: sources, encoders: encoders)
+    }
+
+    static func publish(_ args: Arguments, sources: [SourceSpec], encoders: EncoderFlags) async throws(CommandError) {
+        let broadcast: String
+        let duration: Duration?
+        do {
+            broadcast = try args.required("broadcast")
+            duration = args.value("duration") == nil ? nil : try args.seconds("duration", default: .zero)
+        } catch { throw .usage(error.description) }
+        let flags = try SessionFlags(args)
+        let publisher = Publisher()
+        let video = !args.has("no-video")
+        let audio = !args.has("no-audio")
+        do {
+            for source in sources {
+                switch source {
+                case .test:
+                    if video {
+                        try publisher.addVideoTrack(name: "test-video", source: TestPattern(), config: encoders.video)
+                    }
+                    if audio {
+                        try publisher.addAudioTrack(name: "test-audio", source: TestPattern(), config: encoders.audio)
+                    }
+                case .camera(let device):
+                    try publisher.addVideoTrack(
+                        name: "camera", source: CameraCapture(device: device), config: encoders.video)
+                case .screen(let display):
+                    var config = encoders.video
+                    config.contentHint = .detail
+                    try publisher.addVideoTrack(
+                        name: "screen", source: ScreenCapture(display: display, frameRate: config.maxFrameRate),
+                        config: config)
+                case .mic(let system):
+                    try publisher.addAudioTrack(
+                        name: "mic", source: MicrophoneCapture(system: system), config: encoders.audio)
+                case .file(let path):
+                    guard FileManager.default.fileExists(atPath: path) else {
+                        throw CommandError.runtime("no such file: \(path)")
+                    }
+                    if video {
+                        try publisher.addVideoTrack(
+                            name: "file-video", source: FileSource(path: path), config: encoders.video)
+                    }
+                    if audio {
+                        try publisher.addAudioTrack(
+                            name: "file-audio", source: FileSource(path: path), config: encoders.audio)
+                    }
+                }
+            }
+        } catch let error as CommandError {
+            throw error
+        } catch {
+            throw .runtime("\(error)")
+        }
+        let emitter = args.value("data").map { _ in DataTrackEmitter() }
+        if let emitter, let name = args.value("data") {
+            do { try publisher.addDataTrack(name: name, source: emitter) } catch { throw .runtime(error.description) }
+        }
+        let session = try await flags.connect()
+        do {
+            try await session.publish(path: broadcast, publisher: publisher)
+            try await publisher.start()
+        } catch { throw .runtime(error.description) }
+        Output.info("publishing \(broadcast): \(publisher.pipelineDescription ?? "")")
+        if let emitter {
+            Thread.detachNewThread {
+                while let line = readLine(strippingNewline: true) { emitter.send(Data(line.utf8)) }
+            }
+        }
+        let failure = FailureBox()
+        let done = StopSignal()
+        let watcher = Task {
+            for await state in publisher.state {
+                if case .error(let text) = state {
+                    failure.set(text)
+                    done.fire()
+                }
+            }
+        }
+        let signals = Task {
+            _ = await Signals.wait(for: [SIGINT, SIGTERM])
+            done.fire()
+        }
+        let status = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(1))
+                guard let s = publisher.statistics() else { continue }
+                let frames = s.tracks.map { "\($0.name) \($0.frames)" }.joined(separator: ", ")
+                StatusLine.update(
+                    "● \(broadcast)  \(s.status)  \(StatusLine.rate(Double(s.estimatedSendRateBps))) est.  "
+                        + "rtt \(StatusLine.ms(s.roundTripTime))  \(frames)")
+            }
+        }
+        let deadline = duration.map { ContinuousClock.now + $0 }
+        while !done.fired {
+            if let deadline, ContinuousClock.now >= deadline { break }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        signals.cancel()
+        watcher.cancel()
+        status.cancel()
+        StatusLine.finish()
+        publisher.stop()
+        for await _ in publisher.state {}
+        await session.close()
+        if let text = failure.value { throw .runtime(text) }
+    }
+}
+
+/// The first failure a task saw.
+final class FailureBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var text: String?
+    func set(_ t: String) { lock.withLock { if text == nil { text = t } } }
+    var value: String? { lock.withLock { text } }
+}

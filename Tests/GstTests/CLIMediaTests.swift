@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: MIT
+import CGStreamer
+import Foundation
+import MoqInteropSupport
+import SwiftMoQ
+import Testing
+
+@Suite("swiftmoq publish / play / demo end to end", .serialized, .timeLimit(.minutes(3)))
+struct CLIMediaTests {
+    @Test("publish --source test → embedded relay → play --record: a Matroska file that decodes")
+    func publishThenRecord() async throws {
+        let relay = try localRelay()
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        let connection = ["--url", "moql://127.0.0.1:\(relay.port)/anon", "--tls-fingerprint", relay.fingerprint]
+        let publisher = try CLI.start(
+            ["publish"] + connection + [
+                "--broadcast", "cli/test", "--source", "test", "--width", "320", "--height", "240", "--duration", "20",
+            ])
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("swiftmoq-cli-\(getpid()).mkv")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let player = try await CLI.run(
+            ["play"] + connection + ["--broadcast", "cli/test", "--record", file.path, "--duration", "4"],
+            timeout: .seconds(40))
+        #expect(player.status == 0, "\(player.stderr)")
+        kill(publisher.process.processIdentifier, SIGINT)
+        let published = try await publisher.wait(timeout: .seconds(20))
+        #expect(published.status == 0, "\(published.stderr)")
+
+        let reader = try TestPipeline(
+            "filesrc location=\(file.path) ! matroskademux name=d d.video_0 ! queue ! decodebin ! appsink name=v sync=false "
+                + "d.audio_0 ! queue ! decodebin ! appsink name=a sync=false")
+        let video = AppSinkCollector(reader.element("v")!)
+        let audio = AppSinkCollector(reader.element("a")!)
+        defer {
+            video.stop()
+            audio.stop()
+        }
+        #expect(reader.play() != GST_STATE_CHANGE_FAILURE)
+        try await reader.waitFor { $0.kind == .eos || $0.kind == .error }
+        #expect(reader.errors.isEmpty, "\(reader.errors)")
+        #expect(video.count >= 60 && audio.count >= 100, "\(video.count) video frames, \(audio.count) audio buffers")
+        reader.setState(GST_STATE_NULL)
+    }
+
+    @Test("play: an unknown broadcast fails after --timeout with what to check; bad --source is a usage error")
+    func badInput() async throws {
+        let relay = try localRelay()
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        let connection = ["--url", "moql://127.0.0.1:\(relay.port)/anon", "--tls-fingerprint", relay.fingerprint]
+        let missing = try await CLI.run(
+            ["play"] + connection + ["--broadcast", "nobody", "--timeout", "1", "--headless"])
+        #expect(missing.status == 1)
+        #expect(missing.stderr.contains("was not announced"), "\(missing.stderr)")
+        let usage = try await CLI.run(["publish"] + connection + ["--broadcast", "x", "--source", "webcam"])
+        #expect(usage.status == 2)
+        #expect(usage.stderr.contains("unknown --source 'webcam'"), "\(usage.stderr)")
+    }
+
+    @Test("make demo's script: relay, publish, play back headless, stats each second, exit 0")
+    func demo() async throws {
+        let script = try RustPeer.packageRoot().appendingPathComponent("scripts/demo.sh")
+        let process = Process()
+        process.executableURL = script
+        var environment = ProcessInfo.processInfo.environment
+        environment["SWIFTMOQ_BIN"] = try CLI.executable().path
+        environment["DEMO_SECONDS"] = "4"
+        environment.removeValue(forKey: "DISPLAY")
+        environment.removeValue(forKey: "WAYLAND_DISPLAY")
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self)
+        #expect(process.terminationStatus == 0, "\(text)")
+        let lines = text.split(separator: "\n").filter { $0.contains("video") && $0.contains("fps") }
+        #expect(lines.count >= 4, "\(text)")
+        #expect(text.contains("done: ") && text.contains("e2e latency p50"), "\(text)")
+    }
+}

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: MIT
+import CGStreamer
+import CGstApp
+import Foundation
+import MoqInteropSupport
+import SwiftMoQ
+import Testing
+
+/// An X server in memory (`Xvfb -displayfd`: it picks a free display and says which).
+final class VirtualDisplay: @unchecked Sendable {
+    let process = Process()
+    let name: String
+
+    init(width: Int, height: Int) throws {
+        let output = Pipe()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/Xvfb")
+        process.arguments = ["-displayfd", "1", "-screen", "0", "\(width)x\(height)x24", "-nolisten", "tcp"]
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var text = ""
+        while !text.contains("\n") {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { throw PipelineError("Xvfb exited before choosing a display") }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        name = ":" + text.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    deinit {
+        // Foundation's Process starts children with SIGTERM blocked, which Xvfb never unblocks.
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+}
+
+/// One raw RGB frame pulled from an appsink named `out`.
+func pullRGB(_ pipeline: TestPipeline, timeout: Duration = .seconds(20)) throws -> [UInt8] {
+    let sink = pipeline.element("out")!
+    defer { gst_object_unref(sink) }
+    let appsink = UnsafeMutableRawPointer(sink).assumingMemoryBound(to: GstAppSink.self)
+    guard let sample = gst_app_sink_try_pull_sample(appsink, GstClockTime(timeout.components.seconds) * 1_000_000_000)
+    else { throw PipelineError("no frame: \(pipeline.collected.filter { $0.kind != .stateChanged })") }
+    defer { gst_sample_unref(sample) }
+    let buffer = gst_sample_get_buffer(sample)!
+    var map = GstMapInfo()
+    gst_buffer_map(buffer, &map, GST_MAP_READ)
+    defer { gst_buffer_unmap(buffer, &map) }
+    return Array(UnsafeBufferPointer(start: map.data, count: Int(map.size)))
+}
+
+@Suite("screen share", .serialized, .timeLimit(.minutes(2)))
+struct ScreenShareTests {
+    static let width = 640
+    static let height = 480
+
+    @Test("swiftmoq screen-share under Xvfb: what the subscriber decodes is what was drawn on the display")
+    func decodesWhatWasDrawn() async throws {
+        let display = try VirtualDisplay(width: Self.width, height: Self.height)
+        let raw = "video/x-raw,format=RGB,width=\(Self.width),height=\(Self.height)"
+        // Draw a known pattern over the whole screen (no window manager: the window sits at 0,0).
+        let painter = try TestPipeline(
+            "videotestsrc pattern=smpte is-live=true ! video/x-raw,width=\(Self.width),height=\(Self.height),framerate=5/1 "
+                + "! videoconvert ! ximagesink display=\(display.name) sync=false")
+        #expect(painter.play() != GST_STATE_CHANGE_FAILURE)
+        let reference = try TestPipeline(
+            "videotestsrc pattern=smpte num-buffers=1 ! video/x-raw,width=\(Self.width),height=\(Self.height) "
+                + "! videoconvert ! \(raw) ! appsink name=out")
+        #expect(reference.play() != GST_STATE_CHANGE_FAILURE)
+        let expected = try pullRGB(reference)
+        reference.setState(GST_STATE_NULL)
+
+        let relay = try localRelay()
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        let sharer = try CLI.start([
+            "screen-share", "--url", "moql://127.0.0.1:\(relay.port)/anon", "--tls-fingerprint", relay.fingerprint,
+            "--broadcast", "desk", "--display", display.name, "--duration", "30",
+        ])
+        let viewer = try TestPipeline(
+            "moqsrc name=s \(relay.elementProperties) broadcast=desk s.video_0 ! decodebin ! videoconvert ! videoscale "
+                + "! \(raw) ! appsink name=out sync=false max-buffers=2 drop=true")
+        #expect(viewer.play() != GST_STATE_CHANGE_FAILURE)
+        // A few frames in, the encoder has converged on the static picture.
+        var frame: [UInt8] = []
+        for _ in 0..<20 { frame = try pullRGB(viewer) }
+        #expect(frame.count == expected.count)
+        var total = 0
+        for i in 0..<min(frame.count, expected.count) { total += abs(Int(frame[i]) - Int(expected[i])) }
+        let meanError = Double(total) / Double(max(1, expected.count))
+        #expect(meanError < 8, "mean absolute error \(meanError) per channel (0–255)")
+        // The pattern has colour: not a black or uniform screen.
+        #expect(Set(stride(from: 0, to: frame.count, by: 3 * 97).map { frame[$0] }).count > 4)
+        #expect(viewer.errors.isEmpty, "\(viewer.errors)")
+        viewer.setState(GST_STATE_NULL)
+        painter.setState(GST_STATE_NULL)
+        kill(sharer.process.processIdentifier, SIGINT)
+        let result = try await sharer.wait(timeout: .seconds(15))
+        #expect(result.status == 0, "\(result.stderr)")
+    }
+}
