@@ -81,7 +81,7 @@ struct MoqSrcCatalogTests {
         #expect(player.play() != GST_STATE_CHANGE_FAILURE)
         let src = player.element("s")!
         defer { gst_object_unref(src) }
-        try await eventually("video_0") { hasPad(src, "video_0") }
+        try await eventually("video_0", timeout: .seconds(30)) { hasPad(src, "video_0") }
         #expect(!hasPad(src, "audio_0"))
         publisher.publish(CatalogPublisher.videoAndAudio)
         try await eventually("audio_0 after the catalog grew") { hasPad(src, "audio_0") }
@@ -256,11 +256,7 @@ struct MoqSrcCatalogTests {
             defer { gst_object_unref(element) }
             #expect(stringProperty(element, "url") == url, "\(uri)")
             #expect(stringProperty(element, "broadcast") == broadcast, "\(uri)")
-            let factory = gst_element_get_factory(element)
-            #expect(
-                String(
-                    cString: gst_object_get_name(
-                        UnsafeMutableRawPointer(factory!).assumingMemoryBound(to: GstObject.self))) == "moqsrc")
+            #expect(String(cString: g_type_name(swiftmoq_object_type(element))) == "GstMoqSrc", "\(uri)")
         }
         var error: UnsafeMutablePointer<GError>?
         let element = gst_element_make_from_uri(GST_URI_SRC, "moql://relay.example/a/b?latency=250", nil, &error)!

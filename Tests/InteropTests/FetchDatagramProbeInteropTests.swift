@@ -20,7 +20,7 @@ struct FetchDatagramProbeInteropTests {
             ])
         defer { _ = publisher.terminate() }
         _ = try await publisher.waitFor(event: "finished", timeout: .seconds(20))
-        try await session.waitForBroadcast(name)
+        try await session.waitForBroadcast(name, timeout: .seconds(30))
         let frames = try await session.fetch(broadcast: name, track: "data", group: 1)
         #expect(frames.map(\.payload.array) == (0..<3).map { rustPayload(group: 1, frame: $0, size: 50) })
         #expect(frames.map(\.timestamp) == [3, 4, 5].map { UInt64($0 * 33_333) })
