@@ -159,7 +159,8 @@ struct RelayInteropTests {
             let expected = (first..<groups).flatMap { g in (0..<frames).map { [g, $0] } }
             let got: [[Int]] = events.map { [$0.int("group") ?? -1, $0.int("index") ?? -1] }
             #expect(got == expected, "a healthy subscriber got \(got.count) frames from group \(first)")
-            #expect(first < 20, "joined late: first group \(first)")
+            // Not vacuous: a good part of the broadcast arrived while the other subscriber was frozen.
+            #expect(first < groups - 20, "joined late: first group \(first)")
             _ = s.terminate()
         }
         // The relay shed the stalled subscriber's backlog instead of buffering it.

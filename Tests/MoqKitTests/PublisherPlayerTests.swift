@@ -77,8 +77,8 @@ struct PublisherPlayerTests {
                 }, audio: nil))
         let events = Collected(player.subscribeEvents())
         try await player.play()
-        try await waitUntil("30 decoded frames") { frames.value >= 30 }
-        try await waitUntil("stats") { player.stats.videoFps != nil }
+        try await waitUntil("30 decoded frames", timeout: .seconds(45)) { frames.value >= 30 }
+        try await waitUntil("stats", timeout: .seconds(20)) { player.stats.videoFps != nil }
 
         let messages = broadcast.subscribeTrack(name: "chat")
         try await Task.sleep(for: .milliseconds(300))
