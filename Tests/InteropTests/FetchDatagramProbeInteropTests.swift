@@ -16,7 +16,7 @@ struct FetchDatagramProbeInteropTests {
         let publisher = try RustPeer.launch(
             ["publish"] + relay.client + [
                 "--broadcast", name, "--groups", "3", "--frames-per-group", "3", "--payload-size", "50",
-                "--linger-ms", "10000", "--max-age-ms", "30000",
+                "--linger-ms", "120000", "--max-age-ms", "120000",
             ])
         defer { _ = publisher.terminate() }
         _ = try await publisher.waitFor(event: "finished", timeout: .seconds(20))

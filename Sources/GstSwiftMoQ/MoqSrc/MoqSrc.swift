@@ -53,6 +53,8 @@ final class MoqSrc: @unchecked Sendable {
         var sessionEpoch: UInt64 = 0
         var sourceEpoch: UInt64 = 0
         var broadcast: String?
+        /// The broadcast played last (kept after it ends).
+        var lastBroadcast: String?
         var catalog: Catalog?
         var foundOnce = false
         var noMorePads = false
@@ -381,10 +383,16 @@ final class MoqSrc: @unchecked Sendable {
         guard let run, run.sessionEpoch == epoch else { return }
         switch event {
         case .found(let path):
-            if run.broadcast != path {
+            if let previous = run.lastBroadcast, previous != path {
+                // Another broadcast (prefix mode): another publisher clock, so a new timeline
+                // after what was played.
+                run.sourceEpoch += 1
+                timeline.withLock { $0.reanchorOnNextFrame() }
+            } else if run.broadcast != path {
                 run.sourceEpoch += 1
                 timeline.withLock { $0.markDiscontinuity() }
             }
+            run.lastBroadcast = path
             run.broadcast = path
             run.foundOnce = true
             reporter.log(GST_LEVEL_INFO, "playing broadcast \(path)")
