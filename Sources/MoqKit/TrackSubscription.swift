@@ -25,6 +25,10 @@ public struct TrackObject: Sendable, Equatable {
 
 /// A subscription to one track of a broadcast (moq-kit's `TrackSubscription`).
 public final class TrackSubscription: Sendable {
+    /// The latency budget of the subscription (ms): groups up to this old are delivered (and a new
+    /// subscriber first gets the cached ones this recent).
+    public static let latencyBudgetMs: UInt64 = 10_000
+
     /// The track's objects; the stream ends when the track or the broadcast ends, or on ``close()``.
     public let objects: AsyncThrowingStream<TrackObject, any Error>
 
@@ -35,8 +39,11 @@ public final class TrackSubscription: Sendable {
     private let continuation: AsyncThrowingStream<TrackObject, any Error>.Continuation
 
     init(session: MoqSession, broadcast: String, name: String, delivery: TrackDelivery) {
+        // Data (chat, telemetry) should not be shed the way stale media is: a generous budget,
+        // so that a group still in flight when the next one is written is delivered, not dropped.
         let remote = session.subscribe(
-            broadcast: broadcast, track: name, range: SubscriptionRange(priority: 0, maxLatencyMs: 0))
+            broadcast: broadcast, track: name,
+            range: SubscriptionRange(priority: 0, maxLatencyMs: TrackSubscription.latencyBudgetMs))
         self.remote = remote
         (objects, continuation) = AsyncThrowingStream<TrackObject, any Error>.makeStream()
         let continuation = self.continuation

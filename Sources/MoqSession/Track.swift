@@ -76,16 +76,25 @@ public final class GroupState: @unchecked Sendable {
     fileprivate(set) var status: GroupStatus = .open
     /// True for one-frame groups that may travel as QUIC datagrams.
     public fileprivate(set) var isDatagram = false
+    /// True while the track's cache holds the group (set on insert, cleared on eviction).
+    fileprivate(set) var isCached = false
+    /// The first frame's timestamp in ns (the track's timescale applied), once it has one.
+    fileprivate(set) var firstTimestampNs: UInt64?
 
     init(sequence: UInt64, createdAt: UInt64) {
         self.sequence = sequence
         self.createdAt = createdAt
     }
 
-    /// How much older `other` is than this group (0 when it is not older). Groups of a
-    /// received track can be created out of sequence order, so this never wraps.
+    /// How much older `other` is than this group (0 when it is not older): by arrival, or by
+    /// the first frames' timestamps, whichever is worse (as the Rust implementation measures it).
+    /// A relay that receives a burst of cached groups at once sees them arrive together, but
+    /// their timestamps still say how old they are. Groups of a received track can be created
+    /// out of sequence order, so this never wraps.
     public func age(of other: GroupState) -> UInt64 {
-        createdAt > other.createdAt ? createdAt - other.createdAt : 0
+        let arrival = createdAt > other.createdAt ? createdAt - other.createdAt : 0
+        guard let mine = firstTimestampNs, let theirs = other.firstTimestampNs, mine > theirs else { return arrival }
+        return max(arrival, mine - theirs)
     }
 }
 
@@ -183,6 +192,7 @@ public final class TrackProducer: @unchecked Sendable {
             let g = insert(&s, sequence: sequence)
             g.isDatagram = true
             g.frames.append(Frame(timestamp: timestamp, payload: payload))
+            g.firstTimestampNs = Self.nanoseconds(timestamp, timescale: s.info?.timescale)
             g.byteCount = payload.count
             s.cachedBytes += payload.count
             limits.budget?.add(payload.count)
@@ -265,9 +275,12 @@ public final class TrackProducer: @unchecked Sendable {
     fileprivate func append(_ frame: Frame, to group: GroupState) -> Bool {
         mutate { s -> Bool in
             guard group.status == .open else { return false }
+            if group.frames.isEmpty {
+                group.firstTimestampNs = Self.nanoseconds(frame.timestamp, timescale: s.info?.timescale)
+            }
             group.frames.append(frame)
             group.byteCount += frame.payload.count
-            if s.groups.contains(where: { $0 === group }) {
+            if group.isCached {
                 s.cachedBytes += frame.payload.count
                 limits.budget?.add(frame.payload.count)
                 evict(&s)
@@ -389,6 +402,7 @@ public final class TrackProducer: @unchecked Sendable {
 
     private func insert(_ s: inout State, sequence: UInt64) -> GroupState {
         let g = GroupState(sequence: sequence, createdAt: clock.now())
+        g.isCached = true
         let i = index(s.groups, of: sequence)
         s.groups.insert(g, at: i)
         if s.latest == nil || sequence > s.latest!.sequence { s.latest = g }
@@ -412,9 +426,20 @@ public final class TrackProducer: @unchecked Sendable {
             guard tooOld || tooMany || tooBig else { break }
             s.cachedBytes -= g.byteCount
             limits.budget?.add(-g.byteCount)
+            g.isCached = false
             removed += 1
         }
         if removed > 0 { s.groups.removeFirst(removed) }
+    }
+
+    /// A timestamp in ns; nil for a timescale of 0 or an overflowing value.
+    static func nanoseconds(_ timestamp: UInt64, timescale: UInt64?) -> UInt64? {
+        let scale = timescale ?? 1_000_000
+        guard scale > 0 else { return nil }
+        let (whole, remainder) = timestamp.quotientAndRemainder(dividingBy: scale)
+        let (ns, overflow) = whole.multipliedReportingOverflow(by: 1_000_000_000)
+        guard !overflow else { return nil }
+        return ns &+ remainder &* 1_000_000_000 / scale
     }
 
     private func index(_ groups: [GroupState], of sequence: UInt64) -> Int {
