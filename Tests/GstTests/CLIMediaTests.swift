@@ -27,8 +27,9 @@ struct CLIMediaTests {
         #expect(published.status == 0, "\(published.stderr)")
 
         let reader = try TestPipeline(
-            "filesrc location=\(file.path) ! matroskademux name=d d.video_0 ! queue ! decodebin ! appsink name=v sync=false "
-                + "d.audio_0 ! queue ! decodebin ! appsink name=a sync=false")
+            "filesrc location=\(file.path) ! matroskademux name=d d.video_0 ! \(TestPipeline.unboundedQueue) ! decodebin "
+                + "! appsink name=v sync=false d.audio_0 ! \(TestPipeline.unboundedQueue) ! decodebin "
+                + "! appsink name=a sync=false")
         let video = AppSinkCollector(reader.element("v")!)
         let audio = AppSinkCollector(reader.element("a")!)
         defer {

@@ -58,10 +58,11 @@ struct RecipeTests {
         recorder.setState(GST_STATE_NULL)
         publisher.setState(GST_STATE_NULL)
 
+        let q = TestPipeline.unboundedQueue
         let reader = try TestPipeline(
             "filesrc location=\(file.path) ! matroskademux name=d "
-                + "d.video_0 ! queue ! h264parse ! avdec_h264 ! appsink name=v sync=false "
-                + "d.audio_0 ! queue ! opusdec ! appsink name=a sync=false")
+                + "d.video_0 ! \(q) ! h264parse ! avdec_h264 ! appsink name=v sync=false "
+                + "d.audio_0 ! \(q) ! opusdec ! appsink name=a sync=false")
         let video = AppSinkCollector(reader.element("v")!)
         let audio = AppSinkCollector(reader.element("a")!)
         defer {

@@ -124,6 +124,11 @@ final class TestPipeline: @unchecked Sendable {
         messages.withLock { $0.append(entry) }
     }
 
+    /// A queue without limits, for reading a file back through a demuxer: when the file starts
+    /// with more than a second of one stream before the first buffer of another (a slow start
+    /// under load), bounded queues deadlock the preroll.
+    static let unboundedQueue = "queue max-size-buffers=0 max-size-bytes=0 max-size-time=0"
+
     /// Every message collected so far.
     var collected: [BusMessage] {
         pump()
