@@ -33,10 +33,12 @@ class Config:
     latency_frames_per_group: int = field(default_factory=lambda: _env_int("BENCH_LATENCY_FRAMES_PER_GROUP", 1))
     latency_warmup_s: float = field(default_factory=lambda: _env_float("BENCH_WARMUP_SECONDS", 1))
     # 2. Throughput: 100 KB frames, as fast as acknowledgements allow.
-    throughput_seconds: float = field(default_factory=lambda: _env_float("BENCH_THROUGHPUT_SECONDS", 8))
+    throughput_seconds: float = field(default_factory=lambda: _env_float("BENCH_THROUGHPUT_SECONDS", 6))
     throughput_frame_size: int = field(default_factory=lambda: _env_int("BENCH_THROUGHPUT_FRAME_SIZE", 100_000))
     throughput_frames_per_group: int = field(default_factory=lambda: _env_int("BENCH_THROUGHPUT_FRAMES_PER_GROUP", 30))
-    throughput_window: int = field(default_factory=lambda: _env_int("BENCH_THROUGHPUT_WINDOW", 32))
+    throughput_window: int = field(default_factory=lambda: _env_int("BENCH_THROUGHPUT_WINDOW", 64))
+    # Each combination runs this many times, interleaved, and reports the median (the box is shared).
+    throughput_repeats: int = field(default_factory=lambda: _env_int("BENCH_THROUGHPUT_REPEATS", 3))
     # 3. Fan-out: one 4 Mbit/s broadcast to N subscribers in one load-generator process.
     fanout_seconds: float = field(default_factory=lambda: _env_float("BENCH_FANOUT_SECONDS", 10))
     fanout_counts: list[int] = field(

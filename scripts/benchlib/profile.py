@@ -32,6 +32,7 @@ def summarize(profile_dir: Path, limit: float = 0.7) -> list[Path]:
             capture_output=True, text=True,
         ).stdout
         out = data.with_suffix(".txt")
-        out.write_text(_demangle(flat) + "\n\n# By shared object\n" + dsos)
+        text = _demangle(flat) + "\n\n# By shared object\n" + dsos
+        out.write_text("\n".join(line.rstrip() for line in text.splitlines()) + "\n")
         written.append(out)
     return written

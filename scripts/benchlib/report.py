@@ -47,10 +47,12 @@ def latency_section(rows: list[dict]) -> str:
 
 
 def throughput_section(rows: list[dict]) -> str:
-    body = [[r["relay"], r["clients"], r["mb_per_s"], r["received"], r["lost"], r["cpu_percent"]["relay"],
-             r["cpu_percent"]["publisher"], r["cpu_percent"]["subscriber"]] for r in rows]
+    body = [[r["relay"], r["clients"], r["mb_per_s"], " / ".join(fmt(v, 1) for v in r["runs_mb_per_s"]), r["lost"],
+             r["cpu_percent"]["relay"], r["mb_per_relay_cpu_s"], r["cpu_percent"]["publisher"],
+             r["cpu_percent"]["subscriber"]] for r in rows]
     out = ["### 2. Throughput (100 KB frames, as fast as the subscriber acknowledges, one subscriber)", "",
-           table(["relay", "clients", "MB/s", "frames", "lost", "relay CPU %", "pub CPU %", "sub CPU %"], body), ""]
+           table(["relay", "clients", "MB/s (median)", "runs MB/s", "lost (all runs)", "relay CPU %",
+                  "MB per relay CPU-s", "pub CPU %", "sub CPU %"], body), ""]
     pairs = [
         ("Swift relay / Rust relay (Swift clients)", _find(rows, relay="swift", clients="swift"),
          _find(rows, relay="rust", clients="swift")),
@@ -58,8 +60,9 @@ def throughput_section(rows: list[dict]) -> str:
          _find(rows, relay="rust", clients="rust")),
         ("Swift stack / Rust stack", _find(rows, relay="swift", clients="swift"), _find(rows, relay="rust", clients="rust")),
     ]
-    out += [table(["ratio (higher is better for Swift)", "MB/s"],
-                  [[n, ratio(_get(a, "mb_per_s"), _get(b, "mb_per_s"))] for n, a, b in pairs]), ""]
+    out += [table(["ratio (higher is better for Swift)", "MB/s", "MB per relay CPU-s"],
+                  [[n, ratio(_get(a, "mb_per_s"), _get(b, "mb_per_s")),
+                    ratio(_get(a, "mb_per_relay_cpu_s"), _get(b, "mb_per_relay_cpu_s"))] for n, a, b in pairs]), ""]
     return "\n".join(out)
 
 
@@ -68,11 +71,13 @@ def fanout_section(rows: list[dict]) -> str:
     body = []
     for n in counts:
         s, r = _find(rows, relay="swift", subscribers=n), _find(rows, relay="rust", subscribers=n)
-        body.append([n, _get(s, "delivery_percent"), _get(s, "relay_cpu_percent"), _get(s, "p50_ms"), _get(s, "p99_ms"),
-                     _get(r, "delivery_percent"), _get(r, "relay_cpu_percent"), _get(r, "p50_ms"), _get(r, "p99_ms"),
+        body.append([n, _get(s, "delivery_percent"), _get(s, "late_percent"), _get(s, "relay_cpu_percent"),
+                     _get(s, "p50_ms"), _get(s, "p99_ms"), _get(r, "delivery_percent"), _get(r, "late_percent"),
+                     _get(r, "relay_cpu_percent"), _get(r, "p50_ms"), _get(r, "p99_ms"),
                      ratio(_get(s, "relay_cpu_percent"), _get(r, "relay_cpu_percent"))])
-    header = ["subscribers", "Swift delivery %", "Swift relay CPU %", "Swift p50 ms", "Swift p99 ms",
-              "Rust delivery %", "Rust relay CPU %", "Rust p50 ms", "Rust p99 ms", "CPU Swift/Rust"]
+    header = ["subscribers", "Swift delivered %", "Swift > 1 s late %", "Swift relay CPU %", "Swift p50 ms",
+              "Swift p99 ms", "Rust delivered %", "Rust > 1 s late %", "Rust relay CPU %", "Rust p50 ms", "Rust p99 ms",
+              "relay CPU Swift/Rust"]
     return "\n".join(["### 3. Fan-out (one 4 Mbit/s broadcast, 30 fps, a group per second; Swift load generator)", "",
                       table(header, body), ""])
 
