@@ -63,25 +63,16 @@ def machine() -> dict:
     }
 
 
-def wait_until_quiet(max_load: float, tries: int, pause_s: float) -> None:
-    """Benchmarks on a busy 2-core machine measure the neighbour: wait (a little) for a quiet one."""
-    for attempt in range(tries):
-        load = os.getloadavg()[0]
-        if load <= max_load:
-            return
-        log(f"load average {load:.2f} > {max_load:g}: waiting {pause_s:g} s ({attempt + 1}/{tries})")
-        time.sleep(pause_s)
-    log(f"load average still {os.getloadavg()[0]:.2f}: running anyway (results.json records it)")
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "bench", help="results directory")
     parser.add_argument("--profile", type=Path, help="run the Swift processes under perf record, into DIR")
-    parser.add_argument("--no-wait", action="store_true", help="do not wait for a quiet machine")
+    parser.add_argument("--no-wait", action="store_true", help="do not wait for an idle machine before each run")
     args = parser.parse_args()
 
     cfg = Config()
+    if args.no_wait:
+        cfg.idle_timeout_s = 0
     unknown = [c for c in cfg.cases if c not in RUNNERS]
     if unknown:
         parser.error(f"unknown case(s) in BENCH_CASES: {', '.join(unknown)} (known: {', '.join(RUNNERS)})")
@@ -95,10 +86,8 @@ def main() -> int:
             parser.error(f"{tool} is missing: run `make bench` (it builds it)")
     install_cleanup()
     args.out.mkdir(parents=True, exist_ok=True)
-    if not args.no_wait:
-        wait_until_quiet(float(os.environ.get("BENCH_MAX_LOAD", 1.5)), 5, 60)
 
-    results: dict = {"machine": machine(), "config": cfg.as_dict(), "cases": {}, "failures": {}}
+    results: dict = {"machine": machine(), "config": cfg.as_dict(), "cases": {}, "failures": {}, "load_after": {}}
     started = time.monotonic()
     for case in cfg.cases:
         try:
@@ -106,6 +95,7 @@ def main() -> int:
         except BenchFailure as exc:
             log(f"case {case} failed: {exc}")
             results["failures"][case] = str(exc)
+        results["load_after"][case] = os.getloadavg()  # a busy neighbour shows here
     results["seconds"] = round(time.monotonic() - started, 1)
     results["targets"] = report.targets(results)
 

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from .config import Config
-from .processes import BenchFailure, Child, CPUWindow
+from .processes import BenchFailure, Child, CPUWindow, wait_until_idle
 from .roles import STACKS, Tools, broadcast_name, start_client, start_relay
 from .stats import latency_summary
 
@@ -54,6 +54,7 @@ class GoSignal:
 
 def stream_run(
     tools: Tools,
+    log,
     case: str,
     relay_stack: str,
     client_stack: str,
@@ -61,10 +62,12 @@ def stream_run(
     subscribe: dict,
     timeout: float,
     with_fifo: bool = False,
+    idle_timeout_s: float = 180,
 ) -> dict:
     """One publisher → relay → one subscriber run; returns both results and the CPU of each process."""
     tag = f"{case}-{relay_stack}relay-{client_stack}clients"
     path = broadcast_name(case)
+    idle = wait_until_idle(log, timeout=idle_timeout_s)
     signal = GoSignal(with_fifo)
     relay = start_relay(tools, relay_stack, f"{tag}-relay")
     publisher = subscriber = None
@@ -90,7 +93,7 @@ def stream_run(
     finally:
         signal.close()
     return {"relay": relay_stack, "clients": client_stack, "published": published, "received": received,
-            "cpu_percent": cpu_percent}
+            "cpu_percent": cpu_percent, "busy_before_percent": idle}
 
 
 def run_latency(tools: Tools, cfg: Config, log) -> list[dict]:
@@ -102,11 +105,11 @@ def run_latency(tools: Tools, cfg: Config, log) -> list[dict]:
         for client_stack in STACKS:
             log(f"latency: {relay_stack} relay, {client_stack} publisher + subscriber ({cfg.latency_seconds:g} s)")
             run = stream_run(
-                tools, "latency", relay_stack, client_stack,
+                tools, log, "latency", relay_stack, client_stack,
                 publish={"frame-size": cfg.latency_frame_size, "fps": cfg.latency_fps,
                          "frames-per-group": cfg.latency_frames_per_group, "frames": frames},
                 subscribe={"frames": frames, "warmup-frames": warmup, "deadline-s": cfg.latency_seconds + 30},
-                timeout=cfg.latency_seconds + 60,
+                timeout=cfg.latency_seconds + 60, idle_timeout_s=cfg.idle_timeout_s,
             )
             received, published = run["received"], run["published"]
             rows.append({
@@ -114,7 +117,8 @@ def run_latency(tools: Tools, cfg: Config, log) -> list[dict]:
                 "sent": published["sent"], "received": received["frames"],
                 "lost": published["sent"] - received["frames"],
                 **latency_summary(received["latencies_us"]),
-                "cpu_percent": run["cpu_percent"],
+                "cpu_percent": run["cpu_percent"], "busy_before_percent": run["busy_before_percent"],
+                "latencies_us": received["latencies_us"],  # in arrival order, after the warm-up
             })
     return rows
 
@@ -128,8 +132,8 @@ def run_throughput(tools: Tools, cfg: Config, log) -> list[dict]:
             for client_stack in STACKS:
                 log(f"throughput: {relay_stack} relay, {client_stack} clients ({cfg.throughput_seconds:g} s, "
                     f"run {repeat + 1}/{cfg.throughput_repeats})")
-                runs.setdefault((relay_stack, client_stack), []).append(_throughput_run(tools, cfg, relay_stack,
-                                                                                        client_stack))
+                runs.setdefault((relay_stack, client_stack), []).append(
+                    _throughput_run(tools, cfg, log, relay_stack, client_stack))
     rows = []
     for (relay_stack, client_stack), mine in runs.items():
         ordered = sorted(mine, key=lambda r: r["mb_per_s"])
@@ -139,13 +143,13 @@ def run_throughput(tools: Tools, cfg: Config, log) -> list[dict]:
     return rows
 
 
-def _throughput_run(tools: Tools, cfg: Config, relay_stack: str, client_stack: str) -> dict:
+def _throughput_run(tools: Tools, cfg: Config, log, relay_stack: str, client_stack: str) -> dict:
     run = stream_run(
-        tools, "throughput", relay_stack, client_stack,
+        tools, log, "throughput", relay_stack, client_stack,
         publish={"frame-size": cfg.throughput_frame_size, "fps": 0, "seconds": cfg.throughput_seconds,
                  "frames-per-group": cfg.throughput_frames_per_group, "window": cfg.throughput_window},
         subscribe={"warmup-frames": 1 << 62, "deadline-s": cfg.throughput_seconds + 30},
-        timeout=cfg.throughput_seconds + 60, with_fifo=True,
+        timeout=cfg.throughput_seconds + 60, with_fifo=True, idle_timeout_s=cfg.idle_timeout_s,
     )
     received, published = run["received"], run["published"]
     span_ns = max(1, received["last_ns"] - received["first_ns"])
@@ -158,7 +162,7 @@ def _throughput_run(tools: Tools, cfg: Config, relay_stack: str, client_stack: s
         "end": received.get("end"), "mb_per_s": mb_per_s,
         # What the relay moves per CPU-second it uses: less sensitive to a busy neighbour than MB/s.
         "mb_per_relay_cpu_s": round(mb_per_s / (relay_cpu / 100), 1) if relay_cpu > 0 else float("nan"),
-        "cpu_percent": run["cpu_percent"],
+        "cpu_percent": run["cpu_percent"], "busy_before_percent": run["busy_before_percent"],
     }
 
 
@@ -169,13 +173,14 @@ def run_fanout(tools: Tools, cfg: Config, log) -> list[dict]:
     for relay_stack in STACKS:
         for sessions in cfg.fanout_counts:
             log(f"fan-out: {relay_stack} relay, {sessions} subscribers ({cfg.fanout_seconds:g} s)")
-            rows.append(_fanout_run(tools, cfg, relay_stack, sessions, frames))
+            rows.append(_fanout_run(tools, cfg, log, relay_stack, sessions, frames))
     return rows
 
 
-def _fanout_run(tools: Tools, cfg: Config, relay_stack: str, sessions: int, frames: int) -> dict:
+def _fanout_run(tools: Tools, cfg: Config, log, relay_stack: str, sessions: int, frames: int) -> dict:
     tag = f"fanout-{relay_stack}relay-{sessions}"
     path = broadcast_name("fanout")
+    idle = wait_until_idle(log, timeout=cfg.idle_timeout_s)
     signal = GoSignal(False)
     relay = start_relay(tools, relay_stack, f"{tag}-relay")
     try:
@@ -208,7 +213,7 @@ def _fanout_run(tools: Tools, cfg: Config, relay_stack: str, sessions: int, fram
         "sent": published["sent"], "delivered": delivered, "expected": expected,
         "delivery_percent": round(100 * delivered / expected, 3) if expected else float("nan"),
         "sessions_complete": sum(1 for n in result["frames_per_session"] if n >= published["sent"]),
-        "relay_cpu_percent": cpu_percent["relay"], "cpu_percent": cpu_percent,
+        "relay_cpu_percent": cpu_percent["relay"], "cpu_percent": cpu_percent, "busy_before_percent": idle,
         "errors": result.get("errors", ""),
         # Delivered, but more than a group (1 s) behind the publisher: too late for a live viewer.
         "late_percent": _share_above(result["latencies_us"], 1_000_000),
@@ -227,6 +232,7 @@ def run_gst(tools: Tools, cfg: Config, log) -> dict:
     """Case 4: appsrc ! moqsink → Swift relay → moqsrc latency=0 ! appsink, 1080p30 H.264."""
     log(f"gstreamer: appsrc ! moqsink → swift relay → moqsrc ! appsink, 1080p30 H.264 ({cfg.gst_seconds:g} s)")
     path = broadcast_name("gst")
+    idle = wait_until_idle(log, timeout=cfg.idle_timeout_s)
     relay = start_relay(tools, "swift", "gst-swiftrelay-relay")
     with stopping(relay.child):
         publisher = start_client(tools, "swift", "gst-publish", "gst-publisher", relay, {
@@ -246,7 +252,7 @@ def run_gst(tools: Tools, cfg: Config, log) -> dict:
                 cpu_percent = cpu.stop()
     return {
         "frames": result["frames"], **latency_summary(result["latencies_us"]),
-        "cpu_percent": cpu_percent,
+        "cpu_percent": cpu_percent, "latencies_us": result["latencies_us"], "busy_before_percent": idle,
         "encoder_cpu_percent": round(100 * encoded["encode_cpu_s"] / encoded["media_s"], 1),
         "stream_kbps": round(encoded["kbps"]), "clip_frames": encoded["frames"],
         "rust_plugin": "none installable here (moq-dev's moq-gst is not on PyPI or in Debian)",
@@ -259,13 +265,14 @@ def run_memory(tools: Tools, cfg: Config, log) -> list[dict]:
     total = cfg.memory_warmup_groups + cfg.memory_groups
     for stack in STACKS:
         log(f"memory: {stack} stack, {total} groups at {cfg.memory_rate:g}/s")
-        rows.append(_memory_run(tools, cfg, stack, total))
+        rows.append(_memory_run(tools, cfg, log, stack, total))
     return rows
 
 
-def _memory_run(tools: Tools, cfg: Config, stack: str, total: int) -> dict:
+def _memory_run(tools: Tools, cfg: Config, log, stack: str, total: int) -> dict:
     tag = f"memory-{stack}"
     path = broadcast_name("memory")
+    idle = wait_until_idle(log, timeout=cfg.idle_timeout_s)
     signal = GoSignal(False)
     seconds = total / cfg.memory_rate
     relay = start_relay(tools, stack, f"{tag}-relay")
@@ -293,7 +300,8 @@ def _memory_run(tools: Tools, cfg: Config, stack: str, total: int) -> dict:
     finally:
         signal.close()
     return {"stack": stack, "sent": published["sent"], "received": result["frames"],
-            "first_frame": first, "samples": samples, **_growth(samples, cfg.memory_warmup_groups)}
+            "first_frame": first, "samples": samples, "busy_before_percent": idle,
+            **_growth(samples, cfg.memory_warmup_groups)}
 
 
 def _follow_memory(subscriber: Child, relay: Child, samples: list[dict], tag: str, timeout: float) -> dict:

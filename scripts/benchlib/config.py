@@ -26,6 +26,8 @@ ALL_CASES = "latency,throughput,fanout,gst,memory"
 @dataclass
 class Config:
     cases: list[str] = field(default_factory=lambda: _env_list("BENCH_CASES", ALL_CASES))
+    # Before each run: wait up to this long for other processes to leave the CPU idle (--no-wait: 0).
+    idle_timeout_s: float = field(default_factory=lambda: _env_float("BENCH_IDLE_TIMEOUT", 180))
     # 1. Transport latency: 1 KB frames at 100 fps.
     latency_seconds: float = field(default_factory=lambda: _env_float("BENCH_SECONDS", 10))
     latency_fps: float = field(default_factory=lambda: _env_float("BENCH_LATENCY_FPS", 100))

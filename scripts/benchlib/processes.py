@@ -151,25 +151,65 @@ def _signal_group(pgid: int, sig: int) -> None:
         pass
 
 
+def system_busy_seconds() -> float:
+    """CPU time all cores have spent busy since boot (the first line of /proc/stat, less idle and iowait)."""
+    values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
+    return (sum(values) - values[3] - values[4]) / CLOCK_TICKS
+
+
+def own_cpu_seconds() -> float:
+    """CPU time of this orchestrator so far."""
+    usage = os.times()
+    return usage.user + usage.system
+
+
 class CPUWindow:
-    """CPU used by some processes between ``start()`` and ``stop()``, as % of one core."""
+    """CPU used by some processes between ``start()`` and ``stop()``, as % of one core, plus ``other``:
+    what every other process on the machine used meanwhile (a busy neighbour shows there)."""
 
     def __init__(self, children: dict[str, Child]) -> None:
         self.children = children
         self._start: dict[str, float] = {}
         self._wall = 0.0
+        self._busy = 0.0
+        self._own = 0.0
         self.percent: dict[str, float] = {}
 
     def start(self) -> None:
         self._wall = time.monotonic()
+        self._busy = system_busy_seconds()
+        self._own = own_cpu_seconds()
         self._start = {k: c.cpu_seconds() for k, c in self.children.items()}
 
     def stop(self) -> dict[str, float]:
         wall = time.monotonic() - self._wall
+        ours = own_cpu_seconds() - self._own
         for key, child in self.children.items():
             used = child.cpu_seconds() - self._start[key]
+            ours += used
             self.percent[key] = round(100 * used / wall, 1) if wall > 0 else float("nan")
+        other = system_busy_seconds() - self._busy - ours
+        self.percent["other"] = round(max(0.0, 100 * other / wall), 1) if wall > 0 else float("nan")
         return self.percent
+
+
+def wait_until_idle(log, max_busy_percent: float = 25.0, timeout: float = 180.0) -> float:
+    """Waits (up to ``timeout``) until the machine is idle for a whole second with none of our roles
+    running, i.e. no neighbour is using more than ``max_busy_percent`` of one core. Returns the last
+    busy % seen (the run goes ahead after the timeout anyway)."""
+    deadline = time.monotonic() + timeout
+    announced = False
+    while True:
+        before, start = system_busy_seconds(), time.monotonic()
+        time.sleep(1.0)
+        busy = 100 * (system_busy_seconds() - before) / (time.monotonic() - start)
+        if busy <= max_busy_percent or time.monotonic() > deadline:
+            if announced:
+                log(f"machine {'idle' if busy <= max_busy_percent else 'still busy'} ({busy:.0f} % of a core)")
+            return round(busy, 1)
+        if not announced:
+            log(f"another process uses {busy:.0f} % of a core: waiting for it (at most {timeout:g} s)")
+            announced = True
 
 
 def stop_all() -> None:

@@ -25,12 +25,22 @@ def _get(row: dict | None, key: str) -> float:
     return row.get(key, float("nan")) if row else float("nan")
 
 
+def neighbour_note(rows: list[dict]) -> str:
+    """How much CPU processes other than the benchmark's took during these runs (the machine is shared)."""
+    others = [r["cpu_percent"].get("other", float("nan")) for r in rows if "cpu_percent" in r]
+    others = [o for o in others if math.isfinite(o)]
+    if not others:
+        return ""
+    return (f"Other processes during these runs: at most {max(others):.0f} % of a core "
+            f"(median {sorted(others)[len(others) // 2]:.0f} %).")
+
+
 def latency_section(rows: list[dict]) -> str:
     body = [[r["relay"], r["clients"], r["received"], r["lost"], r["p50_ms"], r["p90_ms"], r["p99_ms"],
              r["p999_ms"], r["max_ms"], r["cpu_percent"]["relay"]] for r in rows]
     out = ["### 1. Transport latency (1 KB frames, 100 fps, publisher → relay → subscriber)", "",
            table(["relay", "clients", "frames", "lost", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms",
-                  "relay CPU %"], body), ""]
+                  "relay CPU %"], body), "", neighbour_note(rows), ""]
     pairs = [
         ("Swift stack / Rust stack", _find(rows, relay="swift", clients="swift"), _find(rows, relay="rust", clients="rust")),
         ("Swift relay / Rust relay (Swift clients)", _find(rows, relay="swift", clients="swift"),
@@ -52,7 +62,7 @@ def throughput_section(rows: list[dict]) -> str:
              r["cpu_percent"]["subscriber"]] for r in rows]
     out = ["### 2. Throughput (100 KB frames, as fast as the subscriber acknowledges, one subscriber)", "",
            table(["relay", "clients", "MB/s (median)", "runs MB/s", "lost (all runs)", "relay CPU %",
-                  "MB per relay CPU-s", "pub CPU %", "sub CPU %"], body), ""]
+                  "MB per relay CPU-s", "pub CPU %", "sub CPU %"], body), "", neighbour_note(rows), ""]
     pairs = [
         ("Swift relay / Rust relay (Swift clients)", _find(rows, relay="swift", clients="swift"),
          _find(rows, relay="rust", clients="swift")),
@@ -79,7 +89,7 @@ def fanout_section(rows: list[dict]) -> str:
               "Swift p99 ms", "Rust delivered %", "Rust > 1 s late %", "Rust relay CPU %", "Rust p50 ms", "Rust p99 ms",
               "relay CPU Swift/Rust"]
     return "\n".join(["### 3. Fan-out (one 4 Mbit/s broadcast, 30 fps, a group per second; Swift load generator)", "",
-                      table(header, body), ""])
+                      table(header, body), "", neighbour_note(rows), ""])
 
 
 def gst_section(gst: dict, latency_rows: list[dict]) -> str:
@@ -94,7 +104,8 @@ def gst_section(gst: dict, latency_rows: list[dict]) -> str:
            table(["path", "p50 ms", "p99 ms", "publisher CPU %", "subscriber CPU %", "relay CPU %"], body), "",
            f"Stream: {gst['stream_kbps']} kbit/s, {gst['frames']} frames measured; x264enc ultrafast encoding of the "
            f"clip costs {gst['encoder_cpu_percent']} % of a core at 30 fps (not in the publisher's figure).",
-           f"Rust GStreamer path: {gst['rust_plugin']}; compared with the raw-track path instead.", ""]
+           f"Rust GStreamer path: {gst['rust_plugin']}; compared with the raw-track path instead.",
+           neighbour_note([gst]), ""]
     if raw:
         out.insert(-1, f"GStreamer / raw-track ratio: p50 {fmt(ratio(gst['p50_ms'], raw['p50_ms']))}, "
                        f"p99 {fmt(ratio(gst['p99_ms'], raw['p99_ms']))}.")
