@@ -60,9 +60,9 @@ def _gst(ax, gst: dict, latency: list[dict]) -> None:
 
 def _memory(ax, rows: list[dict]) -> None:
     for row in rows:
-        groups = [s["groups"] for s in row["samples"]]
         for proc, style in (("subscriber", "-"), ("relay", "--")):
-            ax.plot(groups, [s[f"{proc}_kib"] / 1024 for s in row["samples"]], style, color=COLORS[row["stack"]],
+            points = [(s["groups"], s[f"{proc}_kib"] / 1024) for s in row["samples"] if s[f"{proc}_kib"] > 0]
+            ax.plot([g for g, _ in points], [mb for _, mb in points], style, color=COLORS[row["stack"]],
                     label=f"{row['stack']} {proc}")
     ax.set_xlabel("groups received")
     ax.set_ylabel("RSS MB")
