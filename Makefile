@@ -10,7 +10,7 @@ PLUGIN_DIR   ?= $(HOME)/.local/share/gstreamer-1.0/plugins
 export GST_REGISTRY_1_0 := $(CURDIR)/$(BUILD)/gst-registry.bin
 
 .PHONY: all setup build plugin cli test unit-test lint fuzz fuzz-build fuzz-wire fuzz-catalog demo install clean help \
-	element-docs check-element-docs
+	element-docs check-element-docs bench bench-tools bench-profile
 
 all: build
 
@@ -21,6 +21,8 @@ help:
 	@echo "make install  copy the GStreamer plugin to $(PLUGIN_DIR)"
 	@echo "make fuzz     run the wire-codec and catalog fuzzers for FUZZ_SECONDS in total (default 60)"
 	@echo "make element-docs  regenerate docs/elements.txt after an interface change"
+	@echo "make bench    Swift vs Rust: latency, throughput, fan-out, GStreamer path, memory (not part of make test)"
+	@echo "make bench-profile  perf profiles of the Swift relay and clients under the latency/throughput/fan-out cases"
 
 # Idempotent: Debian packages, ngtcp2 1.11 from bookworm-backports, the moq-rs virtualenv.
 setup: .venv/.setup-done
@@ -107,6 +109,27 @@ fuzz-catalog: fuzz-build
 
 demo: build
 	./scripts/demo.sh
+
+# Benchmarks are measurements, never timed tests: `make test` does not run them. BENCHMARKS.md says how
+# they are made and what they showed; BENCH_* variables (scripts/benchlib/config.py) shorten or select cases.
+BENCH_PYTHON := .venv/bin/python
+MATPLOTLIB_VERSION := 3.10.9
+
+bench-tools: setup cli
+	$(SWIFT) build -c release -j $(JOBS) --product moqbench
+	@mkdir -p $(BUILD)/bin
+	cp --remove-destination "$$($(SWIFT) build -c release --show-bin-path)/moqbench" $(BUILD)/bin/moqbench
+	@$(BENCH_PYTHON) -c 'import importlib.metadata as m, sys; sys.exit(m.version("matplotlib") != "$(MATPLOTLIB_VERSION)")' \
+		2>/dev/null || .venv/bin/pip install -q matplotlib==$(MATPLOTLIB_VERSION)
+
+bench: bench-tools
+	$(BENCH_PYTHON) scripts/bench.py --out $(BUILD)/bench
+
+# The Swift relay and clients under `perf record -g` (cases 1-3, 200 subscribers only); summaries in
+# build/bench-profile/perf/*.txt. CPU figures of that run include perf's own overhead.
+bench-profile: bench-tools
+	BENCH_CASES=$${BENCH_CASES:-latency,throughput,fanout} BENCH_FANOUT_COUNTS=$${BENCH_FANOUT_COUNTS:-200} \
+		$(BENCH_PYTHON) scripts/bench.py --no-wait --out $(BUILD)/bench-profile --profile $(BUILD)/bench-profile/perf
 
 clean:
 	rm -rf .build $(BUILD)

@@ -26,6 +26,7 @@ let package = Package(
         .library(name: "MoqWire", targets: ["MoqWire"]),
         .library(name: "MoqSession", targets: ["MoqSession"]),
         .executable(name: "swiftmoq", targets: ["swiftmoq"]),
+        .executable(name: "moqbench", targets: ["moqbench"]),
         .library(name: "MoqPipeline", targets: ["MoqPipeline"]),
         .library(name: "MoqKit", targets: ["MoqKit"]),
         .library(name: "MoqTestKit", targets: ["MoqTestKit"]),
@@ -63,6 +64,11 @@ let package = Package(
             swiftSettings: swiftSettings),
         .executableTarget(
             name: "swiftmoq", dependencies: ["SwiftMoQ", "MoqKit", "MoqPipeline", "CGStreamer"],
+            swiftSettings: swiftSettings),
+        // `make bench`: the Swift roles (publish, subscribe, fan-out load, GStreamer path) that
+        // scripts/bench.py runs side by side with the Rust peer's (Tests/Interop/moqpeer.py bench-*).
+        .executableTarget(
+            name: "moqbench", dependencies: ["SwiftMoQ", "MoqPipeline", "MoqTestKit", "CGStreamer"],
             swiftSettings: swiftSettings),
         // The Swift API in moq-kit's shape: Session, broadcasts and catalogs, Player, Publisher.
         .target(

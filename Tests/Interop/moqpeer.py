@@ -37,6 +37,7 @@ import stat
 import struct
 import sys
 import threading
+import time
 import uuid
 
 # The Rust tracing subscriber colours its output unless told not to; stderr ends up in
@@ -932,6 +933,213 @@ async def cmd_watch(args) -> None:
             raise PeerError(f"decoded {counts['video']} of {args.frames} video frames")
 
 
+# MARK: - bench (make bench: the Rust side of scripts/bench.py, mirroring moqbench's roles)
+
+# A bench frame: seq (u64 LE) and the publisher's CLOCK_MONOTONIC ns (u64 LE) when written, then
+# filler; the same layout as Sources/moqbench/StampedPayload.swift.
+BENCH_HEADER = struct.Struct("<QQ")
+
+
+class AckReader:
+    """The publisher's end of the throughput feedback FIFO (cumulative u64 LE frame counts).
+
+    Opened read-write and non-blocking (on Linux that never blocks and never reads EOF), watched
+    by the event loop; ``wait_for`` returns once the subscriber has acknowledged enough frames.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.fd = os.open(path, os.O_RDWR | os.O_NONBLOCK)
+        self.acknowledged = 0
+        self._pending = b""
+        self._changed = asyncio.Event()
+        asyncio.get_running_loop().add_reader(self.fd, self._drain)
+
+    def _drain(self) -> None:
+        try:
+            while True:
+                data = os.read(self.fd, 4096)
+                if not data:
+                    break
+                self._pending += data
+        except BlockingIOError:
+            pass
+        whole = len(self._pending) // 8 * 8
+        if whole:
+            (value,) = struct.unpack_from("<Q", self._pending, whole - 8)
+            self.acknowledged = max(self.acknowledged, value)
+            self._pending = self._pending[whole:]
+            self._changed.set()
+
+    async def wait_for(self, count: int, timeout_s: float) -> bool:
+        """True once ``count`` frames are acknowledged; False after ``timeout_s`` without progress."""
+        while self.acknowledged < count:
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), timeout_s)
+            except asyncio.TimeoutError:
+                return False
+        return True
+
+    def close(self) -> None:
+        asyncio.get_running_loop().remove_reader(self.fd)
+        os.close(self.fd)
+
+
+async def cmd_bench_publish(args) -> None:
+    """Stamped frames, paced by --fps or (--fps 0) as fast as the subscriber's acks allow."""
+    async with make_client(args) as client:
+        broadcast = client.create_broadcast(args.broadcast)
+        track = broadcast.publish_track(args.track, moq.TrackInfo(priority=127, max_age_us=args.max_age_ms * 1000))
+        broadcast.announce()
+        emit("announced", broadcast=args.broadcast, track=args.track)
+        acks = AckReader(args.ack_fifo) if args.ack_fifo else None
+        if args.fps <= 0 and acks is None:
+            raise PeerError("--fps 0 needs --ack-fifo")
+        if args.go_file:
+            while not os.path.exists(args.go_file):
+                await asyncio.sleep(0.005)
+        emit("started", ns=time.monotonic_ns())
+        frame = bytearray(b"\x5a" * max(args.frame_size, BENCH_HEADER.size))
+        interval_ns = int(1e9 / args.fps) if args.fps > 0 else 0
+        total = args.frames if args.frames >= 0 else (int(args.seconds * args.fps) if interval_ns else None)
+        start = time.monotonic_ns()
+        end = start + int(args.seconds * 1e9)
+        group = None
+        seq = sent_bytes = first_ns = last_ns = 0
+        stalled = False
+        while seq < total if total is not None else time.monotonic_ns() < end:
+            if acks is not None and seq >= args.window and not await acks.wait_for(seq - args.window + 1, 10):
+                stalled = True
+                break
+            if interval_ns:
+                delay = start + seq * interval_ns - time.monotonic_ns()
+                if delay > 0:
+                    await asyncio.sleep(delay / 1e9)
+            if seq % args.frames_per_group == 0:
+                if group is not None:
+                    group.finish()
+                group = track.append_group()
+            now = time.monotonic_ns()
+            BENCH_HEADER.pack_into(frame, 0, seq, now)
+            media_us = seq * interval_ns // 1000 if interval_ns else (now - start) // 1000
+            group.write_frame(bytes(frame), media_us)
+            if seq == 0:
+                first_ns = now
+            last_ns = now
+            sent_bytes += len(frame)
+            seq += 1
+        if group is not None:
+            group.finish()
+        track.finish()
+        emit(
+            "result",
+            sent=seq,
+            bytes=sent_bytes,
+            first_ns=first_ns,
+            last_ns=last_ns,
+            stalled=stalled,
+            cpu_s=time.process_time(),
+        )
+        await asyncio.sleep(args.linger_s)  # moq-ffi has no drain: give the last groups time to leave
+        if acks is not None:
+            acks.close()
+        broadcast.close()
+    emit("done")
+
+
+def resident_kib() -> int:
+    """This process's resident set size (VmRSS) in KiB, or -1."""
+    with contextlib.suppress(OSError):
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    return -1
+
+
+class BenchRecorder:
+    """Counts frames and measures publish-to-receive latency (same fields as moqbench's FrameRecorder)."""
+
+    def __init__(self, warmup_frames: int) -> None:
+        self.warmup_frames = warmup_frames
+        self.frames = self.bytes = self.groups = self.out_of_order = 0
+        self.highest_seq = -1
+        self.first_ns = self.last_ns = 0
+        self.latencies_us: list[int] = []
+
+    def record(self, payload: bytes, now: int) -> None:
+        self.frames += 1
+        self.bytes += len(payload)
+        if not self.first_ns:
+            self.first_ns = now
+        self.last_ns = now
+        if len(payload) < BENCH_HEADER.size:
+            return
+        seq, stamp = BENCH_HEADER.unpack_from(payload)
+        if seq < self.highest_seq:
+            self.out_of_order += 1
+        self.highest_seq = max(self.highest_seq, seq)
+        if seq >= self.warmup_frames:
+            self.latencies_us.append(max(0, now - stamp) // 1000)
+
+    def fields(self) -> dict:
+        return {
+            "frames": self.frames,
+            "bytes": self.bytes,
+            "groups": self.groups,
+            "highest_seq": self.highest_seq,
+            "out_of_order": self.out_of_order,
+            "first_ns": self.first_ns,
+            "last_ns": self.last_ns,
+            "latencies_us": self.latencies_us,
+            "cpu_s": time.process_time(),
+        }
+
+
+async def cmd_bench_subscribe(args) -> None:
+    """One subscription read in sequence order (next_group), every frame counted and timed."""
+    async with make_client(args) as client:
+        consumer = await wait_broadcast(client, args.broadcast)
+        subscription = moq.Subscription(priority=128, max_age_us=args.max_latency_ms * 1000)
+        track = await consumer.subscribe_track(args.track, subscription)
+        emit("subscribed", broadcast=args.broadcast, track=args.track)
+        ack_fd = os.open(args.ack_fifo, os.O_WRONLY | os.O_NONBLOCK) if args.ack_fifo else None
+        recorder = BenchRecorder(args.warmup_frames)
+        phase(f"receiving track {args.track!r}")
+
+        async def read() -> str:
+            while True:
+                group = await track.next_group()
+                if group is None:
+                    return "track ended"
+                recorder.groups += 1
+                while True:
+                    frame = await group.read_frame()
+                    if frame is None:
+                        break
+                    recorder.record(frame.payload, time.monotonic_ns())
+                    if ack_fd is not None:
+                        with contextlib.suppress(OSError):  # a full FIFO or a publisher gone
+                            os.write(ack_fd, struct.pack("<Q", recorder.frames))
+                    if recorder.frames == 1:
+                        emit("first_frame", ns=recorder.first_ns)
+                    if args.progress_every and recorder.frames % args.progress_every == 0:
+                        emit("progress", frames=recorder.frames, groups=recorder.groups, rss_kib=resident_kib())
+                    if args.frames and recorder.frames >= args.frames:
+                        return "frame limit"
+
+        try:
+            ended = await asyncio.wait_for(read(), args.deadline_s)
+        except asyncio.TimeoutError:
+            ended = "deadline"
+        except moq.Error as exc:
+            ended = describe(exc)
+        track.cancel()
+        if ack_fd is not None:
+            os.close(ack_fd)
+        emit("result", **recorder.fields(), end=ended, groups_skipped=-1)
+
+
 # MARK: - Command line
 
 
@@ -1051,6 +1259,30 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = client("catalog", "print a broadcast's catalog.json once")
     p.add_argument("--broadcast", required=True)
+
+    p = client("bench-publish", "bench: stamped frames, paced or ack-windowed (make bench)", timeout_s=0)
+    p.add_argument("--broadcast", required=True)
+    p.add_argument("--track", default="bench")
+    p.add_argument("--frame-size", type=int, default=1000, help="payload bytes (at least 16)")
+    p.add_argument("--fps", type=float, default=100, help="frames per second; 0 = as fast as acks allow")
+    p.add_argument("--frames-per-group", type=int, default=1)
+    p.add_argument("--seconds", type=float, default=10, help="how long to write")
+    p.add_argument("--frames", type=int, default=-1, help="write exactly this many frames instead")
+    p.add_argument("--go-file", help="write nothing until this file exists")
+    p.add_argument("--ack-fifo", help="read the subscriber's cumulative frame count (u64 LE) here")
+    p.add_argument("--window", type=int, default=32, help="frames written but not acknowledged, at most")
+    p.add_argument("--max-age-ms", type=int, default=10000, help="the track's max age (how long caches keep groups)")
+    p.add_argument("--linger-s", type=float, default=2, help="stay connected after the last frame")
+
+    p = client("bench-subscribe", "bench: count and time every frame of a track (make bench)", timeout_s=0)
+    p.add_argument("--broadcast", required=True)
+    p.add_argument("--track", default="bench")
+    p.add_argument("--max-latency-ms", type=int, default=10000)
+    p.add_argument("--frames", type=int, default=0, help="stop after this many frames")
+    p.add_argument("--warmup-frames", type=int, default=0, help="frames with seq < N are not timed")
+    p.add_argument("--deadline-s", type=float, default=120, help="stop reading after this long")
+    p.add_argument("--ack-fifo", help="write the cumulative frame count (u64 LE) here after each frame")
+    p.add_argument("--progress-every", type=int, default=0, help="a progress event every N frames")
     return root
 
 
@@ -1067,6 +1299,8 @@ COMMANDS = {
     "publish-media-avc1": cmd_publish_media_avc1,
     "watch": cmd_watch,
     "catalog": cmd_catalog,
+    "bench-publish": cmd_bench_publish,
+    "bench-subscribe": cmd_bench_subscribe,
 }
 
 

@@ -1,0 +1,344 @@
+# SPDX-License-Identifier: MIT
+"""The five cases. Each run starts a fresh relay, its clients, measures, and stops everything."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from .config import Config
+from .processes import BenchFailure, Child, CPUWindow, wait_until_idle
+from .roles import STACKS, Tools, broadcast_name, start_client, start_relay
+from .stats import latency_summary
+
+
+@contextlib.contextmanager
+def stopping(*children: Child | None):
+    """Stops the given children (last first) when the block ends, however it ends."""
+    try:
+        yield
+    finally:
+        for child in reversed(children):
+            if child is not None:
+                child.stop()
+
+
+class GoSignal:
+    """The start signal: a file the publisher waits for, and optionally the ack FIFO of case 2.
+
+    The FIFO is held open read-write here for the whole run, so neither end ever blocks in open()
+    and the subscriber never gets SIGPIPE when the publisher leaves first.
+    """
+
+    def __init__(self, with_fifo: bool) -> None:
+        self._dir = tempfile.TemporaryDirectory(prefix="moqbench-")
+        self.go_file = Path(self._dir.name) / "go"
+        self.fifo: Path | None = None
+        self._fd: int | None = None
+        if with_fifo:
+            self.fifo = Path(self._dir.name) / "acks"
+            os.mkfifo(self.fifo)
+            self._fd = os.open(self.fifo, os.O_RDWR | os.O_NONBLOCK)
+
+    def go(self) -> None:
+        self.go_file.touch()
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+        self._dir.cleanup()
+
+
+def stream_run(
+    tools: Tools,
+    log,
+    case: str,
+    relay_stack: str,
+    client_stack: str,
+    publish: dict,
+    subscribe: dict,
+    timeout: float,
+    with_fifo: bool = False,
+    idle_timeout_s: float = 180,
+) -> dict:
+    """One publisher → relay → one subscriber run; returns both results and the CPU of each process."""
+    tag = f"{case}-{relay_stack}relay-{client_stack}clients"
+    path = broadcast_name(case)
+    idle = wait_until_idle(log, timeout=idle_timeout_s)
+    signal = GoSignal(with_fifo)
+    relay = start_relay(tools, relay_stack, f"{tag}-relay")
+    publisher = subscriber = None
+    try:
+        with stopping(relay.child):
+            fifo = str(signal.fifo) if signal.fifo else None
+            pub_options = {"broadcast": path, "go-file": str(signal.go_file), "ack-fifo": fifo, **publish}
+            publisher = start_client(tools, client_stack, "publish", f"{tag}-publisher", relay, pub_options)
+            with stopping(publisher):
+                publisher.wait_event("announced", 30)
+                sub_options = {"broadcast": path, "ack-fifo": fifo, **subscribe}
+                subscriber = start_client(tools, client_stack, "subscribe", f"{tag}-subscriber", relay, sub_options)
+                with stopping(subscriber):
+                    subscriber.wait_event("subscribed", 30)
+                    time.sleep(0.5)  # the subscription reaches the relay and the relay's upstream one the publisher
+                    cpu = CPUWindow({"relay": relay.child, "publisher": publisher, "subscriber": subscriber})
+                    cpu.start()
+                    signal.go()
+                    published = publisher.wait_event("result", timeout)
+                    received = subscriber.wait_event("result", 30)
+                    cpu_percent = cpu.stop()
+                    publisher.wait_event("done", 15)
+    finally:
+        signal.close()
+    return {"relay": relay_stack, "clients": client_stack, "published": published, "received": received,
+            "cpu_percent": cpu_percent, "busy_before_percent": idle}
+
+
+def run_latency(tools: Tools, cfg: Config, log) -> list[dict]:
+    """Case 1: 1 KB frames at 100 fps for ~10 s, each relay with each client pair."""
+    rows = []
+    frames = int(cfg.latency_seconds * cfg.latency_fps)
+    warmup = int(cfg.latency_warmup_s * cfg.latency_fps)
+    for relay_stack in STACKS:
+        for client_stack in STACKS:
+            log(f"latency: {relay_stack} relay, {client_stack} publisher + subscriber ({cfg.latency_seconds:g} s)")
+            run = stream_run(
+                tools, log, "latency", relay_stack, client_stack,
+                publish={"frame-size": cfg.latency_frame_size, "fps": cfg.latency_fps,
+                         "frames-per-group": cfg.latency_frames_per_group, "frames": frames},
+                subscribe={"frames": frames, "warmup-frames": warmup, "deadline-s": cfg.latency_seconds + 30},
+                timeout=cfg.latency_seconds + 60, idle_timeout_s=cfg.idle_timeout_s,
+            )
+            received, published = run["received"], run["published"]
+            rows.append({
+                "relay": relay_stack, "clients": client_stack,
+                "sent": published["sent"], "received": received["frames"],
+                "lost": published["sent"] - received["frames"],
+                **latency_summary(received["latencies_us"]),
+                "cpu_percent": run["cpu_percent"], "busy_before_percent": run["busy_before_percent"],
+                "latencies_us": received["latencies_us"],  # in arrival order, after the warm-up
+            })
+    return rows
+
+
+def run_throughput(tools: Tools, cfg: Config, log) -> list[dict]:
+    """Case 2: 100 KB frames as fast as the subscriber acknowledges, each relay with each client pair,
+    repeated (interleaved) and summarised by the median run."""
+    runs: dict[tuple[str, str], list[dict]] = {}
+    for repeat in range(cfg.throughput_repeats):
+        for relay_stack in STACKS:
+            for client_stack in STACKS:
+                log(f"throughput: {relay_stack} relay, {client_stack} clients ({cfg.throughput_seconds:g} s, "
+                    f"run {repeat + 1}/{cfg.throughput_repeats})")
+                runs.setdefault((relay_stack, client_stack), []).append(
+                    _throughput_run(tools, cfg, log, relay_stack, client_stack))
+    rows = []
+    for (relay_stack, client_stack), mine in runs.items():
+        ordered = sorted(mine, key=lambda r: r["mb_per_s"])
+        median = ordered[len(ordered) // 2]
+        rows.append({**median, "runs_mb_per_s": [r["mb_per_s"] for r in mine],
+                     "lost": sum(r["lost"] for r in mine), "stalled": any(r["stalled"] for r in mine)})
+    return rows
+
+
+def _throughput_run(tools: Tools, cfg: Config, log, relay_stack: str, client_stack: str) -> dict:
+    run = stream_run(
+        tools, log, "throughput", relay_stack, client_stack,
+        publish={"frame-size": cfg.throughput_frame_size, "fps": 0, "seconds": cfg.throughput_seconds,
+                 "frames-per-group": cfg.throughput_frames_per_group, "window": cfg.throughput_window},
+        subscribe={"warmup-frames": 1 << 62, "deadline-s": cfg.throughput_seconds + 30},
+        timeout=cfg.throughput_seconds + 60, with_fifo=True, idle_timeout_s=cfg.idle_timeout_s,
+    )
+    received, published = run["received"], run["published"]
+    span_ns = max(1, received["last_ns"] - received["first_ns"])
+    mb_per_s = round(received["bytes"] / span_ns * 1e3, 1)
+    relay_cpu = run["cpu_percent"]["relay"]
+    return {
+        "relay": relay_stack, "clients": client_stack,
+        "sent": published["sent"], "received": received["frames"],
+        "lost": published["sent"] - received["frames"], "stalled": published["stalled"],
+        "end": received.get("end"), "mb_per_s": mb_per_s,
+        # What the relay moves per CPU-second it uses: less sensitive to a busy neighbour than MB/s.
+        "mb_per_relay_cpu_s": round(mb_per_s / (relay_cpu / 100), 1) if relay_cpu > 0 else float("nan"),
+        "cpu_percent": run["cpu_percent"], "busy_before_percent": run["busy_before_percent"],
+    }
+
+
+def run_fanout(tools: Tools, cfg: Config, log) -> list[dict]:
+    """Case 3: one 4 Mbit/s broadcast to N subscribers (one Swift load-generator process) per relay."""
+    rows = []
+    frames = int(cfg.fanout_seconds * cfg.fanout_fps)
+    for relay_stack in STACKS:
+        for sessions in cfg.fanout_counts:
+            log(f"fan-out: {relay_stack} relay, {sessions} subscribers ({cfg.fanout_seconds:g} s)")
+            rows.append(_fanout_run(tools, cfg, log, relay_stack, sessions, frames))
+    return rows
+
+
+def _fanout_run(tools: Tools, cfg: Config, log, relay_stack: str, sessions: int, frames: int) -> dict:
+    tag = f"fanout-{relay_stack}relay-{sessions}"
+    path = broadcast_name("fanout")
+    idle = wait_until_idle(log, timeout=cfg.idle_timeout_s)
+    signal = GoSignal(False)
+    relay = start_relay(tools, relay_stack, f"{tag}-relay")
+    try:
+        with stopping(relay.child):
+            publisher = start_client(tools, "swift", "publish", f"{tag}-publisher", relay, {
+                "broadcast": path, "go-file": str(signal.go_file), "frame-size": cfg.fanout_frame_size,
+                "fps": cfg.fanout_fps, "frames-per-group": cfg.fanout_fps, "frames": frames,
+            })
+            with stopping(publisher):
+                publisher.wait_event("announced", 30)
+                load = start_client(tools, "swift", "fanout-subscribers", f"{tag}-subscribers", relay, {
+                    "broadcast": path, "sessions": sessions, "frames": frames, "warmup-frames": cfg.fanout_fps,
+                    "deadline-s": cfg.fanout_seconds + 20,
+                })
+                with stopping(load):
+                    ready = load.wait_event("ready", 120)
+                    time.sleep(1.0)
+                    cpu = CPUWindow({"relay": relay.child, "publisher": publisher, "subscribers": load})
+                    cpu.start()
+                    signal.go()
+                    published = publisher.wait_event("result", cfg.fanout_seconds + 60)
+                    cpu_percent = cpu.stop()  # the relay's CPU while the broadcast ran
+                    result = load.wait_event("result", cfg.fanout_seconds + 60)
+    finally:
+        signal.close()
+    expected = published["sent"] * sessions
+    delivered = sum(result["frames_per_session"])
+    return {
+        "relay": relay_stack, "subscribers": sessions, "subscribed": ready["subscribed"],
+        "sent": published["sent"], "delivered": delivered, "expected": expected,
+        "delivery_percent": round(100 * delivered / expected, 3) if expected else float("nan"),
+        "sessions_complete": sum(1 for n in result["frames_per_session"] if n >= published["sent"]),
+        "relay_cpu_percent": cpu_percent["relay"], "cpu_percent": cpu_percent, "busy_before_percent": idle,
+        "errors": result.get("errors", ""),
+        # Delivered, but more than a group (1 s) behind the publisher: too late for a live viewer.
+        "late_percent": _share_above(result["latencies_us"], 1_000_000),
+        **latency_summary(result["latencies_us"]),
+    }
+
+
+def _share_above(latencies_us: list[int], limit_us: int) -> float:
+    """% of the measured frames whose latency exceeds ``limit_us``."""
+    if not latencies_us:
+        return float("nan")
+    return round(100 * sum(1 for v in latencies_us if v > limit_us) / len(latencies_us), 2)
+
+
+def run_gst(tools: Tools, cfg: Config, log) -> dict:
+    """Case 4: appsrc ! moqsink → Swift relay → moqsrc latency=0 ! appsink, 1080p30 H.264."""
+    log(f"gstreamer: appsrc ! moqsink → swift relay → moqsrc ! appsink, 1080p30 H.264 ({cfg.gst_seconds:g} s)")
+    path = broadcast_name("gst")
+    idle = wait_until_idle(log, timeout=cfg.idle_timeout_s)
+    relay = start_relay(tools, "swift", "gst-swiftrelay-relay")
+    with stopping(relay.child):
+        publisher = start_client(tools, "swift", "gst-publish", "gst-publisher", relay, {
+            "broadcast": path, "seconds": cfg.gst_seconds + 15, "bitrate-kbps": cfg.gst_bitrate_kbps,
+        })
+        with stopping(publisher):
+            encoded = publisher.wait_event("encoded", 120)
+            ready = publisher.wait_event("ready", 30)
+            subscriber = start_client(tools, "swift", "gst-subscribe", "gst-subscriber", relay, {
+                "broadcast": path, "publisher-base-ns": ready["base_ns"], "seconds": cfg.gst_seconds,
+            })
+            with stopping(subscriber):
+                subscriber.wait_event("measuring", 60)
+                cpu = CPUWindow({"relay": relay.child, "publisher": publisher, "subscriber": subscriber})
+                cpu.start()
+                result = subscriber.wait_event("result", cfg.gst_seconds + 30)
+                cpu_percent = cpu.stop()
+    return {
+        "frames": result["frames"], **latency_summary(result["latencies_us"]),
+        "cpu_percent": cpu_percent, "latencies_us": result["latencies_us"], "busy_before_percent": idle,
+        "encoder_cpu_percent": round(100 * encoded["encode_cpu_s"] / encoded["media_s"], 1),
+        "stream_kbps": round(encoded["kbps"]), "clip_frames": encoded["frames"],
+        "rust_plugin": "none installable here (moq-dev's moq-gst is not on PyPI or in Debian)",
+    }
+
+
+def run_memory(tools: Tools, cfg: Config, log) -> list[dict]:
+    """Case 5: RSS of the subscriber and the relay over many one-frame groups, per stack."""
+    rows = []
+    total = cfg.memory_warmup_groups + cfg.memory_groups
+    for stack in STACKS:
+        log(f"memory: {stack} stack, {total} groups at {cfg.memory_rate:g}/s")
+        rows.append(_memory_run(tools, cfg, log, stack, total))
+    return rows
+
+
+def _memory_run(tools: Tools, cfg: Config, log, stack: str, total: int) -> dict:
+    tag = f"memory-{stack}"
+    path = broadcast_name("memory")
+    idle = wait_until_idle(log, timeout=cfg.idle_timeout_s)
+    signal = GoSignal(False)
+    seconds = total / cfg.memory_rate
+    relay = start_relay(tools, stack, f"{tag}-relay")
+    samples: list[dict] = []
+    try:
+        with stopping(relay.child):
+            publisher = start_client(tools, stack, "publish", f"{tag}-publisher", relay, {
+                "broadcast": path, "go-file": str(signal.go_file), "frame-size": 1000, "fps": cfg.memory_rate,
+                "frames-per-group": 1, "frames": total, "max-age-ms": cfg.memory_max_age_ms,
+            })
+            with stopping(publisher):
+                publisher.wait_event("announced", 30)
+                subscriber = start_client(tools, stack, "subscribe", f"{tag}-subscriber", relay, {
+                    "broadcast": path, "frames": total, "warmup-frames": 1 << 62,
+                    "progress-every": cfg.memory_sample_every, "deadline-s": seconds + 60,
+                })
+                with stopping(subscriber):
+                    subscriber.wait_event("subscribed", 30)
+                    time.sleep(0.5)
+                    signal.go()
+                    subscriber.wait_event("first_frame", 30)
+                    first = {"groups": 0, "subscriber_kib": subscriber.rss_kib(), "relay_kib": relay.child.rss_kib()}
+                    result = _follow_memory(subscriber, relay.child, samples, tag, seconds + 90)
+                    published = publisher.wait_event("result", 60)
+    finally:
+        signal.close()
+    return {"stack": stack, "sent": published["sent"], "received": result["frames"],
+            "first_frame": first, "samples": samples, "busy_before_percent": idle,
+            **_growth(samples, cfg.memory_warmup_groups)}
+
+
+def _follow_memory(subscriber: Child, relay: Child, samples: list[dict], tag: str, timeout: float) -> dict:
+    """Samples both RSS at each progress event until the subscriber's result; returns the result."""
+    deadline = time.monotonic() + timeout
+    quiet_after_exit = 0
+    while time.monotonic() < deadline:
+        events = subscriber.poll_events()
+        for event in events:
+            if event["event"] == "progress":
+                # The subscriber reports its own RSS (it may exit right after its last progress event).
+                samples.append({"groups": event["groups"], "subscriber_kib": event["rss_kib"],
+                                "relay_kib": relay.rss_kib()})
+            elif event["event"] == "result":
+                return event
+            elif event["event"] == "error":
+                raise BenchFailure(f"{tag}: {event.get('message')}")
+        if not events and subscriber.proc.poll() is not None:
+            quiet_after_exit += 1
+            if quiet_after_exit > 10:
+                raise BenchFailure(f"{tag}: the subscriber exited without a result (log: {subscriber.log_path})")
+        time.sleep(0.02)
+    raise BenchFailure(f"{tag}: the subscriber did not finish within {timeout:g} s")
+
+
+def _growth(samples: list[dict], warmup: int) -> dict:
+    """Start (first sample at or after the warm-up), end, end − start and max − start, per process, in MB."""
+    measured = [s for s in samples if s["groups"] >= warmup]
+    out: dict = {}
+    for key in ("subscriber", "relay"):
+        values = [s[f"{key}_kib"] for s in measured if s[f"{key}_kib"] > 0]
+        if not values:
+            continue
+        start = values[0]
+        out[key] = {
+            "start_mb": round(start / 1024, 2), "end_mb": round(values[-1] / 1024, 2),
+            "growth_mb": round((values[-1] - start) / 1024, 2), "max_growth_mb": round((max(values) - start) / 1024, 2),
+            "groups_measured": measured[-1]["groups"] - measured[0]["groups"],
+        }
+    return out

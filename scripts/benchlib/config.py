@@ -1,0 +1,66 @@
+# SPDX-License-Identifier: MIT
+"""What `make bench` runs and for how long: defaults sized for a 2-core machine and ≤ ~10 minutes,
+each overridable through the environment."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+
+
+def _env_float(name: str, default: float) -> float:
+    return float(os.environ.get(name, default))
+
+
+def _env_int(name: str, default: int) -> int:
+    return int(os.environ.get(name, default))
+
+
+def _env_list(name: str, default: str) -> list[str]:
+    return [part.strip() for part in os.environ.get(name, default).split(",") if part.strip()]
+
+
+ALL_CASES = "latency,throughput,fanout,gst,memory"
+
+
+@dataclass
+class Config:
+    cases: list[str] = field(default_factory=lambda: _env_list("BENCH_CASES", ALL_CASES))
+    # Before each run: wait up to this long for other processes to leave the CPU idle (--no-wait: 0).
+    idle_timeout_s: float = field(default_factory=lambda: _env_float("BENCH_IDLE_TIMEOUT", 180))
+    # 1. Transport latency: 1 KB frames at 100 fps.
+    latency_seconds: float = field(default_factory=lambda: _env_float("BENCH_SECONDS", 10))
+    latency_fps: float = field(default_factory=lambda: _env_float("BENCH_LATENCY_FPS", 100))
+    latency_frame_size: int = field(default_factory=lambda: _env_int("BENCH_LATENCY_FRAME_SIZE", 1000))
+    latency_frames_per_group: int = field(default_factory=lambda: _env_int("BENCH_LATENCY_FRAMES_PER_GROUP", 1))
+    latency_warmup_s: float = field(default_factory=lambda: _env_float("BENCH_WARMUP_SECONDS", 1))
+    # 2. Throughput: 100 KB frames, as fast as acknowledgements allow.
+    throughput_seconds: float = field(default_factory=lambda: _env_float("BENCH_THROUGHPUT_SECONDS", 6))
+    throughput_frame_size: int = field(default_factory=lambda: _env_int("BENCH_THROUGHPUT_FRAME_SIZE", 100_000))
+    throughput_frames_per_group: int = field(default_factory=lambda: _env_int("BENCH_THROUGHPUT_FRAMES_PER_GROUP", 30))
+    throughput_window: int = field(default_factory=lambda: _env_int("BENCH_THROUGHPUT_WINDOW", 64))
+    # Each combination runs this many times, interleaved, and reports the median (the box is shared).
+    throughput_repeats: int = field(default_factory=lambda: _env_int("BENCH_THROUGHPUT_REPEATS", 3))
+    # 3. Fan-out: one 4 Mbit/s broadcast to N subscribers in one load-generator process.
+    fanout_seconds: float = field(default_factory=lambda: _env_float("BENCH_FANOUT_SECONDS", 10))
+    fanout_counts: list[int] = field(
+        default_factory=lambda: [int(n) for n in _env_list("BENCH_FANOUT_COUNTS", "10,50,100,200")]
+    )
+    fanout_bitrate_bps: int = field(default_factory=lambda: _env_int("BENCH_FANOUT_BITRATE", 4_000_000))
+    fanout_fps: int = field(default_factory=lambda: _env_int("BENCH_FANOUT_FPS", 30))
+    # 4. GStreamer path: 1080p30 H.264 (x264enc ultrafast) through appsrc ! moqsink → moqsrc ! appsink.
+    gst_seconds: float = field(default_factory=lambda: _env_float("BENCH_GST_SECONDS", 10))
+    gst_bitrate_kbps: int = field(default_factory=lambda: _env_int("BENCH_GST_BITRATE_KBPS", 4000))
+    # 5. Memory: RSS over many groups.
+    memory_groups: int = field(default_factory=lambda: _env_int("BENCH_MEMORY_GROUPS", 50_000))
+    memory_warmup_groups: int = field(default_factory=lambda: _env_int("BENCH_MEMORY_WARMUP_GROUPS", 5_000))
+    memory_rate: float = field(default_factory=lambda: _env_float("BENCH_MEMORY_RATE", 1000))
+    memory_sample_every: int = field(default_factory=lambda: _env_int("BENCH_MEMORY_SAMPLE_EVERY", 5_000))
+    memory_max_age_ms: int = field(default_factory=lambda: _env_int("BENCH_MEMORY_MAX_AGE_MS", 1000))
+
+    @property
+    def fanout_frame_size(self) -> int:
+        return round(self.fanout_bitrate_bps / 8 / self.fanout_fps)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
