@@ -14,6 +14,7 @@
 #include <gnutls/abstract.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
+#include <string.h>
 // Linux event-loop primitives (not part of Swift's Glibc module).
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -89,6 +90,76 @@ static inline const struct sockaddr *moq_sockaddr(const struct sockaddr_storage 
 
 static inline struct sockaddr *moq_sockaddr_mut(struct sockaddr_storage *ss) {
     return (struct sockaddr *)ss;
+}
+
+// MARK: - UDP segmentation offload (CMSG_* are macros)
+//
+// GSO: one sendmsg carries up to 64 datagrams of `segment` bytes each (the last may be shorter),
+// so the kernel walks its UDP/IP path once per batch instead of once per packet. GRO: the kernel
+// hands a run of datagrams from one peer to one recvmsg, with their size in a control message.
+
+#ifndef SOL_UDP
+#define SOL_UDP 17
+#endif
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+
+/// Sends `len` bytes as datagrams of `segment` bytes (0: one datagram). `to` may be NULL (connected socket).
+static inline ssize_t moq_udp_send(int fd, const void *buf, size_t len, const struct sockaddr *to,
+                                   socklen_t tolen, uint16_t segment) {
+    struct iovec iov = {(void *)buf, len};
+    struct msghdr msg = {0};
+    union {
+        char buf[CMSG_SPACE(sizeof(uint16_t))];
+        struct cmsghdr align;
+    } control;
+    msg.msg_name = (void *)to;
+    msg.msg_namelen = to ? tolen : 0;
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    if (segment > 0 && len > segment) {
+        memset(&control, 0, sizeof control);
+        msg.msg_control = control.buf;
+        msg.msg_controllen = sizeof control.buf;
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+        cm->cmsg_level = SOL_UDP;
+        cm->cmsg_type = UDP_SEGMENT;
+        cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+        memcpy(CMSG_DATA(cm), &segment, sizeof segment);
+    }
+    return sendmsg(fd, &msg, 0);
+}
+
+/// Receives into `buf`; `*segment` is the size of each coalesced datagram when GRO joined several
+/// (the last may be shorter), else 0.
+static inline ssize_t moq_udp_recv(int fd, void *buf, size_t len, struct sockaddr_storage *from,
+                                   socklen_t *fromlen, int *segment) {
+    struct iovec iov = {buf, len};
+    struct msghdr msg = {0};
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    msg.msg_name = from;
+    msg.msg_namelen = *fromlen;
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.buf;
+    msg.msg_controllen = sizeof control.buf;
+    *segment = 0;
+    ssize_t n = recvmsg(fd, &msg, 0);
+    if (n < 0) return n;
+    *fromlen = msg.msg_namelen;
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+        if (cm->cmsg_level == SOL_UDP && cm->cmsg_type == UDP_GRO) {
+            memcpy(segment, CMSG_DATA(cm), sizeof(int));
+        }
+    }
+    return n;
 }
 
 // MARK: - GnuTLS memory (gnutls_free is a macro that also assigns NULL)

@@ -52,7 +52,13 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
     private var streamSequence: UInt64 = 0
     private var datagrams: [Bytes] = []
     private var datagramHead = 0
-    private var pendingPacket: (bytes: [UInt8], to: SocketAddress?)?
+    /// Datagrams (or segmented batches) that met a full socket, sent first when it drains.
+    private var pendingPackets: [(bytes: [UInt8], segment: Int, to: SocketAddress?)] = []
+    /// Packets written by ngtcp2 and not yet sent: one segmentation-offload batch at the start of
+    /// `txBuffer`, `batchCount` datagrams of `batchSegment` bytes (the last may be shorter).
+    private var batchBytes = 0
+    private var batchSegment = 0
+    private var batchCount = 0
     private var pendingClose: (code: UInt64, reason: String)?
     /// A TLS-level failure detected inside a callback, carried out by flush(): (alert, reason).
     private var pendingFailure: (alert: UInt8, reason: QUICCloseReason)?
@@ -430,7 +436,7 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
         case .handshaking, .established:
             // Parked on EAGAIN: nothing can be sent until the socket is writable, which marks us dirty.
             // (Without this an expired ACK/pacing timer would spin the loop while the socket is full.)
-            if pendingPacket != nil || socket?.isWriteBlocked == true { return .max }
+            if !pendingPackets.isEmpty || socket?.isWriteBlocked == true { return .max }
             return conn.map { ngtcp2_conn_get_expiry($0) } ?? .max
         case .starting, .closed: return .max
         }
@@ -481,8 +487,8 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
             socket.waitForWritable(self)
             return
         }
-        if let pending = pendingPacket {
-            let outcome = pending.bytes.withUnsafeBytes { sendRaw($0, to: pending.to) }
+        while let pending = pendingPackets.first {
+            let outcome = pending.bytes.withUnsafeBytes { sendRaw($0, to: pending.to, segment: pending.segment) }
             switch outcome {
             case .wouldBlock:
                 socket.waitForWritable(self)
@@ -491,7 +497,7 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
                 terminate(.unreachable("sendto \(remote): \(Sys.errnoText(e))"))
                 return
             case .sent:
-                pendingPacket = nil
+                pendingPackets.removeFirst()
             }
         }
         writePackets(conn, socket)
@@ -502,9 +508,13 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
         let maxPacket = Int(ngtcp2_conn_get_path_max_tx_udp_payload_size(conn))
         let budget = max(Int(ngtcp2_conn_get_send_quantum(conn)), maxPacket)
         var written = 0
-        let dest = txBuffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
-        let destLength = min(maxPacket, txBuffer.count)
+        let base = txBuffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        // Each packet is written after the batch in progress (see `emit`).
+        var dest: UnsafeMutablePointer<UInt8> { base + batchBytes }
+        let destLength = maxPacket
+        let batchLimit = min(txBuffer.count, UDPSocket.maxSegmentedBytes)
         let path = pathPointer
+        defer { if isOpen { flushBatch() } }
 
         // Streams with something to send, highest order first, FIFO among equals.
         var candidates: [StreamState] = sendable.compactMap { streams[$0] }.filter { $0.wantsToSend }
@@ -515,6 +525,7 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
         var datagramTried = false
 
         while written < budget {
+            if batchLimit - batchBytes < maxPacket && !flushBatch() { return }
             // Datagrams first: they carry the most latency-sensitive data and cannot be retransmitted.
             if datagramHead < datagrams.count && !datagramTried {
                 let dg = datagrams[datagramHead]
@@ -544,7 +555,7 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
                     continue
                 }
                 if n < 0 {
-                    handleError(Int32(n))
+                    failWrite(Int32(n))
                     return
                 }
                 if n == 0 { break }
@@ -594,7 +605,7 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
                     ci += 1
                     continue
                 default:
-                    handleError(Int32(n))
+                    failWrite(Int32(n))
                     return
                 }
             }
@@ -606,29 +617,77 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
         ngtcp2_conn_update_pkt_tx_time(conn, ts)
     }
 
-    /// Sends `n` bytes of `txBuffer` to the path ngtcp2 chose. Returns false if the connection must stop writing.
+    /// Adds the `n`-byte packet ngtcp2 just wrote after the batch in progress, and sends the batch
+    /// when it is complete: a shorter packet ends it (all but the last segment have one size), as
+    /// do the kernel's segment limit and a longer packet (which starts the next batch). Returns
+    /// false if the connection must stop writing.
     private func emit(_ n: Int, path: UnsafeMutablePointer<ngtcp2_path>) -> Bool {
-        let packet = UnsafeRawBufferPointer(rebasing: txBuffer[0..<n])
-        let to: SocketAddress? = isClient ? nil : remoteFor(path)
         counters.packetsSent += 1
         counters.bytesSent += UInt64(n)
         measureSendRate(n)
+        if !isClient && pathChanged(path) {
+            // Migration or NAT rebinding: what is batched goes to the old address, then follow the path.
+            if !flushBatch(keeping: n) { return false }
+            _ = remoteFor(path)
+        }
         if settings.testLoss.tx > 0 && nextRandom() < settings.testLoss.tx {
             counters.packetsDroppedByTestLoss += 1
             return true
         }
-        switch sendRaw(packet, to: to) {
+        if batchCount > 0 && n > batchSegment {
+            if !flushBatch(keeping: n) { return false }
+        }
+        if batchCount == 0 { batchSegment = n }
+        batchBytes += n
+        batchCount += 1
+        if n < batchSegment || batchCount == UDPSocket.maxSegments || !socketBatches { return flushBatch() }
+        return true
+    }
+
+    /// Whether the socket takes segmented batches (else each packet is sent as it is written).
+    private var socketBatches: Bool { socket?.segmentationOffload ?? false }
+
+    /// Sends the batch. With `keeping` > 0, the packet of that size written after the batch then
+    /// moves to the start of the buffer (it begins the next batch). Returns false if the
+    /// connection must stop writing (socket full: what was not sent waits in `pendingPackets`).
+    @discardableResult
+    private func flushBatch(keeping next: Int = 0) -> Bool {
+        guard batchCount > 0 else { return true }
+        let bytes = UnsafeRawBufferPointer(rebasing: txBuffer[0..<batchBytes])
+        let segment = batchCount > 1 ? batchSegment : 0
+        let to: SocketAddress? = isClient ? nil : remote
+        let nextStart = batchBytes
+        batchBytes = 0
+        batchCount = 0
+        switch sendRaw(bytes, to: to, segment: segment) {
         case .sent:
+            if next > 0 { memmove(txBuffer.baseAddress!, txBuffer.baseAddress! + nextStart, next) }
             return true
         case .wouldBlock:
-            pendingPacket = (Array(packet), to)
-            ngtcp2_conn_update_pkt_tx_time(conn!, Sys.now())
+            pendingPackets.append((Array(bytes), segment, to))
+            if next > 0 {
+                pendingPackets.append((Array(UnsafeRawBufferPointer(rebasing: txBuffer[nextStart..<nextStart + next])), 0, to))
+            }
+            if let conn { ngtcp2_conn_update_pkt_tx_time(conn, Sys.now()) }
             socket?.waitForWritable(self)
             return false
         case .failed(let e):
             terminate(.unreachable("sendto \(remote): \(Sys.errnoText(e))"))
             return false
         }
+    }
+
+    /// A write error: what is batched is dropped (the connection is ending) before the close is written.
+    private func failWrite(_ rc: Int32) {
+        batchBytes = 0
+        batchCount = 0
+        handleError(rc)
+    }
+
+    private func pathChanged(_ path: UnsafeMutablePointer<ngtcp2_path>) -> Bool {
+        let r = path.pointee.remote
+        guard let addr = r.addr, r.addrlen > 0 else { return false }
+        return !remote.equals(UnsafeRawPointer(addr).assumingMemoryBound(to: sockaddr_storage.self), r.addrlen)
     }
 
     private func measureSendRate(_ n: Int) {
@@ -660,12 +719,12 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
     }
 
     /// Server sockets are shared: packets carry the destination. Client sockets are connected.
-    private func sendRaw(_ packet: UnsafeRawBufferPointer, to: SocketAddress?) -> SendOutcome {
+    private func sendRaw(_ packet: UnsafeRawBufferPointer, to: SocketAddress?, segment: Int = 0) -> SendOutcome {
         guard let socket else { return .failed(EBADF) }
         if let to {
-            return socket.send(packet, to: UnsafePointer(to.sockaddr), length: to.length)
+            return socket.send(packet, to: UnsafePointer(to.sockaddr), length: to.length, segment: segment)
         }
-        return socket.send(packet, to: nil, length: 0)
+        return socket.send(packet, to: nil, length: 0, segment: segment)
     }
 
     /// Best-effort send used for CONNECTION_CLOSE packets.
@@ -793,7 +852,9 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
         sendable.removeAll()
         datagrams.removeAll()
         datagramHead = 0
-        pendingPacket = nil
+        pendingPackets = []
+        batchBytes = 0
+        batchCount = 0
         if let conn {
             ngtcp2_conn_del(conn)
             self.conn = nil

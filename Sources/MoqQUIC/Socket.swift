@@ -156,6 +156,9 @@ final class UDPSocket: LoopSource {
             var size: Int32 = 4 << 20
             _ = setsockopt(s, SOL_SOCKET, SO_RCVBUF, &size, 4)
             _ = setsockopt(s, SOL_SOCKET, SO_SNDBUF, &size, 4)
+            // GRO: runs of datagrams from one peer arrive in one read (split in `readable`).
+            // Kernels without it refuse the option, and datagrams then come one by one.
+            _ = setsockopt(s, SOL_UDP, UDP_GRO, &one, 4)
             if let address {
                 try Sys.check("bind(\(address))") { bind(s, address.sockaddr, address.length) }
             }
@@ -189,28 +192,57 @@ final class UDPSocket: LoopSource {
         waiters.removeAll()
     }
 
-    /// Sends one datagram; `to` is nil on a connected socket.
-    func send(_ packet: UnsafeRawBufferPointer, to: UnsafePointer<Glibc.sockaddr>?, length: socklen_t) -> SendOutcome {
+    /// Whether the kernel accepts segmented sends (UDP_SEGMENT); cleared at the first refusal.
+    private(set) var segmentationOffload = true
+
+    /// The most datagrams, and bytes, one segmented send may carry (the kernel's limits).
+    static let maxSegments = 64
+    static let maxSegmentedBytes = 65_000
+
+    /// Sends one datagram, or with `segment` > 0 a batch of datagrams of `segment` bytes each
+    /// (the last may be shorter) in one system call. `to` is nil on a connected socket.
+    func send(
+        _ packet: UnsafeRawBufferPointer, to: UnsafePointer<Glibc.sockaddr>?, length: socklen_t, segment: Int = 0
+    ) -> SendOutcome {
         if closed { return .failed(EBADF) }
         if loop.debugWouldBlockEvery > 0 {
             sends += 1
             if sends % loop.debugWouldBlockEvery == 0 { return .wouldBlock }
         }
+        let batched = segment > 0 && packet.count > segment
+        if batched && !segmentationOffload { return sendEach(packet, to: to, length: length, segment: segment) }
         while true {
-            let n: Int
-            if let to {
-                n = sendto(fd, packet.baseAddress, packet.count, 0, to, length)
-            } else {
-                n = Glibc.send(fd, packet.baseAddress, packet.count, 0)
-            }
+            let n = moq_udp_send(fd, packet.baseAddress, packet.count, to, length, UInt16(batched ? segment : 0))
             if n >= 0 { return .sent }
             let e = errno
             switch e {
             case EINTR: continue
             case EAGAIN, EWOULDBLOCK, ENOBUFS: return .wouldBlock
+            case EIO, EINVAL, EOPNOTSUPP:
+                guard batched else { return .failed(e) }
+                // No segmentation offload on this path (e.g. no checksum offload): one by one from now on.
+                segmentationOffload = false
+                return sendEach(packet, to: to, length: length, segment: segment)
             default: return .failed(e)
             }
         }
+    }
+
+    /// A batch as separate datagrams. Blocked after the first, the rest is dropped as a full
+    /// queue would drop it (QUIC declares it lost and sends again).
+    private func sendEach(
+        _ packet: UnsafeRawBufferPointer, to: UnsafePointer<Glibc.sockaddr>?, length: socklen_t, segment: Int
+    ) -> SendOutcome {
+        var offset = 0
+        while offset < packet.count {
+            let end = min(offset + segment, packet.count)
+            switch send(UnsafeRawBufferPointer(rebasing: packet[offset..<end]), to: to, length: length) {
+            case .sent: offset = end
+            case .wouldBlock: return offset == 0 ? .wouldBlock : .sent
+            case .failed(let e): return .failed(e)
+            }
+        }
+        return .sent
     }
 
     /// Parks `connection` until the socket is writable again.
@@ -236,7 +268,8 @@ final class UDPSocket: LoopSource {
         for _ in 0..<256 {
             if closed { return }
             var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let n = recvfrom(fd, buffer.baseAddress, buffer.count, 0, from.sockaddr, &len)
+            var segment: Int32 = 0
+            let n = moq_udp_recv(fd, buffer.baseAddress, buffer.count, from.storage, &len, &segment)
             if n < 0 {
                 let e = errno
                 if e == EINTR { continue }
@@ -245,7 +278,14 @@ final class UDPSocket: LoopSource {
                 continue
             }
             from.length = len
-            receiver?.receive(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), from: from)
+            // GRO may have joined several datagrams of `segment` bytes (the last may be shorter).
+            let step = segment > 0 ? Int(segment) : n
+            var offset = 0
+            repeat {
+                let end = min(offset + step, n)
+                receiver?.receive(UnsafeRawBufferPointer(rebasing: buffer[offset..<end]), from: from)
+                offset = end
+            } while offset < n && !closed
         }
     }
 }
