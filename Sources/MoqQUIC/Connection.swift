@@ -666,7 +666,8 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
         case .wouldBlock:
             pendingPackets.append((Array(bytes), segment, to))
             if next > 0 {
-                pendingPackets.append((Array(UnsafeRawBufferPointer(rebasing: txBuffer[nextStart..<nextStart + next])), 0, to))
+                let packet = UnsafeRawBufferPointer(rebasing: txBuffer[nextStart..<nextStart + next])
+                pendingPackets.append((Array(packet), 0, to))
             }
             if let conn { ngtcp2_conn_update_pkt_tx_time(conn, Sys.now()) }
             socket?.waitForWritable(self)
