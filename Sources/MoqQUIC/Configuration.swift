@@ -130,6 +130,9 @@ public struct QUICStats: Sendable, Equatable {
     public var packetsSent: UInt64 = 0
     /// UDP datagrams received.
     public var packetsReceived: UInt64 = 0
+    /// Send system calls made for this connection: fewer than ``packetsSent`` when segmentation
+    /// offload (UDP_SEGMENT) sends batches of packets in one call.
+    public var sendCalls: UInt64 = 0
     /// Packets carrying STREAM data that ngtcp2 declared lost (`ngtcp2_conn_get_stream_loss_count`, summed over
     /// streams; ngtcp2 1.11 exposes no connection-wide loss counter). May include spurious losses.
     public var packetsLost: UInt64 = 0

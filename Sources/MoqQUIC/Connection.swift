@@ -659,6 +659,7 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
         let nextStart = batchBytes
         batchBytes = 0
         batchCount = 0
+        counters.sendCalls += 1
         switch sendRaw(bytes, to: to, segment: segment) {
         case .sent:
             if next > 0 { memmove(txBuffer.baseAddress!, txBuffer.baseAddress! + nextStart, next) }

@@ -44,6 +44,9 @@ public final class QUICEventLoop: @unchecked Sendable {
     /// Fault injection for tests (loop thread only): when > 0, every n-th UDP send on this loop reports
     /// EAGAIN without sending, which exercises the parked-packet / EPOLLOUT path that loopback never hits.
     var debugWouldBlockEvery = 0
+    /// Fault injection for tests (loop thread only): sockets created from now on behave as if the kernel
+    /// refused segmentation offload, so every packet is its own send call.
+    var debugNoSegmentation = false
 
     /// Creates the loop and starts its thread. The thread keeps the loop alive until ``shutdown()``: call it.
     /// - Throws: `QUICError.system` naming `epoll_create1`, `eventfd`, `timerfd_create`, `epoll_ctl` or `pthread_create`.

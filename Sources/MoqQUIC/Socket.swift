@@ -181,6 +181,7 @@ final class UDPSocket: LoopSource {
     }
 
     func start() throws(QUICError) {
+        if loop.debugNoSegmentation { segmentationOffload = false }
         try loop.register(fd, self)
     }
 

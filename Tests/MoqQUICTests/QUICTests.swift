@@ -262,6 +262,38 @@ struct QUICTransportTests {
         #expect(stats.bytesSent > UInt64(payload.count))
     }
 
+    @Test("bulk data leaves in segmented batches (UDP_SEGMENT) and arrives intact through GRO")
+    func segmentationOffloadBatchesPackets() async throws {
+        let (intact, stats) = try await sendBulk(noSegmentation: false)
+        #expect(intact)
+        // Several packets per send call on average (congestion-window growth keeps early batches small).
+        #expect(stats.sendCalls * 3 < stats.packetsSent, "\(stats.sendCalls) calls for \(stats.packetsSent) packets")
+    }
+
+    @Test("without segmentation offload every packet is its own send call, and data still arrives intact")
+    func perPacketFallback() async throws {
+        let (intact, stats) = try await sendBulk(noSegmentation: true)
+        #expect(intact)
+        #expect(stats.sendCalls == stats.packetsSent)
+    }
+
+    /// 4 MB on one stream from a client; the client's transport statistics before it closes.
+    private func sendBulk(noSegmentation: Bool) async throws -> (intact: Bool, stats: QUICStats) {
+        let receiver = Recorder()
+        let f = try Fixture(serverSide: receiver)
+        defer { f.shutdown() }
+        await onLoop(f.loop) { f.loop.debugNoSegmentation = noSegmentation }
+        let payload = pattern(4 << 20, seed: 5)
+        let client = Recorder(onConnect: { connection in
+            guard let id = connection.openStream(bidirectional: false) else { return }
+            connection.write(id, Bytes(payload), fin: true)
+        })
+        let connection = f.connect(client)
+        #expect(await receiver.wait(.seconds(120)) { $0.fins.count == 1 })
+        let stats = await onLoop(f.loop) { connection.stats }
+        return (receiver.snapshot.data.values.first == payload, stats)
+    }
+
     @Test func statsAndQueuedBytes() async throws {
         let f = try Fixture()
         defer { f.shutdown() }
