@@ -51,7 +51,10 @@ struct RecipeTests {
         #expect(recorder.play() != GST_STATE_CHANGE_FAILURE)
         let src = recorder.element("src")!
         defer { gst_object_unref(src) }
-        try await eventually("2 s recorded", timeout: .seconds(20)) { (statsField(src, "video-frames") ?? 0) >= 60 }
+        // Both streams, each of which may start late under load.
+        try await eventually("2 s of video and of audio recorded", timeout: .seconds(30)) {
+            (statsField(src, "video-frames") ?? 0) >= 60 && (statsField(src, "audio-frames") ?? 0) >= 100
+        }
         gst_element_send_event(recorder.pipeline, gst_event_new_eos())
         try await recorder.waitFor { $0.kind == .eos }
         #expect(recorder.errors.isEmpty, "\(recorder.errors)")
