@@ -142,6 +142,8 @@ def phase(text: str) -> None:
     """Record what the command is waiting for; a timeout reports it."""
     global PHASE
     PHASE = text
+    # Also on stderr, with the time: a test that times out shows where the peer was.
+    print(f"[moqpeer {os.getpid()} {time.monotonic():.3f}] {text}", file=sys.stderr, flush=True)
 
 
 def describe(exc: BaseException) -> str:

@@ -151,7 +151,16 @@ struct RelayInteropTests {
         let healthy = try (0..<2).map { _ in
             try RustPeer.launch(["subscribe"] + relay.client() + ["--broadcast", name, "--max-latency-ms", "5000"])
         }
-        for s in healthy { try await s.waitFor(event: "subscribed", timeout: .seconds(30)) }
+        do {
+            for s in healthy { try await s.waitFor(event: "subscribed", timeout: .seconds(30)) }
+        } catch {
+            // Seen twice in ~20 full parallel runs, never alone: say what the others were doing.
+            let sessions = await relay.relay.sessionStats()
+            let events = publisher.history.suffix(5).map(\.name)
+            let stderr = String(publisher.stderr.suffix(1500))
+            Issue.record("publisher events: \(events), stderr: \(stderr)\nrelay sessions: \(sessions)")
+            throw error
+        }
         for s in healthy {
             let events = try await s.collect(until: "end", timeout: .seconds(60)).filter { $0.name == "frame" }
             // From the first group it received, a healthy subscriber misses nothing.
