@@ -72,8 +72,12 @@ struct CLIMediaTests {
         process.standardOutput = output
         process.standardError = output
         try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let (running, pipe) = (Handed(process), Handed(output))
+        let data = try await offThePool {
+            let data = pipe.value.fileHandleForReading.readDataToEndOfFile()
+            running.value.waitUntilExit()
+            return data
+        }
         let text = String(decoding: data, as: UTF8.self)
         #expect(process.terminationStatus == 0, "\(text)")
         let lines = text.split(separator: "\n").filter { $0.contains("video") && $0.contains("fps") }

@@ -62,7 +62,7 @@ struct MoqSrcTests {
         let name = RustPeer.uniqueName("media")
         let publisher = try RustPeer.launch(
             ["publish-media"] + relay.client + ["--broadcast", name, "--seconds", "4", "--wait-subscriber"])
-        defer { _ = publisher.terminate() }
+        defer { publisher.terminateInBackground() }
         _ = try await publisher.waitFor(event: "announced", timeout: .seconds(20))
         let pipeline = try TestPipeline(
             "moqsrc name=s url=\(relay.url()) broadcast=\(name) tls-fingerprint=\(relay.fingerprint) "
@@ -217,7 +217,7 @@ struct MoqSrcTests {
             audio.stop()
         }
         try await eventually("playing", timeout: .seconds(20)) { video.count > 30 }
-        relay.stop()
+        await relay.stopAndWait()
         try await player.waitFor(.seconds(30)) { $0.kind == .warning && $0.text.contains("retrying") }
         let before = video.count
         relay = try await RustRelay.start(["--port", "\(port)"])

@@ -35,11 +35,14 @@ final class VirtualDisplay: @unchecked Sendable {
 }
 
 /// One raw RGB frame pulled from an appsink named `out`.
-func pullRGB(_ pipeline: TestPipeline, timeout: Duration = .seconds(20)) throws -> [UInt8] {
+func pullRGB(_ pipeline: TestPipeline, timeout: Duration = .seconds(20)) async throws -> [UInt8] {
     let sink = pipeline.element("out")!
     defer { gst_object_unref(sink) }
-    let appsink = UnsafeMutableRawPointer(sink).assumingMemoryBound(to: GstAppSink.self)
-    guard let sample = gst_app_sink_try_pull_sample(appsink, GstClockTime(timeout.components.seconds) * 1_000_000_000)
+    let appsink = Handed(UnsafeMutableRawPointer(sink).assumingMemoryBound(to: GstAppSink.self))
+    let pulled = try await offThePool {
+        Handed(gst_app_sink_try_pull_sample(appsink.value, GstClockTime(timeout.components.seconds) * 1_000_000_000))
+    }
+    guard let sample = pulled.value
     else { throw PipelineError("no frame: \(pipeline.collected.filter { $0.kind != .stateChanged })") }
     defer { gst_sample_unref(sample) }
     let buffer = gst_sample_get_buffer(sample)!
@@ -67,7 +70,7 @@ struct ScreenShareTests {
             "videotestsrc pattern=smpte num-buffers=1 ! video/x-raw,width=\(Self.width),height=\(Self.height) "
                 + "! videoconvert ! \(raw) ! appsink name=out")
         #expect(reference.play() != GST_STATE_CHANGE_FAILURE)
-        let expected = try pullRGB(reference)
+        let expected = try await pullRGB(reference)
         reference.setState(GST_STATE_NULL)
 
         let relay = try localRelay()
@@ -82,7 +85,7 @@ struct ScreenShareTests {
         #expect(viewer.play() != GST_STATE_CHANGE_FAILURE)
         // A few frames in, the encoder has converged on the static picture.
         var frame: [UInt8] = []
-        for _ in 0..<20 { frame = try pullRGB(viewer) }
+        for _ in 0..<20 { frame = try await pullRGB(viewer) }
         #expect(frame.count == expected.count)
         var total = 0
         for i in 0..<min(frame.count, expected.count) { total += abs(Int(frame[i]) - Int(expected[i])) }

@@ -93,8 +93,11 @@ package enum CLI {
                 }
                 try await Task.sleep(for: .milliseconds(10))
             }
-            process.waitUntilExit()
-            group.wait()
+            let (child, readers) = (Handed(process), Handed(group))
+            try await offThePool {
+                child.value.waitUntilExit()
+                readers.value.wait()
+            }
             return lock.withLock {
                 Result(
                     status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),

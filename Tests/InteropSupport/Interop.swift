@@ -26,8 +26,19 @@ package struct RustRelay {
         try await MoqSession.connect(url(path), options: ClientOptions(tls: TLSOptions(fingerprint: fingerprint)))
     }
 
+    /// Stops the relay without waiting for it to exit (see ``RustPeer/terminateInBackground(grace:)``).
     package func stop() {
-        _ = peer.terminate()
+        if ProcessInfo.processInfo.environment["SWIFTMOQ_RUST_DEBUG"] == "1" {
+            _ = peer.terminate()
+            try? peer.stderr.write(toFile: "/tmp/swiftmoq-relay-\(port).log", atomically: true, encoding: .utf8)
+        } else {
+            peer.terminateInBackground()
+        }
+    }
+
+    /// Stops the relay and suspends until it has exited (its port is free again).
+    package func stopAndWait() async {
+        await peer.terminateAndWait()
         if ProcessInfo.processInfo.environment["SWIFTMOQ_RUST_DEBUG"] == "1" {
             try? peer.stderr.write(toFile: "/tmp/swiftmoq-relay-\(port).log", atomically: true, encoding: .utf8)
         }

@@ -243,6 +243,28 @@ package final class RustPeer: @unchecked Sendable {  // mutable state lives in `
 
     // MARK: Stopping
 
+    /// Stops the child like ``terminate(grace:)`` but returns at once: SIGTERM now, SIGKILL from a
+    /// background thread if it is still running after `grace`. For `defer` blocks of async tests:
+    /// `terminate` blocks its thread until the child exits, and a blocked thread of Swift's
+    /// cooperative pool (two on a 2-core machine) stalls every other test's tasks in the process.
+    package func terminateInBackground(grace: Duration = .seconds(3)) {
+        try? stdinPipe.fileHandleForWriting.close()
+        guard state.exitStatus == nil else { return }
+        if process.isRunning { kill(pid, SIGTERM) }
+        Thread.detachNewThread { [self] in _ = terminate(grace: grace) }
+    }
+
+    /// Stops the child like ``terminate(grace:)``, suspending instead of blocking while it exits.
+    @discardableResult
+    package func terminateAndWait(grace: Duration = .seconds(3)) async -> Int32 {
+        defer { try? stdinPipe.fileHandleForWriting.close() }
+        if let status = state.exitStatus { return status }
+        if process.isRunning { kill(pid, SIGTERM) }
+        if let status = try? await state.waitForExitSuspending(timeout: grace) { return status }
+        if process.isRunning { kill(pid, SIGKILL) }
+        return (try? await state.waitForExitSuspending(timeout: .seconds(10))) ?? -1
+    }
+
     /// Stops the child: SIGTERM (moqpeer then closes its session cleanly and exits 0), then
     /// SIGKILL if it is still running after `grace`. Returns the exit status (the signal
     /// number if a signal ended it, e.g. 9 after SIGKILL). Idempotent.

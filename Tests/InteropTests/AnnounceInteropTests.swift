@@ -15,8 +15,10 @@ struct AnnounceInteropTests {
         defer { session.close() }
         var events = session.announced(prefix: prefix).makeAsyncIterator()
         let publisher = try RustPeer.launch(
-            ["publish"] + relay.client + ["--broadcast", "\(prefix)/alice", "--groups", "1", "--linger-ms", "0"])
-        defer { _ = publisher.terminate() }
+            // Lingers: our ANNOUNCE_REQUEST may reach the relay after the publisher's announce (under
+            // load), and must still find the broadcast there.
+            ["publish"] + relay.client + ["--broadcast", "\(prefix)/alice", "--groups", "1", "--linger-ms", "3000"])
+        defer { publisher.terminateInBackground() }
         let first = await events.next()
         guard case .active(let path, let route)? = first else {
             Issue.record("expected an announce, got \(String(describing: first))")
@@ -38,7 +40,7 @@ struct AnnounceInteropTests {
         publisher.publish(BroadcastProducer(path: "\(base)room/x"))
         publisher.publish(BroadcastProducer(path: "\(base)/room/y"))
         let watcher = try RustPeer.launch(["announced"] + relay.client + ["--prefix", "\(base)/room", "--count", "1"])
-        defer { _ = watcher.terminate() }
+        defer { watcher.terminateInBackground() }
         let event = try await watcher.waitFor(event: "announce", timeout: .seconds(20))
         #expect(event.string("path") == "\(base)/room/y")
     }
@@ -49,7 +51,7 @@ struct AnnounceInteropTests {
         defer { relay.stop() }
         let prefix = RustPeer.uniqueName("room")
         let watcher = try RustPeer.launch(["announced"] + relay.client + ["--prefix", prefix, "--count", "2"])
-        defer { _ = watcher.terminate() }
+        defer { watcher.terminateInBackground() }
         try await watcher.waitFor(event: "watching", timeout: .seconds(20))
         let session = try await relay.connect()
         defer { session.close() }

@@ -151,7 +151,7 @@ struct CLIInteropTests {
         let name = RustPeer.uniqueName("cli-relay")
         let publisher = try RustPeer.launch(
             ["publish"] + client + ["--broadcast", name, "--groups", "0", "--interval-ms", "20"])
-        defer { _ = publisher.terminate() }
+        defer { publisher.terminateInBackground() }
         let subscriber = try RustPeer.launch(["subscribe"] + client + ["--broadcast", name, "--count", "3"])
         #expect(try await subscriber.waitForExit(timeout: .seconds(30)) == 0, "\(subscriber.stderr)")
         // A Swift client sees GOAWAY when the relay is told to stop.

@@ -18,7 +18,7 @@ struct FetchDatagramProbeInteropTests {
                 "--broadcast", name, "--groups", "3", "--frames-per-group", "3", "--payload-size", "50",
                 "--linger-ms", "120000", "--max-age-ms", "120000",
             ])
-        defer { _ = publisher.terminate() }
+        defer { publisher.terminateInBackground() }
         _ = try await publisher.waitFor(event: "finished", timeout: .seconds(20))
         try await session.waitForBroadcast(name, timeout: .seconds(30))
         let frames = try await session.fetch(broadcast: name, track: "data", group: 1)
@@ -46,7 +46,7 @@ struct FetchDatagramProbeInteropTests {
         session.publish(broadcast)
         let fetcher = try RustPeer.launch(
             ["fetch"] + relay.client + ["--broadcast", name, "--track", "data", "--group", "2"])
-        defer { _ = fetcher.terminate() }
+        defer { fetcher.terminateInBackground() }
         let events = try await fetcher.collect(until: "end", timeout: .seconds(20))
         let payloads = events.filter { $0.name == "frame" }.compactMap { $0.bytes("payload") }.map {
             String(decoding: $0, as: UTF8.self)
@@ -65,7 +65,7 @@ struct FetchDatagramProbeInteropTests {
             ["publish-datagrams"] + relay.client + [
                 "--broadcast", name, "--count", "20", "--interval-ms", "10", "--wait-subscriber",
             ])
-        defer { _ = publisher.terminate() }
+        defer { publisher.terminateInBackground() }
         try await session.waitForBroadcast(name)
         let remote = session.subscribe(broadcast: name, track: "data", range: SubscriptionRange(maxLatencyMs: 10_000))
         let consumer = remote.consumer(maxLatencyMs: 10_000)
@@ -90,7 +90,7 @@ struct FetchDatagramProbeInteropTests {
         session.publish(broadcast)
         let subscriber = try RustPeer.launch(
             ["subscribe-datagrams"] + relay.client + ["--broadcast", name, "--count", "10"])
-        defer { _ = subscriber.terminate() }
+        defer { subscriber.terminateInBackground() }
         try await eventually("the Rust subscriber") { track.observerCount > 0 }
         for i in 0..<40 {
             track.writeDatagram(Bytes(utf8: "dg-\(i)"), timestamp: UInt64(i) * 10_000)

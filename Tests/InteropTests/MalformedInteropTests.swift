@@ -14,13 +14,13 @@ struct MalformedInteropTests {
     func setUp(_ relay: RustRelay) async throws -> RawClient {
         let raw = try RawClient(port: relay.port, fingerprint: relay.fingerprint)
         try await raw.waitUntil("connected") { $0.connected }
-        _ = await raw.open(bidirectional: false, [0x01] + Setup(origin: 4242).encoded(), fin: true)
+        _ = try await raw.open(bidirectional: false, [0x01] + Setup(origin: 4242).encoded(), fin: true)
         return raw
     }
 
     /// Proves the session is still alive: an ANNOUNCE_REQUEST is answered with ANNOUNCE_OK.
     func expectAlive(_ raw: RawClient) async throws {
-        let s = await raw.open(bidirectional: true, [0x01] + AnnounceRequest(prefix: "").encoded())
+        let s = try await raw.open(bidirectional: true, [0x01] + AnnounceRequest(prefix: "").encoded())
         try await raw.waitUntil("ANNOUNCE_OK") { ($0.data[s]?.count ?? 0) >= 2 }
         #expect(raw.observed.withLock { $0.closed } == nil)
     }
@@ -30,7 +30,7 @@ struct MalformedInteropTests {
         let relay = try await RustRelay.start()
         defer { relay.stop() }
         let raw = try await setUp(relay)
-        let s = await raw.open(bidirectional: true, [0x09, 0x00])
+        let s = try await raw.open(bidirectional: true, [0x09, 0x00])
         try await raw.waitUntil("a reset") { $0.resets[s] != nil }
         #expect(raw.observed.withLock { $0.resets[s] } == StreamErrorCode.cancel.wireValue)
         try await expectAlive(raw)
@@ -42,7 +42,7 @@ struct MalformedInteropTests {
         let relay = try await RustRelay.start()
         defer { relay.stop() }
         let raw = try await setUp(relay)
-        let s = await raw.open(bidirectional: true, [0x04] + Probe(bitrate: 1, rttMs: 1).encoded())
+        let s = try await raw.open(bidirectional: true, [0x04] + Probe(bitrate: 1, rttMs: 1).encoded())
         try await raw.waitUntil("a reset") { $0.resets[s] != nil }
         #expect(raw.observed.withLock { $0.resets[s] } == StreamErrorCode.malformedTrack.wireValue)
         try await expectAlive(raw)
@@ -55,7 +55,7 @@ struct MalformedInteropTests {
         defer { relay.stop() }
         let raw = try await setUp(relay)
         // size 2: id 0, then a path of length 1 with no byte inside the message.
-        let s = await raw.open(bidirectional: true, [0x02, 0x02, 0x00, 0x01])
+        let s = try await raw.open(bidirectional: true, [0x02, 0x02, 0x00, 0x01])
         try await raw.waitUntil("the stream to end") { $0.resets[s] != nil || $0.stops[s] != nil || $0.closed != nil }
         let observed = raw.observed.withLock { $0 }
         #expect(observed.closed == nil, "the whole session closed: \(String(describing: observed.closed))")
@@ -73,7 +73,7 @@ struct MalformedInteropTests {
         let relay = try await RustRelay.start()
         defer { relay.stop() }
         let raw = try await setUp(relay)
-        _ = await raw.open(bidirectional: false, [0x2a, 1, 2, 3], fin: true)
+        _ = try await raw.open(bidirectional: false, [0x2a, 1, 2, 3], fin: true)
         try await expectAlive(raw)
         raw.close()
     }
@@ -84,7 +84,7 @@ struct MalformedInteropTests {
         defer { relay.stop() }
         let raw = try await setUp(relay)
         try await expectAlive(raw)
-        _ = await raw.open(bidirectional: false, [0x01] + Setup().encoded(), fin: true)
+        _ = try await raw.open(bidirectional: false, [0x01] + Setup().encoded(), fin: true)
         try await raw.waitUntil("the close") { $0.closed != nil }
         guard case .application(let code, _, let byPeer)? = raw.observed.withLock({ $0.closed }) else {
             Issue.record(

@@ -62,9 +62,9 @@ struct RelayInteropTests {
                 events.allSatisfy {
                     $0.bytes("payload") == rustPayload(group: $0.int("group")!, frame: $0.int("index")!, size: size)
                 })
-            _ = s.terminate()
+            s.terminateInBackground()
         }
-        _ = publisher.terminate()
+        publisher.terminateInBackground()
         // One upstream subscription served all three.
         #expect(relay.relay.upstreamSubscriptionCount <= 1)
         await relay.stop()
@@ -78,9 +78,9 @@ struct RelayInteropTests {
             ["publish-media"] + relay.client() + [
                 "--broadcast", name, "--seconds", "3", "--wait-subscriber", "--linger-ms", "2000",
             ])
-        defer { _ = publisher.terminate() }
+        defer { publisher.terminateInBackground() }
         let watcher = try RustPeer.launch(["watch"] + relay.client() + ["--broadcast", name, "--seconds", "8"])
-        defer { _ = watcher.terminate() }
+        defer { watcher.terminateInBackground() }
         let summary = try await watcher.waitFor(event: "summary", timeout: .seconds(40))
         #expect((summary.int("video_frames") ?? 0) >= 60, "\(summary)")
         #expect((summary.int("audio_frames") ?? 0) >= 100, "\(summary)")
@@ -93,7 +93,7 @@ struct RelayInteropTests {
         let relay = try SwiftRelay.start()
         let prefix = RustPeer.uniqueName("room")
         let watcher = try RustPeer.launch(["announced"] + relay.client() + ["--prefix", prefix, "--count", "2"])
-        defer { _ = watcher.terminate() }
+        defer { watcher.terminateInBackground() }
         try await watcher.waitFor(event: "watching", timeout: .seconds(20))
         let publisher = try RustPeer.launch(
             ["publish"] + relay.client() + [
@@ -111,14 +111,14 @@ struct RelayInteropTests {
         let newestBefore = publisher.history.filter { $0.name == "group" }.compactMap { $0.int("group") }.last ?? 0
         let late = try RustPeer.launch(
             ["subscribe"] + relay.client() + ["--broadcast", "\(prefix)/cam", "--max-latency-ms", "0", "--count", "1"])
-        defer { _ = late.terminate() }
+        defer { late.terminateInBackground() }
         let first = try await late.waitFor(event: "frame", timeout: .seconds(20))
         #expect(
             (first.int("group") ?? 0) >= newestBefore,
             "late joiner got \(first); newest before it joined: \(newestBefore)")
         #expect((first.int("group") ?? 0) > 3)
 
-        _ = publisher.terminate(grace: .milliseconds(100))
+        publisher.terminateInBackground(grace: .milliseconds(100))
         let end = try await watcher.waitFor(event: "announce", timeout: .seconds(20))
         #expect(end.bool("active") == false)
         await relay.stop()
@@ -138,7 +138,7 @@ struct RelayInteropTests {
                 "\(size)",
                 "--interval-ms", "50", "--linger-ms", "2000", "--first-group", "0", "--wait-subscriber",
             ])
-        defer { _ = publisher.terminate() }
+        defer { publisher.terminateInBackground() }
         let stalled = try RustPeer.launch(
             ["subscribe"] + relay.client() + ["--broadcast", name, "--max-latency-ms", "500"])
         // Frozen once its subscription is flowing: from then on it reads nothing and acknowledges nothing.
@@ -146,7 +146,7 @@ struct RelayInteropTests {
         kill(stalled.pid, SIGSTOP)
         defer {
             kill(stalled.pid, SIGCONT)
-            _ = stalled.terminate()
+            stalled.terminateInBackground()
         }
         let healthy = try (0..<2).map { _ in
             try RustPeer.launch(["subscribe"] + relay.client() + ["--broadcast", name, "--max-latency-ms", "5000"])
@@ -170,7 +170,7 @@ struct RelayInteropTests {
             #expect(got == expected, "a healthy subscriber got \(got.count) frames from group \(first)")
             // Not vacuous: a good part of the broadcast arrived while the other subscriber was frozen.
             #expect(first < groups - 20, "joined late: first group \(first)")
-            _ = s.terminate()
+            s.terminateInBackground()
         }
         // The relay shed the stalled subscriber's backlog instead of buffering it.
         let stats = await relay.relay.sessionStats()
@@ -184,15 +184,15 @@ struct RelayInteropTests {
         let relay = try SwiftRelay.start()
         let room = RustPeer.uniqueName("room")
         let rootWatcher = try RustPeer.launch(["announced"] + relay.client("") + ["--prefix", "anon", "--count", "1"])
-        defer { _ = rootWatcher.terminate() }
+        defer { rootWatcher.terminateInBackground() }
         let otherWatcher = try RustPeer.launch(
             ["announced"] + relay.client("other") + ["--count", "1", "--timeout-s", "3"])
-        defer { _ = otherWatcher.terminate() }
+        defer { otherWatcher.terminateInBackground() }
         try await rootWatcher.waitFor(event: "watching", timeout: .seconds(20))
         try await otherWatcher.waitFor(event: "watching", timeout: .seconds(20))
         let publisher = try RustPeer.launch(
             ["publish"] + relay.client("anon") + ["--broadcast", "\(room)/cam", "--groups", "0", "--interval-ms", "50"])
-        defer { _ = publisher.terminate() }
+        defer { publisher.terminateInBackground() }
         let seen = try await rootWatcher.waitFor(event: "announce", timeout: .seconds(20))
         #expect(seen.string("path") == "anon/\(room)/cam")
         // A client rooted elsewhere sees nothing of it.
@@ -201,7 +201,7 @@ struct RelayInteropTests {
         // And a subscriber at / reads it by its full name.
         let sub = try RustPeer.launch(
             ["subscribe"] + relay.client("") + ["--broadcast", "anon/\(room)/cam", "--count", "2"])
-        defer { _ = sub.terminate() }
+        defer { sub.terminateInBackground() }
         _ = try await sub.waitFor(event: "frame", timeout: .seconds(20))
         await relay.stop()
     }
@@ -212,7 +212,7 @@ struct RelayInteropTests {
         let relay = try SwiftRelay.start(auth: RelayAuth(publicPrefixes: ["anon"], key: key))
         // No token at a private root: refused with UNAUTHORIZED.
         let anonymous = try RustPeer.launch(["connect"] + relay.client("secret") + ["--setup-timeout-s", "1"])
-        defer { _ = anonymous.terminate() }
+        defer { anonymous.terminateInBackground() }
         _ = try await anonymous.waitFor(event: "error", timeout: .seconds(20))
         // The Rust client logs the session error the relay closed with.
         // stderr is read through a pipe: the line may land just after the event.
@@ -222,7 +222,7 @@ struct RelayInteropTests {
         let forged = JWT.signHS256(JWT.Claims(root: "secret", publish: [""], subscribe: [""]), key: Array("wrong".utf8))
         let forger = try RustPeer.launch(
             ["connect"] + relay.client("secret?jwt=\(forged)") + ["--setup-timeout-s", "1"])
-        defer { _ = forger.terminate() }
+        defer { forger.terminateInBackground() }
         _ = try await forger.waitFor(event: "error", timeout: .seconds(20))
         // stderr is read through a pipe: the line may land just after the event.
         try await eventually("forger logs err=unauthorized") { forger.stderr.contains("err=unauthorized") }
@@ -233,16 +233,16 @@ struct RelayInteropTests {
         let name = RustPeer.uniqueName("private")
         let bobWatcher = try RustPeer.launch(
             ["announced"] + relay.client("secret?jwt=\(bob)") + ["--count", "1", "--timeout-s", "3"])
-        defer { _ = bobWatcher.terminate() }
+        defer { bobWatcher.terminateInBackground() }
         let aliceWatcher = try RustPeer.launch(["announced"] + relay.client("secret?jwt=\(alice)") + ["--count", "1"])
-        defer { _ = aliceWatcher.terminate() }
+        defer { aliceWatcher.terminateInBackground() }
         try await bobWatcher.waitFor(event: "watching", timeout: .seconds(20))
         try await aliceWatcher.waitFor(event: "watching", timeout: .seconds(20))
         let publisher = try RustPeer.launch(
             ["publish"] + relay.client("secret?jwt=\(alice)") + [
                 "--broadcast", "alice/\(name)", "--groups", "0", "--interval-ms", "50",
             ])
-        defer { _ = publisher.terminate() }
+        defer { publisher.terminateInBackground() }
         let seen = try await aliceWatcher.waitFor(event: "announce", timeout: .seconds(20))
         #expect(seen.string("path") == "alice/\(name)")
         _ = try? await bobWatcher.waitForExit(timeout: .seconds(10))
@@ -250,7 +250,7 @@ struct RelayInteropTests {
         // Bob cannot subscribe to it by name either.
         let snoop = try RustPeer.launch(
             ["subscribe"] + relay.client("secret?jwt=\(bob)") + ["--broadcast", "alice/\(name)", "--timeout-s", "3"])
-        defer { _ = snoop.terminate() }
+        defer { snoop.terminateInBackground() }
         _ = try? await snoop.waitForExit(timeout: .seconds(15))
         #expect(snoop.history.filter { $0.name == "frame" }.isEmpty)
         // Publishing outside the grant is refused by the relay (nothing announced).
@@ -258,7 +258,7 @@ struct RelayInteropTests {
             ["publish"] + relay.client("secret?jwt=\(alice)") + [
                 "--broadcast", "bob/\(name)", "--groups", "0", "--interval-ms", "50",
             ])
-        defer { _ = outside.terminate() }
+        defer { outside.terminateInBackground() }
         try await Task.sleep(for: .milliseconds(500))
         #expect(relay.relay.origin.broadcast("secret/bob/\(name)") == nil)
         #expect(relay.relay.origin.broadcast("secret/alice/\(name)") != nil)
@@ -277,19 +277,19 @@ struct RelayInteropTests {
         // Published at the Swift edge, read at the Rust relay.
         let edgePublisher = try RustPeer.launch(
             ["publish"] + edge.client("anon") + ["--broadcast", fromEdge, "--groups", "0", "--interval-ms", "20"])
-        defer { _ = edgePublisher.terminate() }
+        defer { edgePublisher.terminateInBackground() }
         let coreReader = try RustPeer.launch(["subscribe"] + rust.client + ["--broadcast", fromEdge, "--count", "5"])
-        defer { _ = coreReader.terminate() }
+        defer { coreReader.terminateInBackground() }
         #expect(try await coreReader.waitForExit(timeout: .seconds(30)) == 0, "\(coreReader.stderr)")
         #expect(coreReader.history.filter { $0.name == "frame" }.count == 5)
 
         // Published at the Rust relay, read at the Swift edge.
         let corePublisher = try RustPeer.launch(
             ["publish"] + rust.client + ["--broadcast", fromCore, "--groups", "0", "--interval-ms", "20"])
-        defer { _ = corePublisher.terminate() }
+        defer { corePublisher.terminateInBackground() }
         let edgeReader = try RustPeer.launch(
             ["subscribe"] + edge.client("anon") + ["--broadcast", fromCore, "--count", "5"])
-        defer { _ = edgeReader.terminate() }
+        defer { edgeReader.terminateInBackground() }
         #expect(try await edgeReader.waitForExit(timeout: .seconds(30)) == 0, "\(edgeReader.stderr)")
         #expect(edgeReader.history.filter { $0.name == "frame" }.count == 5)
         await edge.stop()

@@ -18,7 +18,7 @@ struct ServerRoleInteropTests {
                 "connect", "--url", "moql://127.0.0.1:\(server.port)/anon/room?jwt=abc", "--fingerprint",
                 server.fingerprint,
             ])
-        defer { _ = client.terminate() }
+        defer { client.terminateInBackground() }
         let connected = try await client.waitFor(event: "connected", timeout: .seconds(20))
         #expect(connected.string("version") == "moq-lite-06")
         #expect(try await client.waitForExit(timeout: .seconds(10)) == 0)
@@ -33,7 +33,7 @@ struct ServerRoleInteropTests {
         let client = try RustPeer.launch([
             "connect", "--url", "moql://127.0.0.1:\(server.port)/", "--fingerprint", wrong,
         ])
-        defer { _ = client.terminate() }
+        defer { client.terminateInBackground() }
         let error = try await client.waitFor(event: "error", timeout: .seconds(20))
         #expect(error.string("message") != nil)
         #expect(try await client.waitForExit(timeout: .seconds(10)) != 0)
@@ -52,7 +52,7 @@ struct ServerRoleInteropTests {
                 "subscribe", "--url", "moql://127.0.0.1:\(server.port)/", "--fingerprint", server.fingerprint,
                 "--broadcast", name, "--track", "data",
             ])
-        defer { _ = subscriber.terminate() }
+        defer { subscriber.terminateInBackground() }
         try await eventually("the Rust subscriber") { track.observerCount > 0 }
         for g in 0..<5 {
             let group = track.appendGroup()
@@ -79,7 +79,7 @@ struct ServerRoleInteropTests {
                 "--broadcast", name, "--groups", "4", "--frames-per-group", "2", "--payload-size", "64",
                 "--wait-subscriber", "--linger-ms", "3000",
             ])
-        defer { _ = publisher.terminate() }
+        defer { publisher.terminateInBackground() }
         try await eventually("the Rust client's session") { !sessions.withLock { $0 }.isEmpty }
         let session = sessions.withLock { $0[0] }
         try await session.waitForBroadcast(name)

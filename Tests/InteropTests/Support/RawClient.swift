@@ -35,16 +35,25 @@ final class RawClient: QUICConnectionDelegate, @unchecked Sendable {
     deinit { loop.shutdown() }
 
     /// Opens a stream, writes `bytes` (and FIN if asked); returns the stream id.
-    func open(bidirectional: Bool, _ bytes: [UInt8], fin: Bool = false) async -> Int64 {
+    /// - Throws: ``RustPeerError/peerFailed(message:context:)`` when the connection is gone or has
+    ///   no stream credit (a failed test, not a crash of the whole test process).
+    func open(bidirectional: Bool, _ bytes: [UInt8], fin: Bool = false) async throws -> Int64 {
         let box = LoopBoxed(self)
-        return await withCheckedContinuation { continuation in
+        let id: Int64? = await withCheckedContinuation { continuation in
             loop.execute {
-                let c = box.value.connection!
-                let id = c.openStream(bidirectional: bidirectional)!
+                guard let c = box.value.connection, let id = c.openStream(bidirectional: bidirectional) else {
+                    continuation.resume(returning: nil)
+                    return
+                }
                 c.write(id, Bytes(bytes), fin: fin)
                 continuation.resume(returning: id)
             }
         }
+        guard let id else {
+            throw RustPeerError.peerFailed(
+                message: "raw client: cannot open a stream", context: "\(observed.withLock { $0 })")
+        }
+        return id
     }
 
     func waitUntil(_ what: String, timeout: Duration = .seconds(10), _ condition: (Observed) -> Bool) async throws {
