@@ -10,15 +10,15 @@ import SwiftMoQ
 import Testing
 
 /// Caps that real encoders produce, captured from a short pipeline ending in an appsink.
-func encodedCaps(_ description: String) throws -> String {
+/// (The encoders run for a while: the wait for the preroll is off Swift's cooperative pool.)
+func encodedCaps(_ description: String) async throws -> String {
     let pipeline = try TestPipeline(description + " ! appsink name=out sync=false")
     guard let sink = pipeline.element("out") else { throw PipelineError("no appsink") }
     defer { gst_object_unref(sink) }
     pipeline.setState(GST_STATE_PAUSED)
-    guard
-        let sample = gst_app_sink_try_pull_preroll(
-            UnsafeMutableRawPointer(sink).assumingMemoryBound(to: GstAppSink.self), 20 * 1_000_000_000),
-        let caps = gst_sample_get_caps(sample)
+    let appsink = Handed(UnsafeMutableRawPointer(sink).assumingMemoryBound(to: GstAppSink.self))
+    let pulled = try await offThePool { Handed(gst_app_sink_try_pull_preroll(appsink.value, 20 * 1_000_000_000)) }
+    guard let sample = pulled.value, let caps = gst_sample_get_caps(sample)
     else { throw PipelineError("no preroll from \(description): \(pipeline.collected)") }
     defer { gst_sample_unref(sample) }
     let text = gst_caps_to_string(caps)!
@@ -60,7 +60,7 @@ struct MoqSinkCatalogTests {
 
     @Test("every supported codec becomes its catalog rendition", arguments: cases)
     func catalogEntry(family: String, source: String) async throws {
-        let caps = try encodedCaps(source)
+        let caps = try await encodedCaps(source)
         let expected = try MediaFormat.rendition(forCaps: caps)
         #expect(expected.family == family)
 

@@ -74,6 +74,11 @@ struct RelayBehaviourTests {
         publisher.close()
         try await eventually("the reset") { remote.track.end != nil }
         #expect(remote.track.end == .aborted(.internal))
+        if remote.track.end != .aborted(.internal) {
+            let reasons = "subscriber: \(String(describing: subscriber.closeReason)), "
+                + "publisher: \(String(describing: publisher.closeReason))"
+            Issue.record("\(reasons)")
+        }
         subscriber.close()
         await relay.shutdown(grace: .milliseconds(100))
     }

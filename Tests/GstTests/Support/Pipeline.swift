@@ -57,14 +57,13 @@ final class TestPipeline: @unchecked Sendable {
         gst_object_unref(pipeline)
     }
 
-    /// Sets the state (asynchronous changes are waited for up to 10 s).
+    /// Sets the state without waiting for an asynchronous change to complete (ASYNC is returned
+    /// as it is). Waiting here blocked a thread of Swift's cooperative pool for up to 10 s each
+    /// time a live pipeline's sinks waited for their first buffer, stalling every other test.
+    /// Tests wait for what they need (buffers, messages) asynchronously instead.
     @discardableResult
     func setState(_ state: GstState) -> GstStateChangeReturn {
-        let r = gst_element_set_state(pipeline, state)
-        if r == GST_STATE_CHANGE_ASYNC {
-            return gst_element_get_state(pipeline, nil, nil, 10 * 1_000_000_000)
-        }
-        return r
+        gst_element_set_state(pipeline, state)
     }
 
     func play() -> GstStateChangeReturn { setState(GST_STATE_PLAYING) }
