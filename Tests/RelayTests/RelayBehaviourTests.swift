@@ -75,7 +75,8 @@ struct RelayBehaviourTests {
         try await eventually("the reset") { remote.track.end != nil }
         #expect(remote.track.end == .aborted(.internal))
         if remote.track.end != .aborted(.internal) {
-            let reasons = "subscriber: \(String(describing: subscriber.closeReason)), "
+            let reasons =
+                "subscriber: \(String(describing: subscriber.closeReason)), "
                 + "publisher: \(String(describing: publisher.closeReason))"
             Issue.record("\(reasons)")
         }
