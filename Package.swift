@@ -63,12 +63,12 @@ let package = Package(
             name: "SwiftMoQ", dependencies: ["MoqWire", "MoqSession", "MoqQUIC"],
             swiftSettings: swiftSettings),
         .executableTarget(
-            name: "swiftmoq", dependencies: ["SwiftMoQ", "MoqKit", "MoqPipeline", "CGStreamer"],
+            name: "swiftmoq", dependencies: ["SwiftMoQ", "MoqKit", "MoqPipeline", "MoqCatalog", "CGStreamer"],
             swiftSettings: swiftSettings),
         // `make bench`: the Swift roles (publish, subscribe, fan-out load, GStreamer path) that
         // scripts/bench.py runs side by side with the Rust peer's (Tests/Interop/moqpeer.py bench-*).
         .executableTarget(
-            name: "moqbench", dependencies: ["SwiftMoQ", "MoqPipeline", "MoqTestKit", "CGStreamer"],
+            name: "moqbench", dependencies: ["SwiftMoQ", "MoqPipeline", "MoqTestKit", "MoqCatalog", "CGStreamer"],
             swiftSettings: swiftSettings),
         // The Swift API in moq-kit's shape: Session, broadcasts and catalogs, Player, Publisher.
         .target(

@@ -628,7 +628,7 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
         if !isClient && pathChanged(path) {
             // Migration or NAT rebinding: what is batched goes to the old address, then follow the path.
             if !flushBatch(keeping: n) { return false }
-            _ = remoteFor(path)
+            followPath(path)
         }
         if settings.testLoss.tx > 0 && nextRandom() < settings.testLoss.tx {
             counters.packetsDroppedByTestLoss += 1
@@ -708,16 +708,14 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
         }
     }
 
-    private func remoteFor(_ path: UnsafeMutablePointer<ngtcp2_path>) -> SocketAddress {
+    /// Makes `remote` the peer address of `path` when ngtcp2 moved to another path.
+    private func followPath(_ path: UnsafeMutablePointer<ngtcp2_path>) {
         let r = path.pointee.remote
-        if let addr = r.addr, r.addrlen > 0,
-            !remote.equals(UnsafeRawPointer(addr).assumingMemoryBound(to: sockaddr_storage.self), r.addrlen)
-        {
-            // ngtcp2 moved to another path (migration or NAT rebinding): follow it.
+        if pathChanged(path), let addr = r.addr {
+            // Migration or NAT rebinding.
             memcpy(remote.storage, addr, Int(r.addrlen))
             remote.length = r.addrlen
         }
-        return remote
     }
 
     /// Server sockets are shared: packets carry the destination. Client sockets are connected.
@@ -812,7 +810,7 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
             return
         }
         closePacket = Array(UnsafeRawBufferPointer(rebasing: txBuffer[0..<Int(n)]))
-        if !isClient { _ = remoteFor(path) }
+        if !isClient { followPath(path) }
         closePacket.withUnsafeBytes { transmit($0, to: nil) }
         phase = .closing
         closeDeadline = Sys.now() &+ 3 &* ngtcp2_conn_get_pto(conn)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import Foundation
+import MoqCatalog
 import Synchronization
 
 /// A JSON value of an event field.
@@ -16,30 +17,8 @@ enum JSONField: Sendable {
         case .double(let v): v.isFinite ? String(v) : "null"
         case .bool(let v): v ? "true" : "false"
         case .ints(let vs): "[" + vs.map(String.init).joined(separator: ",") + "]"
-        case .string(let s): Self.quote(s)
+        case .string(let s): JSONValue.string(s).jsonString
         }
-    }
-
-    private static func quote(_ s: String) -> String {
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    out +=
-                        "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count)
-                        + String(scalar.value, radix: 16)
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out + "\""
     }
 }
 

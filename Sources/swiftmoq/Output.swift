@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import Foundation
+import MoqCatalog
 
 /// Line output that is flushed at once (tests and pipes read it as it comes).
 enum Output {
@@ -25,24 +26,6 @@ enum Output {
 }
 
 extension String {
-    /// JSON string literal with escapes.
-    var jsonQuoted: String {
-        var out = "\""
-        for scalar in unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    out += String(format: "\\u%04x", scalar.value)
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out + "\""
-    }
+    /// JSON string literal with escapes (the catalog's JSON writer).
+    var jsonQuoted: String { JSONValue.string(self).jsonString }
 }

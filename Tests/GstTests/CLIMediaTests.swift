@@ -26,21 +26,11 @@ struct CLIMediaTests {
         let published = try await publisher.wait(timeout: .seconds(20))
         #expect(published.status == 0, "\(published.stderr)")
 
-        let reader = try TestPipeline(
-            "filesrc location=\(file.path) ! matroskademux name=d d.video_0 ! \(TestPipeline.unboundedQueue) ! decodebin "
-                + "! appsink name=v sync=false d.audio_0 ! \(TestPipeline.unboundedQueue) ! decodebin "
-                + "! appsink name=a sync=false")
-        let video = AppSinkCollector(reader.element("v")!)
-        let audio = AppSinkCollector(reader.element("a")!)
-        defer {
-            video.stop()
-            audio.stop()
-        }
-        #expect(reader.play() != GST_STATE_CHANGE_FAILURE)
-        try await reader.waitFor { $0.kind == .eos || $0.kind == .error }
-        #expect(reader.errors.isEmpty, "\(reader.errors)")
-        #expect(video.count >= 60 && audio.count >= 100, "\(video.count) video frames, \(audio.count) audio buffers")
-        reader.setState(GST_STATE_NULL)
+        let decoded = try await decodeRecording(file)
+        #expect(decoded.errors.isEmpty, "\(decoded.errors)")
+        #expect(
+            decoded.videoFrames >= 60 && decoded.audioBuffers >= 100,
+            "\(decoded.videoFrames) video frames, \(decoded.audioBuffers) audio buffers")
     }
 
     @Test("play: an unknown broadcast fails after --timeout with what to check; bad --source is a usage error")

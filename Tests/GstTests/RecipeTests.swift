@@ -61,21 +61,10 @@ struct RecipeTests {
         recorder.setState(GST_STATE_NULL)
         publisher.setState(GST_STATE_NULL)
 
-        let q = TestPipeline.unboundedQueue
-        let reader = try TestPipeline(
-            "filesrc location=\(file.path) ! matroskademux name=d "
-                + "d.video_0 ! \(q) ! h264parse ! avdec_h264 ! appsink name=v sync=false "
-                + "d.audio_0 ! \(q) ! opusdec ! appsink name=a sync=false")
-        let video = AppSinkCollector(reader.element("v")!)
-        let audio = AppSinkCollector(reader.element("a")!)
-        defer {
-            video.stop()
-            audio.stop()
-        }
-        #expect(reader.play() != GST_STATE_CHANGE_FAILURE)
-        try await reader.waitFor { $0.kind == .eos || $0.kind == .error }
-        #expect(reader.errors.isEmpty, "\(reader.errors)")
-        #expect(video.count >= 50 && audio.count >= 80, "decoded \(video.count) frames, \(audio.count) audio buffers")
-        reader.setState(GST_STATE_NULL)
+        let decoded = try await decodeRecording(file, video: "h264parse ! avdec_h264", audio: "opusdec")
+        #expect(decoded.errors.isEmpty, "\(decoded.errors)")
+        #expect(
+            decoded.videoFrames >= 50 && decoded.audioBuffers >= 80,
+            "decoded \(decoded.videoFrames) frames, \(decoded.audioBuffers) audio buffers")
     }
 }

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: MIT
+import CGStreamer
+import Foundation
+
+/// What decoding a Matroska recording back yielded.
+struct DecodedRecording {
+    var videoFrames: Int
+    var audioBuffers: Int
+    var errors: [BusMessage]
+}
+
+/// Plays a Matroska file to its end through `video` and `audio` decoders (gst-launch
+/// fragments) and counts what comes out of each.
+func decodeRecording(
+    _ file: URL, video: String = "decodebin", audio: String = "decodebin"
+) async throws -> DecodedRecording {
+    let q = TestPipeline.unboundedQueue
+    let reader = try TestPipeline(
+        "filesrc location=\(file.path) ! matroskademux name=d "
+            + "d.video_0 ! \(q) ! \(video) ! appsink name=v sync=false "
+            + "d.audio_0 ! \(q) ! \(audio) ! appsink name=a sync=false")
+    let videoSink = AppSinkCollector(reader.element("v")!)
+    let audioSink = AppSinkCollector(reader.element("a")!)
+    defer {
+        videoSink.stop()
+        audioSink.stop()
+        reader.setState(GST_STATE_NULL)
+    }
+    guard reader.play() != GST_STATE_CHANGE_FAILURE else { throw PipelineError("cannot play \(file.path)") }
+    try await reader.waitFor { $0.kind == .eos || $0.kind == .error }
+    return DecodedRecording(videoFrames: videoSink.count, audioBuffers: audioSink.count, errors: reader.errors)
+}
