@@ -59,15 +59,18 @@ public struct PlayoutTimeline: Sendable, Equatable {
         if offsetNs != nil, awaitingAnchor {
             awaitingAnchor = false
             awaitingContinuityCheck = false
-            anchor(edgeUs: edge, at: max(now, latestPushedNs &+ 1_000_000))
+            anchor(edgeUs: edge, at: max(now, Saturating.add(latestPushedNs, 1_000_000)))
             placement = .anchored
         } else if let offset = offsetNs, awaitingContinuityCheck {
             awaitingContinuityCheck = false
-            let candidate = Int64(clamping: edge &* 1000) &+ offset
-            let backwards = candidate &+ Int64(Self.continuityToleranceNs) < Int64(latestPushedNs)
-            let farAhead = candidate > Int64(now) &+ Int64(latencyNs) &+ 5_000_000_000
+            let candidate = Saturating.add(Saturating.nanoseconds(micros: edge), offset)
+            let backwards =
+                Saturating.add(candidate, Saturating.int64(Self.continuityToleranceNs))
+                < Saturating.int64(latestPushedNs)
+            let farAhead =
+                candidate > Saturating.add(Saturating.int64(now), Saturating.int64(Saturating.add(latencyNs, 5_000_000_000)))
             if backwards || farAhead {
-                anchor(edgeUs: edge, at: max(now, latestPushedNs &+ 1_000_000))
+                anchor(edgeUs: edge, at: max(now, Saturating.add(latestPushedNs, 1_000_000)))
                 placement = .anchored
             }
         } else if offsetNs == nil {
@@ -75,13 +78,15 @@ public struct PlayoutTimeline: Sendable, Equatable {
             placement = .anchored
         }
         if mayRetarget, placement == .continued, let offset = offsetNs {
-            let edgePts = Int64(clamping: edge &* 1000) &+ offset
-            let deadline = edgePts &+ Int64(latencyNs)
-            if Int64(now) > deadline {
-                let shift = UInt64(Int64(now) - edgePts)
-                offsetNs = offset &+ Int64(shift)
+            let edgePts = Saturating.add(Saturating.nanoseconds(micros: edge), offset)
+            let deadline = Saturating.add(edgePts, Saturating.int64(latencyNs))
+            let nowNs = Saturating.int64(now)
+            if nowNs > deadline {
+                // now > deadline ≥ edgePts (latency is never negative): the difference is positive.
+                let shift = Saturating.subtract(nowNs, edgePts)
+                offsetNs = Saturating.add(offset, shift)
                 retargets += 1
-                placement = .retargeted(ns: shift)
+                placement = .retargeted(ns: UInt64(shift))
             }
         }
         return (runningTime(of: timestampUs), placement)
@@ -90,7 +95,7 @@ public struct PlayoutTimeline: Sendable, Equatable {
     /// The running time of a timestamp on the anchored timeline (0 before the anchor).
     public func runningTime(of timestampUs: UInt64) -> UInt64 {
         guard let offset = offsetNs else { return 0 }
-        let value = Int64(clamping: timestampUs &* 1000) &+ offset
+        let value = Saturating.add(Saturating.nanoseconds(micros: timestampUs), offset)
         return value < 0 ? 0 : UInt64(value)
     }
 
@@ -117,6 +122,35 @@ public struct PlayoutTimeline: Sendable, Equatable {
 
     private mutating func anchor(edgeUs: UInt64, at runningTime: UInt64) {
         if offsetNs != nil { retargets += 1 }
-        offsetNs = Int64(runningTime) &- Int64(clamping: edgeUs &* 1000)
+        offsetNs = Saturating.subtract(Saturating.int64(runningTime), Saturating.nanoseconds(micros: edgeUs))
+    }
+}
+
+/// Arithmetic on publisher timestamps, which are whatever a peer sent (any varint, up to
+/// 2^62 − 1 µs): it saturates instead of trapping or wrapping, so a hostile or broken
+/// publisher can at worst produce a timeline pinned at the end of time, never a crash.
+enum Saturating {
+    /// µs → ns, saturating at `Int64.max`.
+    static func nanoseconds(micros: UInt64) -> Int64 {
+        let (ns, overflow) = micros.multipliedReportingOverflow(by: 1000)
+        return overflow ? .max : int64(ns)
+    }
+
+    /// The value, saturating at `Int64.max`.
+    static func int64(_ value: UInt64) -> Int64 { Int64(clamping: value) }
+
+    static func add(_ a: Int64, _ b: Int64) -> Int64 {
+        let (sum, overflow) = a.addingReportingOverflow(b)
+        return overflow ? (b > 0 ? .max : .min) : sum
+    }
+
+    static func subtract(_ a: Int64, _ b: Int64) -> Int64 {
+        let (difference, overflow) = a.subtractingReportingOverflow(b)
+        return overflow ? (b < 0 ? .max : .min) : difference
+    }
+
+    static func add(_ a: UInt64, _ b: UInt64) -> UInt64 {
+        let (sum, overflow) = a.addingReportingOverflow(b)
+        return overflow ? .max : sum
     }
 }

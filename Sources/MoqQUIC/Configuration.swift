@@ -26,6 +26,11 @@ public struct QUICSettings: Sendable {
     public var maxData: UInt64 = 64 << 20
     /// Largest DATAGRAM frame accepted from the peer; 0 disables datagrams.
     public var maxDatagramFrameSize: UInt64 = 65_535
+    /// When true (the default), flow-control credit for received stream data is returned as soon as
+    /// it is delivered to the delegate. When false the application returns it with
+    /// ``QUICConnection/consume(_:bytes:)`` once it has finished with the bytes, so a peer can never make
+    /// it hold more than the receive windows (a moq session does this).
+    public var automaticFlowControlCredit = true
     /// Servers only: connections accepted at once; further handshakes are dropped.
     public var maxConnections: Int = 1024
     /// Test-only: drop this fraction of sent (`tx`) and received (`rx`) UDP datagrams, using a PRNG seeded

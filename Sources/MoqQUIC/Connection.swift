@@ -47,6 +47,10 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
     var cidKeys: Set<CIDKey> = []
 
     private var streams: [Int64: StreamState] = [:]
+    /// Bytes written to streams and not yet handed to ngtcp2 (all streams).
+    private let unsent = UnsentTotal()
+    /// Set by ``notifyWhenUnsent(below:)``: the delegate hears once unsent bytes fall below it.
+    private var drainThreshold: Int?
     private var sendable: Set<Int64> = []
     private var resetCreditReturned: Set<Int64> = []
     private var streamSequence: UInt64 = 0
@@ -115,7 +119,7 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
         let rc =
             bidirectional ? ngtcp2_conn_open_bidi_stream(conn, &id, nil) : ngtcp2_conn_open_uni_stream(conn, &id, nil)
         guard rc == 0 else { return nil }
-        streams[id] = StreamState(id: id, peerInitiated: false, sequence: nextSequence())
+        streams[id] = StreamState(id: id, peerInitiated: false, sequence: nextSequence(), total: unsent)
         return id
     }
 
@@ -136,6 +140,17 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
     /// Queues a FIN after everything already written to `stream`.
     public func finish(_ stream: Int64) {
         write(stream, Bytes(), fin: true)
+    }
+
+    /// Returns flow-control credit for `bytes` received on `stream` that the application has finished
+    /// with (only with ``QUICSettings/automaticFlowControlCredit`` off). Bytes of a stream that is already
+    /// closed still count for the connection window.
+    public func consume(_ stream: Int64, bytes: Int) {
+        loop.assertOnLoop()
+        guard !settings.automaticFlowControlCredit, bytes > 0, isOpen, let conn else { return }
+        _ = ngtcp2_conn_extend_max_stream_offset(conn, stream, UInt64(bytes))
+        ngtcp2_conn_extend_max_offset(conn, UInt64(bytes))
+        loop.markDirty(self)
     }
 
     /// Abruptly ends our sending side of `stream` with RESET_STREAM(`code`); queued data is dropped.
@@ -174,10 +189,18 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
         return streams[stream]?.unsent ?? 0
     }
 
-    /// Bytes written to all streams and not yet transmitted.
+    /// Bytes written to all streams and not yet transmitted (O(1): a running total).
     public var totalUnsentBytes: Int {
         loop.assertOnLoop()
-        return streams.values.reduce(0) { $0 + $1.unsent }
+        return unsent.bytes
+    }
+
+    /// Asks for one ``QUICConnectionDelegate/quicConnection(_:unsentBytesBelow:)`` call as soon as fewer
+    /// than `threshold` bytes written to streams remain unsent (at once if that is already so).
+    public func notifyWhenUnsent(below threshold: Int) {
+        loop.assertOnLoop()
+        drainThreshold = min(drainThreshold ?? .max, threshold)
+        loop.markDirty(self)
     }
 
     /// Bytes written to all streams and not yet acknowledged.
@@ -501,6 +524,10 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
             }
         }
         writePackets(conn, socket)
+        if let threshold = drainThreshold, unsent.bytes < threshold, isOpen {
+            drainThreshold = nil
+            delegate?.quicConnection(self, unsentBytesBelow: threshold)
+        }
     }
 
     private func writePackets(_ conn: OpaquePointer, _ socket: UDPSocket) {
@@ -911,15 +938,15 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
     }
 
     private func onStreamOpen(_ id: Int64) {
-        streams[id] = StreamState(id: id, peerInitiated: true, sequence: nextSequence())
+        streams[id] = StreamState(id: id, peerInitiated: true, sequence: nextSequence(), total: unsent)
         delegate?.quicConnection(self, didOpenStream: id)
     }
 
     private func onStreamData(_ id: Int64, _ data: UnsafeRawBufferPointer, fin: Bool) {
         streams[id]?.delivered = true
         delegate?.quicConnection(self, didReceive: data, on: id, fin: fin)
-        // The application has consumed the bytes: return the credit.
-        if let conn, !data.isEmpty {
+        // The application has consumed the bytes: return the credit (unless it returns it itself).
+        if settings.automaticFlowControlCredit, let conn, !data.isEmpty {
             _ = ngtcp2_conn_extend_max_stream_offset(conn, id, UInt64(data.count))
             ngtcp2_conn_extend_max_offset(conn, UInt64(data.count))
         }

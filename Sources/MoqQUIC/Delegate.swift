@@ -10,7 +10,8 @@ public protocol QUICConnectionDelegate: AnyObject {
     /// The peer opened `stream`; called before its first data or reset.
     func quicConnection(_ connection: QUICConnection, didOpenStream stream: Int64)
     /// In-order bytes of `stream`. `data` is valid only during the call. `fin` marks the end of the stream.
-    /// Receive credit for these bytes is returned to the peer when the call returns.
+    /// Receive credit for these bytes is returned to the peer when the call returns, unless
+    /// ``QUICSettings/automaticFlowControlCredit`` is off (then ``QUICConnection/consume(_:bytes:)`` does it).
     func quicConnection(
         _ connection: QUICConnection, didReceive data: UnsafeRawBufferPointer, on stream: Int64, fin: Bool)
     /// The peer reset its sending side of `stream` (RESET_STREAM) with `code`.
@@ -23,6 +24,9 @@ public protocol QUICConnectionDelegate: AnyObject {
     func quicConnection(_ connection: QUICConnection, didReceiveDatagram data: UnsafeRawBufferPointer)
     /// The peer raised its MAX_STREAMS limit: ``QUICConnection/openStream(bidirectional:)`` may succeed again.
     func quicConnection(_ connection: QUICConnection, streamCreditAvailable bidirectional: Bool)
+    /// Fewer bytes than the threshold given to ``QUICConnection/notifyWhenUnsent(below:)`` remain unsent:
+    /// there is room to write more (once per request).
+    func quicConnection(_ connection: QUICConnection, unsentBytesBelow threshold: Int)
     /// The connection ended. Called exactly once, and it is the last call.
     func quicConnection(_ connection: QUICConnection, didCloseWith reason: QUICCloseReason)
 }
@@ -46,4 +50,6 @@ extension QUICConnectionDelegate {
     public func quicConnection(_ connection: QUICConnection, didReceiveDatagram data: UnsafeRawBufferPointer) {}
     /// Default: nothing.
     public func quicConnection(_ connection: QUICConnection, streamCreditAvailable bidirectional: Bool) {}
+    /// Default: nothing.
+    public func quicConnection(_ connection: QUICConnection, unsentBytesBelow threshold: Int) {}
 }

@@ -4,6 +4,12 @@
 internal import CNgtcp2
 import MoqWire
 
+/// Bytes written to a connection's streams and not yet handed to ngtcp2, kept as a running
+/// total so that asking costs O(1) whatever the number of streams. Loop thread only.
+final class UnsentTotal {
+    var bytes = 0
+}
+
 /// One stream's state. Loop thread only.
 final class StreamState {
     let id: Int64
@@ -42,10 +48,14 @@ final class StreamState {
     /// Any data (or FIN) was delivered to the application.
     var delivered = false
 
-    init(id: Int64, peerInitiated: Bool, sequence: UInt64) {
+    /// The connection's running total of unsent bytes, kept up to date by this stream.
+    private let total: UnsentTotal
+
+    init(id: Int64, peerInitiated: Bool, sequence: UInt64, total: UnsentTotal) {
         self.id = id
         self.peerInitiated = peerInitiated
         self.sequence = sequence
+        self.total = total
     }
 
     /// Unsent data or an unsent FIN, and not blocked.
@@ -63,6 +73,7 @@ final class StreamState {
         guard !data.isEmpty, !sendClosed, !finQueued else { return }
         chunks.append(data)
         queuedEnd += UInt64(data.count)
+        total.bytes += data.count
     }
 
     /// Fills `vecs` with up to `vecs.count` pieces starting at `sentOffset`; returns (count, bytes, reachesEnd).
@@ -94,6 +105,7 @@ final class StreamState {
     /// Records that ngtcp2 took `count` more bytes (and the FIN if `fin`).
     func didSend(_ count: Int, fin: Bool) {
         sentOffset += UInt64(count)
+        total.bytes -= count
         while cursor < chunks.count && cursorOffset + UInt64(chunks[cursor].count) <= sentOffset {
             cursorOffset += UInt64(chunks[cursor].count)
             cursor += 1
@@ -119,6 +131,7 @@ final class StreamState {
 
     /// Drops everything queued (reset, stop-sending, close).
     func dropSendBuffer() {
+        total.bytes -= unsent
         chunks.removeAll()
         head = 0
         cursor = 0

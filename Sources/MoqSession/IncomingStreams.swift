@@ -6,6 +6,7 @@ final class IncomingUniStream: StreamHandler {
     unowned let session: SessionCore
     let stream: Int64
     private var buffer = StreamBuffer()
+    var bufferedBytes: Int { buffer.buffered }
     private var type: UniStreamType?
 
     init(session: SessionCore, stream: Int64) {
@@ -60,6 +61,7 @@ final class IncomingRequestStream: StreamHandler {
     unowned let session: SessionCore
     let stream: Int64
     private var buffer = StreamBuffer()
+    var bufferedBytes: Int { buffer.buffered }
     private var fin = false
     private var queued = false
 
@@ -139,11 +141,18 @@ final class DrainingStream: StreamHandler {
     func sessionClosed() {}
 }
 
+/// A peer's stream we are done with: everything that still arrives is dropped (and its
+/// credit returned) until the transport reports the stream closed.
+final class ClosedStream: StreamHandler {
+    func sessionClosed() {}
+}
+
 /// GOAWAY from the peer.
 final class GoawayReader: StreamHandler {
     unowned let session: SessionCore
     let stream: Int64
     private var buffer: StreamBuffer
+    var bufferedBytes: Int { buffer.buffered }
 
     init(session: SessionCore, stream: Int64, buffer: StreamBuffer) {
         self.session = session

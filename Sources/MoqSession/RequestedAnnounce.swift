@@ -8,9 +8,12 @@ final class RequestedAnnounce: StreamHandler {
     private let handler: (AnnounceEvent) -> Void
     private var stream: Int64?
     private var buffer = StreamBuffer()
+    var bufferedBytes: Int { buffer.buffered }
     private var ok: AnnounceOk?
     /// Announced paths by announce id.
     private var active: [UInt64: String] = [:]
+    /// Ids whose route is too long to use (reported as ended).
+    private var suppressed = Set<UInt64>()
     private var nextID: UInt64 = 0
     private var done = false
 
@@ -61,26 +64,46 @@ final class RequestedAnnounce: StreamHandler {
         case .start(let suffix, let route):
             let id = nextID
             nextID += 1
+            guard session.announcedCount < session.config.limits.maxAnnouncements else {
+                // A peer announcing more broadcasts than a session may hold: stop listening to it.
+                session.hitLimit(.announcements(session.config.limits.maxAnnouncements))
+                if let stream { session.abortStream(stream, .internal) }
+                return end(.internal)
+            }
             let path = BroadcastPath.join(prefix, suffix)
             active[id] = path
-            handler(.active(path: path, route: received(route, via: ok.hopID)))
+            session.announcedCount += 1
+            deliver(id: id, path: path, route: received(route, via: ok.hopID))
         case .update(let id, let route):
             guard let path = active[id] else { return }
-            handler(.active(path: path, route: received(route, via: ok.hopID)))
+            deliver(id: id, path: path, route: received(route, via: ok.hopID))
         case .end(let id):
             guard let path = active.removeValue(forKey: id) else { return }
-            handler(.ended(path: path))
+            session.announcedCount -= 1
+            if suppressed.remove(id) == nil { handler(.ended(path: path)) }
         case .unknown:
             break
         }
+    }
+
+    /// Reports a route, unless it has more hops than a peer accepts (32): such a route cannot
+    /// be announced any further and is treated as unreachable (a loop or a broken mesh).
+    private func deliver(id: UInt64, path: String, route: AnnounceRoute) {
+        if route.hops.count > WireLimits.maxHops {
+            if suppressed.insert(id).inserted { handler(.ended(path: path)) }
+            return
+        }
+        suppressed.remove(id)
+        handler(.active(path: path, route: route))
     }
 
     /// The route as seen from here: the announcer's hop appended, link cost added.
     private func received(_ route: AnnounceRoute, via hop: UInt64) -> AnnounceRoute {
         var r = route
         if hop != 0 { r.hops.append(hop) }
-        r.costWarm &+= session.config.linkCost
-        r.costCold &+= session.config.linkCost
+        // Saturating: a peer may announce a cost at the varint ceiling (2^62 − 1).
+        r.costWarm = VarInt.saturatingAdd(r.costWarm, session.config.linkCost)
+        r.costCold = VarInt.saturatingAdd(r.costCold, session.config.linkCost)
         return r
     }
 
@@ -89,8 +112,7 @@ final class RequestedAnnounce: StreamHandler {
     private func end(_ code: StreamErrorCode?) {
         guard !done else { return }
         done = true
-        for path in active.values.sorted() { handler(.ended(path: path)) }
-        active = [:]
+        releaseAll()
         if let stream {
             if code == nil { session.transport.finish(stream) }
             session.detach(stream)
@@ -107,8 +129,16 @@ final class RequestedAnnounce: StreamHandler {
     func sessionClosed() {
         guard !done else { return }
         done = true
-        for path in active.values.sorted() { handler(.ended(path: path)) }
-        active = [:]
+        releaseAll()
         handler(.closed(.sessionClosed))
+    }
+
+    /// Every broadcast of this stream is gone.
+    private func releaseAll() {
+        session.announcedCount -= active.count
+        let visible = active.filter { !suppressed.contains($0.key) }.values.sorted()
+        active = [:]
+        suppressed = []
+        for path in visible { handler(.ended(path: path)) }
     }
 }

@@ -7,9 +7,13 @@ final class RequestedFetch: StreamHandler {
     let request: Fetch
     private let completion: (Result<[Frame], StreamErrorCode>) -> Void
     private var stream: Int64?
-    private var decoder = FrameDecoder(expectHeader: false)
+    private var decoder: FrameDecoder
     private var frames: [Frame] = []
+    private var frameBytes = 0
     private var done = false
+    /// The reply is kept until FIN: all of it counts against the session's incoming budget.
+    var bufferedBytes: Int { done ? 0 : decoder.bufferedBytes + frameBytes }
+    var holdsCredit: Bool { false }
 
     init(session: SessionCore, request: Fetch, completion: @escaping (Result<[Frame], StreamErrorCode>) -> Void) {
         self.session = session
@@ -17,6 +21,7 @@ final class RequestedFetch: StreamHandler {
         normalized.broadcast = BroadcastPath.normalize(request.broadcast)
         self.request = normalized
         self.completion = completion
+        decoder = FrameDecoder(expectHeader: false, frameLimit: session.config.limits.maxFrameBytes)
     }
 
     func start() {
@@ -34,7 +39,10 @@ final class RequestedFetch: StreamHandler {
         guard !done else { return }
         do {
             for event in try decoder.feed(data, fin: fin) {
-                if case .frame(let frame) = event { frames.append(frame) }
+                if case .frame(let frame) = event {
+                    frames.append(frame)
+                    frameBytes += frame.payload.count
+                }
             }
             if fin { finish(.success(frames)) }
         } catch {

@@ -7,6 +7,7 @@ final class RequestedProbe: StreamHandler {
     private let handler: (Probe) -> Void
     private var stream: Int64?
     private var buffer = StreamBuffer()
+    var bufferedBytes: Int { buffer.buffered }
     private var done = false
 
     init(session: SessionCore, handler: @escaping (Probe) -> Void) {

@@ -12,12 +12,13 @@ final class RequestedSubscription: StreamHandler {
     private(set) var range: SubscriptionRange
     private var stream: Int64?
     private var buffer = StreamBuffer()
+    var bufferedBytes: Int { buffer.buffered }
     private var startGroup: UInt64?
     private var endGroup: UInt64?
-    /// Sequences seen (group stream, datagram or DROP) at or above the watermark.
-    private var seen = Set<UInt64>()
-    /// Every sequence below this has been seen (valid once START is known).
-    private var watermark: UInt64?
+    /// Sequences seen (group stream, datagram or DROP) before START arrived.
+    private var early = SequenceSet()
+    /// Sequences seen from START on (every sequence below its watermark was seen).
+    private var seen: SequenceSet?
     private var activeGroups = 0
     private var graceTimer: (any Cancellable)?
     private var done = false
@@ -72,9 +73,12 @@ final class RequestedSubscription: StreamHandler {
                 case .start(let group):
                     startGroup = group
                     track.setSubscriptionStart(group)
-                    if watermark == nil {
-                        watermark = group
-                        compact()
+                    if seen == nil {
+                        var set = SequenceSet(watermark: group, maxRanges: Self.maxSeenRanges)
+                        if early.watermark > 0 { set.insert(0...(early.watermark - 1)) }
+                        for r in early.ranges { set.insert(r) }
+                        seen = set
+                        early = SequenceSet()
                     }
                 case .end(let group):
                     endGroup = group
@@ -93,7 +97,8 @@ final class RequestedSubscription: StreamHandler {
         if fin {
             if endGroup == nil {
                 // FIN without END: the publisher ended the subscription without ending the track.
-                endGroup = max(watermark ?? 0, (track.latestSequence ?? 0) + (track.latestSequence == nil ? 0 : 1))
+                // Saturating: the newest group may be numbered 2^62 − 1.
+                endGroup = max(seen?.watermark ?? 0, track.latestSequence.map { VarInt.saturatingAdd($0, 1) } ?? 0)
             }
             if !checkComplete() {
                 let box = WeakLoopBox(self)
@@ -146,29 +151,21 @@ final class RequestedSubscription: StreamHandler {
         _ = checkComplete()
     }
 
-    private func markSeen(_ range: ClosedRange<UInt64>) {
-        if let w = watermark, range.lowerBound <= w {
-            if range.upperBound >= w { watermark = range.upperBound + 1 }
-        } else if range.count <= 4096 {
-            for s in range { seen.insert(s) }
-        } else {
-            // An enormous DROP: remember only its end.
-            seen.insert(range.upperBound)
-        }
-        compact()
-    }
+    /// Disjoint ranges of sequences kept above the watermark (bounds what DROP floods cost).
+    static let maxSeenRanges = 1024
 
-    private func compact() {
-        guard var w = watermark else { return }
-        seen = seen.filter { $0 >= w }
-        while seen.remove(w) != nil { w += 1 }
-        watermark = w
+    private func markSeen(_ range: ClosedRange<UInt64>) {
+        if seen != nil {
+            seen?.insert(range)
+        } else {
+            early.insert(range)
+        }
     }
 
     /// Finishes the track once END arrived and every group below it was seen and ended.
     private func checkComplete() -> Bool {
         guard !done, let end = endGroup else { return false }
-        let allSeen = (watermark ?? end) >= end || end == 0
+        let allSeen = (seen?.watermark ?? end) >= end || end == 0
         guard allSeen, activeGroups == 0 else { return false }
         finishTrack()
         return true
@@ -178,7 +175,7 @@ final class RequestedSubscription: StreamHandler {
         guard !done else { return }
         done = true
         graceTimer?.cancel()
-        track.finish(end: endGroup ?? ((track.latestSequence ?? 0) + 1))
+        track.finish(end: endGroup ?? VarInt.saturatingAdd(track.latestSequence ?? 0, 1))
         if let stream {
             session.transport.finish(stream)
             session.detach(stream)
@@ -220,14 +217,20 @@ final class RequestedSubscription: StreamHandler {
 final class GroupReader: StreamHandler {
     unowned let session: SessionCore
     let stream: Int64
-    private var decoder = FrameDecoder(expectHeader: true)
+    private var decoder: FrameDecoder
     private var subscription: RequestedSubscription?
     private var producer: GroupProducer?
     private var done = false
+    /// Only the frame being assembled: complete frames are in the track's cache.
+    var bufferedBytes: Int { done ? 0 : decoder.bufferedBytes }
+    /// Credit goes back on arrival: a frame may be larger than a stream window, so its
+    /// assembly is bounded by the session's budget instead.
+    var holdsCredit: Bool { false }
 
     init(session: SessionCore, stream: Int64) {
         self.session = session
         self.stream = stream
+        decoder = FrameDecoder(expectHeader: true, frameLimit: session.config.limits.maxFrameBytes)
     }
 
     func received(_ data: UnsafeRawBufferPointer, fin: Bool) {
@@ -246,7 +249,14 @@ final class GroupReader: StreamHandler {
                     subscription = sub
                     self.producer = producer
                 case .frame(let frame):
-                    producer?.write(frame)
+                    guard let producer else { break }
+                    guard producer.write(frame) else {
+                        // The group closed under us (too large, evicted, track ended): stop the stream.
+                        var code = StreamErrorCode.cancel
+                        if case .aborted(let c) = producer.status { code = c }
+                        session.abortStream(stream, code, resetSend: false)
+                        return close()
+                    }
                     session.counters.framesReceived += 1
                     session.counters.bytesReceived += UInt64(frame.payload.count)
                 }

@@ -8,6 +8,7 @@ final class RequestedTrack: StreamHandler {
     private let completion: (Result<TrackInfo, StreamErrorCode>) -> Void
     private var stream: Int64?
     private var buffer = StreamBuffer()
+    var bufferedBytes: Int { buffer.buffered }
     private var done = false
 
     init(

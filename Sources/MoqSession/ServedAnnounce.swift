@@ -8,6 +8,7 @@ final class ServedAnnounce: StreamHandler {
     unowned let session: SessionCore
     let stream: Int64
     private var buffer: StreamBuffer
+    var bufferedBytes: Int { buffer.buffered }
     private var prefix: String?
     private var observation: UInt64?
     private var directory: (any BroadcastDirectory)?
@@ -79,6 +80,7 @@ final class ServedAnnounce: StreamHandler {
     private func isVisible(path: String, route: AnnounceRoute) -> Bool {
         guard let prefix, let suffix = BroadcastPath.strip(prefix: prefix, from: path) else { return false }
         if BroadcastPath.isHidden(suffix: suffix) { return false }
+        if route.hops.count > WireLimits.maxHops { return false }  // the peer would refuse it
         if let peerHop = session.peerSetup?.origin, peerHop != 0, route.hops.contains(peerHop) { return false }
         return true
     }
@@ -95,7 +97,11 @@ final class ServedAnnounce: StreamHandler {
         guard !done, session.phase == .ready else { return }
         switch event {
         case .announced(let path, let route):
-            guard isVisible(path: path, route: route) else { return }
+            guard isVisible(path: path, route: route) else {
+                // A route that became unusable (e.g. too long) ends what was announced.
+                if let id = active.removeValue(forKey: path) { write(Announcement.end(id: id).encoded()) }
+                return
+            }
             if let id = active[path] {
                 write(Announcement.update(id: id, route: route).encoded())
             } else {
@@ -108,7 +114,14 @@ final class ServedAnnounce: StreamHandler {
     }
 
     private func write(_ bytes: [UInt8]) {
+        guard !done else { return }
         session.transport.write(stream, Bytes(bytes), fin: false)
+        let limit = session.config.limits.maxControlBacklogBytes
+        if session.transport.unsentBytes(stream) > limit {
+            // A watcher that does not read: its backlog would grow with every change.
+            session.hitLimit(.controlBacklog(limit))
+            stop(.tooFarBehind)
+        }
     }
 
     private func stop(_ code: StreamErrorCode?) {

@@ -7,6 +7,7 @@ final class ServedFetch: StreamHandler, Pumpable {
     unowned let session: SessionCore
     let stream: Int64
     private var buffer: StreamBuffer
+    var bufferedBytes: Int { buffer.buffered }
     private var request: Fetch?
     private var track: TrackProducer?
     private var group: GroupState?
@@ -15,6 +16,8 @@ final class ServedFetch: StreamHandler, Pumpable {
     private var nextFrame = 0
     private var lastTimestamp: UInt64 = 0
     private var done = false
+    /// Counted against ``SessionLimits/maxServedFetches`` until finished.
+    private var counted = false
 
     init(session: SessionCore, stream: Int64, buffer: StreamBuffer) {
         self.session = session
@@ -33,6 +36,11 @@ final class ServedFetch: StreamHandler, Pumpable {
             self.request = request
             session.transport.setSendOrder(
                 stream, SendOrder.group(priority: request.priority, subscribeID: 0, sequence: request.group))
+            guard session.servedFetchCount < session.config.limits.maxServedFetches else {
+                session.counters.refusedRequests += 1
+                session.hitLimit(.servedFetches(session.config.limits.maxServedFetches))
+                return finish(.internal)
+            }
             guard let broadcast = session.publishOrigin?.broadcast(request.broadcast) else {
                 session.counters.refusedRequests += 1
                 return finish(.unroutable)
@@ -45,6 +53,8 @@ final class ServedFetch: StreamHandler, Pumpable {
             }
             self.track = track
             self.group = group
+            session.servedFetchCount += 1
+            counted = true
             nextFrame = Int(request.frameStart)
             let trigger = PumpTrigger(scheduler: session.scheduler, target: self)
             self.trigger = trigger
@@ -61,7 +71,8 @@ final class ServedFetch: StreamHandler, Pumpable {
         let (frames, status) = track.frames(of: group, from: nextFrame)
         for frame in frames {
             if let end = request.frameEnd, UInt64(nextFrame) > end { break }
-            session.transport.write(stream, Bytes(frame.encodedHeader(previous: lastTimestamp)), fin: false)
+            guard let header = frame.encodedHeader(previous: lastTimestamp) else { return finish(.timestampMismatch) }
+            session.transport.write(stream, Bytes(header), fin: false)
             if !frame.payload.isEmpty { session.transport.write(stream, frame.payload, fin: false) }
             lastTimestamp = frame.timestamp
             nextFrame += 1
@@ -81,15 +92,22 @@ final class ServedFetch: StreamHandler, Pumpable {
     private func finish(_ code: StreamErrorCode?) {
         guard !done else { return }
         done = true
-        if let token { track?.removeObserver(token) }
-        token = nil
+        release()
         if let code { session.abortStream(stream, code) }
-        session.handlers[stream] = DrainingStream(session: session, stream: stream)
+        session.install(DrainingStream(session: session, stream: stream), on: stream)
     }
 
     func sessionClosed() {
+        done = true
+        release()
+    }
+
+    private func release() {
         if let token { track?.removeObserver(token) }
         token = nil
-        done = true
+        if counted {
+            counted = false
+            session.servedFetchCount -= 1
+        }
     }
 }

@@ -1,9 +1,19 @@
 // SPDX-License-Identifier: MIT
 import MoqWire
 
-/// A subscription the peer holds on one of our tracks: we resolve its start from
-/// the cache and its latency budget, then send one uni stream per group, newest
-/// first under congestion, resetting groups that fall too far behind.
+/// A subscription the peer holds on one of our tracks.
+///
+/// We resolve its start from the cache and its latency budget (SUBSCRIBE_START), then
+/// send one uni stream per group. A subscriber slower than the publisher is met with
+/// back-pressure, never with the end of its session: a group stream is opened only
+/// when the connection has taken what the subscription already queued (its unsent
+/// bytes are below ``SessionLimits/subscriptionSendWindow`` and the session's below
+/// ``SessionLimits/maxUnsentBytes``), oldest group first, so a backlog is delivered in
+/// order. Groups that wait become older; the ones that fall out of the subscriber's
+/// budget (or out of the cache) before their stream opens are dropped with
+/// SUBSCRIBE_DROP, in runs, and counted: a moq-rs subscriber never sees an error for
+/// them. Only a group already in flight that is still stuck behind the budget is reset
+/// (OLD).
 final class ServedSubscription: StreamHandler, Pumpable {
     /// One group being sent on its own stream.
     final class GroupSend {
@@ -12,6 +22,8 @@ final class ServedSubscription: StreamHandler, Pumpable {
         var nextFrame: Int
         var lastTimestamp: UInt64 = 0
         let frameEnd: UInt64?
+        /// Bytes written to the stream so far (to tell whether any of it left).
+        var bytesWritten = 0
         /// Reset, cancelled or sent as a datagram: nothing more is written.
         var isClosed = false
         /// The whole group (and FIN) was written; it may still be queued in the transport.
@@ -19,7 +31,8 @@ final class ServedSubscription: StreamHandler, Pumpable {
 
         init(group: GroupState, frameStart: UInt64, frameEnd: UInt64?) {
             self.group = group
-            nextFrame = Int(frameStart)
+            // frame_start is a varint (≤ 2^62 − 1): it fits in a 64-bit Int.
+            nextFrame = Int(clamping: frameStart)
             self.frameEnd = frameEnd
         }
     }
@@ -27,21 +40,25 @@ final class ServedSubscription: StreamHandler, Pumpable {
     unowned let session: SessionCore
     let stream: Int64
     private var buffer: StreamBuffer
+    var bufferedBytes: Int { buffer.buffered }
     private var subscribe: Subscribe?
     private var track: TrackProducer?
     private var trigger: PumpTrigger?
     private var observerToken: UInt64?
     /// The lowest sequence served, once resolved (SUBSCRIBE_START, or lower for a relayed track).
     private var floor: UInt64?
-    /// Every sequence below has been started or dropped.
-    private var watermark: UInt64 = 0
-    /// Sequences at or above the watermark already started or dropped.
-    private var handled = Set<UInt64>()
+    /// Sequences queued, started or dropped; every sequence below its watermark is.
+    private var handled = SequenceSet()
+    /// Groups admitted but not started yet (waiting for room), by ascending sequence.
+    private var queue: [GroupState] = []
     private var active: [GroupSend] = []
+    /// The highest sequence for which a stream was opened (END never goes at or below it).
+    private var highestStarted: UInt64?
+    private var drops = DropRuns()
     private var endSent = false
     /// A pending re-check while written groups still wait in the transport.
     private var recheck: (any Cancellable)?
-    /// How often a backed-up subscription looks at the transport again.
+    /// How often a backed-up subscription looks at the transport again when nothing else wakes it.
     static let drainPoll = Duration.milliseconds(20)
     private var done = false
     private var counted = false
@@ -51,6 +68,11 @@ final class ServedSubscription: StreamHandler, Pumpable {
         self.stream = stream
         self.buffer = buffer
     }
+
+    /// The subscriber's priority (for the order in which waiting subscriptions get room).
+    var priority: UInt8 { subscribe?.range.priority ?? 0 }
+    /// The subscriber's id.
+    var subscribeID: UInt64 { subscribe?.id ?? .max }
 
     // MARK: Requests from the peer
 
@@ -66,9 +88,10 @@ final class ServedSubscription: StreamHandler, Pumpable {
                 begin(request)
                 guard !done else { return }
             }
-            while let update = try buffer.next(SubscribeUpdate.self) {
-                apply(update.range)
-            }
+            // Every complete update first, then one pump (a burst of updates costs one pass).
+            var latest: SubscriptionRange?
+            while let update = try buffer.next(SubscribeUpdate.self) { latest = update.range }
+            if let latest { apply(latest) }
             if fin { finishByPeer() }
         } catch {
             session.counters.malformedStreams += 1
@@ -100,6 +123,7 @@ final class ServedSubscription: StreamHandler, Pumpable {
         guard !done else { return }
         for send in active where !send.finWritten { cancel(send, code: .cancel) }
         active = []
+        queue = []
         if endSent { session.counters.servedSubscriptionsCompleted += 1 }
         if session.phase != .closed { session.transport.finish(stream) }
         cleanup()
@@ -166,14 +190,26 @@ final class ServedSubscription: StreamHandler, Pumpable {
             }
             writeControl(SubscribeResponse.start(group: lowest).encoded())
             floor = lowest
-            watermark = lowest
+            handled.raiseWatermark(to: lowest)
         }
-        startNewGroups(track: track, range: range)
+        let snapshot = track.snapshot(from: handled.watermark)
+        admit(snapshot, track: track, range: range)
+        dropStale(snapshot, range: range)
+        dropGaps(snapshot, range: range)
+        flushDrops()
+        guard !done else { return }
+        startQueued(range: range)
         for send in active { flush(send, track: track) }
         prune()
-        expireStaleGroups(track: track, range: range)
-        enforceBufferLimit()
+        expireStaleGroups(snapshot, range: range)
+        guard !done else { return }
         finishIfEnded(track)
+    }
+
+    /// The subscriber's budget in ns (saturating: any varint may arrive).
+    private func budget(_ range: SubscriptionRange) -> UInt64 {
+        let (ns, overflow) = range.maxLatencyMs.multipliedReportingOverflow(by: 1_000_000)
+        return overflow ? .max : ns
     }
 
     /// The oldest cached group (at or after the floor) within the latency budget of
@@ -181,7 +217,7 @@ final class ServedSubscription: StreamHandler, Pumpable {
     private func resolveStart(track: TrackProducer, range: SubscriptionRange) -> UInt64? {
         guard let newest = track.latestGroup else { return nil }
         if let end = range.groupEnd, range.groupStart > end { return range.groupStart }
-        let budget = range.maxLatencyMs &* 1_000_000
+        let budget = budget(range)
         let candidates = track.groups(from: range.groupStart)
         for g in candidates where newest.age(of: g) <= budget || g === newest {
             return g.sequence
@@ -189,49 +225,109 @@ final class ServedSubscription: StreamHandler, Pumpable {
         return max(newest.sequence, range.groupStart)
     }
 
-    /// Starts every group at or above the watermark that is not started yet, in
-    /// sequence order (the transport sends the newest first). Groups already older
-    /// than the budget are dropped (SUBSCRIBE_DROP, OLD), as are declared-dropped ones.
-    /// The watermark moves over handled sequences, and over gaps once whatever
-    /// follows them is itself stale.
-    private func startNewGroups(track: TrackProducer, range: SubscriptionRange) {
-        guard let newest = track.latestGroup else { return }
-        let budget = range.maxLatencyMs &* 1_000_000
-        let candidates = track.groups(from: watermark)
-        for g in candidates where !handled.contains(g.sequence) {
+    /// Queues every cached group at or above the watermark that is not handled yet;
+    /// groups the publisher declared undeliverable (empty aborted placeholders) are dropped.
+    private func admit(_ snapshot: TrackProducer.Snapshot, track: TrackProducer, range: SubscriptionRange) {
+        for g in snapshot.groups where !handled.contains(g.sequence) {
             if let end = range.groupEnd, g.sequence > end { break }
-            handled.insert(g.sequence)
-            let stale = g !== newest && newest.age(of: g) > budget && track.end == nil
-            let placeholder: Bool = {
-                if case .aborted = track.frames(of: g, from: 0).status { return track.frameCount(of: g) == 0 }
-                return false
-            }()
-            if stale || placeholder {
-                writeControl(
-                    SubscribeResponse.drop(start: g.sequence, end: g.sequence, code: StreamErrorCode.old.rawValue)
-                        .encoded())
-                if stale { session.counters.groupsResetAsOld += 1 }
+            handled.insert(g.sequence...g.sequence)
+            if isPlaceholder(g, track: track) {
+                drops.add(g.sequence, code: .old)
                 continue
             }
-            startGroup(g, range: range)
+            enqueue(g)
         }
-        // Advance the watermark.
-        var index = 0
-        while true {
-            if handled.remove(watermark) != nil {
-                watermark += 1
-                continue
+    }
+
+    private func isPlaceholder(_ group: GroupState, track: TrackProducer) -> Bool {
+        if case .aborted = track.frames(of: group, from: 0).status { return track.frameCount(of: group) == 0 }
+        return false
+    }
+
+    /// Inserts by sequence: late groups of a relayed track can be older than queued ones.
+    private func enqueue(_ group: GroupState) {
+        if let last = queue.last, last.sequence > group.sequence {
+            let i = queue.firstIndex { $0.sequence > group.sequence } ?? queue.count
+            queue.insert(group, at: i)
+        } else {
+            queue.append(group)
+        }
+    }
+
+    /// Queued groups that fell out of the budget (relative to the newest group) or out of
+    /// the cache are dropped before any stream is opened for them.
+    private func dropStale(_ snapshot: TrackProducer.Snapshot, range: SubscriptionRange) {
+        guard !queue.isEmpty, let newest = snapshot.latest else { return }
+        let budget = budget(range)
+        let live = snapshot.end == nil
+        queue.removeAll { g in
+            if !g.isCached && g !== newest {
+                drops.add(g.sequence, code: .evicted)
+                session.counters.groupsDroppedForBudget += 1
+                return true
             }
-            while index < candidates.count && candidates[index].sequence <= watermark { index += 1 }
-            guard index < candidates.count else { break }
-            let next = candidates[index]
-            // A gap: once the group after it is stale, whatever fills it would be too.
-            guard newest.age(of: next) > budget || track.end != nil else { break }
-            writeControl(
-                SubscribeResponse.drop(start: watermark, end: next.sequence - 1, code: StreamErrorCode.old.rawValue)
-                    .encoded())
-            watermark = next.sequence
+            if live && g !== newest && newest.age(of: g) > budget {
+                drops.add(g.sequence, code: .old)
+                session.counters.groupsDroppedForBudget += 1
+                return true
+            }
+            return false
         }
+    }
+
+    /// Sequences missing from the cache below a group that is itself stale (or after the
+    /// track ended) will never be worth sending: say so, and move the watermark past them.
+    private func dropGaps(_ snapshot: TrackProducer.Snapshot, range: SubscriptionRange) {
+        guard let newest = snapshot.latest else { return }
+        let budget = budget(range)
+        for g in snapshot.groups where g.sequence > handled.watermark {
+            guard newest.age(of: g) > budget || snapshot.end != nil else { break }
+            // Every unhandled sequence below g is a gap (no cached group): drop them, run by run.
+            while handled.watermark < g.sequence {
+                let w = handled.watermark
+                let nextHandled = handled.ranges.first?.lowerBound ?? g.sequence
+                let gapEnd = min(nextHandled, g.sequence) - 1  // > w: w itself is never handled
+                drops.add(range: w...gapEnd, code: .old)
+                handled.insert(w...gapEnd)
+            }
+        }
+    }
+
+    /// Opens streams for queued groups, oldest first, while the connection has room.
+    private func startQueued(range: SubscriptionRange) {
+        while !done, let next = queue.first {
+            guard hasRoom() else {
+                session.waitForRoom(self, unsent: ownUnsentBytes)
+                return
+            }
+            queue.removeFirst()
+            startGroup(next, range: range)
+        }
+    }
+
+    /// Bytes this subscription has written and the transport has not sent yet.
+    private var ownUnsentBytes: Int {
+        active.reduce(0) { n, send in n + (send.stream.map { session.transport.unsentBytes($0) } ?? 0) }
+    }
+
+    /// True when another group stream may open: nothing of ours waits for stream credit,
+    /// ours is nearly all handed to the network, and the session is under its bound.
+    private func hasRoom() -> Bool {
+        if active.contains(where: { $0.stream == nil && !$0.isClosed }) { return false }
+        let limits = session.config.limits
+        guard session.transport.totalUnsentBytes < limits.maxUnsentBytes else {
+            session.hitLimit(.unsentBytes(limits.maxUnsentBytes))
+            return false
+        }
+        return ownUnsentBytes < limits.subscriptionSendWindow
+    }
+
+    /// The session has room again (the transport drained): start what waits.
+    func roomAvailable() {
+        guard !done, let range = subscribe?.range, let track else { return }
+        startQueued(range: range)
+        for send in active { flush(send, track: track) }
+        finishIfEnded(track)
     }
 
     private func order(for sequence: UInt64) -> Int64 {
@@ -239,8 +335,10 @@ final class ServedSubscription: StreamHandler, Pumpable {
     }
 
     private func startGroup(_ group: GroupState, range: SubscriptionRange) {
+        guard let id = subscribe?.id else { return }
         let send = GroupSend(group: group, frameStart: range.frameStart, frameEnd: range.frameEnd)
         active.append(send)
+        highestStarted = max(highestStarted ?? group.sequence, group.sequence)
         session.counters.groupsSent += 1
         if trySendAsDatagram(send) { return }
         session.openStream(
@@ -255,11 +353,11 @@ final class ServedSubscription: StreamHandler, Pumpable {
             }
             send.stream = stream
             self.session.transport.setSendOrder(stream, self.order(for: group.sequence))
-            let header = GroupHeader(
-                subscribeID: self.subscribe!.id, sequence: group.sequence, frameStart: UInt64(send.nextFrame))
-            self.session.transport.write(
-                stream, Bytes([UInt8(UniStreamType.group.rawValue)] + header.encoded()), fin: false)
-            self.session.handlers[stream] = GroupWriter(owner: self, send: send)
+            let header = GroupHeader(subscribeID: id, sequence: group.sequence, frameStart: UInt64(send.nextFrame))
+            let bytes = [UInt8(UniStreamType.group.rawValue)] + header.encoded()
+            self.session.transport.write(stream, Bytes(bytes), fin: false)
+            send.bytesWritten += bytes.count
+            self.session.install(GroupWriter(owner: self, send: send), on: stream)
             if let track = self.track { self.flush(send, track: track) }
             self.prune()
             self.finishIfEnded(self.track)
@@ -288,9 +386,15 @@ final class ServedSubscription: StreamHandler, Pumpable {
         let (frames, status) = track.frames(of: send.group, from: send.nextFrame)
         for frame in frames {
             if let end = send.frameEnd, UInt64(send.nextFrame) > end { break }
-            let header = frame.encodedHeader(previous: send.lastTimestamp)
+            guard let header = frame.encodedHeader(previous: send.lastTimestamp) else {
+                // A timestamp that cannot be expressed as a delta on this stream (see Frame).
+                session.transport.resetStream(stream, code: StreamErrorCode.timestampMismatch.wireValue)
+                send.isClosed = true
+                return
+            }
             session.transport.write(stream, Bytes(header), fin: false)
             if !frame.payload.isEmpty { session.transport.write(stream, frame.payload, fin: false) }
+            send.bytesWritten += header.count + frame.payload.count
             send.lastTimestamp = frame.timestamp
             send.nextFrame += 1
             session.counters.framesSent += 1
@@ -324,8 +428,8 @@ final class ServedSubscription: StreamHandler, Pumpable {
             waiting = true
             return false
         }
-        // Nothing else wakes us when the transport drains: look again shortly.
-        if waiting && recheck == nil && !done {
+        // A fallback when nothing else wakes us (a peer that stopped reading): look again shortly.
+        if (waiting || !queue.isEmpty) && recheck == nil && !done {
             let box = WeakLoopBox(self)
             recheck = session.scheduler.schedule(after: Self.drainPoll) {
                 guard let me = box.value else { return }
@@ -335,35 +439,24 @@ final class ServedSubscription: StreamHandler, Pumpable {
         }
     }
 
-    /// Resets in-flight groups that are backed up (bytes still unsent) and older
-    /// than the latency budget relative to the newest group.
-    private func expireStaleGroups(track: TrackProducer, range: SubscriptionRange) {
-        guard active.count > 1 else { return }
-        guard let newest = track.latestGroup else { return }
-        let budget = range.maxLatencyMs &* 1_000_000
+    /// Resets in-flight groups that are stuck (bytes still unsent) and older than the
+    /// latency budget relative to the newest group. With back-pressure only a group or two
+    /// are in flight, so this happens when the subscriber stops reading, not when it is slow.
+    private func expireStaleGroups(_ snapshot: TrackProducer.Snapshot, range: SubscriptionRange) {
+        guard active.count > 1, let newest = snapshot.latest else { return }
+        let budget = budget(range)
         for send in active where send.group !== newest {
             guard let stream = send.stream, !send.isClosed else { continue }
-            let age = newest.age(of: send.group)
-            if age > budget && session.transport.unsentBytes(stream) > 0 {
+            let unsent = session.transport.unsentBytes(stream)
+            if unsent > 0 && newest.age(of: send.group) > budget {
                 cancel(send, code: .old)
                 session.counters.groupsResetAsOld += 1
+                // Nothing of it left yet: the subscriber never saw it, and a DROP says why.
+                if unsent >= send.bytesWritten { drops.add(send.group.sequence, code: .old) }
             }
         }
+        flushDrops()
         prune()
-    }
-
-    /// Bounds what one session may have queued: past the limit, this subscription's
-    /// oldest in-flight groups (never the newest) are reset as too far behind.
-    private func enforceBufferLimit() {
-        let limit = session.config.limits.maxUnsentBytes
-        guard session.transport.totalUnsentBytes > limit else { return }
-        for send in active.dropLast() where !send.isClosed {
-            guard session.transport.totalUnsentBytes > limit else { break }
-            cancel(send, code: .tooFarBehind)
-            session.counters.groupsResetForBuffer += 1
-        }
-        prune()
-        session.hitLimit(.unsentBytes(limit))
     }
 
     private func cancel(_ send: GroupSend, code: StreamErrorCode) {
@@ -383,46 +476,64 @@ final class ServedSubscription: StreamHandler, Pumpable {
     }
 
     private func finishIfEnded(_ track: TrackProducer?) {
-        guard !done, let track, case .finished(let end)? = track.end else { return }
-        if floor != nil, watermark < end {
-            // Groups still cached will be started by the next pump; the rest are gone.
-            guard track.groups(from: watermark).allSatisfy({ handled.contains($0.sequence) }) else { return }
-            // Whatever below the end was never started will not be: say so, in runs.
-            func drop(_ from: UInt64, _ to: UInt64) {
-                writeControl(SubscribeResponse.drop(start: from, end: to, code: StreamErrorCode.old.rawValue).encoded())
-            }
-            if end - watermark > 100_000 {
-                drop(watermark, end - 1)
-            } else {
-                var runStart: UInt64?
-                for seq in watermark..<end {
-                    if handled.contains(seq) {
-                        if let r = runStart { drop(r, seq - 1) }
-                        runStart = nil
-                    } else if runStart == nil {
-                        runStart = seq
-                    }
+        guard !done, let track, case .finished(var end)? = track.end else { return }
+        // END is exclusive and never at or below a group we sent.
+        if let highest = highestStarted { end = max(end, VarInt.saturatingAdd(highest, 1)) }
+        if floor != nil, handled.watermark < end {
+            // Groups still cached will be admitted by the next pump; the rest are gone.
+            guard track.groups(from: handled.watermark).allSatisfy({ handled.contains($0.sequence) }) else { return }
+            // Whatever below the end was never handled will not be: say so, in runs.
+            var runStart: UInt64?
+            var seq = handled.watermark
+            var steps = 0
+            while seq < end {
+                if handled.contains(seq) {
+                    if let r = runStart { drops.add(range: r...(seq - 1), code: .old) }
+                    runStart = nil
+                } else if runStart == nil {
+                    runStart = seq
                 }
-                if let r = runStart { drop(r, end - 1) }
+                steps += 1
+                if steps > 100_000 {
+                    // A sparse range this long is not worth walking: the rest goes as one run.
+                    drops.add(range: (runStart ?? seq)...(end - 1), code: .old)
+                    runStart = nil
+                    break
+                }
+                seq += 1
             }
-            watermark = end
-            handled = []
+            if let r = runStart { drops.add(range: r...(end - 1), code: .old) }
+            handled.raiseWatermark(to: end)
         }
+        flushDrops()
         if !endSent {
             endSent = true
             writeControl(SubscribeResponse.end(group: end).encoded())
         }
-        guard active.isEmpty else { return }
+        guard active.isEmpty, queue.isEmpty else { return }
         session.transport.finish(stream)
         session.counters.servedSubscriptionsCompleted += 1
         cleanup()
         // Keep listening until the peer closes its side.
-        session.handlers[stream] = DrainingStream(session: session, stream: stream)
+        session.install(DrainingStream(session: session, stream: stream), on: stream)
+    }
+
+    /// Writes the DROP runs collected so far.
+    private func flushDrops() {
+        for run in drops.take() {
+            writeControl(SubscribeResponse.drop(start: run.start, end: run.end, code: run.code.rawValue).encoded())
+        }
     }
 
     private func writeControl(_ bytes: [UInt8]) {
-        guard session.phase != .closed else { return }
+        guard session.phase != .closed, !done else { return }
         session.transport.write(stream, Bytes(bytes), fin: false)
+        let limit = session.config.limits.maxControlBacklogBytes
+        if session.transport.unsentBytes(stream) > limit {
+            // A subscriber that never reads its subscribe stream: end this subscription only.
+            session.hitLimit(.controlBacklog(limit))
+            end(resetWith: .tooFarBehind)
+        }
     }
 
     private func end(resetWith code: StreamErrorCode) {
@@ -431,6 +542,7 @@ final class ServedSubscription: StreamHandler, Pumpable {
             cancel(send, code: code == .malformedTrack ? .cancel : code)
         }
         active = []
+        queue = []
         session.abortStream(stream, code)
         cleanup()
         session.detach(stream)
@@ -454,6 +566,35 @@ final class ServedSubscription: StreamHandler, Pumpable {
     }
 }
 
+/// SUBSCRIBE_DROP runs being collected during one pump: consecutive sequences with the
+/// same code become one message.
+struct DropRuns {
+    struct Run: Equatable {
+        var start: UInt64
+        var end: UInt64
+        var code: StreamErrorCode
+    }
+
+    private var runs: [Run] = []
+
+    mutating func add(_ sequence: UInt64, code: StreamErrorCode) { add(range: sequence...sequence, code: code) }
+
+    mutating func add(range: ClosedRange<UInt64>, code: StreamErrorCode) {
+        if var last = runs.last, last.code == code, last.end < UInt64.max, last.end + 1 == range.lowerBound {
+            last.end = range.upperBound
+            runs[runs.count - 1] = last
+        } else {
+            runs.append(Run(start: range.lowerBound, end: range.upperBound, code: code))
+        }
+    }
+
+    /// The runs, in the order they were added; empties the collection.
+    mutating func take() -> [Run] {
+        defer { runs = [] }
+        return runs
+    }
+}
+
 /// The handler of an outgoing group stream: reacts to STOP_SENDING.
 final class GroupWriter: StreamHandler {
     weak var owner: ServedSubscription?
@@ -465,9 +606,8 @@ final class GroupWriter: StreamHandler {
     }
 
     func peerStopSending(wireCode: UInt64) {
-        // A raw 0 after FIN is the Rust stack's noise; otherwise the subscriber skipped the group.
         guard !send.isClosed else { return }
-        // After FIN, a raw (unmapped) code is the Rust stack's noise.
+        // After FIN, a raw (unmapped) code is the Rust stack's noise; otherwise the subscriber skipped the group.
         if send.finWritten && StreamErrorCode(wireValue: wireCode) == nil { return }
         owner?.groupStopped(send)
     }

@@ -7,10 +7,13 @@ final class ServedTrack: StreamHandler, Pumpable {
     unowned let session: SessionCore
     let stream: Int64
     private var buffer: StreamBuffer
+    var bufferedBytes: Int { buffer.buffered }
     private var track: TrackProducer?
     private var trigger: PumpTrigger?
     private var token: UInt64?
     private var done = false
+    /// Counted against ``SessionLimits/maxServedTrackRequests`` until finished.
+    private var counted = false
 
     init(session: SessionCore, stream: Int64, buffer: StreamBuffer) {
         self.session = session
@@ -27,6 +30,11 @@ final class ServedTrack: StreamHandler, Pumpable {
                 return
             }
             session.transport.setSendOrder(stream, SendOrder.control)
+            guard session.servedTrackCount < session.config.limits.maxServedTrackRequests else {
+                session.counters.refusedRequests += 1
+                session.hitLimit(.servedTrackRequests(session.config.limits.maxServedTrackRequests))
+                return finish(.internal)
+            }
             guard let broadcast = session.publishOrigin?.broadcast(request.broadcast) else {
                 session.counters.refusedRequests += 1
                 return finish(.unroutable)
@@ -36,6 +44,8 @@ final class ServedTrack: StreamHandler, Pumpable {
                 return finish(.notFound)
             }
             self.track = track
+            session.servedTrackCount += 1
+            counted = true
             let trigger = PumpTrigger(scheduler: session.scheduler, target: self)
             self.trigger = trigger
             token = track.addObserver(trigger)
@@ -64,15 +74,22 @@ final class ServedTrack: StreamHandler, Pumpable {
     private func finish(_ code: StreamErrorCode?) {
         guard !done else { return }
         done = true
-        if let token { track?.removeObserver(token) }
-        token = nil
+        release()
         if let code { session.abortStream(stream, code) }
-        session.handlers[stream] = DrainingStream(session: session, stream: stream)
+        session.install(DrainingStream(session: session, stream: stream), on: stream)
     }
 
     func sessionClosed() {
+        done = true
+        release()
+    }
+
+    private func release() {
         if let token { track?.removeObserver(token) }
         token = nil
-        done = true
+        if counted {
+            counted = false
+            session.servedTrackCount -= 1
+        }
     }
 }

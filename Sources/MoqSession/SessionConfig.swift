@@ -1,17 +1,40 @@
 // SPDX-License-Identifier: MIT
 public import MoqWire
 
-/// Per-session resource limits. Every bound the session enforces is named here.
+/// Per-session resource limits. Every bound the session enforces on what a peer can make
+/// it hold is named here; going over one resets the stream that did (or closes the
+/// session), logs one line (``SessionLimitEvent``) and never affects another session.
 public struct SessionLimits: Sendable, Equatable {
-    /// Subscriptions a peer may hold on us at once.
+    /// Subscriptions a peer may hold on us at once (more are reset with INTERNAL).
     public var maxServedSubscriptions = 1000
+    /// TRACK requests a peer may have open on us at once (more are reset with INTERNAL).
+    public var maxServedTrackRequests = 1000
+    /// FETCH requests a peer may have open on us at once (more are reset with INTERNAL).
+    public var maxServedFetches = 1000
     /// Announce streams a peer may open to us at once.
     public var maxServedAnnounces = 100
-    /// Bidirectional request streams a peer may have pending before SETUP completes.
+    /// Bytes we let queue on one control stream (announce or subscribe) that the peer does
+    /// not read before resetting it with TOO_FAR_BEHIND: a watcher that never reads cannot
+    /// grow our buffers.
+    public var maxControlBacklogBytes = 1 << 20
+    /// Broadcasts the peer may announce to us across all our announce requests (more
+    /// reset the announce stream with INTERNAL).
+    public var maxAnnouncements = 10_000
+    /// Streams (of either direction) a peer may open before SETUP completes.
     public var maxPendingStreams = 256
-    /// Bytes we let queue (not yet transmitted) across all outgoing groups before the
-    /// oldest in-flight groups are reset as too far behind.
+    /// Bytes of incoming data held at once across the session: incomplete control messages
+    /// (their flow-control credit is only returned once they are complete) and frames under
+    /// assembly. The stream whose data goes over it is reset.
+    public var maxIncomingBytes = 64 << 20
+    /// Largest frame accepted on a group or fetch stream (refused before any of it is buffered).
+    public var maxFrameBytes = WireLimits.maxFrame
+    /// Bytes we let queue (not yet handed to the network) across the session: past it, no
+    /// new group stream opens until the connection drains (back-pressure, never a reset).
     public var maxUnsentBytes = 32 << 20
+    /// Bytes one subscription may have queued before its next group stream opens: a
+    /// backlog is sent a group at a time, in order, and what waits is dropped with
+    /// SUBSCRIBE_DROP only once it is older than the subscriber's latency budget.
+    public var subscriptionSendWindow = 64 << 10
     /// Group streams waiting for stream credit before the oldest are dropped.
     public var maxPendingGroups = 4096
     /// Our own open requests (subscriptions, fetches) at once.
@@ -101,17 +124,29 @@ extension SessionCoreDelegate {
 /// A per-session limit that was reached (each is named in ``SessionLimits``).
 public enum SessionLimitEvent: Sendable, Equatable, CustomStringConvertible {
     case servedSubscriptions(Int)
+    case servedTrackRequests(Int)
+    case servedFetches(Int)
     case servedAnnounces(Int)
+    case controlBacklog(Int)
+    case announcements(Int)
     case pendingStreams(Int)
+    case incomingBytes(Int)
     case unsentBytes(Int)
     case pendingGroups(Int)
 
     public var description: String {
         switch self {
         case .servedSubscriptions(let n): "subscription limit reached (\(n) at once): SUBSCRIBE refused"
+        case .servedTrackRequests(let n): "TRACK request limit reached (\(n) at once): request refused"
+        case .servedFetches(let n): "FETCH limit reached (\(n) at once): request refused"
         case .servedAnnounces(let n): "announce limit reached (\(n) announce streams): request refused"
+        case .controlBacklog(let n):
+            "control stream not read (\(n) bytes queued): reset with TOO_FAR_BEHIND"
+        case .announcements(let n): "announced broadcast limit reached (\(n)): announce stream reset"
         case .pendingStreams(let n): "pending stream limit reached (\(n) before SETUP): stream refused"
-        case .unsentBytes(let n): "buffered-bytes limit reached (\(n) bytes unsent): oldest groups reset"
+        case .incomingBytes(let n):
+            "incoming buffer limit reached (\(n) bytes in incomplete messages and frames): stream reset"
+        case .unsentBytes(let n): "send backlog at its bound (\(n) bytes unsent): new groups wait for the connection"
         case .pendingGroups(let n): "stream-credit backlog limit reached (\(n) groups waiting): oldest dropped"
         }
     }

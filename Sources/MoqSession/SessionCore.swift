@@ -35,10 +35,17 @@ public final class SessionCore {
 
     var phase = Phase.idle
     var handlers: [Int64: any StreamHandler] = [:]
+    /// What each stream's handler held after its last event (see ``settle(_:arrived:)``).
+    var held: [Int64: (bytes: Int, holdsCredit: Bool)] = [:]
+    /// Streams the peer opened before SETUP completed.
+    var preSetupStreams = 0
     var setupReceived = false
     var setupTimer: (any Cancellable)?
     /// Peer request streams that arrived before the SETUP exchange completed.
     var earlyStreams: [Int64] = []
+    /// Served subscriptions waiting for the connection to drain, and the threshold asked for.
+    var roomWaiters: [WeakLoopBox<ServedSubscription>] = []
+    var drainRequested: Int?
     /// Opens waiting for stream credit.
     var pendingBidiOpens: [PendingOpen] = []
     var pendingUniOpens: [PendingOpen] = []
@@ -46,7 +53,11 @@ public final class SessionCore {
     var ownSubscriptions: [UInt64: RequestedSubscription] = [:]
     var nextSubscribeID: UInt64 = 0
     var servedSubscriptionCount = 0
+    var servedTrackCount = 0
+    var servedFetchCount = 0
     var servedAnnounceCount = 0
+    /// Broadcasts the peer announced to us, across our announce requests.
+    var announcedCount = 0
     /// Requests made before the session was ready.
     var deferredRequests: [() -> Void] = []
     var lastLimitReport: UInt64 = 0
@@ -93,6 +104,16 @@ public final class SessionCore {
     /// The peer opened a stream (before its first data).
     public func streamOpened(_ stream: Int64) {
         guard phase != .closed, handlers[stream] == nil else { return }
+        if phase != .ready {
+            // Before SETUP only the peer's Setup stream (and a few early requests) make sense.
+            preSetupStreams += 1
+            if preSetupStreams > config.limits.maxPendingStreams {
+                hitLimit(.pendingStreams(config.limits.maxPendingStreams))
+                abortStream(stream, .cancel, resetSend: !StreamID.isUnidirectional(stream))
+                handlers[stream] = DrainingStream(session: self, stream: stream)
+                return
+            }
+        }
         if StreamID.isUnidirectional(stream) {
             handlers[stream] = IncomingUniStream(session: self, stream: stream)
         } else {
@@ -105,23 +126,64 @@ public final class SessionCore {
         guard phase != .closed else { return }
         if handlers[stream] == nil && isPeerInitiated(stream) { streamOpened(stream) }
         handlers[stream]?.received(data, fin: fin)
+        settle(stream, arrived: data.count)
     }
 
     /// The peer reset a stream.
     public func streamReset(stream: Int64, wireCode: UInt64) {
         guard phase != .closed else { return }
         handlers[stream]?.peerReset(wireCode: wireCode)
+        settle(stream, arrived: 0)
     }
 
     /// The peer sent STOP_SENDING.
     public func stopSending(stream: Int64, wireCode: UInt64) {
         guard phase != .closed else { return }
         handlers[stream]?.peerStopSending(wireCode: wireCode)
+        settle(stream, arrived: 0)
     }
 
     /// Both halves of a stream are closed; its id is no longer valid.
     public func streamClosed(stream: Int64) {
         handlers[stream] = nil
+        settle(stream, arrived: 0)
+    }
+
+    /// Bytes received and still held across the session (incomplete messages and frames).
+    public private(set) var incomingBufferedBytes = 0
+
+    /// Accounts for what the handler of `stream` holds after an event: flow-control credit
+    /// for bytes it no longer holds (or never held) goes back to the peer, and the session's
+    /// incoming budget is enforced on the stream that just grew.
+    func settle(_ stream: Int64, arrived: Int) {
+        let before = held[stream]
+        let handler = handlers[stream]
+        let bytes = handler?.bufferedBytes ?? 0
+        let holdsCredit = handler?.holdsCredit ?? false
+        let creditBefore = before.map { $0.holdsCredit ? $0.bytes : 0 } ?? 0
+        let creditAfter = holdsCredit ? bytes : 0
+        let release = arrived + creditBefore - creditAfter
+        if release > 0, phase != .closed { transport.consumed(stream, bytes: release) }
+        incomingBufferedBytes += bytes - (before?.bytes ?? 0)
+        held[stream] = bytes > 0 ? (bytes, holdsCredit) : nil
+        if bytes > (before?.bytes ?? 0), incomingBufferedBytes > config.limits.maxIncomingBytes, let handler {
+            // Over the session's budget: the stream that grew is the one that pays.
+            hitLimit(.incomingBytes(config.limits.maxIncomingBytes))
+            counters.malformedStreams += 1
+            let code: StreamErrorCode = holdsCredit ? .internal : .frameTooLarge
+            // The handler sees its stream die with that code (it releases what it holds).
+            handler.peerReset(wireCode: code.wireValue)
+            abortStream(stream, code, resetSend: !StreamID.isUnidirectional(stream) || !isPeerInitiated(stream))
+            handlers[stream] = DrainingStream(session: self, stream: stream)
+            settle(stream, arrived: 0)
+        }
+    }
+
+    /// Replaces the handler of `stream` (a request dispatched, a stream whose work is done)
+    /// and accounts for what the old one held.
+    func install(_ handler: (any StreamHandler)?, on stream: Int64) {
+        handlers[stream] = handler
+        settle(stream, arrived: 0)
     }
 
     /// A QUIC DATAGRAM arrived.
@@ -138,6 +200,34 @@ public final class SessionCore {
     /// The peer raised its stream limit.
     public func streamCreditAvailable(bidirectional: Bool) {
         drainPendingOpens(bidirectional: bidirectional)
+    }
+
+    /// The transport sent enough of what was queued (see ``SessionTransport/notifyWhenUnsent(below:)``):
+    /// subscriptions waiting for room start their next groups, highest priority first.
+    public func sendBufferDrained() {
+        drainRequested = nil
+        guard phase != .closed else { return }
+        let waiting = roomWaiters.compactMap { $0.value }
+        roomWaiters = []
+        let ordered = waiting.sorted {
+            $0.priority != $1.priority ? $0.priority > $1.priority : $0.subscribeID < $1.subscribeID
+        }
+        for subscription in ordered { subscription.roomAvailable() }
+    }
+
+    /// A served subscription has groups to send but no room: it hears ``ServedSubscription/roomAvailable()``
+    /// once the connection has sent a window's worth of what is queued.
+    func waitForRoom(_ subscription: ServedSubscription, unsent: Int) {
+        if !roomWaiters.contains(where: { $0.value === subscription }) {
+            roomWaiters.append(WeakLoopBox(subscription))
+        }
+        let total = transport.totalUnsentBytes
+        let needed = max(unsent - config.limits.subscriptionSendWindow, 0)
+        var threshold = max(1, total - needed)
+        threshold = min(threshold, config.limits.maxUnsentBytes)
+        if let requested = drainRequested, requested >= threshold { return }
+        drainRequested = threshold
+        transport.notifyWhenUnsent(below: threshold)
     }
 
     /// The connection ended (for any reason) without our asking.
@@ -251,7 +341,10 @@ public final class SessionCore {
         if !transport.isClient { sendSetup() }
         let early = earlyStreams
         earlyStreams = []
-        for stream in early { (handlers[stream] as? IncomingRequestStream)?.dispatchIfPossible() }
+        for stream in early {
+            (handlers[stream] as? IncomingRequestStream)?.dispatchIfPossible()
+            settle(stream, arrived: 0)
+        }
         let deferred = deferredRequests
         deferredRequests = []
         for request in deferred { request() }
@@ -331,9 +424,11 @@ public final class SessionCore {
         delegate?.session(self, didHitLimit: event)
     }
 
-    /// Called by a stream handler that has finished its work; late events are ignored.
+    /// Called by a stream handler that has finished its work; late events are ignored
+    /// (their bytes are consumed at once). A peer's stream keeps a ``ClosedStream`` marker
+    /// until the transport closes it, so that later bytes are never taken for a new stream.
     func detach(_ stream: Int64) {
-        handlers[stream] = nil
+        install(isPeerInitiated(stream) ? ClosedStream() : nil, on: stream)
     }
 
     // MARK: - Teardown
@@ -353,6 +448,7 @@ public final class SessionCore {
         pendingBidiOpens = []
         pendingUniOpens = []
         deferredRequests = []
+        roomWaiters = []
         delegate?.session(self, didCloseWith: reason)
     }
 }
@@ -375,7 +471,9 @@ public struct SessionCounters: Sendable, Equatable {
     public var refusedRequests: UInt64 = 0
     public var servedSubscriptionsCompleted: UInt64 = 0
     public var limitsHit: UInt64 = 0
-    public var groupsResetForBuffer: UInt64 = 0
+    /// Groups a served subscription dropped (SUBSCRIBE_DROP) without opening a stream: they
+    /// fell out of the subscriber's latency budget, or out of the cache, while waiting for room.
+    public var groupsDroppedForBudget: UInt64 = 0
     public var datagramsSent: UInt64 = 0
     public var datagramsReceived: UInt64 = 0
 }

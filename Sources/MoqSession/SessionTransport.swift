@@ -14,6 +14,10 @@ public protocol SessionTransport: AnyObject {
     func write(_ stream: Int64, _ data: Bytes, fin: Bool)
     /// Ends the send side after the queued bytes.
     func finish(_ stream: Int64)
+    /// The session is done with `bytes` received on `stream` (parsed, moved into a track's
+    /// cache, or dropped): the transport returns that much flow-control credit to the peer.
+    /// Received bytes the session still holds keep their credit until then.
+    func consumed(_ stream: Int64, bytes: Int)
     /// RESET_STREAM with a wire code (already WebTransport-mapped).
     func resetStream(_ stream: Int64, code: UInt64)
     /// STOP_SENDING with a wire code (already WebTransport-mapped).
@@ -22,8 +26,11 @@ public protocol SessionTransport: AnyObject {
     func setSendOrder(_ stream: Int64, _ order: Int64)
     /// Bytes written on `stream` that have not been transmitted yet.
     func unsentBytes(_ stream: Int64) -> Int
-    /// Bytes written on all streams that have not been transmitted yet.
+    /// Bytes written on all streams that have not been transmitted yet (cheap to ask).
     var totalUnsentBytes: Int { get }
+    /// Asks for one ``SessionCore/sendBufferDrained()`` call as soon as fewer than `threshold`
+    /// bytes remain unsent across the connection.
+    func notifyWhenUnsent(below threshold: Int)
     /// Sends a QUIC DATAGRAM; false when not negotiated or too large.
     func sendDatagram(_ data: Bytes) -> Bool
     /// The largest datagram payload the peer accepts (0: none).

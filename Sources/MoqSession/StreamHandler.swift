@@ -11,12 +11,22 @@ protocol StreamHandler: AnyObject {
     func peerStopSending(wireCode: UInt64)
     /// The session is closing: release everything, write nothing.
     func sessionClosed()
+    /// Bytes received on the stream and still held (incomplete messages, a frame being
+    /// assembled). The session counts them against ``SessionLimits/maxIncomingBytes``.
+    var bufferedBytes: Int { get }
+    /// True when held bytes keep their flow-control credit until released (control
+    /// streams: a peer cannot make us hold more than the connection window); false when
+    /// credit is returned on arrival (frames under assembly, which may be larger than a
+    /// stream window and are bounded by the session's budget instead).
+    var holdsCredit: Bool { get }
 }
 
 extension StreamHandler {
     func received(_ data: UnsafeRawBufferPointer, fin: Bool) {}
     func peerReset(wireCode: UInt64) {}
     func peerStopSending(wireCode: UInt64) {}
+    var bufferedBytes: Int { 0 }
+    var holdsCredit: Bool { true }
 }
 
 /// Send orders: control streams above all media; media by subscriber priority,

@@ -41,9 +41,17 @@ public struct CacheLimits: Sendable {
     /// A byte budget shared by many tracks (a relay's whole cache), if any.
     public var budget: CacheBudget?
 
-    public init(maxBytes: Int = 64 << 20, maxGroups: Int = 4096, maxAgeMs: UInt64? = nil, budget: CacheBudget? = nil) {
+    /// Most bytes of frames in one group: a group that would grow past it is aborted with
+    /// GROUP_TOO_LARGE (the newest group is never evicted, so this is what bounds it).
+    public var maxGroupBytes: Int
+
+    public init(
+        maxBytes: Int = 64 << 20, maxGroups: Int = 4096, maxAgeMs: UInt64? = nil, budget: CacheBudget? = nil,
+        maxGroupBytes: Int = 32 << 20
+    ) {
         self.maxBytes = maxBytes
         self.maxGroups = maxGroups
+        self.maxGroupBytes = maxGroupBytes
         self.maxAgeMs = maxAgeMs
         self.budget = budget
     }
@@ -154,7 +162,7 @@ public final class TrackProducer: @unchecked Sendable {
     /// Starts the next group (latest + 1, or 0).
     public func appendGroup() -> GroupProducer {
         let group = mutate { s -> GroupState in
-            let sequence = s.latest.map { $0.sequence + 1 } ?? 0
+            let sequence = s.latest.map { VarInt.saturatingAdd($0.sequence, 1) } ?? 0
             return insert(&s, sequence: sequence)
         }
         return GroupProducer(track: self, group: group)
@@ -188,7 +196,7 @@ public final class TrackProducer: @unchecked Sendable {
     @discardableResult
     public func writeDatagram(_ payload: Bytes, timestamp: UInt64) -> UInt64 {
         let group = mutate { s -> GroupState in
-            let sequence = s.latest.map { $0.sequence + 1 } ?? 0
+            let sequence = s.latest.map { VarInt.saturatingAdd($0.sequence, 1) } ?? 0
             let g = insert(&s, sequence: sequence)
             g.isDatagram = true
             g.frames.append(Frame(timestamp: timestamp, payload: payload))
@@ -215,7 +223,7 @@ public final class TrackProducer: @unchecked Sendable {
     public func finish() {
         mutate { s in
             guard s.end == nil else { return }
-            s.end = .finished(end: s.latest.map { $0.sequence + 1 } ?? 0)
+            s.end = .finished(end: s.latest.map { VarInt.saturatingAdd($0.sequence, 1) } ?? 0)
         }
     }
 
@@ -261,7 +269,9 @@ public final class TrackProducer: @unchecked Sendable {
     /// readers do not wait for them.
     public func markDropped(_ range: ClosedRange<UInt64>, code: StreamErrorCode) {
         mutate { s in
-            s.groupsDropped += range.upperBound - range.lowerBound + 1
+            // Saturating: a DROP range may span the whole varint space.
+            s.groupsDropped = VarInt.saturatingAdd(s.groupsDropped, range.upperBound - range.lowerBound)
+            s.groupsDropped = VarInt.saturatingAdd(s.groupsDropped, 1)
             guard s.end == nil, range.count <= 1024 else { return }
             for sequence in range {
                 let i = index(s.groups, of: sequence)
@@ -275,6 +285,16 @@ public final class TrackProducer: @unchecked Sendable {
     fileprivate func append(_ frame: Frame, to group: GroupState) -> Bool {
         mutate { s -> Bool in
             guard group.status == .open else { return false }
+            if !group.isCached {
+                // Evicted while still open: nobody new can find it, and what it would still
+                // take is memory outside every bound. Readers holding it see EVICTED.
+                group.status = .aborted(.evicted)
+                return false
+            }
+            guard group.byteCount + frame.payload.count <= limits.maxGroupBytes else {
+                group.status = .aborted(.groupTooLarge)
+                return false
+            }
             if group.frames.isEmpty {
                 group.firstTimestampNs = Self.nanoseconds(frame.timestamp, timescale: s.info?.timescale)
             }
@@ -477,4 +497,7 @@ public struct GroupProducer: Sendable {
 
     /// Aborts the group; frames already written stay readable.
     public func abort(_ code: StreamErrorCode) { track.close(group, status: .aborted(code)) }
+
+    /// The group's status (a write returned false: why).
+    public var status: GroupStatus { track.frames(of: group, from: Int.max).status }
 }

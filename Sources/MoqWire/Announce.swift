@@ -60,8 +60,10 @@ public struct AnnounceRoute: Sendable, Equatable {
     }
 
     func encode(_ w: inout WireWriter) {
-        w.writeVarInt(hops.count)
-        for h in hops { w.writeVarInt(h) }
+        // Never more than a peer accepts: callers drop longer routes; this keeps the newest hops.
+        let sent = hops.suffix(WireLimits.maxHops)
+        w.writeVarInt(sent.count)
+        for h in sent { w.writeVarInt(h) }
         w.writeVarInt(costWarm)
         w.writeVarInt(costCold)
     }

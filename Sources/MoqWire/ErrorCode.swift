@@ -24,8 +24,10 @@ public struct SessionErrorCode: RawRepresentable, Hashable, Sendable, CustomStri
     /// No common version.
     public static let version = SessionErrorCode(rawValue: 0x15)
 
-    /// Application code `n`, sent as 64 + n.
-    public static func application(_ n: UInt64) -> SessionErrorCode { SessionErrorCode(rawValue: 64 + n) }
+    /// Application code `n`, sent as 64 + n (saturating at the varint ceiling).
+    public static func application(_ n: UInt64) -> SessionErrorCode {
+        SessionErrorCode(rawValue: VarInt.saturatingAdd(64, n))
+    }
 
     public var description: String {
         switch self {
@@ -84,16 +86,23 @@ public struct StreamErrorCode: RawRepresentable, Hashable, Sendable, Error, Cust
     /// Timestamps disagreed.
     public static let timestampMismatch = StreamErrorCode(rawValue: 0x39)
 
-    /// Application code `n`, sent as 64 + n.
-    public static func application(_ n: UInt64) -> StreamErrorCode { StreamErrorCode(rawValue: 64 + n) }
+    /// Application code `n`, sent as 64 + n (saturating at the varint ceiling).
+    public static func application(_ n: UInt64) -> StreamErrorCode {
+        StreamErrorCode(rawValue: VarInt.saturatingAdd(64, n))
+    }
 
     /// The first value of the WebTransport error-code range.
     public static let webTransportBase: UInt64 = 0x52e4_a40f_a8db
     /// The last value of the WebTransport error-code range.
     public static let webTransportLast: UInt64 = 0x52e5_ac98_3162
 
-    /// The value put in RESET_STREAM / STOP_SENDING: `base + n + ⌊n / 30⌋`.
-    public var wireValue: UInt64 { Self.webTransportBase + rawValue + rawValue / 0x1e }
+    /// The value put in RESET_STREAM / STOP_SENDING: `base + n + ⌊n / 30⌋`. The WebTransport range
+    /// holds 32-bit codes: a larger one (a peer's SUBSCRIBE_DROP may carry any varint) is sent as
+    /// the last code of the range instead of overflowing it.
+    public var wireValue: UInt64 {
+        let n = Swift.min(rawValue, UInt64(UInt32.max))
+        return Self.webTransportBase + n + n / 0x1e
+    }
 
     /// Decodes a RESET_STREAM / STOP_SENDING value; nil outside the WebTransport range
     /// (the Rust stack's raw `0` STOP_SENDING is such a value: "peer stopped reading").

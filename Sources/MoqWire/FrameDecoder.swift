@@ -37,6 +37,10 @@ public struct FrameDecoder {
     /// Frames decoded so far.
     public private(set) var frameCount = 0
 
+    /// Memory held for what has not been returned yet: an incomplete header, and the
+    /// allocation of the frame being assembled.
+    public var bufferedBytes: Int { carry.count + (payload?.allocated ?? 0) }
+
     /// - Parameter expectHeader: true for Group streams, false for Fetch replies.
     public init(expectHeader: Bool, frameLimit: Int = WireLimits.maxFrame) {
         state = expectHeader ? .header : .frameHeader
@@ -161,6 +165,8 @@ final class PayloadAssembler {
     private var capacity: Int
     private(set) var filled = 0
     let size: Int
+    /// Bytes allocated (at most the frame size; 0 once handed over).
+    var allocated: Int { memory == nil ? 0 : capacity }
 
     /// Allocations start at this size (or the frame size when smaller) and double.
     static let initialCapacity = 64 * 1024

@@ -41,9 +41,16 @@ public struct Frame: Sendable, Equatable {
     /// The frame header bytes (delta and size); the payload follows separately so
     /// that it can be sent without a copy. `previous` is the previous frame's
     /// timestamp on the same stream, or 0 for the first frame.
-    public func encodedHeader(previous: UInt64) -> [UInt8] {
+    ///
+    /// nil when the delta cannot be written: its zigzag form must be a varint, so it must lie
+    /// in [−2^61, 2^61). A first frame (delta from 0) at 2^61 or later, which a peer can send
+    /// as a datagram or reach by summing deltas, cannot start a stream: the caller resets the
+    /// stream with TIMESTAMP_MISMATCH instead of sending a wrong timestamp.
+    public func encodedHeader(previous: UInt64) -> [UInt8]? {
+        let delta = Int64(bitPattern: timestamp &- previous)
+        guard delta >= -(1 << 61), delta < (1 << 61) else { return nil }
         var w = WireWriter(capacity: 16)
-        w.writeVarInt(VarInt.zigzag(Int64(bitPattern: timestamp &- previous)))
+        w.writeVarInt(VarInt.zigzag(delta))
         w.writeVarInt(payload.count)
         return w.bytes
     }

@@ -65,8 +65,10 @@ extension WireReader {
 }
 
 extension WireWriter {
-    /// Writes an optional "+1" value: absent is 0, otherwise value + 1.
+    /// Writes an optional "+1" value: absent is 0, otherwise value + 1. The largest value
+    /// that can be written this way is 2^62 − 2; anything above saturates to it (a bound at
+    /// the varint ceiling means "no bound" in practice, and must never trap).
     public mutating func writeOptionalPlusOne(_ value: UInt64?) {
-        writeVarInt(value.map { $0 + 1 } ?? 0)
+        writeVarInt(value.map { VarInt.saturatingAdd(Swift.min($0, VarInt.max - 1), 1) } ?? 0)
     }
 }

@@ -19,9 +19,15 @@ public enum VarInt {
     /// The encoded length announced by a first byte.
     @inlinable public static func length(firstByte: UInt8) -> Int { 1 << Int(firstByte >> 6) }
 
-    /// Appends the minimal encoding of `value` (which must be ≤ ``max``).
+    /// True when `value` fits a varint (≤ ``max``).
+    @inlinable public static func isEncodable(_ value: UInt64) -> Bool { value <= max }
+
+    /// Appends the minimal encoding of `value`. Never traps: a value above ``max`` (which
+    /// only arithmetic on values near the ceiling can produce: a relayed cost plus the link
+    /// cost, an exclusive end after group 2^62−1) is written as ``max``. Callers saturate
+    /// such sums on purpose (``saturatingAdd(_:_:)``); this clamp is the last line of defence.
     @inlinable public static func encode(_ value: UInt64, into out: inout [UInt8]) {
-        precondition(value <= max, "varint out of range")
+        let value = Swift.min(value, max)
         switch size(of: value) {
         case 1:
             out.append(UInt8(value))
@@ -39,6 +45,12 @@ public enum VarInt {
                 out.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
             }
         }
+    }
+
+    /// `a + b`, saturating at ``max`` (never traps, never leaves the varint range).
+    @inlinable public static func saturatingAdd(_ a: UInt64, _ b: UInt64) -> UInt64 {
+        let (sum, overflow) = a.addingReportingOverflow(b)
+        return overflow ? max : Swift.min(sum, max)
     }
 
     /// Zigzag-encodes a signed delta: `(s << 1) ^ (s >> 63)`.

@@ -14,8 +14,8 @@ public struct WireWriter: Sendable {
     /// Appends a minimal QUIC varint.
     @inlinable public mutating func writeVarInt(_ value: UInt64) { VarInt.encode(value, into: &bytes) }
 
-    /// Appends a varint from a non-negative `Int`.
-    @inlinable public mutating func writeVarInt(_ value: Int) { writeVarInt(UInt64(value)) }
+    /// Appends a varint from an `Int` (a negative value, which no caller passes, is written as 0).
+    @inlinable public mutating func writeVarInt(_ value: Int) { writeVarInt(UInt64(clamping: value)) }
 
     /// Appends one raw byte.
     @inlinable public mutating func writeUInt8(_ value: UInt8) { bytes.append(value) }

@@ -73,6 +73,7 @@ public final class MoqServer: @unchecked Sendable {
         }
         var settings = QUICSettings()
         settings.alpn = MoqVersion.alpn
+        settings.automaticFlowControlCredit = false  // the session core returns credit as it consumes
         settings.idleTimeout = options.idleTimeout
         settings.maxConnections = options.maxConnections
         let holder = ServerHolder()

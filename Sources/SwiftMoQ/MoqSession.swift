@@ -66,6 +66,7 @@ public final class MoqSession: @unchecked Sendable {
         let loop = try SharedLoop.get()
         var settings = QUICSettings()
         settings.alpn = MoqVersion.alpn
+        settings.automaticFlowControlCredit = false  // the session core returns credit as it consumes
         settings.idleTimeout = options.idleTimeout
         settings.handshakeTimeout = options.connectTimeout
         var sessionConfig = SessionConfig(role: options.role, path: target.setupPath)

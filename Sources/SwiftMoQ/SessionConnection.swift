@@ -13,11 +13,13 @@ final class QUICSessionTransport: SessionTransport {
     func openStream(bidirectional: Bool) -> Int64? { connection.openStream(bidirectional: bidirectional) }
     func write(_ stream: Int64, _ data: Bytes, fin: Bool) { connection.write(stream, data, fin: fin) }
     func finish(_ stream: Int64) { connection.finish(stream) }
+    func consumed(_ stream: Int64, bytes: Int) { connection.consume(stream, bytes: bytes) }
     func resetStream(_ stream: Int64, code: UInt64) { connection.resetStream(stream, code: code) }
     func stopSending(_ stream: Int64, code: UInt64) { connection.stopSending(stream, code: code) }
     func setSendOrder(_ stream: Int64, _ order: Int64) { connection.setSendOrder(stream, order) }
     func unsentBytes(_ stream: Int64) -> Int { connection.unsentBytes(stream) }
     var totalUnsentBytes: Int { connection.totalUnsentBytes }
+    func notifyWhenUnsent(below threshold: Int) { connection.notifyWhenUnsent(below: threshold) }
     func sendDatagram(_ data: Bytes) -> Bool { connection.sendDatagram(data) }
     var maxDatagramPayload: Int { connection.maxDatagramPayload }
     func close(code: UInt64, reason: String) { connection.close(code: code, reason: reason) }
@@ -125,6 +127,10 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate {
 
     func quicConnection(_ connection: QUICConnection, streamCreditAvailable bidirectional: Bool) {
         core?.streamCreditAvailable(bidirectional: bidirectional)
+    }
+
+    func quicConnection(_ connection: QUICConnection, unsentBytesBelow threshold: Int) {
+        core?.sendBufferDrained()
     }
 
     func quicConnection(_ connection: QUICConnection, didCloseWith reason: QUICCloseReason) {

@@ -174,7 +174,7 @@ struct RelayInteropTests {
         }
         // The relay shed the stalled subscriber's backlog instead of buffering it.
         let stats = await relay.relay.sessionStats()
-        let shed = stats.reduce(UInt64(0)) { $0 + $1.counters.groupsResetAsOld + $1.counters.groupsResetForBuffer }
+        let shed = stats.reduce(UInt64(0)) { $0 + $1.counters.groupsResetAsOld + $1.counters.groupsDroppedForBudget }
         #expect(shed > 0, "no group was dropped for the stalled subscriber")
         await relay.stop()
     }

@@ -11,7 +11,7 @@ import Testing
             let ts = UInt64(1_000_000 + i * 33_333)
             let payload = Bytes((0..<(i * 97 % 300)).map { UInt8(truncatingIfNeeded: $0 &+ i) })
             let frame = Frame(timestamp: ts, payload: payload)
-            out += frame.encodedHeader(previous: previous) + payload.array
+            out += frame.encodedHeader(previous: previous)! + payload.array
             previous = ts
         }
         return out
@@ -66,7 +66,7 @@ import Testing
     @Test func largeFrameArrivingInPiecesIsAssembled() throws {
         let payload = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 * 7) }
         let frame = Frame(timestamp: 5, payload: Bytes(payload))
-        let stream = frame.encodedHeader(previous: 0) + payload
+        let stream = frame.encodedHeader(previous: 0)! + payload
         var decoder = FrameDecoder(expectHeader: false)
         var events: [FrameStreamEvent] = []
         var offset = 0

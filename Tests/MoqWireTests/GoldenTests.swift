@@ -168,7 +168,7 @@ import Testing
         var previous: UInt64 = 0
         for (i, ts) in [UInt64(0), 33333, 66666].enumerated() {
             let frame = Frame(timestamp: ts, payload: Bytes(utf8: "frame-0-\(i)"))
-            encoded += frame.encodedHeader(previous: previous) + frame.payload.array
+            encoded += frame.encodedHeader(previous: previous)! + frame.payload.array
             previous = ts
         }
         #expect(encoded == stream)

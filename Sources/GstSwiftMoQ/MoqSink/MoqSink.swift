@@ -298,7 +298,7 @@ final class MoqSink: @unchecked Sendable {
             (
                 "groups-dropped",
                 .uint64(
-                    (stats?.counters.groupsResetAsOld ?? 0) + (stats?.counters.groupsResetForBuffer ?? 0)
+                    (stats?.counters.groupsResetAsOld ?? 0) + (stats?.counters.groupsDroppedForBudget ?? 0)
                         + (stats?.counters.groupsDroppedForCredit ?? 0))
             ),
         ]

@@ -336,7 +336,7 @@ final class SrcPad: @unchecked Sendable {
         // The publisher's own timestamp travels with the buffer (decoders keep the meta), so an
         // application can line frames up with data tracks or measure end-to-end latency.
         gst_buffer_add_reference_timestamp_meta(
-            buffer, Self.publisherTimeCaps, GstClockTime(frame.timestampUs &* 1000), swiftmoq_clock_time_none())
+            buffer, Self.publisherTimeCaps, GstClockTime(Self.nanoseconds(frame.timestampUs)), swiftmoq_clock_time_none())
         var flags: UInt32 = 0
         if kind == .video && !frame.startsGroup { flags |= GST_BUFFER_FLAG_DELTA_UNIT.rawValue }
         if discont { flags |= GST_BUFFER_FLAG_DISCONT.rawValue }
@@ -359,7 +359,9 @@ final class SrcPad: @unchecked Sendable {
         lastPosition = (frame.group, frame.index)
         src.timeline.withLock { $0.pushed(pts) }
         if let stall = counters.framePushed(
-            bytes: size, now: monotonicNow(), slackNs: Int64(edgePts &+ latencyNs) &- Int64(now),
+            bytes: size, now: monotonicNow(),
+            // Clamping: a publisher's timestamps can put the live edge at the end of time.
+            slackNs: Int64(clamping: edgePts &+ latencyNs) &- Int64(clamping: now),
             bufferNs: edgePts > pts ? edgePts - pts : 0)
         {
             src.events.post(
@@ -393,6 +395,12 @@ final class SrcPad: @unchecked Sendable {
         "timestamp/x-moq-publisher")
 
     /// A buffer over the frame's bytes without copying them: the buffer keeps them alive.
+    /// A publisher's µs timestamp in ns, saturating below GST_CLOCK_TIME_NONE (any varint may arrive).
+    static func nanoseconds(_ micros: UInt64) -> UInt64 {
+        let (ns, overflow) = micros.multipliedReportingOverflow(by: 1000)
+        return overflow ? UInt64(Int64.max) : min(ns, UInt64(Int64.max))
+    }
+
     private static func wrap(_ bytes: Bytes) -> UnsafeMutablePointer<GstBuffer>? {
         guard bytes.count > 0 else { return gst_buffer_new() }
         let box = Unmanaged.passRetained(BytesBox(bytes))

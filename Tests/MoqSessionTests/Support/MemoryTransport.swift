@@ -99,6 +99,10 @@ final class MemoryTransport: SessionTransport, @unchecked Sendable {
 
     func finish(_ stream: Int64) { write(stream, Bytes(), fin: true) }
 
+    /// Flow-control credit the core returned, per stream.
+    private(set) var consumedBytes: [Int64: Int] = [:]
+    func consumed(_ stream: Int64, bytes: Int) { consumedBytes[stream, default: 0] += bytes }
+
     func resetStream(_ stream: Int64, code: UInt64) {
         guard closed == nil, !sendDone.contains(stream) || stalledWrites.contains(where: { $0.0 == stream }) else {
             return
@@ -123,6 +127,19 @@ final class MemoryTransport: SessionTransport, @unchecked Sendable {
     }
 
     var totalUnsentBytes: Int { stalledWrites.reduce(0) { $0 + $1.1.count } }
+
+    /// The threshold the core asked to hear about (see ``release(bySendOrder:)``).
+    private(set) var drainThreshold: Int?
+    func notifyWhenUnsent(below threshold: Int) {
+        drainThreshold = min(drainThreshold ?? .max, threshold)
+        if totalUnsentBytes < threshold { signalDrained() }
+    }
+
+    private func signalDrained() {
+        guard drainThreshold != nil else { return }
+        drainThreshold = nil
+        scheduler.execute { [weak self] in self?.core?.sendBufferDrained() }
+    }
 
     func sendDatagram(_ data: Bytes) -> Bool {
         guard datagrams, closed == nil else { return false }
@@ -160,6 +177,7 @@ final class MemoryTransport: SessionTransport, @unchecked Sendable {
             pending = ranked.flatMap { stream in pending.filter { $0.0 == stream } }
         }
         for (s, d, f) in pending { deliver(s, d, f) }
+        signalDrained()
     }
 
     // MARK: Arrivals (from the peer)
