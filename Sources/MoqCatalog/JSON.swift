@@ -112,6 +112,26 @@ struct JSONParser {
     private let bytes: [UInt8]
     private var index = 0
     private let maxDepth: Int
+    /// Where the parser is (keys and indices from the root), rendered only for an error:
+    /// building a path string per value would cost O(values × path length).
+    private var path: [PathStep] = []
+
+    private enum PathStep {
+        case key(String)
+        case index(Int)
+    }
+
+    /// The current position as `$.video.renditions["0.avc1"]`.
+    private var renderedPath: String {
+        var out = "$"
+        for step in path {
+            switch step {
+            case .key(let key): out = CatalogError.path(out, key)
+            case .index(let i): out += "[\(i)]"
+            }
+        }
+        return out
+    }
 
     init(_ bytes: [UInt8], maxDepth: Int) {
         self.bytes = bytes
@@ -122,7 +142,7 @@ struct JSONParser {
     static func parse(_ bytes: [UInt8], maxDepth: Int) throws(CatalogError) -> JSONValue {
         var parser = JSONParser(bytes, maxDepth: maxDepth)
         parser.skipWhitespace()
-        let value = try parser.parseValue(depth: 0, path: "$")
+        let value = try parser.parseValue(depth: 0)
         parser.skipWhitespace()
         guard parser.index == parser.bytes.count else { throw parser.malformed("unexpected data after the JSON value") }
         return value
@@ -141,15 +161,15 @@ struct JSONParser {
         }
     }
 
-    private mutating func parseValue(depth: Int, path: @autoclosure () -> String) throws(CatalogError) -> JSONValue {
+    private mutating func parseValue(depth: Int) throws(CatalogError) -> JSONValue {
         guard index < bytes.count else { throw malformed("unexpected end of input") }
         switch bytes[index] {
         case UInt8(ascii: "{"):
             guard depth < maxDepth else { throw .tooDeep(limit: maxDepth) }
-            return try parseObject(depth: depth + 1, path: path())
+            return try parseObject(depth: depth + 1)
         case UInt8(ascii: "["):
             guard depth < maxDepth else { throw .tooDeep(limit: maxDepth) }
-            return try parseArray(depth: depth + 1, path: path())
+            return try parseArray(depth: depth + 1)
         case UInt8(ascii: "\""):
             return .string(try parseString())
         case UInt8(ascii: "t"):
@@ -162,7 +182,7 @@ struct JSONParser {
             try expectLiteral("null")
             return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return .number(try parseNumber(path: path()))
+            return .number(try parseNumber())
         default:
             throw malformed("unexpected character")
         }
@@ -178,7 +198,7 @@ struct JSONParser {
         index += count
     }
 
-    private mutating func parseObject(depth: Int, path: String) throws(CatalogError) -> JSONValue {
+    private mutating func parseObject(depth: Int) throws(CatalogError) -> JSONValue {
         index += 1  // {
         var object = JSONObject()
         skipWhitespace()
@@ -194,7 +214,9 @@ struct JSONParser {
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw malformed("expected ':'") }
             index += 1
             skipWhitespace()
-            let value = try parseValue(depth: depth, path: CatalogError.path(path, key))
+            path.append(.key(key))
+            let value = try parseValue(depth: depth)
+            path.removeLast()
             object.entries.append((key, value))
             skipWhitespace()
             guard index < bytes.count else { throw malformed("unexpected end of input") }
@@ -208,7 +230,7 @@ struct JSONParser {
         }
     }
 
-    private mutating func parseArray(depth: Int, path: String) throws(CatalogError) -> JSONValue {
+    private mutating func parseArray(depth: Int) throws(CatalogError) -> JSONValue {
         index += 1  // [
         var array: [JSONValue] = []
         skipWhitespace()
@@ -218,7 +240,9 @@ struct JSONParser {
         }
         while true {
             skipWhitespace()
-            array.append(try parseValue(depth: depth, path: "\(path)[\(array.count)]"))
+            path.append(.index(array.count))
+            array.append(try parseValue(depth: depth))
+            path.removeLast()
             skipWhitespace()
             guard index < bytes.count else { throw malformed("unexpected end of input") }
             if bytes[index] == UInt8(ascii: ",") {
@@ -231,7 +255,7 @@ struct JSONParser {
         }
     }
 
-    private mutating func parseNumber(path: String) throws(CatalogError) -> JSONNumber {
+    private mutating func parseNumber() throws(CatalogError) -> JSONNumber {
         let start = index
         func digits(_ p: inout JSONParser) -> Int {
             let s = p.index
@@ -260,7 +284,7 @@ struct JSONParser {
             guard digits(&self) > 0 else { throw malformed("invalid number") }
         }
         let text = String(decoding: bytes[start..<index], as: UTF8.self)
-        guard let value = Double(text), value.isFinite else { throw .nonFiniteNumber(path: path) }
+        guard let value = Double(text), value.isFinite else { throw .nonFiniteNumber(path: renderedPath) }
         return JSONNumber(text: text)
     }
 

@@ -45,7 +45,8 @@ public final class TrackSubscription: Sendable {
             broadcast: broadcast, track: name,
             range: SubscriptionRange(priority: 0, maxLatencyMs: TrackSubscription.latencyBudgetMs))
         self.remote = remote
-        (objects, continuation) = AsyncThrowingStream<TrackObject, any Error>.makeStream()
+        (objects, continuation) = AsyncThrowingStream<TrackObject, any Error>.makeStream(
+            bufferingPolicy: .bufferingOldest(Self.maxBufferedObjects))
         let continuation = self.continuation
         task = Task {
             do {
@@ -55,7 +56,7 @@ public final class TrackSubscription: Sendable {
                     while let group = try await consumer.nextGroup() {
                         var index: UInt64 = 0
                         while let frame = try await group.nextFrame() {
-                            continuation.yield(Self.object(frame, group: group.sequence, index: index))
+                            try Self.deliver(Self.object(frame, group: group.sequence, index: index), to: continuation)
                             index += 1
                         }
                     }
@@ -63,6 +64,8 @@ public final class TrackSubscription: Sendable {
                     try await Self.deliverByArrival(remote.track, into: continuation)
                 }
                 continuation.finish()
+            } catch let error as MoqError {
+                continuation.finish(throwing: error)
             } catch {
                 if let reason = remote.error { continuation.finish(throwing: reason) } else { continuation.finish() }
             }
@@ -87,6 +90,18 @@ public final class TrackSubscription: Sendable {
         closeHandlers.withLock { $0.append(handler) }
     }
 
+    /// Objects buffered for an application that has not read them. One that falls further
+    /// behind gets an error instead of a process whose memory grows with the publisher's rate.
+    public static let maxBufferedObjects = 4096
+
+    private static func deliver(
+        _ object: TrackObject, to continuation: AsyncThrowingStream<TrackObject, any Error>.Continuation
+    ) throws(MoqError) {
+        if case .dropped = continuation.yield(object) {
+            throw .request(.tooFarBehind)
+        }
+    }
+
     private static func object(_ frame: Frame, group: UInt64, index: UInt64) -> TrackObject {
         TrackObject(
             payload: frame.payload.withUnsafeBytes { Data($0) }, groupSequence: group, objectIndex: index)
@@ -105,9 +120,14 @@ public final class TrackSubscription: Sendable {
                 let from = delivered[group.sequence] ?? 0
                 let (frames, _) = track.frames(of: group, from: from)
                 for (offset, frame) in frames.enumerated() {
-                    continuation.yield(object(frame, group: group.sequence, index: UInt64(from + offset)))
+                    try deliver(object(frame, group: group.sequence, index: UInt64(from + offset)), to: continuation)
                 }
                 delivered[group.sequence] = from + frames.count
+            }
+            // Forget groups the cache no longer holds (the map would grow with every group).
+            if delivered.count > snapshot.groups.count {
+                let cached = Set(snapshot.groups.map(\.sequence))
+                delivered = delivered.filter { cached.contains($0.key) }
             }
             if snapshot.end != nil { return }
             await changes.next(after: snapshot.version)

@@ -65,7 +65,9 @@ public enum BroadcastFollower {
     public static func follow(_ session: MoqSession, target: BroadcastTarget, timeout: Duration?)
         -> AsyncStream<FollowEvent>
     {
-        let (stream, continuation) = AsyncStream<FollowEvent>.makeStream(bufferingPolicy: .unbounded)
+        // Bounded: a reader far behind loses the oldest events (catalog snapshots, each
+        // replaced by the next), never the process's memory.
+        let (stream, continuation) = AsyncStream<FollowEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
         let found = Flag()
         let start: @Sendable (String) -> Task<Void, Never> = { path in
             found.set()
@@ -73,15 +75,17 @@ public enum BroadcastFollower {
             return Task { await followCatalog(session, path: path, into: continuation) }
         }
         let announceTask = Task {
-            var active: [String] = []
+            var active: [String] = []  // in announcement order: the next broadcast to follow
+            var known = Set<String>()
             var current: (path: String, task: Task<Void, Never>)?
             for await event in session.announced(prefix: target.announcePrefix) {
                 switch event {
                 case .active(let path, _):
-                    guard target.matches(path), !active.contains(path) else { continue }
+                    guard target.matches(path), known.insert(path).inserted else { continue }
                     active.append(path)
                     if current == nil { current = (path, start(path)) }
                 case .ended(let path):
+                    guard known.remove(path) != nil else { continue }
                     active.removeAll { $0 == path }
                     guard let following = current, following.path == path else { continue }
                     following.task.cancel()

@@ -126,7 +126,7 @@ public final class TrackReader: @unchecked Sendable {
                         let due = groupProgress &+ window
                         if clock.now() >= due {
                             group = nil
-                            skippedBase += 1
+                            skippedBase &+= 1
                             continue
                         }
                         waitUntil = due
@@ -135,11 +135,11 @@ public final class TrackReader: @unchecked Sendable {
             } else {
                 if let budget = pendingBudget {
                     pendingBudget = nil
-                    skippedBase += consumer.groupsSkipped
+                    skippedBase = VarInt.saturatingAdd(skippedBase, consumer.groupsSkipped)
                     consumer = TrackConsumer(track: track, startAt: lastGroup.map { $0 + 1 }, maxLatencyMs: budget)
                 }
                 let polled = consumer.poll()
-                skippedTotal.store(skippedBase + consumer.groupsSkipped, ordering: .relaxed)
+                skippedTotal.store(VarInt.saturatingAdd(skippedBase, consumer.groupsSkipped), ordering: .relaxed)
                 switch polled {
                 case .group(let g):
                     group = g

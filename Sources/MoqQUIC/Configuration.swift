@@ -141,6 +141,8 @@ public struct QUICStats: Sendable, Equatable {
     /// Packets carrying STREAM data that ngtcp2 declared lost (`ngtcp2_conn_get_stream_loss_count`, summed over
     /// streams; ngtcp2 1.11 exposes no connection-wide loss counter). May include spurious losses.
     public var packetsLost: UInt64 = 0
+    /// Outgoing datagrams dropped because ``QUICConnection/maxQueuedDatagrams`` were already queued.
+    public var datagramsDropped: UInt64 = 0
     /// Datagrams dropped on purpose by ``QUICSettings/testLoss`` (sent + received).
     public var packetsDroppedByTestLoss: UInt64 = 0
     /// Estimated send rate in bits per second: UDP payload bits sent over the most recent window of at least

@@ -189,6 +189,9 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
         return streams[stream]?.unsent ?? 0
     }
 
+    /// Datagrams queued while the congestion window is full, at most (the oldest are dropped).
+    static let maxQueuedDatagrams = 1024
+
     /// Bytes written to all streams and not yet transmitted (O(1): a running total).
     public var totalUnsentBytes: Int {
         loop.assertOnLoop()
@@ -199,7 +202,8 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
     /// than `threshold` bytes written to streams remain unsent (at once if that is already so).
     public func notifyWhenUnsent(below threshold: Int) {
         loop.assertOnLoop()
-        drainThreshold = min(drainThreshold ?? .max, threshold)
+        // The most easily met threshold asked for: whoever asked re-checks its own condition.
+        drainThreshold = max(drainThreshold ?? 0, threshold)
         loop.markDirty(self)
     }
 
@@ -214,6 +218,12 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
     public func sendDatagram(_ data: Bytes) -> Bool {
         loop.assertOnLoop()
         guard phase == .established, data.count <= maxDatagramPayload, maxDatagramPayload > 0 else { return false }
+        if datagrams.count - datagramHead >= Self.maxQueuedDatagrams {
+            // Unreliable anyway: under congestion the oldest queued datagram is the one to lose.
+            datagrams[datagramHead] = Bytes()
+            datagramHead += 1
+            counters.datagramsDropped += 1
+        }
         datagrams.append(data)
         loop.markDirty(self)
         return true

@@ -9,6 +9,7 @@ import Synchronization
 /// subscriber asks. Thread-safe.
 public final class BroadcastProducer: @unchecked Sendable {
     struct State {
+        var route: AnnounceRoute
         var tracks: [String: TrackProducer] = [:]
         var requestHandler: (@Sendable (String) -> TrackProducer?)?
         var closed = false
@@ -17,17 +18,26 @@ public final class BroadcastProducer: @unchecked Sendable {
 
     /// The normalised broadcast path.
     public let path: String
-    /// The route the broadcast arrived by (empty for local broadcasts).
-    public let route: AnnounceRoute
     /// The clock its tracks use.
     public let clock: any MoqClock
-    let state = Mutex(State())
+    let state: Mutex<State>
 
     public init(path: String, route: AnnounceRoute = AnnounceRoute(), clock: any MoqClock = SystemClock()) {
         self.path = BroadcastPath.normalize(path)
-        self.route = route
         self.clock = clock
+        state = Mutex(State(route: route))
     }
+
+    /// The route the broadcast arrived by (empty for local broadcasts).
+    public var route: AnnounceRoute { state.withLock { $0.route } }
+
+    /// Replaces the route (the peer re-priced it); ``Origin/routeChanged(_:)`` tells observers.
+    public func setRoute(_ route: AnnounceRoute) {
+        state.withLock { $0.route = route }
+    }
+
+    /// The number of tracks held.
+    public var trackCount: Int { state.withLock { $0.tracks.count } }
 
     /// Creates (or replaces) a track.
     @discardableResult

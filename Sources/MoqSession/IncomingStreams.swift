@@ -23,6 +23,12 @@ final class IncomingUniStream: StreamHandler {
         }
         switch UniStreamType(rawValue: raw) {
         case .setup:
+            // One Setup stream per session: a second one is a violation as soon as its type is
+            // known (not after it has buffered a message), as the Rust peer treats it.
+            guard !session.setupStreamSeen else {
+                return session.close(.protocolViolation, reason: "second Setup stream")
+            }
+            session.setupStreamSeen = true
             type = .setup
             parseSetup(fin: fin)
         case .group:

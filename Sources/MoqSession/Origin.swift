@@ -39,6 +39,15 @@ public final class Origin: @unchecked Sendable {
         broadcast.onClose { [weak self] in self?.unpublish(broadcast) }
     }
 
+    /// Tells observers that the route of `broadcast` changed (if it is the one published at its path).
+    public func routeChanged(_ broadcast: BroadcastProducer) {
+        let observers = state.withLock { s -> [Observer]? in
+            guard s.broadcasts[broadcast.path] === broadcast else { return nil }
+            return Array(s.observers.values)
+        }
+        if let observers { notify(observers, .announced(path: broadcast.path, route: broadcast.route)) }
+    }
+
     /// Removes `broadcast` if it is the one published at its path.
     public func unpublish(_ broadcast: BroadcastProducer) {
         let observers = state.withLock { s -> [Observer]? in

@@ -39,6 +39,8 @@ public final class SessionCore {
     var held: [Int64: (bytes: Int, holdsCredit: Bool)] = [:]
     /// Streams the peer opened before SETUP completed.
     var preSetupStreams = 0
+    /// The peer opened its Setup stream.
+    var setupStreamSeen = false
     var setupReceived = false
     var setupTimer: (any Cancellable)?
     /// Peer request streams that arrived before the SETUP exchange completed.

@@ -162,7 +162,13 @@ public final class TrackProducer: @unchecked Sendable {
     /// Starts the next group (latest + 1, or 0).
     public func appendGroup() -> GroupProducer {
         let group = mutate { s -> GroupState in
-            let sequence = s.latest.map { VarInt.saturatingAdd($0.sequence, 1) } ?? 0
+            if let latest = s.latest, latest.sequence >= VarInt.max {
+                // No sequence is left: a closed group that takes no frames (2^62 groups in).
+                let spent = GroupState(sequence: latest.sequence, createdAt: clock.now())
+                spent.status = .aborted(.internal)
+                return spent
+            }
+            let sequence = s.latest.map { $0.sequence + 1 } ?? 0
             return insert(&s, sequence: sequence)
         }
         return GroupProducer(track: self, group: group)
@@ -201,9 +207,9 @@ public final class TrackProducer: @unchecked Sendable {
             g.isDatagram = true
             g.frames.append(Frame(timestamp: timestamp, payload: payload))
             g.firstTimestampNs = Self.nanoseconds(timestamp, timescale: s.info?.timescale)
-            g.byteCount = payload.count
-            s.cachedBytes += payload.count
-            limits.budget?.add(payload.count)
+            g.byteCount = payload.count + Self.frameOverhead
+            s.cachedBytes += g.byteCount
+            limits.budget?.add(g.byteCount)
             g.status = .finished
             return g
         }
@@ -265,21 +271,59 @@ public final class TrackProducer: @unchecked Sendable {
     }
 
     /// Records groups a publisher declared undeliverable (SUBSCRIBE_DROP): counted, and
-    /// (for ranges up to 1024 groups) kept as empty aborted placeholders so that
-    /// readers do not wait for them.
+    /// (for ranges up to ``maxPlaceholders`` groups, below the newest group) kept as empty
+    /// aborted placeholders so that readers do not wait for them. Groups above the newest
+    /// need none (nobody waits for a group past the newest), so a DROP of future groups
+    /// costs nothing; placeholders are merged into the cache in one pass.
     public func markDropped(_ range: ClosedRange<UInt64>, code: StreamErrorCode) {
         mutate { s in
             // Saturating: a DROP range may span the whole varint space.
             s.groupsDropped = VarInt.saturatingAdd(s.groupsDropped, range.upperBound - range.lowerBound)
             s.groupsDropped = VarInt.saturatingAdd(s.groupsDropped, 1)
-            guard s.end == nil, range.count <= 1024 else { return }
-            for sequence in range {
-                let i = index(s.groups, of: sequence)
-                if i < s.groups.count && s.groups[i].sequence == sequence { continue }
-                if let latest = s.latest, latest.sequence == sequence { continue }
-                insert(&s, sequence: sequence).status = .aborted(code)
+            guard s.end == nil, let latest = s.latest, range.lowerBound < latest.sequence else { return }
+            let upper = min(range.upperBound, latest.sequence - 1)
+            guard upper - range.lowerBound < UInt64(Self.maxPlaceholders) else { return }
+            var added: [GroupState] = []
+            var i = index(s.groups, of: range.lowerBound)
+            var sequence = range.lowerBound
+            while sequence <= upper {
+                while i < s.groups.count && s.groups[i].sequence < sequence { i += 1 }
+                if !(i < s.groups.count && s.groups[i].sequence == sequence) {
+                    let g = GroupState(sequence: sequence, createdAt: clock.now())
+                    g.isCached = true
+                    g.status = .aborted(code)
+                    added.append(g)
+                }
+                sequence += 1
+            }
+            guard !added.isEmpty else { return }
+            s.groups = Self.merged(s.groups, added)
+            evict(&s)
+        }
+    }
+
+    /// What a frame costs in the cache besides its payload (the `Frame` value and array slot).
+    public static let frameOverhead = 48
+
+    /// The most placeholders one SUBSCRIBE_DROP may create.
+    static let maxPlaceholders = 1024
+
+    /// Two sequence-sorted group lists as one (O(n + m)).
+    private static func merged(_ a: [GroupState], _ b: [GroupState]) -> [GroupState] {
+        var out: [GroupState] = []
+        out.reserveCapacity(a.count + b.count)
+        var i = 0
+        var j = 0
+        while i < a.count || j < b.count {
+            if j == b.count || (i < a.count && a[i].sequence < b[j].sequence) {
+                out.append(a[i])
+                i += 1
+            } else {
+                out.append(b[j])
+                j += 1
             }
         }
+        return out
     }
 
     fileprivate func append(_ frame: Frame, to group: GroupState) -> Bool {
@@ -291,7 +335,9 @@ public final class TrackProducer: @unchecked Sendable {
                 group.status = .aborted(.evicted)
                 return false
             }
-            guard group.byteCount + frame.payload.count <= limits.maxGroupBytes else {
+            // Each frame costs its payload plus its bookkeeping: a flood of empty frames counts too.
+            let cost = frame.payload.count + Self.frameOverhead
+            guard group.byteCount + cost <= limits.maxGroupBytes else {
                 group.status = .aborted(.groupTooLarge)
                 return false
             }
@@ -299,12 +345,10 @@ public final class TrackProducer: @unchecked Sendable {
                 group.firstTimestampNs = Self.nanoseconds(frame.timestamp, timescale: s.info?.timescale)
             }
             group.frames.append(frame)
-            group.byteCount += frame.payload.count
-            if group.isCached {
-                s.cachedBytes += frame.payload.count
-                limits.budget?.add(frame.payload.count)
-                evict(&s)
-            }
+            group.byteCount += cost
+            s.cachedBytes += cost
+            limits.budget?.add(cost)
+            evict(&s)
             return true
         }
     }
@@ -435,7 +479,8 @@ public final class TrackProducer: @unchecked Sendable {
     private func evict(_ s: inout State) {
         guard let latest = s.latest else { return }
         let maxAgeMs = min(s.info?.maxAgeMs ?? 5000, limits.maxAgeMs ?? .max)
-        let maxAgeNs = maxAgeMs >= (1 << 53) - 1 ? UInt64.max : maxAgeMs &* 1_000_000
+        let (product, overflow) = maxAgeMs.multipliedReportingOverflow(by: 1_000_000)
+        let maxAgeNs = maxAgeMs >= (1 << 53) - 1 || overflow ? UInt64.max : product
         var removed = 0
         while removed < s.groups.count {
             let g = s.groups[removed]
@@ -459,7 +504,11 @@ public final class TrackProducer: @unchecked Sendable {
         let (whole, remainder) = timestamp.quotientAndRemainder(dividingBy: scale)
         let (ns, overflow) = whole.multipliedReportingOverflow(by: 1_000_000_000)
         guard !overflow else { return nil }
-        return ns &+ remainder &* 1_000_000_000 / scale
+        // remainder < scale; remainder × 10^9 / scale computed without overflow.
+        let (high, low) = remainder.multipliedFullWidth(by: 1_000_000_000)
+        let fraction = scale.dividingFullWidth((high, low)).quotient
+        let (sum, overflowSum) = ns.addingReportingOverflow(fraction)
+        return overflowSum ? nil : sum
     }
 
     private func index(_ groups: [GroupState], of sequence: UInt64) -> Int {

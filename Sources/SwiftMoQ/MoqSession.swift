@@ -108,10 +108,16 @@ public final class MoqSession: @unchecked Sendable {
 
     // MARK: Subscribing
 
+    /// Events an ``announced(prefix:)`` stream buffers for a reader that has not taken them;
+    /// a reader further behind than this loses the stream (it ends) rather than the relay's
+    /// announcements filling its memory.
+    public static let maxBufferedAnnouncements = 10_000
+
     /// Announcements under `prefix` from the peer; the stream ends when the announce
-    /// stream or the session closes.
+    /// stream or the session closes (or when the reader falls ``maxBufferedAnnouncements`` behind).
     public func announced(prefix: String = "") -> AsyncStream<AnnounceEvent> {
-        let (stream, continuation) = AsyncStream<AnnounceEvent>.makeStream()
+        let (stream, continuation) = AsyncStream<AnnounceEvent>.makeStream(
+            bufferingPolicy: .bufferingOldest(Self.maxBufferedAnnouncements))
         let conn = connection
         let box = CancelBox()
         loop.execute {
@@ -121,7 +127,10 @@ public final class MoqSession: @unchecked Sendable {
                 return
             }
             let handle = core.requestAnnounces(prefix: prefix) { event in
-                continuation.yield(event)
+                if case .dropped = continuation.yield(event) {
+                    box.run()
+                    continuation.finish()
+                }
                 if case .closed = event { continuation.finish() }
             }
             box.set(handle)
@@ -220,7 +229,8 @@ public final class MoqSession: @unchecked Sendable {
 
     /// Receives the peer's bandwidth and RTT reports (PROBE).
     public func probes() -> AsyncStream<Probe> {
-        let (stream, continuation) = AsyncStream<Probe>.makeStream()
+        // Only the newest reports matter to a reader that fell behind.
+        let (stream, continuation) = AsyncStream<Probe>.makeStream(bufferingPolicy: .bufferingNewest(16))
         let conn = connection
         loop.execute {
             guard let core = conn.value.core, !core.isClosed else { return continuation.finish() }

@@ -449,15 +449,18 @@ async def cmd_publish(args) -> None:
             while not os.path.exists(args.go_file):
                 await asyncio.sleep(0.01)
         group_index = 0
+        started_ns = time.monotonic_ns()
         while args.groups <= 0 or group_index < args.groups:
             sequence = args.first_group + group_index
             group = track.create_group(sequence) if args.first_group else track.append_group()
             sequence = group.sequence
             for frame in range(frames_per_group):
-                group.write_frame(
-                    payload_for(sequence, frame, args.payload_size),
-                    timestamp_for(sequence, frame, frames_per_group),
+                timestamp = (
+                    (time.monotonic_ns() - started_ns) // 1000
+                    if args.wallclock_timestamps
+                    else timestamp_for(sequence, frame, frames_per_group)
                 )
+                group.write_frame(payload_for(sequence, frame, args.payload_size), timestamp)
                 if frame + 1 < frames_per_group:
                     await sleep_ms(args.frame_interval_ms)
             if sequence in args.abort_group:
@@ -1210,6 +1213,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--group-abort-code", type=int, default=1, help="application code for --abort-group")
     p.add_argument("--abort-code", type=int, help="abort the track with this application code instead of finishing")
+    p.add_argument(
+        "--wallclock-timestamps",
+        action="store_true",
+        help="timestamp frames with the time since the first one (µs) instead of 30 fps media time",
+    )
 
     p = client("subscribe", "subscribe to a raw track and print its frames")
     subscriber_options(p)

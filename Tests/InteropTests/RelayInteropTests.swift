@@ -137,6 +137,8 @@ struct RelayInteropTests {
                 "--broadcast", name, "--groups", "\(groups)", "--frames-per-group", "\(frames)", "--payload-size",
                 "\(size)",
                 "--interval-ms", "50", "--linger-ms", "2000", "--first-group", "0", "--wait-subscriber",
+                // Media time that runs with the clock: a group's age is how late it really is.
+                "--wallclock-timestamps",
             ])
         defer { publisher.terminateInBackground() }
         let stalled = try RustPeer.launch(

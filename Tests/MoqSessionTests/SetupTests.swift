@@ -45,8 +45,8 @@ import Testing
         raw.writeRaw(2, [0x01] + Setup().encoded(), fin: true)
         raw.writeRaw(6, [0x01] + Setup().encoded(), fin: true)
         pair.run()
-        #expect(pair.server.closeReason == .local(.protocolViolation, "second SETUP"))
-        #expect(raw.log.contains(.closed(code: 0x3, reason: "second SETUP")))
+        #expect(pair.server.closeReason == .local(.protocolViolation, "second Setup stream"))
+        #expect(raw.log.contains(.closed(code: 0x3, reason: "second Setup stream")))
     }
 
     @Test func malformedSetupClosesTheSessionWithProtocolViolation() {

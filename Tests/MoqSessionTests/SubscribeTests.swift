@@ -57,8 +57,10 @@ import Testing
             clock.advance(by: 400_000_000)
         }
         #expect(track.groups(from: 0).map(\.sequence) == [2, 3, 4])
+        // Each group costs its 5 payload bytes plus the per-frame overhead: two fit in 110 bytes.
         let bounded = TrackProducer(
-            name: "b", info: TrackInfo(maxAgeMs: 60_000), clock: clock, limits: CacheLimits(maxBytes: 10))
+            name: "b", info: TrackInfo(maxAgeMs: 60_000), clock: clock,
+            limits: CacheLimits(maxBytes: 2 * (5 + TrackProducer.frameOverhead) + 4))
         for i in 0..<5 { bounded.writeSingleFrameGroup(Bytes("abcd\(i)"), timestamp: 0) }
         #expect(bounded.groups(from: 0).map(\.sequence) == [3, 4])
     }

@@ -18,6 +18,11 @@ final class AnnounceIngest: @unchecked Sendable {
     /// How long an unused upstream subscription lingers (a TRACK request is usually
     /// followed by a SUBSCRIBE for the same track a moment later).
     static let linger = Duration.seconds(2)
+    /// Unannounced broadcasts kept for the readers of their tracks, at most.
+    static let maxRetired = 256
+    /// Tracks one relayed broadcast may have subscribed upstream on demand (each TRACK or
+    /// SUBSCRIBE for a new name would otherwise make one): more are not found.
+    static let maxTracksPerBroadcast = 1024
 
     let session: MoqSession
     let origin: Origin
@@ -36,6 +41,8 @@ final class AnnounceIngest: @unchecked Sendable {
         var retired: [BroadcastProducer] = []
         var upstreams: [ObjectIdentifier: RemoteTrack] = [:]
         var closed = false
+        /// When the per-broadcast track limit was last logged (at most once a second).
+        var lastTrackLimitLog: ContinuousClock.Instant?
     }
 
     private let state = Mutex(State())
@@ -77,28 +84,40 @@ final class AnnounceIngest: @unchecked Sendable {
                 logger.warning("\(label): refused to relay '\(path)': not allowed to publish there")
                 return
             }
-            let broadcast = BroadcastProducer(path: full, route: route)
-            let old = state.withLock { s -> BroadcastProducer? in
-                guard !s.closed else { return nil }
-                let old = s.broadcasts[path]
-                s.broadcasts[path] = broadcast
-                if let old { s.retired.append(old) }
-                return old
+            if let existing = state.withLock({ $0.closed ? nil : $0.broadcasts[path] }) {
+                // A new route or cost for a broadcast we relay: same producer, observers hear an update.
+                existing.setRoute(route)
+                origin.routeChanged(existing)
+                return
             }
+            let broadcast = BroadcastProducer(path: full, route: route)
+            let added = state.withLock { s -> Bool in
+                guard !s.closed else { return false }
+                s.broadcasts[path] = broadcast
+                return true
+            }
+            guard added else { return }
             broadcast.onTrackRequest { [weak self, weak broadcast] name in
                 guard let self, let broadcast else { return nil }
                 return self.makeTrack(name, peerPath: path, broadcast: broadcast)
             }
             origin.publish(broadcast)
-            logger.info("\(label): announced \(full)\(old == nil ? "" : " (new route)")")
+            logger.info("\(label): announced \(full)")
         case .ended(let path):
             guard
-                let broadcast = state.withLock({ s -> BroadcastProducer? in
+                let (broadcast, expired) = state.withLock({ s -> (BroadcastProducer, [BroadcastProducer])? in
                     guard let b = s.broadcasts.removeValue(forKey: path) else { return nil }
+                    // Retired broadcasts stay only while their tracks are read, and at most
+                    // `maxRetired` of them (a peer announcing and unannouncing in a loop).
+                    s.retired.removeAll { $0.trackCount == 0 }
                     s.retired.append(b)
-                    return b
+                    let excess = max(0, s.retired.count - Self.maxRetired)
+                    let expired = Array(s.retired.prefix(excess))
+                    s.retired.removeFirst(excess)
+                    return (b, expired)
                 })
             else { return }
+            for old in expired { old.close(abort: .internal) }
             // Unannounced: no new subscribers; current ones keep their upstream tracks.
             origin.unpublish(broadcast)
             logger.info("\(label): unannounced \(broadcast.path)")
@@ -110,6 +129,20 @@ final class AnnounceIngest: @unchecked Sendable {
     /// A track of `broadcast`, subscribed through the peer's session.
     private func makeTrack(_ name: String, peerPath: String, broadcast: BroadcastProducer) -> TrackProducer? {
         guard !state.withLock({ $0.closed }) else { return nil }
+        guard broadcast.trackCount < Self.maxTracksPerBroadcast else {
+            let now = ContinuousClock.now
+            let log = state.withLock { s -> Bool in
+                guard s.lastTrackLimitLog.map({ now - $0 >= .seconds(1) }) ?? true else { return false }
+                s.lastTrackLimitLog = now
+                return true
+            }
+            if log {
+                logger.warning(
+                    "\(label): \(broadcast.path) has \(Self.maxTracksPerBroadcast) tracks subscribed upstream: '\(name)' refused"
+                )
+            }
+            return nil
+        }
         let track = TrackProducer(name: name, info: nil, clock: SystemClock(), limits: cacheLimits)
         let remote = session.subscribe(broadcast: peerPath, range: upstreamRange, into: track)
         state.withLock { $0.upstreams[ObjectIdentifier(track)] = remote }

@@ -131,7 +131,7 @@ final class MemoryTransport: SessionTransport, @unchecked Sendable {
     /// The threshold the core asked to hear about (see ``release(bySendOrder:)``).
     private(set) var drainThreshold: Int?
     func notifyWhenUnsent(below threshold: Int) {
-        drainThreshold = min(drainThreshold ?? .max, threshold)
+        drainThreshold = max(drainThreshold ?? 0, threshold)
         if totalUnsentBytes < threshold { signalDrained() }
     }
 
