@@ -9,7 +9,8 @@ PLUGIN_DIR   ?= $(HOME)/.local/share/gstreamer-1.0/plugins
 # Tests and demos never touch the user's GStreamer registry.
 export GST_REGISTRY_1_0 := $(CURDIR)/$(BUILD)/gst-registry.bin
 
-.PHONY: all setup build plugin cli test unit-test lint fuzz fuzz-build fuzz-wire fuzz-catalog demo install clean help \
+.PHONY: all setup build plugin cli test unit-test lint fuzz fuzz-build fuzz-wire fuzz-catalog fuzz-session demo install \
+	clean help \
 	element-docs check-element-docs bench bench-tools bench-profile
 
 all: build
@@ -19,7 +20,7 @@ help:
 	@echo "make test     set up the machine, build, lint, run every test and a short fuzz run"
 	@echo "make build    build/bin/swiftmoq and build/gst/libgstswiftmoq.so (release)"
 	@echo "make install  copy the GStreamer plugin to $(PLUGIN_DIR)"
-	@echo "make fuzz     run the wire-codec and catalog fuzzers for FUZZ_SECONDS in total (default 60)"
+	@echo "make fuzz     run the wire-codec, catalog and session fuzzers for FUZZ_SECONDS in total (default 60)"
 	@echo "make element-docs  regenerate docs/elements.txt after an interface change"
 	@echo "make bench    Swift vs Rust: latency, throughput, fan-out, GStreamer path, memory (not part of make test)"
 	@echo "make bench-profile  perf profiles of the Swift relay and clients under the latency/throughput/fan-out cases"
@@ -67,15 +68,22 @@ check-element-docs: plugin
 	@diff -u docs/elements.txt $(BUILD)/elements.txt || { \
 		echo "error: the elements' interface changed: run 'make element-docs' (or 'swift package --allow-writing-to-package-directory element-docs') and commit docs/elements.txt" >&2; exit 1; }
 
+# Tests whose pass criterion depends on throughput (an open-loop flood through the relay) run
+# alone, after the parallel suite: on 2 cores the parallel suite takes the CPU they measure.
+SOLO_TESTS := OverloadInteropTests
+
 unit-test: setup
 	$(SWIFT) build --build-tests -j $(JOBS)
-	$(SWIFT) test --skip-build
+	$(SWIFT) test --skip-build --skip '$(SOLO_TESTS)'
+	$(SWIFT) test --skip-build --filter '$(SOLO_TESTS)'
 
 test: setup build lint check-element-docs unit-test
 	$(MAKE) fuzz FUZZ_SECONDS=$(or $(CI_FUZZ_SECONDS),30)
 
-# libFuzzer over every wire decoder (built as one module with the MoqWire sources), and over
-# the catalog decoder and legacy frames (one module with the MoqWire and MoqCatalog sources).
+# libFuzzer over every wire decoder (built as one module with the MoqWire sources), over
+# the catalog decoder and legacy frames (one module with the MoqWire and MoqCatalog sources),
+# and over the session core driven by a hostile peer's script (MoqWire + MoqSession + the
+# script in Fuzz/FuzzSession/Harness, which the session tests also replay).
 fuzz-build:
 	@mkdir -p $(BUILD)/fuzz
 	swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name FuzzWire \
@@ -83,20 +91,27 @@ fuzz-build:
 	swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name FuzzCatalog \
 		Sources/MoqWire/*.swift Sources/MoqCatalog/*.swift Fuzz/FuzzCatalog/FuzzCatalog.swift \
 		-o $(BUILD)/fuzz/fuzz-catalog
+	swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name FuzzSession \
+		Sources/MoqWire/*.swift Sources/MoqSession/*.swift Fuzz/FuzzSession/Harness/*.swift \
+		Fuzz/FuzzSession/FuzzSession.swift -o $(BUILD)/fuzz/fuzz-session
 
-# FUZZ_SECONDS is split between the two targets (the wire fuzzer gets the odd second).
-FUZZ_WIRE_SECONDS    = $(shell expr \( $(FUZZ_SECONDS) + 1 \) / 2)
-FUZZ_CATALOG_SECONDS = $(shell expr $(FUZZ_SECONDS) / 2)
+# FUZZ_SECONDS is split between the three targets (the session fuzzer gets what is left over).
+FUZZ_WIRE_SECONDS    = $(shell expr $(FUZZ_SECONDS) / 3)
+FUZZ_CATALOG_SECONDS = $(shell expr $(FUZZ_SECONDS) / 3)
+FUZZ_SESSION_SECONDS = $(shell expr $(FUZZ_SECONDS) - 2 \* \( $(FUZZ_SECONDS) / 3 \))
 
-fuzz: fuzz-build fuzz-wire fuzz-catalog
+fuzz: fuzz-build fuzz-wire fuzz-catalog fuzz-session
 
+# -max_total_time=0 would mean "forever", so a zero share skips the timed run.
 fuzz-wire: fuzz-build
 	@mkdir -p $(BUILD)/fuzz/corpus
 	$(BUILD)/fuzz/fuzz-wire -runs=0 Fuzz/FailCases/wire Fuzz/seeds/wire
-	$(BUILD)/fuzz/fuzz-wire -max_total_time=$(FUZZ_WIRE_SECONDS) -max_len=4096 -rss_limit_mb=2048 \
-		-artifact_prefix=$(BUILD)/fuzz/ $(BUILD)/fuzz/corpus Fuzz/seeds/wire
+	@if [ $(FUZZ_WIRE_SECONDS) -gt 0 ]; then \
+		echo $(BUILD)/fuzz/fuzz-wire -max_total_time=$(FUZZ_WIRE_SECONDS) ...; \
+		$(BUILD)/fuzz/fuzz-wire -max_total_time=$(FUZZ_WIRE_SECONDS) -max_len=4096 -rss_limit_mb=2048 \
+			-artifact_prefix=$(BUILD)/fuzz/ $(BUILD)/fuzz/corpus Fuzz/seeds/wire; \
+	fi
 
-# -max_total_time=0 would mean "forever", so a zero share skips the timed run.
 fuzz-catalog: fuzz-build
 	@mkdir -p $(BUILD)/fuzz/corpus-catalog
 	$(BUILD)/fuzz/fuzz-catalog -runs=0 Fuzz/FailCases/catalog Fuzz/seeds/catalog
@@ -105,6 +120,17 @@ fuzz-catalog: fuzz-build
 		$(BUILD)/fuzz/fuzz-catalog -max_total_time=$(FUZZ_CATALOG_SECONDS) -max_len=16384 -rss_limit_mb=2048 \
 			-dict=Fuzz/FuzzCatalog/catalog.dict -artifact_prefix=$(BUILD)/fuzz/catalog- \
 			$(BUILD)/fuzz/corpus-catalog Fuzz/seeds/catalog; \
+	fi
+
+# FUZZ_RUNS=N runs exactly N inputs instead of a time budget (the 10 M run of record).
+fuzz-session: fuzz-build
+	@mkdir -p $(BUILD)/fuzz/corpus-session
+	$(BUILD)/fuzz/fuzz-session -runs=0 Fuzz/FailCases/session Fuzz/seeds/session
+	@if [ -n "$(FUZZ_RUNS)" ] || [ $(FUZZ_SESSION_SECONDS) -gt 0 ]; then \
+		echo $(BUILD)/fuzz/fuzz-session ...; \
+		$(BUILD)/fuzz/fuzz-session $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_SESSION_SECONDS)) \
+			-max_len=4096 -rss_limit_mb=2048 -malloc_limit_mb=512 -timeout=10 \
+			-artifact_prefix=$(BUILD)/fuzz/session- $(BUILD)/fuzz/corpus-session Fuzz/seeds/session; \
 	fi
 
 demo: build

@@ -114,8 +114,14 @@ let package = Package(
 
         // MARK: - Tests
         .testTarget(name: "MoqWireTests", dependencies: ["MoqWire"], swiftSettings: swiftSettings),
+        // The stateful session fuzzer's script (Fuzz/FuzzSession): libFuzzer runs it from `make fuzz`,
+        // the session tests replay its corpus and every failure case it found.
+        .target(
+            name: "SessionFuzzHarness", dependencies: ["MoqWire", "MoqSession"], path: "Fuzz/FuzzSession/Harness",
+            swiftSettings: swiftSettings),
         .testTarget(
-            name: "MoqSessionTests", dependencies: ["MoqWire", "MoqSession"], swiftSettings: swiftSettings),
+            name: "MoqSessionTests", dependencies: ["MoqWire", "MoqSession", "SessionFuzzHarness"],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "MoqQUICTests", dependencies: ["MoqQUIC", "MoqWire"],
             exclude: ["rust_peer.py"],  // the Rust peer driver run by the interop tests, not a resource

@@ -68,7 +68,8 @@ public struct PlayoutTimeline: Sendable, Equatable {
                 Saturating.add(candidate, Saturating.int64(Self.continuityToleranceNs))
                 < Saturating.int64(latestPushedNs)
             let farAhead =
-                candidate > Saturating.add(Saturating.int64(now), Saturating.int64(Saturating.add(latencyNs, 5_000_000_000)))
+                candidate
+                > Saturating.add(Saturating.int64(now), Saturating.int64(Saturating.add(latencyNs, 5_000_000_000)))
             if backwards || farAhead {
                 anchor(edgeUs: edge, at: max(now, Saturating.add(latestPushedNs, 1_000_000)))
                 placement = .anchored

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
-public import MoqWire
 import Synchronization
+
+#if canImport(MoqWire)
+    public import MoqWire
+#endif
 
 /// A named collection of tracks published (or relayed) together.
 ///

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
-public import MoqWire
+#if canImport(MoqWire)
+    public import MoqWire
+#endif
 
 /// What a session serves to its peer: broadcasts by path, and announcements by
 /// prefix. ``Origin`` is the plain directory; ``ScopedOrigin`` is a view of one

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
-import MoqWire
+#if canImport(MoqWire)
+    import MoqWire
+#endif
 
 /// A unidirectional stream the peer opened: Setup or Group (by its first varint).
 final class IncomingUniStream: StreamHandler {

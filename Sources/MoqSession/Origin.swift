@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
-public import MoqWire
 import Synchronization
+
+#if canImport(MoqWire)
+    public import MoqWire
+#endif
 
 /// A change in the set of broadcasts an ``Origin`` offers.
 public enum OriginEvent: Sendable, Equatable {
@@ -36,7 +39,10 @@ public final class Origin: @unchecked Sendable {
             return Array(s.observers.values)
         }
         notify(observers, .announced(path: broadcast.path, route: broadcast.route))
-        broadcast.onClose { [weak self] in self?.unpublish(broadcast) }
+        // Weak: the handler is stored in the broadcast itself (a strong capture would be a cycle).
+        broadcast.onClose { [weak self, weak broadcast] in
+            if let broadcast { self?.unpublish(broadcast) }
+        }
     }
 
     /// Tells observers that the route of `broadcast` changed (if it is the one published at its path).

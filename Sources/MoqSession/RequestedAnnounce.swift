@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
-import MoqWire
+#if canImport(MoqWire)
+    import MoqWire
+#endif
 
 /// Our Announce stream to the peer: which broadcasts exist under a prefix.
 final class RequestedAnnounce: StreamHandler {
@@ -12,7 +14,7 @@ final class RequestedAnnounce: StreamHandler {
     private var ok: AnnounceOk?
     /// Announced paths by announce id.
     private var active: [UInt64: String] = [:]
-    /// Ids whose route is too long to use (reported as ended).
+    /// Ids not reported as active: their route is too long to use (see ``deliver(id:path:route:)``).
     private var suppressed = Set<UInt64>()
     private var nextID: UInt64 = 0
     private var done = false
@@ -49,7 +51,7 @@ final class RequestedAnnounce: StreamHandler {
                 }
                 ok = first
             }
-            while let message = try buffer.nextAnnouncement() { apply(message) }
+            while !done, let message = try buffer.nextAnnouncement() { apply(message) }
         } catch {
             session.counters.malformedStreams += 1
             if let stream { session.abortStream(stream, .malformedTrack) }
@@ -59,7 +61,7 @@ final class RequestedAnnounce: StreamHandler {
     }
 
     private func apply(_ message: Announcement) {
-        guard let ok else { return }
+        guard !done, let ok else { return }
         switch message {
         case .start(let suffix, let route):
             let id = nextID
@@ -73,6 +75,7 @@ final class RequestedAnnounce: StreamHandler {
             let path = BroadcastPath.join(prefix, suffix)
             active[id] = path
             session.announcedCount += 1
+            suppressed.insert(id)  // not reported yet
             deliver(id: id, path: path, route: received(route, via: ok.hopID))
         case .update(let id, let route):
             guard let path = active[id] else { return }
@@ -90,6 +93,7 @@ final class RequestedAnnounce: StreamHandler {
     /// be announced any further and is treated as unreachable (a loop or a broken mesh).
     private func deliver(id: UInt64, path: String, route: AnnounceRoute) {
         if route.hops.count > WireLimits.maxHops {
+            // Reported as gone if it had been reported at all.
             if suppressed.insert(id).inserted { handler(.ended(path: path)) }
             return
         }

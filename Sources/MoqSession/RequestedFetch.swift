@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
-import MoqWire
+#if canImport(MoqWire)
+    import MoqWire
+#endif
 
 /// Our FETCH: the reply is frames until FIN, or a reset with a code.
 final class RequestedFetch: StreamHandler {

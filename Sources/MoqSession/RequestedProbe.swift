@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
-import MoqWire
+#if canImport(MoqWire)
+    import MoqWire
+#endif
 
 /// Our Probe stream: we write only its type and read the peer's reports.
 final class RequestedProbe: StreamHandler {

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
-import MoqWire
+#if canImport(MoqWire)
+    import MoqWire
+#endif
 
 /// Our subscription to a peer's track: SUBSCRIBE on a bidi stream, replies
 /// START/END/DROP on it, groups on uni streams (or datagrams) written into a
@@ -98,7 +100,9 @@ final class RequestedSubscription: StreamHandler {
             if endGroup == nil {
                 // FIN without END: the publisher ended the subscription without ending the track.
                 // Saturating: the newest group may be numbered 2^62 − 1.
-                endGroup = max(seen?.watermark ?? 0, track.latestSequence.map { VarInt.saturatingAdd($0, 1) } ?? 0)
+                endGroup = min(
+                    max(seen?.watermark ?? 0, track.latestSequence.map { VarInt.saturatingAdd($0, 1) } ?? 0),
+                    VarInt.max)
             }
             if !checkComplete() {
                 let box = WeakLoopBox(self)

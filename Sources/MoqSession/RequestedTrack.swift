@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
-import MoqWire
+#if canImport(MoqWire)
+    import MoqWire
+#endif
 
 /// Our TRACK request: the answer is TRACK_INFO (then FIN), or a reset with a code.
 final class RequestedTrack: StreamHandler {

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
-import MoqWire
 import Synchronization
+
+#if canImport(MoqWire)
+    import MoqWire
+#endif
 
 /// An Announce stream the peer opened: we tell it which of our broadcasts exist
 /// under its prefix, then every change, until it closes the stream.

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
-import MoqWire
+#if canImport(MoqWire)
+    import MoqWire
+#endif
 
 /// A FETCH from the peer: the frames of one cached group, then FIN (following the
 /// group while it is still open). Unknown groups are reset with NOT_FOUND.

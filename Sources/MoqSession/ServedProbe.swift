@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
-import MoqWire
+#if canImport(MoqWire)
+    import MoqWire
+#endif
 
 /// A Probe stream the peer opened to receive our bandwidth reports: we send
 /// `PROBE{bitrate, rtt}` when a value moves by 25 % or more, or every 10 s

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
-import MoqWire
+#if canImport(MoqWire)
+    import MoqWire
+#endif
 
 /// A subscription the peer holds on one of our tracks.
 ///
@@ -58,8 +60,14 @@ final class ServedSubscription: StreamHandler, Pumpable {
     private var endSent = false
     /// A pending re-check while written groups still wait in the transport.
     private var recheck: (any Cancellable)?
-    /// How often a backed-up subscription looks at the transport again when nothing else wakes it.
+    /// How soon a backed-up subscription looks at the transport again when nothing else wakes
+    /// it: 20 ms, doubling up to 1 s while nothing moves (a peer that stopped reading costs
+    /// one look a second, not fifty).
+    private var recheckDelay = ServedSubscription.drainPoll
     static let drainPoll = Duration.milliseconds(20)
+    static let maxDrainPoll = Duration.seconds(1)
+    /// What the last look saw: whether the next one backs off.
+    private var lastProgress: (active: Int, queued: Int, unsent: Int) = (0, 0, 0)
     private var done = false
     private var counted = false
 
@@ -296,13 +304,26 @@ final class ServedSubscription: StreamHandler, Pumpable {
     /// Opens streams for queued groups, oldest first, while the connection has room.
     private func startQueued(range: SubscriptionRange) {
         while !done, let next = queue.first {
-            guard hasRoom() else {
-                session.waitForRoom(self, unsent: ownUnsentBytes)
+            switch room() {
+            case .available:
+                queue.removeFirst()
+                startGroup(next, range: range)
+            case .waitingForCredit:
+                // The open in progress resumes the queue when the peer grants a stream.
+                return
+            case .waitingForDrain(let unsent):
+                session.waitForRoom(self, unsent: unsent)
                 return
             }
-            queue.removeFirst()
-            startGroup(next, range: range)
         }
+    }
+
+    private enum Room {
+        case available
+        /// A group stream of ours waits for the peer's stream credit.
+        case waitingForCredit
+        /// Too much is queued (ours, or the session's); carries our unsent bytes.
+        case waitingForDrain(Int)
     }
 
     /// Bytes this subscription has written and the transport has not sent yet.
@@ -310,16 +331,17 @@ final class ServedSubscription: StreamHandler, Pumpable {
         active.reduce(0) { n, send in n + (send.stream.map { session.transport.unsentBytes($0) } ?? 0) }
     }
 
-    /// True when another group stream may open: nothing of ours waits for stream credit,
-    /// ours is nearly all handed to the network, and the session is under its bound.
-    private func hasRoom() -> Bool {
-        if active.contains(where: { $0.stream == nil && !$0.isClosed }) { return false }
+    /// Whether another group stream may open: nothing of ours waits for stream credit, ours
+    /// is nearly all handed to the network, and the session is under its bound.
+    private func room() -> Room {
+        if active.contains(where: { $0.stream == nil && !$0.isClosed }) { return .waitingForCredit }
         let limits = session.config.limits
+        let unsent = ownUnsentBytes
         guard session.transport.totalUnsentBytes < limits.maxUnsentBytes else {
             session.hitLimit(.unsentBytes(limits.maxUnsentBytes))
-            return false
+            return .waitingForDrain(unsent)
         }
-        return ownUnsentBytes < limits.subscriptionSendWindow
+        return unsent < limits.subscriptionSendWindow ? .available : .waitingForDrain(unsent)
     }
 
     /// The session has room again (the transport drained): start what waits.
@@ -360,6 +382,8 @@ final class ServedSubscription: StreamHandler, Pumpable {
             self.session.install(GroupWriter(owner: self, send: send), on: stream)
             if let track = self.track { self.flush(send, track: track) }
             self.prune()
+            // The open may have waited for credit: what queued behind it can go on.
+            if let range = self.subscribe?.range { self.startQueued(range: range) }
             self.finishIfEnded(self.track)
         }
     }
@@ -428,10 +452,17 @@ final class ServedSubscription: StreamHandler, Pumpable {
             waiting = true
             return false
         }
-        // A fallback when nothing else wakes us (a peer that stopped reading): look again shortly.
+        // A fallback when nothing else wakes us (a peer that stopped reading): look again later.
         if (waiting || !queue.isEmpty) && recheck == nil && !done {
+            let progress = (active.count, queue.count, ownUnsentBytes)
+            if progress == lastProgress {
+                recheckDelay = min(recheckDelay * 2, Self.maxDrainPoll)
+            } else {
+                recheckDelay = Self.drainPoll
+            }
+            lastProgress = progress
             let box = WeakLoopBox(self)
-            recheck = session.scheduler.schedule(after: Self.drainPoll) {
+            recheck = session.scheduler.schedule(after: recheckDelay) {
                 guard let me = box.value else { return }
                 me.recheck = nil
                 me.pump()

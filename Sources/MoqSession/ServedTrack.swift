@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
-import MoqWire
+#if canImport(MoqWire)
+    import MoqWire
+#endif
 
 /// A TRACK request from the peer: answer TRACK_INFO and FIN, waiting for the info
 /// when a relay does not know it yet; reset with UNROUTABLE / NOT_FOUND otherwise.

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
-public import MoqWire
+#if canImport(MoqWire)
+    public import MoqWire
+#endif
 
 /// Per-session resource limits. Every bound the session enforces on what a peer can make
 /// it hold is named here; going over one resets the stream that did (or closes the

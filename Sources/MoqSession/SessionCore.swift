@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
-public import MoqWire
+#if canImport(MoqWire)
+    public import MoqWire
+#endif
 
 /// A moq-lite-06 session, both roles, without I/O.
 ///
@@ -154,6 +156,18 @@ public final class SessionCore {
     /// Bytes received and still held across the session (incomplete messages and frames).
     public private(set) var incomingBufferedBytes = 0
 
+    /// What the session holds on the peer's behalf, against ``SessionLimits``.
+    public var resourceUsage: SessionResourceUsage {
+        SessionResourceUsage(
+            incomingBufferedBytes: incomingBufferedBytes,
+            incomingCreditHeldBytes: held.values.reduce(0) { $0 + ($1.holdsCredit ? $1.bytes : 0) },
+            streamHandlers: handlers.count, servedSubscriptions: servedSubscriptionCount,
+            servedTrackRequests: servedTrackCount, servedFetches: servedFetchCount,
+            servedAnnounces: servedAnnounceCount, announcedBroadcasts: announcedCount,
+            ownSubscriptions: ownSubscriptions.count, pendingGroupOpens: pendingUniOpens.count,
+            pendingRequestOpens: pendingBidiOpens.count)
+    }
+
     /// Accounts for what the handler of `stream` holds after an event: flow-control credit
     /// for bytes it no longer holds (or never held) goes back to the peer, and the session's
     /// incoming budget is enforced on the stream that just grew.
@@ -223,10 +237,12 @@ public final class SessionCore {
         if !roomWaiters.contains(where: { $0.value === subscription }) {
             roomWaiters.append(WeakLoopBox(subscription))
         }
+        // Heard once the connection has sent what this subscription has beyond its window (or
+        // the session is back under its bound): always below what is queued now, so a
+        // notification means progress was made (no busy loop).
         let total = transport.totalUnsentBytes
-        let needed = max(unsent - config.limits.subscriptionSendWindow, 0)
-        var threshold = max(1, total - needed)
-        threshold = min(threshold, config.limits.maxUnsentBytes)
+        let needed = max(unsent - config.limits.subscriptionSendWindow, 1)
+        let threshold = min(max(1, total - needed + 1), config.limits.maxUnsentBytes)
         if let requested = drainRequested, requested >= threshold { return }
         drainRequested = threshold
         transport.notifyWhenUnsent(below: threshold)
@@ -299,8 +315,9 @@ public final class SessionCore {
 
     /// Tells the peer to go away (optionally to `uri`). Clients must send an empty URI.
     public func sendGoaway(uri: String = "") {
-        whenReady { [self] in
-            openStream(bidirectional: true) { stream in
+        // Unowned: the closures live in this core's own queues (a strong capture is a cycle).
+        whenReady { [unowned self] in
+            openStream(bidirectional: true) { [unowned self] stream in
                 var w = WireWriter()
                 w.writeVarInt(BidiStreamType.goaway.rawValue)
                 w.bytes += Goaway(uri: self.transport.isClient ? "" : uri).encoded()
@@ -478,6 +495,35 @@ public struct SessionCounters: Sendable, Equatable {
     public var groupsDroppedForBudget: UInt64 = 0
     public var datagramsSent: UInt64 = 0
     public var datagramsReceived: UInt64 = 0
+}
+
+/// What a session holds on its peer's behalf (see ``SessionCore/resourceUsage``).
+public struct SessionResourceUsage: Sendable, Equatable, CustomStringConvertible {
+    /// Bytes in incomplete incoming messages and frames (bounded by ``SessionLimits/maxIncomingBytes``).
+    public var incomingBufferedBytes: Int
+    /// The part of those whose flow-control credit has not been returned yet.
+    public var incomingCreditHeldBytes: Int
+    /// Streams with a handler (open, or finished and waiting for the transport to close them).
+    public var streamHandlers: Int
+    public var servedSubscriptions: Int
+    public var servedTrackRequests: Int
+    public var servedFetches: Int
+    public var servedAnnounces: Int
+    /// Broadcasts the peer announced to us.
+    public var announcedBroadcasts: Int
+    /// Our subscriptions to the peer.
+    public var ownSubscriptions: Int
+    /// Group streams waiting for the peer's stream credit.
+    public var pendingGroupOpens: Int
+    /// Request streams waiting for the peer's stream credit.
+    public var pendingRequestOpens: Int
+
+    public var description: String {
+        "incoming \(incomingBufferedBytes) B (credit held \(incomingCreditHeldBytes) B), \(streamHandlers) streams, "
+            + "served: \(servedSubscriptions) subscriptions \(servedTrackRequests) TRACK \(servedFetches) FETCH "
+            + "\(servedAnnounces) announce streams; \(announcedBroadcasts) announced broadcasts, "
+            + "\(ownSubscriptions) own subscriptions, \(pendingGroupOpens)+\(pendingRequestOpens) opens waiting for credit"
+    }
 }
 
 /// Cancels or updates an announce request.

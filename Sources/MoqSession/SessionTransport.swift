@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
-public import MoqWire
+#if canImport(MoqWire)
+    public import MoqWire
+#endif
 
 /// What a session core needs from a QUIC connection. The QUIC module's connection
 /// conforms to it; tests use an in-memory pair. Every call happens on the session

@@ -1,7 +1,10 @@
-import Dispatch
 // SPDX-License-Identifier: MIT
-public import MoqWire
+import Dispatch
 import Synchronization
+
+#if canImport(MoqWire)
+    public import MoqWire
+#endif
 
 /// Why reading a track stopped early.
 public enum TrackReadError: Error, Sendable, Equatable, CustomStringConvertible {

@@ -79,7 +79,14 @@ struct MoqSrcTests {
         let videoFrames = finished.int("video_frames") ?? 0
         let audioFrames = finished.int("audio_frames") ?? 0
         #expect(videoFrames >= 100 && audioFrames >= 150, "\(finished)")
-        try await eventually("95 % of the video decoded", timeout: .seconds(10)) {
+        let src = pipeline.element("s")!
+        defer { gst_object_unref(src) }
+        try await eventually(
+            "95 % of the video decoded", timeout: .seconds(10),
+            detail: {
+                "decoded \(video.count) video, \(audio.count) audio of \(finished); stats \(stringProperty(src, "stats") ?? "")"
+            }
+        ) {
             video.count * 100 >= videoFrames * 95 && audio.count * 100 >= audioFrames * 95
         }
         #expect(isMonotonic(video.all), "video timestamps go backwards")

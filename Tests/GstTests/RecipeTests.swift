@@ -52,7 +52,10 @@ struct RecipeTests {
         let src = recorder.element("src")!
         defer { gst_object_unref(src) }
         // Both streams, each of which may start late under load.
-        try await eventually("2 s of video and of audio recorded", timeout: .seconds(30)) {
+        try await eventually(
+            "2 s of video and of audio recorded", timeout: .seconds(30),
+            detail: { "stats \(stringProperty(src, "stats") ?? "")" }
+        ) {
             (statsField(src, "video-frames") ?? 0) >= 60 && (statsField(src, "audio-frames") ?? 0) >= 100
         }
         gst_element_send_event(recorder.pipeline, gst_event_new_eos())

@@ -492,14 +492,20 @@ async def cmd_subscribe(args) -> None:
         emit("subscribed", broadcast=args.broadcast, track=args.track)
         phase(f"receiving track {args.track!r} (frames so far: see the frame events)")
         count = 0
+        received_groups: list[int] = []
+        group_errors = 0
 
         async def read_group(group: moq.GroupConsumer) -> bool:
             """Print the group's frames; True once --count frames were printed."""
-            nonlocal count
+            nonlocal count, group_errors
             index = 0
             try:
                 async for frame in group:
-                    frame_event("frame", group.sequence, index, frame.timestamp_us, frame.payload)
+                    if args.summary:
+                        if index == 0:
+                            received_groups.append(group.sequence)
+                    else:
+                        frame_event("frame", group.sequence, index, frame.timestamp_us, frame.payload)
                     index += 1
                     count += 1
                     if args.count and count >= args.count:
@@ -507,7 +513,9 @@ async def cmd_subscribe(args) -> None:
             except moq.Error as exc:
                 # A reset group stream (e.g. GroupProducer.abort(n): APP code 64+n) ends
                 # that group only; the subscription carries on.
-                emit("group_error", group=group.sequence, frames=index, **error_fields(exc))
+                group_errors += 1
+                if not args.summary:
+                    emit("group_error", group=group.sequence, frames=index, **error_fields(exc))
             return False
 
         if args.order == "sequence":
@@ -545,6 +553,8 @@ async def cmd_subscribe(args) -> None:
                 return
             finished.cancel()
             acceptor.result()
+        if args.summary:
+            emit("summary", frames=count, groups=received_groups, group_errors=group_errors)
         emit("end", frames=count)
         if args.count and count < args.count:
             raise PeerError(f"track ended after {count} of {args.count} frames")
@@ -1225,6 +1235,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--group-start", type=int)
     p.add_argument("--group-end", type=int)
     p.add_argument("--order", choices=["sequence", "arrival"], default="sequence")
+    p.add_argument(
+        "--summary",
+        action="store_true",
+        help="no frame events: one summary event at the end (groups in order received, group errors)",
+    )
 
     p = client("announced", "print announcements under a prefix")
     p.add_argument("--prefix", default="")

@@ -53,12 +53,14 @@ package func rustPayload(group: Int, frame: Int, size: Int) -> [UInt8] {
 
 /// Polls `condition` until it holds or `timeout` passes (no fixed sleeps as synchronisation).
 package func eventually(
-    _ what: String, timeout: Duration = .seconds(15), _ condition: () async throws -> Bool
+    _ what: String, timeout: Duration = .seconds(15), detail: () -> String = { "" },
+    _ condition: () async throws -> Bool
 ) async throws {
     let deadline = ContinuousClock.now + timeout
     while try await !condition() {
         if ContinuousClock.now > deadline {
-            Issue.record("timed out waiting for \(what)")
+            let more = detail()
+            Issue.record("timed out waiting for \(what)\(more.isEmpty ? "" : ": \(more)")")
             throw CancellationError()
         }
         try await Task.sleep(for: .milliseconds(10))

@@ -318,6 +318,15 @@ package struct PeerEvent: Sendable, CustomStringConvertible {
         if case .string(let value)? = fields[key] { value } else { nil }
     }
 
+    /// An array of integers (e.g. the groups of a subscriber's summary).
+    package func array(_ key: String) -> [Int]? {
+        guard case .array(let values)? = fields[key] else { return nil }
+        return values.compactMap { value -> Int? in
+            if case .int(let i) = value { return Int(exactly: i) }
+            return nil
+        }
+    }
+
     package func bool(_ key: String) -> Bool? {
         if case .bool(let value)? = fields[key] { value } else { nil }
     }

@@ -336,7 +336,8 @@ final class SrcPad: @unchecked Sendable {
         // The publisher's own timestamp travels with the buffer (decoders keep the meta), so an
         // application can line frames up with data tracks or measure end-to-end latency.
         gst_buffer_add_reference_timestamp_meta(
-            buffer, Self.publisherTimeCaps, GstClockTime(Self.nanoseconds(frame.timestampUs)), swiftmoq_clock_time_none())
+            buffer, Self.publisherTimeCaps, GstClockTime(Self.nanoseconds(frame.timestampUs)),
+            swiftmoq_clock_time_none())
         var flags: UInt32 = 0
         if kind == .video && !frame.startsGroup { flags |= GST_BUFFER_FLAG_DELTA_UNIT.rawValue }
         if discont { flags |= GST_BUFFER_FLAG_DISCONT.rawValue }

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
-public import MoqWire
 import Synchronization
+
+#if canImport(MoqWire)
+    public import MoqWire
+#endif
 
 /// How a group is doing.
 public enum GroupStatus: Sendable, Equatable {
