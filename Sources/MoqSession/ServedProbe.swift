@@ -30,8 +30,27 @@ final class ServedProbe: StreamHandler {
             done = true
             return
         }
+        guard session.servedProbeCount < session.config.limits.maxServedProbes else {
+            // Each probe stream polls the transport ten times a second: a peer gets a few.
+            session.hitLimit(.servedProbes(session.config.limits.maxServedProbes))
+            session.abortStream(stream, .internal)
+            done = true
+            return
+        }
+        session.servedProbeCount += 1
+        counted = true
         session.transport.setSendOrder(stream, SendOrder.control)
         tick()
+    }
+
+    /// Counted against ``SessionLimits/maxServedProbes`` until stopped.
+    private var counted = false
+
+    private func release() {
+        if counted {
+            counted = false
+            session.servedProbeCount -= 1
+        }
     }
 
     func received(_ data: UnsafeRawBufferPointer, fin: Bool) {
@@ -75,6 +94,7 @@ final class ServedProbe: StreamHandler {
         guard !done else { return }
         done = true
         timer?.cancel()
+        release()
         if let code {
             session.abortStream(stream, code, stopReceive: code != .cancel)
         } else {
@@ -86,5 +106,6 @@ final class ServedProbe: StreamHandler {
     func sessionClosed() {
         done = true
         timer?.cancel()
+        release()
     }
 }

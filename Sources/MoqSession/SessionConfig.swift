@@ -15,6 +15,8 @@ public struct SessionLimits: Sendable, Equatable {
     public var maxServedFetches = 1000
     /// Announce streams a peer may open to us at once.
     public var maxServedAnnounces = 100
+    /// Probe streams a peer may open to us at once (each polls the transport 10 times a second).
+    public var maxServedProbes = 4
     /// Bytes we let queue on one control stream (announce or subscribe) that the peer does
     /// not read before resetting it with TOO_FAR_BEHIND: a watcher that never reads cannot
     /// grow our buffers.
@@ -129,6 +131,7 @@ public enum SessionLimitEvent: Sendable, Equatable, CustomStringConvertible {
     case servedTrackRequests(Int)
     case servedFetches(Int)
     case servedAnnounces(Int)
+    case servedProbes(Int)
     case controlBacklog(Int)
     case announcements(Int)
     case pendingStreams(Int)
@@ -142,6 +145,7 @@ public enum SessionLimitEvent: Sendable, Equatable, CustomStringConvertible {
         case .servedTrackRequests(let n): "TRACK request limit reached (\(n) at once): request refused"
         case .servedFetches(let n): "FETCH limit reached (\(n) at once): request refused"
         case .servedAnnounces(let n): "announce limit reached (\(n) announce streams): request refused"
+        case .servedProbes(let n): "probe limit reached (\(n) probe streams): request refused"
         case .controlBacklog(let n):
             "control stream not read (\(n) bytes queued): reset with TOO_FAR_BEHIND"
         case .announcements(let n): "announced broadcast limit reached (\(n)): announce stream reset"

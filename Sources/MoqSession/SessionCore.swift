@@ -60,6 +60,7 @@ public final class SessionCore {
     var servedTrackCount = 0
     var servedFetchCount = 0
     var servedAnnounceCount = 0
+    var servedProbeCount = 0
     /// Broadcasts the peer announced to us, across our announce requests.
     var announcedCount = 0
     /// Requests made before the session was ready.
@@ -163,7 +164,7 @@ public final class SessionCore {
             incomingCreditHeldBytes: held.values.reduce(0) { $0 + ($1.holdsCredit ? $1.bytes : 0) },
             streamHandlers: handlers.count, servedSubscriptions: servedSubscriptionCount,
             servedTrackRequests: servedTrackCount, servedFetches: servedFetchCount,
-            servedAnnounces: servedAnnounceCount, announcedBroadcasts: announcedCount,
+            servedAnnounces: servedAnnounceCount, servedProbes: servedProbeCount, announcedBroadcasts: announcedCount,
             ownSubscriptions: ownSubscriptions.count, pendingGroupOpens: pendingUniOpens.count,
             pendingRequestOpens: pendingBidiOpens.count)
     }
@@ -509,6 +510,7 @@ public struct SessionResourceUsage: Sendable, Equatable, CustomStringConvertible
     public var servedTrackRequests: Int
     public var servedFetches: Int
     public var servedAnnounces: Int
+    public var servedProbes: Int
     /// Broadcasts the peer announced to us.
     public var announcedBroadcasts: Int
     /// Our subscriptions to the peer.
@@ -521,7 +523,7 @@ public struct SessionResourceUsage: Sendable, Equatable, CustomStringConvertible
     public var description: String {
         "incoming \(incomingBufferedBytes) B (credit held \(incomingCreditHeldBytes) B), \(streamHandlers) streams, "
             + "served: \(servedSubscriptions) subscriptions \(servedTrackRequests) TRACK \(servedFetches) FETCH "
-            + "\(servedAnnounces) announce streams; \(announcedBroadcasts) announced broadcasts, "
+            + "\(servedAnnounces) announce \(servedProbes) probe streams; \(announcedBroadcasts) announced broadcasts, "
             + "\(ownSubscriptions) own subscriptions, \(pendingGroupOpens)+\(pendingRequestOpens) opens waiting for credit"
     }
 }

@@ -35,7 +35,7 @@ final class FuzzScheduler: SessionScheduler, @unchecked Sendable {
     func schedule(after delay: Duration, _ work: @escaping @Sendable () -> Void) -> any Cancellable {
         let handle = Handle()
         counter += 1
-        timers.append(Timer(due: virtualClock.now() &+ delay.nanoseconds, order: counter, work: work, handle: handle))
+        push(Timer(due: virtualClock.now() &+ delay.nanoseconds, order: counter, work: work, handle: handle))
         return handle
     }
 
@@ -55,19 +55,45 @@ final class FuzzScheduler: SessionScheduler, @unchecked Sendable {
     func advance(by nanoseconds: UInt64) -> Bool {
         let target = virtualClock.now() &+ nanoseconds
         guard run() else { return false }
-        while true {
-            timers.removeAll { $0.handle.cancelled.load(ordering: .relaxed) }
-            guard
-                let i = timers.indices.filter({ timers[$0].due <= target }).min(by: {
-                    (timers[$0].due, timers[$0].order) < (timers[$1].due, timers[$1].order)
-                })
-            else { break }
-            let next = timers.remove(at: i)
+        while let next = timers.first, next.due <= target {
+            popFirst()
+            if next.handle.cancelled.load(ordering: .relaxed) { continue }
             if next.due > virtualClock.now() { virtualClock.advance(by: next.due - virtualClock.now()) }
             next.work()
             guard run() else { return false }
         }
         if target > virtualClock.now() { virtualClock.advance(by: target - virtualClock.now()) }
         return true
+    }
+
+    // MARK: Timer heap (by due time, then order of scheduling)
+
+    private static func before(_ a: Timer, _ b: Timer) -> Bool { (a.due, a.order) < (b.due, b.order) }
+
+    private func push(_ timer: Timer) {
+        timers.append(timer)
+        var i = timers.count - 1
+        while i > 0 {
+            let parent = (i - 1) / 2
+            guard Self.before(timers[i], timers[parent]) else { break }
+            timers.swapAt(i, parent)
+            i = parent
+        }
+    }
+
+    private func popFirst() {
+        timers.swapAt(0, timers.count - 1)
+        timers.removeLast()
+        var i = 0
+        while true {
+            let l = 2 * i + 1
+            let r = l + 1
+            var smallest = i
+            if l < timers.count && Self.before(timers[l], timers[smallest]) { smallest = l }
+            if r < timers.count && Self.before(timers[r], timers[smallest]) { smallest = r }
+            guard smallest != i else { return }
+            timers.swapAt(i, smallest)
+            i = smallest
+        }
     }
 }

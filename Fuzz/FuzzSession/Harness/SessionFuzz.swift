@@ -49,6 +49,7 @@ public enum SessionFuzz {
         l.maxServedTrackRequests = 4
         l.maxServedFetches = 4
         l.maxServedAnnounces = 2
+        l.maxServedProbes = 2
         l.maxControlBacklogBytes = 4096
         l.maxAnnouncements = 16
         l.maxPendingStreams = 8
@@ -469,6 +470,7 @@ final class Script {
         if usage.servedSubscriptions > limits.maxServedSubscriptions
             || usage.servedTrackRequests > limits.maxServedTrackRequests
             || usage.servedFetches > limits.maxServedFetches || usage.servedAnnounces > limits.maxServedAnnounces
+            || usage.servedProbes > limits.maxServedProbes
             || usage.announcedBroadcasts > limits.maxAnnouncements
         {
             violations.append("a request count is over its limit: \(usage)")
