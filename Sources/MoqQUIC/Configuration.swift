@@ -33,6 +33,12 @@ public struct QUICSettings: Sendable {
     public var automaticFlowControlCredit = true
     /// Servers only: connections accepted at once; further handshakes are dropped.
     public var maxConnections: Int = 1024
+    /// Servers only: once this many handshakes are in progress, a new client must first prove
+    /// its address with a stateless Retry round trip (RFC 9000 §8.1.2), so that spoofed
+    /// Initials cost a packet, not a connection. 0 asks every client to.
+    public var retryThreshold: Int = 64
+    /// Servers only: handshakes in progress from one IP address; more Initials from it are dropped.
+    public var maxHandshakesPerAddress: Int = 32
     /// Test-only: drop this fraction of sent (`tx`) and received (`rx`) UDP datagrams, using a PRNG seeded
     /// with `seed` (like the `--tx-loss`/`--rx-loss` options of ngtcp2's example programs).
     public var testLoss: (tx: Double, rx: Double, seed: UInt64) = (0, 0, 1)
@@ -111,6 +117,21 @@ public enum QUICCloseReason: Error, Sendable, Equatable, CustomStringConvertible
         case .alpn(let text): "ALPN: \(text)"
         }
     }
+}
+
+/// What a server did with packets that were not (yet) connections.
+public struct QUICServerStats: Sendable, Equatable {
+    /// Retry packets sent (address validation before any state is kept).
+    public var retriesSent: UInt64 = 0
+    /// Initials whose Retry token did not verify (answered with INVALID_TOKEN).
+    public var invalidTokens: UInt64 = 0
+    /// Initials dropped because their address already had ``QUICSettings/maxHandshakesPerAddress``
+    /// handshakes in progress, or the server ``QUICSettings/maxConnections``.
+    public var handshakesRefused: UInt64 = 0
+    /// Version Negotiation packets sent (only for datagrams of 1200 bytes or more, RFC 9000 §6.1).
+    public var versionNegotiations: UInt64 = 0
+
+    public init() {}
 }
 
 /// A snapshot of a connection's transport statistics.

@@ -45,6 +45,10 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
     var isDirty = false
     /// Server CIDs routed to this connection (server side).
     var cidKeys: Set<CIDKey> = []
+    /// The client's address without its port (server side): handshakes are counted per source.
+    var sourceKey: [UInt8] = []
+    /// True until the handshake completes (or the connection ends).
+    var isHandshaking: Bool { phase == .starting || phase == .handshaking }
 
     private var streams: [Int64: StreamState] = [:]
     /// Bytes written to streams and not yet handed to ngtcp2 (all streams).

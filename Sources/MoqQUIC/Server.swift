@@ -2,6 +2,7 @@
 // A QUIC server: one UDP socket, connections routed by destination connection ID.
 internal import CNgtcp2
 internal import Glibc
+import Synchronization
 
 /// Accepts QUIC connections on one UDP socket.
 ///
@@ -19,8 +20,19 @@ public final class QUICServer: @unchecked Sendable, DatagramReceiver {
     private var routes: [CIDKey: QUICConnection] = [:]
     private var live: [ObjectIdentifier: QUICConnection] = [:]
     private var closed = false
+    /// Keys Retry tokens (random per server: tokens do not survive a restart, which only costs a
+    /// client one more round trip).
+    private let tokenSecret: [UInt8]
+    private let counters = Mutex(QUICServerStats())
     /// Server connection IDs are this long (the short-header DCID length ngtcp2 must be told).
     static let cidLength = 18
+    /// How long a Retry token is accepted.
+    static let retryTokenLifetime: UInt64 = 10_000_000_000
+    /// The smallest datagram an Initial (or anything answered with Version Negotiation) may come in.
+    static let minInitialDatagram = 1200
+
+    /// What the server did with packets that were not connections yet (any thread).
+    public var stats: QUICServerStats { counters.withLock { $0 } }
 
     private init(
         loop: QUICEventLoop, identity: ServerIdentity, settings: QUICSettings, socket: UDPSocket,
@@ -32,6 +44,9 @@ public final class QUICServer: @unchecked Sendable, DatagramReceiver {
         self.socket = socket
         self.accept = accept
         self.localPort = socket.local.port
+        var secret = [UInt8](repeating: 0, count: 32)
+        secret.withUnsafeMutableBytes { Sys.random($0) }
+        tokenSecret = secret
     }
 
     /// Binds `host`:`port` (0 = ephemeral) and starts accepting.
@@ -122,6 +137,10 @@ public final class QUICServer: @unchecked Sendable, DatagramReceiver {
         var vc = ngtcp2_version_cid()
         let rc = ngtcp2_pkt_decode_version_cid(&vc, base, packet.count, Self.cidLength)
         if rc == NGTCP2_ERR_VERSION_NEGOTIATION {
+            // RFC 9000 §6.1: only for datagrams that could carry an Initial; a small spoofed
+            // packet must not make us send anything back (amplification). ngtcp2 1.11 already
+            // refuses to decode such a packet; this keeps the rule if a version does not.
+            guard packet.count >= Self.minInitialDatagram else { return }
             sendVersionNegotiation(vc, to: from)
             return
         }
@@ -133,16 +152,87 @@ public final class QUICServer: @unchecked Sendable, DatagramReceiver {
         }
         var hd = ngtcp2_pkt_hd()
         guard ngtcp2_accept(&hd, base, packet.count) == 0 else { return }
-        guard live.count < settings.maxConnections else { return }
-        newConnection(hd, packet, from: from)
+        let source = from.hostKey
+        var handshaking = 0
+        var fromSource = 0
+        for c in live.values where c.isHandshaking {
+            handshaking += 1
+            if c.sourceKey == source { fromSource += 1 }
+        }
+        guard live.count < settings.maxConnections, fromSource < settings.maxHandshakesPerAddress else {
+            counters.withLock { $0.handshakesRefused += 1 }
+            return
+        }
+        var original: ngtcp2_cid?
+        if hd.tokenlen > 0, let token = hd.token, token[0] == UInt8(NGTCP2_CRYPTO_TOKEN_MAGIC_RETRY2) {
+            var odcid = ngtcp2_cid()
+            let verified = tokenSecret.withUnsafeBufferPointer { secret in
+                ngtcp2_crypto_verify_retry_token2(
+                    &odcid, token, hd.tokenlen, secret.baseAddress, secret.count, hd.version, from.sockaddr,
+                    from.length, &hd.dcid, Self.retryTokenLifetime, Sys.now())
+            }
+            switch verified {
+            case 0:
+                original = odcid
+            case NGTCP2_CRYPTO_ERR_VERIFY_TOKEN:
+                // A token we made, for another address or expired: refuse, statelessly.
+                counters.withLock { $0.invalidTokens += 1 }
+                sendInvalidToken(hd, to: from)
+                return
+            default:
+                break  // not readable as ours: as if there were none
+            }
+        }
+        if original == nil && handshaking >= settings.retryThreshold {
+            sendRetry(hd, to: from)
+            return
+        }
+        newConnection(hd, packet, from: from, original: original)
     }
 
-    private func newConnection(_ header: ngtcp2_pkt_hd, _ packet: UnsafeRawBufferPointer, from: SocketAddress) {
+    /// A Retry packet carrying a token that binds the client's address and its original DCID.
+    private func sendRetry(_ hd: ngtcp2_pkt_hd, to: SocketAddress) {
+        var header = hd
+        var scid = ngtcp2_cid()
+        QUICConnection.randomCID(&scid, length: Self.cidLength)
+        var token = [UInt8](repeating: 0, count: 256)
+        let tokenLength = tokenSecret.withUnsafeBufferPointer { secret in
+            ngtcp2_crypto_generate_retry_token2(
+                &token, secret.baseAddress, secret.count, header.version, to.sockaddr, to.length, &scid, &header.dcid,
+                Sys.now())
+        }
+        guard tokenLength > 0 else { return }
+        var buf = [UInt8](repeating: 0, count: 1280)
+        let n = ngtcp2_crypto_write_retry(
+            &buf, buf.count, header.version, &header.scid, &scid, &header.dcid, token, Int(tokenLength))
+        guard n > 0 else { return }
+        counters.withLock { $0.retriesSent += 1 }
+        _ = buf.withUnsafeBytes {
+            socket.send(UnsafeRawBufferPointer(rebasing: $0[0..<n]), to: UnsafePointer(to.sockaddr), length: to.length)
+        }
+    }
+
+    /// A stateless CONNECTION_CLOSE with INVALID_TOKEN, as ngtcp2's example server answers a bad token.
+    private func sendInvalidToken(_ hd: ngtcp2_pkt_hd, to: SocketAddress) {
+        var header = hd
+        var buf = [UInt8](repeating: 0, count: 1280)
+        let n = ngtcp2_crypto_write_connection_close(
+            &buf, buf.count, header.version, &header.scid, &header.dcid, UInt64(NGTCP2_INVALID_TOKEN), nil, 0)
+        guard n > 0 else { return }
+        _ = buf.withUnsafeBytes {
+            socket.send(UnsafeRawBufferPointer(rebasing: $0[0..<n]), to: UnsafePointer(to.sockaddr), length: to.length)
+        }
+    }
+
+    private func newConnection(
+        _ header: ngtcp2_pkt_hd, _ packet: UnsafeRawBufferPointer, from: SocketAddress, original: ngtcp2_cid?
+    ) {
         var hd = header
         let c = QUICConnection(loop: loop, isClient: false, settings: settings, delegate: nil)
         c.server = self
         c.socket = socket
         c.remote.assign(from)
+        c.sourceKey = from.hostKey
         do throws(QUICError) {
             c.tls = try TLSSession(server: identity, alpn: settings.alpn, connRef: c.connRef)
         } catch {
@@ -151,9 +241,22 @@ public final class QUICServer: @unchecked Sendable, DatagramReceiver {
         var scid = ngtcp2_cid()
         QUICConnection.randomCID(&scid, length: Self.cidLength)
         var params = c.makeTransportParams()
-        params.original_dcid = hd.dcid
+        if let original {
+            // The client came back with our Retry token: its first DCID is the original, the
+            // one it uses now is the Retry's SCID (RFC 9000 §7.3).
+            params.original_dcid = original
+            params.retry_scid = hd.dcid
+            params.retry_scid_present = 1
+        } else {
+            params.original_dcid = hd.dcid
+        }
         params.original_dcid_present = 1  // mandatory for servers: Debian's ngtcp2 asserts on it
         var cs = c.makeSettings()
+        if original != nil {
+            cs.token = hd.token
+            cs.tokenlen = hd.tokenlen
+            cs.token_type = NGTCP2_TOKEN_TYPE_RETRY
+        }
         var callbacks = c.makeCallbacks()
         var path = ngtcp2_path(
             local: ngtcp2_addr(addr: socket.local.sockaddr, addrlen: socket.local.length),
@@ -181,6 +284,7 @@ public final class QUICServer: @unchecked Sendable, DatagramReceiver {
         let n = ngtcp2_pkt_write_version_negotiation(
             &buf, buf.count, unused, vc.scid, vc.scidlen, vc.dcid, vc.dcidlen, &versions, versions.count)
         if n > 0 {
+            counters.withLock { $0.versionNegotiations += 1 }
             _ = buf.withUnsafeBytes {
                 socket.send(
                     UnsafeRawBufferPointer(rebasing: $0[0..<n]), to: UnsafePointer(to.sockaddr), length: to.length)

@@ -51,6 +51,22 @@ final class SocketAddress: CustomStringConvertible, @unchecked Sendable {
         }
     }
 
+    /// The address without the port (4 or 16 bytes): what "the same source" means for limits.
+    var hostKey: [UInt8] {
+        switch family {
+        case AF_INET:
+            return storage.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { sin in
+                withUnsafeBytes(of: sin.pointee.sin_addr) { Array($0) }
+            }
+        case AF_INET6:
+            return storage.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { sin in
+                withUnsafeBytes(of: sin.pointee.sin6_addr) { Array($0) }
+            }
+        default:
+            return []
+        }
+    }
+
     /// "1.2.3.4:5" or "[::1]:5".
     var description: String {
         var buf = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)

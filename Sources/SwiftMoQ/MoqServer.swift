@@ -30,6 +30,11 @@ public final class MoqServer: @unchecked Sendable {
         public var limits: SessionLimits
         /// The hop id every session declares (a relay keeps one identity); random when nil.
         public var hopID: UInt64?
+        /// Handshakes in progress past which new clients must first answer a stateless Retry
+        /// (0: every client).
+        public var retryThreshold: Int = 64
+        /// Handshakes in progress from one IP address.
+        public var maxHandshakesPerAddress: Int = 32
 
         public init(
             role: SessionRole? = nil, idleTimeout: Duration = .seconds(10), maxConnections: Int = 1024,
@@ -76,6 +81,8 @@ public final class MoqServer: @unchecked Sendable {
         settings.automaticFlowControlCredit = false  // the session core returns credit as it consumes
         settings.idleTimeout = options.idleTimeout
         settings.maxConnections = options.maxConnections
+        settings.retryThreshold = options.retryThreshold
+        settings.maxHandshakesPerAddress = options.maxHandshakesPerAddress
         let holder = ServerHolder()
         let quic: QUICServer
         do {

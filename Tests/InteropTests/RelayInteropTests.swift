@@ -11,12 +11,13 @@ struct SwiftRelay {
     static func start(
         auth: RelayAuth = RelayAuth(publicPrefixes: [""]), upstream: MoqURL? = nil,
         upstreamTLS: TLSOptions = TLSOptions(),
-        limits: SessionLimits = SessionLimits()
+        limits: SessionLimits = SessionLimits(), configure: (inout MoqRelay.Configuration) -> Void = { _ in }
     ) throws -> SwiftRelay {
         let verbose = ProcessInfo.processInfo.environment["SWIFTMOQ_RELAY_LOG"] == "1"
-        let config = MoqRelay.Configuration(
+        var config = MoqRelay.Configuration(
             host: "127.0.0.1", port: 0, auth: auth, upstream: upstream, upstreamTLS: upstreamTLS, limits: limits,
             logger: verbose ? .standardError(level: .debug, label: "relay") : .silent)
+        configure(&config)
         return SwiftRelay(relay: try MoqRelay.start(config))
     }
 
@@ -178,6 +179,22 @@ struct RelayInteropTests {
         let stats = await relay.relay.sessionStats()
         let shed = stats.reduce(UInt64(0)) { $0 + $1.counters.groupsResetAsOld + $1.counters.groupsDroppedForBudget }
         #expect(shed > 0, "no group was dropped for the stalled subscriber")
+        await relay.stop()
+    }
+
+    @Test("a relay that asks every client to prove its address (Retry): Rust clients publish and subscribe through it")
+    func retryForEveryClient() async throws {
+        let relay = try SwiftRelay.start { $0.retryThreshold = 0 }
+        let name = RustPeer.uniqueName("retry")
+        let subscriber = try RustPeer.launch(
+            ["subscribe"] + relay.client() + ["--broadcast", name, "--count", "3", "--timeout-s", "30"])
+        defer { subscriber.terminateInBackground() }
+        let publisher = try RustPeer.launch(
+            ["publish"] + relay.client() + ["--broadcast", name, "--groups", "0", "--interval-ms", "50"])
+        defer { publisher.terminateInBackground() }
+        #expect(try await subscriber.waitForExit(timeout: .seconds(40)) == 0)
+        let stats = relay.relay.quicStats
+        #expect(stats.retriesSent >= 2, "\(stats)")
         await relay.stop()
     }
 

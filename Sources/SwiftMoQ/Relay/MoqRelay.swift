@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-import MoqQUIC
+public import MoqQUIC
 public import MoqSession
 import MoqWire
 import Synchronization
@@ -33,6 +33,11 @@ public final class MoqRelay: @unchecked Sendable {
         public var limits: SessionLimits
         /// Largest number of concurrent sessions.
         public var maxSessions: Int
+        /// Handshakes in progress past which a new client must first answer a stateless Retry
+        /// (proving its address) before the relay keeps any state for it; 0 asks every client.
+        public var retryThreshold: Int = 64
+        /// Handshakes in progress from one IP address.
+        public var maxHandshakesPerAddress: Int = 32
         /// Where log lines go.
         public var logger: MoqLogger
 
@@ -82,6 +87,10 @@ public final class MoqRelay: @unchecked Sendable {
         let host = configuration.host == "0.0.0.0" || configuration.host == "::" ? "127.0.0.1" : configuration.host
         return try! MoqURL("moql://\(host.contains(":") ? "[\(host)]" : host):\(port)/")
     }
+    /// What the relay's QUIC server did with packets that were not connections yet (Retry,
+    /// refused handshakes, version negotiation).
+    public var quicStats: QUICServerStats { server.server.stats }
+
     /// Sessions currently open.
     public var sessionCount: Int { server.openSessions.count }
     /// Upstream subscriptions currently open (one per relayed track in use).
@@ -110,6 +119,8 @@ public final class MoqRelay: @unchecked Sendable {
         options.limits = configuration.limits
         options.maxConnections = configuration.maxSessions
         options.hopID = relay.hopID
+        options.retryThreshold = configuration.retryThreshold
+        options.maxHandshakesPerAddress = configuration.maxHandshakesPerAddress
         let box = WeakRelay(relay)
         relay.server = try MoqServer.listen(
             host: configuration.host, port: configuration.port, certificate: configuration.certificate,
