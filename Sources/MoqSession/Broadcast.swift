@@ -13,7 +13,7 @@ import Synchronization
 public final class BroadcastProducer: @unchecked Sendable {
     struct State {
         var route: AnnounceRoute
-        var tracks: [String: TrackProducer] = [:]
+        var tracks: [ByteKey: TrackProducer] = [:]
         var requestHandler: (@Sendable (String) -> TrackProducer?)?
         var closed = false
         var closeHandlers: [@Sendable () -> Void] = []
@@ -49,8 +49,8 @@ public final class BroadcastProducer: @unchecked Sendable {
     {
         let track = TrackProducer(name: name, info: info, clock: clock, limits: limits)
         let old = state.withLock { s -> TrackProducer? in
-            let old = s.tracks[name]
-            s.tracks[name] = track
+            let old = s.tracks[ByteKey(name)]
+            s.tracks[ByteKey(name)] = track
             return old
         }
         old?.abort(.cancel)
@@ -59,13 +59,13 @@ public final class BroadcastProducer: @unchecked Sendable {
 
     /// Adds an existing track (e.g. one fed by a subscription).
     public func insertTrack(_ track: TrackProducer) {
-        state.withLock { $0.tracks[track.name] = track }
+        state.withLock { $0.tracks[ByteKey(track.name)] = track }
     }
 
     /// Removes a track if it is the one given.
     public func removeTrack(_ track: TrackProducer) {
         state.withLock { s in
-            if s.tracks[track.name] === track { s.tracks[track.name] = nil }
+            if s.tracks[ByteKey(track.name)] === track { s.tracks[ByteKey(track.name)] = nil }
         }
     }
 
@@ -77,9 +77,9 @@ public final class BroadcastProducer: @unchecked Sendable {
     /// The track with `name`: an existing live one, or one made by the request handler.
     public func track(_ name: String) -> TrackProducer? {
         let (existing, handler) = state.withLock { s -> (TrackProducer?, (@Sendable (String) -> TrackProducer?)?) in
-            if let t = s.tracks[name] {
+            if let t = s.tracks[ByteKey(name)] {
                 if case .aborted = t.end {
-                    s.tracks[name] = nil
+                    s.tracks[ByteKey(name)] = nil
                 } else {
                     return (t, nil)
                 }
@@ -89,19 +89,19 @@ public final class BroadcastProducer: @unchecked Sendable {
         if let existing { return existing }
         guard let handler, let made = handler(name) else { return nil }
         return state.withLock { s in
-            if let raced = s.tracks[name] { return raced }
-            s.tracks[name] = made
+            if let raced = s.tracks[ByteKey(name)] { return raced }
+            s.tracks[ByteKey(name)] = made
             return made
         }
     }
 
     /// The track with `name` if it exists (never made on demand).
     public func existingTrack(_ name: String) -> TrackProducer? {
-        state.withLock { $0.tracks[name] }
+        state.withLock { $0.tracks[ByteKey(name)] }
     }
 
     /// The names of the tracks currently held.
-    public var trackNames: [String] { state.withLock { Array($0.tracks.keys).sorted() } }
+    public var trackNames: [String] { state.withLock { $0.tracks.keys.map(\.string).sorted() } }
 
     /// True once closed.
     public var isClosed: Bool { state.withLock { $0.closed } }

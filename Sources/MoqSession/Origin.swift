@@ -22,7 +22,9 @@ public final class Origin: @unchecked Sendable {
     }
 
     struct State {
-        var broadcasts: [String: BroadcastProducer] = [:]
+        var broadcasts: [ByteKey: BroadcastProducer] = [:]
+        /// Who published each path (absent: the origin's own, which anyone may replace).
+        var owners: [ByteKey: String] = [:]
         var observers: [UInt64: Observer] = [:]
         var nextID: UInt64 = 0
     }
@@ -34,21 +36,40 @@ public final class Origin: @unchecked Sendable {
     /// Publishes `broadcast` under its path, replacing any broadcast already there.
     /// Closing the broadcast unpublishes it.
     public func publish(_ broadcast: BroadcastProducer) {
-        let observers = state.withLock { s -> [Observer] in
-            s.broadcasts[broadcast.path] = broadcast
+        _ = publish(broadcast, owner: nil)
+    }
+
+    /// Publishes `broadcast` for `owner` (nil: the origin's own). A path published by another
+    /// owner is not taken over: the call returns false and nothing changes. The same owner (a
+    /// publisher that reconnected with the same grant) replaces its own broadcast.
+    @discardableResult
+    public func publish(_ broadcast: BroadcastProducer, owner: String?) -> Bool {
+        let observers = state.withLock { s -> [Observer]? in
+            let key = ByteKey(broadcast.path)
+            if s.broadcasts[key] != nil, let held = s.owners[key], held != owner { return nil }
+            s.broadcasts[key] = broadcast
+            s.owners[key] = owner
             return Array(s.observers.values)
         }
+        guard let observers else { return false }
         notify(observers, .announced(path: broadcast.path, route: broadcast.route))
         // Weak: the handler is stored in the broadcast itself (a strong capture would be a cycle).
         broadcast.onClose { [weak self, weak broadcast] in
             if let broadcast { self?.unpublish(broadcast) }
         }
+        return true
+    }
+
+    /// Who published the broadcast at `path`, if an owner was given.
+    public func owner(of path: String) -> String? {
+        let key = ByteKey(BroadcastPath.normalize(path))
+        return state.withLock { $0.owners[key] }
     }
 
     /// Tells observers that the route of `broadcast` changed (if it is the one published at its path).
     public func routeChanged(_ broadcast: BroadcastProducer) {
         let observers = state.withLock { s -> [Observer]? in
-            guard s.broadcasts[broadcast.path] === broadcast else { return nil }
+            guard s.broadcasts[ByteKey(broadcast.path)] === broadcast else { return nil }
             return Array(s.observers.values)
         }
         if let observers { notify(observers, .announced(path: broadcast.path, route: broadcast.route)) }
@@ -57,8 +78,10 @@ public final class Origin: @unchecked Sendable {
     /// Removes `broadcast` if it is the one published at its path.
     public func unpublish(_ broadcast: BroadcastProducer) {
         let observers = state.withLock { s -> [Observer]? in
-            guard s.broadcasts[broadcast.path] === broadcast else { return nil }
-            s.broadcasts[broadcast.path] = nil
+            let key = ByteKey(broadcast.path)
+            guard s.broadcasts[key] === broadcast else { return nil }
+            s.broadcasts[key] = nil
+            s.owners[key] = nil
             return Array(s.observers.values)
         }
         if let observers { notify(observers, .unannounced(path: broadcast.path)) }
@@ -66,12 +89,12 @@ public final class Origin: @unchecked Sendable {
 
     /// The broadcast at `path` (normalised), if published.
     public func broadcast(_ path: String) -> BroadcastProducer? {
-        let key = BroadcastPath.normalize(path)
+        let key = ByteKey(BroadcastPath.normalize(path))
         return state.withLock { $0.broadcasts[key] }
     }
 
     /// All published paths, sorted.
-    public var paths: [String] { state.withLock { Array($0.broadcasts.keys).sorted() } }
+    public var paths: [String] { state.withLock { $0.broadcasts.keys.map(\.string).sorted() } }
 
     /// Observes announcements under `prefix` (per segment). Returns the broadcasts
     /// currently published there and a token; `handler` gets every later change, on

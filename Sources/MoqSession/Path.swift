@@ -27,10 +27,12 @@ public enum BroadcastPath {
     }
 
     /// The suffix of `path` below `prefix` (per segment), or nil when `prefix` does not match.
+    /// Segments compare byte by byte, as the Rust peers compare them (Swift's `==` would
+    /// treat "é" and "e\u{301}" as one, and so would let one path stand for another).
     public static func strip(prefix: String, from path: String) -> String? {
         let p = segments(prefix)
         let s = segments(path)
-        guard s.count >= p.count, zip(p, s).allSatisfy({ $0 == $1 }) else { return nil }
+        guard s.count >= p.count, zip(p, s).allSatisfy({ $0.utf8.elementsEqual($1.utf8) }) else { return nil }
         return s[p.count...].joined(separator: "/")
     }
 
@@ -58,4 +60,23 @@ public enum BroadcastPath {
         }
         return nil
     }
+}
+
+/// A path or name as a dictionary key that compares byte by byte (UTF-8), as the Rust peers
+/// compare them: Swift's `String` equality and hashing are canonical, under which two
+/// different paths on the wire ("café" composed and decomposed) would be one broadcast.
+public struct ByteKey: Hashable, Sendable, CustomStringConvertible {
+    /// The string.
+    public let string: String
+
+    public init(_ string: String) { self.string = string }
+
+    public static func == (a: ByteKey, b: ByteKey) -> Bool { a.string.utf8.elementsEqual(b.string.utf8) }
+
+    public func hash(into hasher: inout Hasher) {
+        var copy = string
+        copy.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+    }
+
+    public var description: String { string }
 }

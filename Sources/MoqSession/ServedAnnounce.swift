@@ -16,7 +16,7 @@ final class ServedAnnounce: StreamHandler {
     private var observation: UInt64?
     private var directory: (any BroadcastDirectory)?
     /// Announce ids by full path; ids count STARTs on this stream from 0.
-    private var active: [String: UInt64] = [:]
+    private var active: [ByteKey: UInt64] = [:]
     private var nextID: UInt64 = 0
     private var done = false
     private var counted = false
@@ -91,7 +91,7 @@ final class ServedAnnounce: StreamHandler {
     private func start(path: String, route: AnnounceRoute) -> [UInt8] {
         let id = nextID
         nextID += 1
-        active[path] = id
+        active[ByteKey(path)] = id
         let suffix = BroadcastPath.strip(prefix: prefix ?? "", from: path) ?? path
         return Announcement.start(suffix: suffix, route: route).encoded()
     }
@@ -102,16 +102,16 @@ final class ServedAnnounce: StreamHandler {
         case .announced(let path, let route):
             guard isVisible(path: path, route: route) else {
                 // A route that became unusable (e.g. too long) ends what was announced.
-                if let id = active.removeValue(forKey: path) { write(Announcement.end(id: id).encoded()) }
+                if let id = active.removeValue(forKey: ByteKey(path)) { write(Announcement.end(id: id).encoded()) }
                 return
             }
-            if let id = active[path] {
+            if let id = active[ByteKey(path)] {
                 write(Announcement.update(id: id, route: route).encoded())
             } else {
                 write(start(path: path, route: route))
             }
         case .unannounced(let path):
-            guard let id = active.removeValue(forKey: path) else { return }
+            guard let id = active.removeValue(forKey: ByteKey(path)) else { return }
             write(Announcement.end(id: id).encoded())
         }
     }

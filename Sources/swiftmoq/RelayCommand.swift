@@ -20,7 +20,9 @@ enum RelayCommand {
                                     (repeatable; the default is --tls-generate localhost)
           --tls-cert FILE           PEM certificate chain, with --tls-key FILE (its private key)
           --public PREFIX           paths under PREFIX are open without a token (repeatable);
-                                    with neither --public nor --auth-key every path is public
+                                    --public '' opens every path. With neither --public nor
+                                    --auth-key every path is public, so the relay serves this
+                                    machine only (127.0.0.1): an open relay must be asked for
           --auth-key FILE           HS256 key (JWK with "kty":"oct", or raw bytes) that signs ?jwt= tokens
                                     (claims: root, put, get, exp — moq-relay's)
           --upstream URL            also join another relay: announce local broadcasts there and
@@ -32,11 +34,16 @@ enum RelayCommand {
           --max-sessions N          concurrent sessions (default 1024)
           --max-subscriptions N     subscriptions per session (default 1000)
           --max-announces N         announce streams per session (default 100)
-          --max-buffered-bytes N    unsent bytes per session before old groups are reset (default 33554432)
+          --max-buffered-bytes N    unsent bytes per session before new groups wait (default 33554432)
+          --max-incoming-bytes N    bytes of incomplete messages and frames held per session (default 67108864)
+          --retry-threshold N       handshakes in progress before new clients must answer a Retry (default 64)
+          --max-handshakes-per-address N
+                                    handshakes in progress from one IP address (default 32)
           --log-level LEVEL         debug, info, warning or error (default info)
 
         examples:
-          swiftmoq relay --listen 0.0.0.0:4443 --tls-generate localhost --public anon
+          swiftmoq relay                                   # this machine only, every path public
+          swiftmoq relay --listen 0.0.0.0:4443 --tls-generate relay.example --public anon --auth-key key.jwk
           swiftmoq relay --listen 127.0.0.1:4444 --upstream moql://relay.example:4443/anon --public anon
         """
 
@@ -49,13 +56,16 @@ enum RelayCommand {
                     "listen", "tls-generate", "tls-cert", "tls-key", "public", "auth-key", "upstream",
                     "upstream-tls-fingerprint", "upstream-tls-root-file", "cache-max-age", "cache-bytes",
                     "max-sessions",
-                    "max-subscriptions", "max-announces", "max-buffered-bytes", "log-level",
+                    "max-subscriptions", "max-announces", "max-buffered-bytes", "max-incoming-bytes",
+                    "retry-threshold", "max-handshakes-per-address", "log-level",
                 ],
                 flags: ["upstream-tls-disable-verify"])
         } catch { throw .usage(error.description) }
 
         var config = MoqRelay.Configuration()
-        let listen = args.value("listen") ?? "0.0.0.0:4443"
+        // Nothing says who may use this relay: it is open, so by default it serves this machine only.
+        let open = args.all("public").isEmpty && args.value("auth-key") == nil
+        let listen = args.value("listen") ?? (open ? "127.0.0.1:4443" : "0.0.0.0:4443")
         guard let colon = listen.lastIndex(of: ":"), let port = UInt16(listen[listen.index(after: colon)...]) else {
             throw .usage("--listen must be HOST:PORT (got '\(listen)')")
         }
@@ -86,8 +96,16 @@ enum RelayCommand {
             do { key = try RelayAuth.loadKey(file: file) } catch { throw .runtime(error.description) }
         }
         if publicPrefixes.isEmpty && key == nil {
+            guard Self.isLoopback(config.host) else {
+                throw .usage(
+                    "refusing to run an open relay on \(config.host): with neither --public nor --auth-key every path "
+                        + "is public. Pass --public '' to open every path to everyone, --public PREFIX for some, "
+                        + "or --auth-key FILE to require tokens")
+            }
             publicPrefixes = [""]
-            logger.warning("neither --public nor --auth-key given: every path is public")
+            logger.warning(
+                "neither --public nor --auth-key given: every path is public, so the relay listens on \(config.host) only "
+                    + "(pass --public '' to serve other machines)")
         }
         config.auth = RelayAuth(publicPrefixes: publicPrefixes, key: key)
 
@@ -109,6 +127,11 @@ enum RelayCommand {
             config.limits.maxServedAnnounces = try args.integer(
                 "max-announces", default: config.limits.maxServedAnnounces)
             config.limits.maxUnsentBytes = try args.integer("max-buffered-bytes", default: config.limits.maxUnsentBytes)
+            config.limits.maxIncomingBytes = try args.integer(
+                "max-incoming-bytes", default: config.limits.maxIncomingBytes)
+            config.retryThreshold = try args.integer("retry-threshold", default: config.retryThreshold)
+            config.maxHandshakesPerAddress = try args.integer(
+                "max-handshakes-per-address", default: config.maxHandshakesPerAddress)
         } catch { throw .usage(error.description) }
 
         let relay: MoqRelay
@@ -119,6 +142,13 @@ enum RelayCommand {
         let stop = await Signals.wait(for: [SIGINT, SIGTERM])
         logger.info("received \(stop == SIGINT ? "SIGINT" : "SIGTERM")")
         await relay.shutdown(grace: .seconds(2))
+    }
+}
+
+extension RelayCommand {
+    /// True for addresses only this machine can reach.
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
     }
 }
 

@@ -185,6 +185,13 @@ struct MoqSrcTests {
         #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
         let player = try TestPipeline(
             "playbin3 name=p uri=moql://127.0.0.1:\(relay.port)/anon/room/pb?tls-fingerprint=\(relay.fingerprint)")
+        // The application allows TLS settings from its URI (off by default) on the source playbin makes.
+        let allowURITLS: @convention(c) (gpointer?, UnsafeMutablePointer<GstElement>?, gpointer?) -> Void = {
+            _, source, _ in
+            if let source { setBool(source, "uri-tls", true) }
+        }
+        g_signal_connect_data(
+            player.pipeline, "source-setup", unsafeBitCast(allowURITLS, to: GCallback.self), nil, nil, GConnectFlags(0))
         let videoSink = gst_element_factory_make("appsink", "v")!
         let audioSink = gst_element_factory_make("appsink", "a")!
         g_object_set_property_object(player.pipeline, "video-sink", videoSink)
@@ -202,6 +209,35 @@ struct MoqSrcTests {
         #expect(player.errors.isEmpty, "\(player.errors)")
         player.setState(GST_STATE_NULL)
         publisher.setState(GST_STATE_NULL)
+    }
+
+    @Test(
+        "TLS settings in a moql:// URI are ignored, with a WARNING that says how to allow them, unless uri-tls is set")
+    func uriTLSNeedsOptIn() async throws {
+        let relay = try localRelay()
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        let uri = "moql://127.0.0.1:\(relay.port)/anon/room/none?tls-disable-verify=1&timeout=2"
+        for allowed in [false, true] {
+            let player = try TestPipeline("moqsrc name=s s.video_0 ! fakesink")
+            let src = player.element("s")!
+            defer { gst_object_unref(src) }
+            if allowed { setBool(src, "uri-tls", true) }
+            var error: UnsafeMutablePointer<GError>?
+            #expect(gst_uri_handler_set_uri(OpaquePointer(src), uri, &error) != 0)
+            _ = player.play()
+            // Allowed: the relay's self-signed certificate is accepted, and the (absent)
+            // broadcast times out. Ignored: the certificate check refuses the relay.
+            let failure = try await player.waitFor(.seconds(20)) { $0.kind == .error }
+            if allowed {
+                #expect(failure.text.contains("not announced") || failure.text.contains("room/none"), "\(failure.text)")
+                #expect(!player.warnings.contains { $0.text.contains("ignored") })
+            } else {
+                #expect(
+                    player.warnings.contains { $0.text.contains("tls-disable-verify ignored") }, "\(player.warnings)")
+                #expect(failure.text.lowercased().contains("certificate"), "\(failure.text)")
+            }
+            player.setState(GST_STATE_NULL)
+        }
     }
 
     @Test("the relay restarts: playback resumes, timestamps stay monotonic, WARNING not ERROR")

@@ -165,6 +165,26 @@ struct CLIInteropTests {
         #expect(result.stderr.contains("GOAWAY"))
     }
 
+    @Test(
+        "swiftmoq relay with neither --public nor --auth-key serves this machine only; an open relay must be asked for")
+    func openRelayIsLoopbackOnly() async throws {
+        let refused = try await CLI.run(["relay", "--listen", "0.0.0.0:0"])
+        #expect(refused.status == 2)
+        #expect(refused.stderr.contains("refusing to run an open relay on 0.0.0.0"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("--public ''"))
+        let local = try CLI.start(["relay", "--listen", "127.0.0.1:0"])
+        try await eventually("the relay's address") { local.stdoutSoFar.contains("fingerprint ") }
+        #expect(local.stdoutSoFar.contains("url moql://127.0.0.1:"))
+        kill(local.process.processIdentifier, SIGTERM)
+        let result = try await local.wait(timeout: .seconds(15))
+        #expect(result.stderr.contains("listens on 127.0.0.1 only"), "\(result.stderr)")
+        // Asked for: every path public on every interface.
+        let open = try CLI.start(["relay", "--listen", "0.0.0.0:0", "--public", ""])
+        try await eventually("the open relay's address") { open.stdoutSoFar.contains("fingerprint ") }
+        kill(open.process.processIdentifier, SIGTERM)
+        #expect(try await open.wait(timeout: .seconds(15)).status == 0)
+    }
+
     @Test("usage errors exit 2 and say what is missing")
     func usage() async throws {
         let result = try await CLI.run(["subscribe-track", "--broadcast", "b"])

@@ -41,6 +41,10 @@ final class MoqSrc: @unchecked Sendable {
         var videoTrack: String?
         var audioTrack: String?
         var timeoutS: UInt32 = 10
+        /// Whether TLS settings in a URI are honoured (``MoqSrcType/Prop/uriTLS``).
+        var uriTLS = false
+        /// TLS keys of the last URI, applied at start only if ``uriTLS`` allows.
+        var uriTLSKeys: [(String, String)] = []
     }
 
     /// What exists between READY→PAUSED and PAUSED→READY (touched on the control queue).
@@ -136,6 +140,7 @@ final class MoqSrc: @unchecked Sendable {
             case .tlsRootFile: s.connection.tlsRootFile = string(from: value)
             case .authToken: s.connection.authToken = string(from: value)
             case .timeout: s.timeoutS = g_value_get_uint(value)
+            case .uriTLS: s.uriTLS = g_value_get_boolean(value) != 0
             default: break
             }
         }
@@ -156,6 +161,7 @@ final class MoqSrc: @unchecked Sendable {
         case .videoTrack: g_value_set_string(value, s.videoTrack)
         case .audioTrack: g_value_set_string(value, s.audioTrack)
         case .timeout: g_value_set_uint(value, s.timeoutS)
+        case .uriTLS: g_value_set_boolean(value, s.uriTLS ? 1 : 0)
         case .status: g_value_set_enum(value, status.load(ordering: .relaxed))
         case .moqVersion:
             g_value_set_string(
@@ -177,19 +183,42 @@ final class MoqSrc: @unchecked Sendable {
             s.connection.url = parsed.url
             s.broadcast = parsed.broadcast
             s.prefix = parsed.prefix
+            s.uriTLSKeys = []
             for (key, value) in parsed.properties {
                 switch key {
                 case "latency": if let v = UInt32(value) { s.latencyMs = v }
                 case "timeout": if let v = UInt32(value) { s.timeoutS = v }
                 case "video-track": s.videoTrack = value
                 case "audio-track": s.audioTrack = value
-                case "tls-fingerprint": s.connection.tlsFingerprint = value
-                case "tls-disable-verify": s.connection.tlsDisableVerify = value == "true" || value == "1"
+                // Kept aside: honoured at start only if the application allows it (uri-tls).
+                case "tls-fingerprint", "tls-disable-verify": s.uriTLSKeys.append((key, value))
                 default: break
                 }
             }
         }
         return .success(())
+    }
+
+    /// TLS settings that came in a URI: applied when the application allows it (`uri-tls`, or
+    /// SWIFTMOQ_URI_TLS=1), otherwise ignored with a warning that says how to allow them.
+    private func applyURITLS() {
+        let allowedByEnvironment = getenv("SWIFTMOQ_URI_TLS").map { String(cString: $0) == "1" } ?? false
+        let (keys, allowed) = settings.withLock { s -> ([(String, String)], Bool) in
+            let allowed = s.uriTLS || allowedByEnvironment
+            if allowed {
+                for (key, value) in s.uriTLSKeys {
+                    if key == "tls-fingerprint" { s.connection.tlsFingerprint = value }
+                    if key == "tls-disable-verify" { s.connection.tlsDisableVerify = value == "true" || value == "1" }
+                }
+            }
+            return (s.uriTLSKeys, allowed)
+        }
+        guard !keys.isEmpty, !allowed else { return }
+        reporter.warning(
+            .resource(GST_RESOURCE_ERROR_SETTINGS),
+            "the URI's \(keys.map(\.0).joined(separator: " and ")) ignored: TLS settings come from properties "
+                + "(tls-fingerprint, tls-disable-verify); set uri-tls=true (or SWIFTMOQ_URI_TLS=1) to take them from URIs"
+        )
     }
 
     /// The URI of the current settings (the explicit `?broadcast=` form).
@@ -223,6 +252,7 @@ final class MoqSrc: @unchecked Sendable {
     }
 
     private func start() -> Bool {
+        applyURITLS()
         let s = settings.withLock { $0 }
         let url: MoqURL
         let options: ClientOptions

@@ -12,7 +12,7 @@ enum MoqSrcType {
 
     enum Prop: UInt32 {
         case url = 1, broadcast, prefix, tlsDisableVerify, tlsFingerprint, tlsRootFile, authToken, latency,
-            videoTrack, audioTrack, timeout, status, moqVersion, stats
+            videoTrack, audioTrack, timeout, status, moqVersion, stats, uriTLS
     }
 
     /// What the pads carry: the parsers' input caps for each codec the catalog can name.
@@ -129,6 +129,13 @@ enum MoqSrcType {
                     flags: rw)
             ),
             (.authToken, Property.string("auth-token", "Auth token", "Token sent to the relay as ?jwt=", flags: rw)),
+            (
+                .uriTLS,
+                Property.bool(
+                    "uri-tls", "TLS settings from the URI",
+                    "Honour tls-fingerprint and tls-disable-verify in a moql:// URI (playbin's uri). Off by default: a URI may come from a playlist or another party and must not weaken or redirect the certificate check (SWIFTMOQ_URI_TLS=1 in the environment also turns it on)",
+                    default: false, flags: rw)
+            ),
             (
                 .latency,
                 Property.uint(

@@ -33,10 +33,15 @@ final class AnnounceIngest: @unchecked Sendable {
     let label: String
     /// Maps a path announced by the peer to the relay's path, or nil to refuse it.
     let map: @Sendable (String) -> String?
+    /// Who owns what this peer announces (its grant), or nil for a link that claims nothing
+    /// (the upstream relay: a local publisher's broadcast wins over a route through it).
+    let owner: String?
+    /// Called when the peer announces a path another owner holds.
+    let takeoverRefused: @Sendable (String) -> Void
 
     private struct State {
         /// Broadcasts by the peer's (relative) path.
-        var broadcasts: [String: BroadcastProducer] = [:]
+        var broadcasts: [ByteKey: BroadcastProducer] = [:]
         /// Unannounced broadcasts whose tracks may still be read.
         var retired: [BroadcastProducer] = []
         var upstreams: [ObjectIdentifier: RemoteTrack] = [:]
@@ -49,8 +54,12 @@ final class AnnounceIngest: @unchecked Sendable {
 
     init(
         session: MoqSession, origin: Origin, hopID: UInt64, upstreamRange: SubscriptionRange, cacheLimits: CacheLimits,
-        logger: MoqLogger, label: String, map: @escaping @Sendable (String) -> String?
+        logger: MoqLogger, label: String, owner: String? = nil,
+        takeoverRefused: @escaping @Sendable (String) -> Void = { _ in },
+        map: @escaping @Sendable (String) -> String?
     ) {
+        self.owner = owner
+        self.takeoverRefused = takeoverRefused
         self.session = session
         self.origin = origin
         self.hopID = hopID
@@ -84,7 +93,7 @@ final class AnnounceIngest: @unchecked Sendable {
                 logger.warning("\(label): refused to relay '\(path)': not allowed to publish there")
                 return
             }
-            if let existing = state.withLock({ $0.closed ? nil : $0.broadcasts[path] }) {
+            if let existing = state.withLock({ $0.closed ? nil : $0.broadcasts[ByteKey(path)] }) {
                 // A new route or cost for a broadcast we relay: same producer, observers hear an update.
                 existing.setRoute(route)
                 origin.routeChanged(existing)
@@ -93,7 +102,7 @@ final class AnnounceIngest: @unchecked Sendable {
             let broadcast = BroadcastProducer(path: full, route: route)
             let added = state.withLock { s -> Bool in
                 guard !s.closed else { return false }
-                s.broadcasts[path] = broadcast
+                s.broadcasts[ByteKey(path)] = broadcast
                 return true
             }
             guard added else { return }
@@ -101,12 +110,17 @@ final class AnnounceIngest: @unchecked Sendable {
                 guard let self, let broadcast else { return nil }
                 return self.makeTrack(name, peerPath: path, broadcast: broadcast)
             }
-            origin.publish(broadcast)
+            guard origin.publish(broadcast, owner: owner) else {
+                _ = state.withLock { $0.broadcasts.removeValue(forKey: ByteKey(path)) }
+                logger.warning("\(label): refused to announce \(full): another session publishes it")
+                takeoverRefused(full)
+                return
+            }
             logger.info("\(label): announced \(full)")
         case .ended(let path):
             guard
                 let (broadcast, expired) = state.withLock({ s -> (BroadcastProducer, [BroadcastProducer])? in
-                    guard let b = s.broadcasts.removeValue(forKey: path) else { return nil }
+                    guard let b = s.broadcasts.removeValue(forKey: ByteKey(path)) else { return nil }
                     // Retired broadcasts stay only while their tracks are read, and at most
                     // `maxRetired` of them (a peer announcing and unannouncing in a loop).
                     s.retired.removeAll { $0.trackCount == 0 }

@@ -161,13 +161,25 @@ public final class MoqRelay: @unchecked Sendable {
             let root = permissions.root
             let ingest = AnnounceIngest(
                 session: session, origin: origin, hopID: hopID, upstreamRange: Self.upstreamRange,
-                cacheLimits: cacheLimits,
-                logger: logger, label: label
+                cacheLimits: cacheLimits, logger: logger, label: label, owner: permissions.grant,
+                takeoverRefused: { [weak session] path in
+                    // One session may not take another's broadcast: a clear refusal, not a silent hijack.
+                    session?.close(.unauthorized, reason: "broadcast '\(path)' is published by another session")
+                }
             ) { path in
                 permissions.canPublish(path) ? BroadcastPath.join(root, path) : nil
             }
             ingests.withLock { $0[key] = ingest }
             ingest.start()
+        }
+        if let expires = permissions.expires {
+            // The grant ends with its token: the session does too.
+            let remaining = max(0, expires.timeIntervalSinceNow)
+            _ = session.loop.schedule(after: .milliseconds(Int64(remaining * 1000))) { [weak session] in
+                guard let session, session.closeReason == nil else { return }
+                logger.info("\(label): token expired; closing")
+                session.close(.unauthorized, reason: "the token expired")
+            }
         }
         Task { [weak self] in
             let reason = await session.closed()

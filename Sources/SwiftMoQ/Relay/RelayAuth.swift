@@ -13,6 +13,23 @@ public struct RelayPermissions: Sendable, Equatable {
     public var subscribe: [String]
     /// Prefixes it may announce broadcasts under.
     public var publish: [String]
+    /// When the token that granted this expires (the relay closes the session then); nil for
+    /// public prefixes and tokens without `exp`.
+    public var expires: Date?
+
+    /// Who owns what this session announces: sessions with the same grant (the same root and
+    /// prefixes, e.g. a publisher reconnecting with its token, or a re-issued token) may replace
+    /// each other's broadcasts; others may not take a path over.
+    public var grant: String {
+        "\(root)|put:\(publish.sorted().joined(separator: ","))|get:\(subscribe.sorted().joined(separator: ","))"
+    }
+
+    public init(root: String, subscribe: [String], publish: [String], expires: Date? = nil) {
+        self.root = root
+        self.subscribe = subscribe
+        self.publish = publish
+        self.expires = expires
+    }
 
     public func canPublish(_ path: String) -> Bool { publish.contains { BroadcastPath.hasPrefix(path, $0) } }
     public func canSubscribe(_ path: String) -> Bool { subscribe.contains { BroadcastPath.hasPrefix(path, $0) } }
@@ -26,7 +43,8 @@ public struct RelayAuthError: Error, Sendable, Equatable, CustomStringConvertibl
 
 /// Authorises sessions as moq-relay does: `--public` prefixes are open to anyone;
 /// other roots need `?jwt=` signed (HS256) with the relay's key, whose claims are
-/// `root`, `put` (publish prefixes), `get` (subscribe prefixes) and `exp`.
+/// `root`, `put` (publish prefixes), `get` (subscribe prefixes), `exp` (the session is closed
+/// when it passes) and `nbf` (refused before it).
 public struct RelayAuth: Sendable {
     /// Prefixes open without a token (both publish and subscribe).
     public var publicPrefixes: [String]
@@ -143,7 +161,7 @@ public struct RelayAuth: Sendable {
             }
         }
         let permissions = RelayPermissions(
-            root: root, subscribe: scope(claims.subscribe), publish: scope(claims.publish))
+            root: root, subscribe: scope(claims.subscribe), publish: scope(claims.publish), expires: claims.expires)
         guard !permissions.subscribe.isEmpty || !permissions.publish.isEmpty else {
             return .failure(RelayAuthError("the token grants nothing under '/\(root)'"))
         }
@@ -159,12 +177,17 @@ public enum JWT {
         public var publish: [String]
         public var subscribe: [String]
         public var expires: Date?
+        /// Not valid before this (`nbf`).
+        public var notBefore: Date?
 
-        public init(root: String, publish: [String], subscribe: [String], expires: Date? = nil) {
+        public init(
+            root: String, publish: [String], subscribe: [String], expires: Date? = nil, notBefore: Date? = nil
+        ) {
             self.root = root
             self.publish = publish
             self.subscribe = subscribe
             self.expires = expires
+            self.notBefore = notBefore
         }
     }
 
@@ -174,6 +197,7 @@ public enum JWT {
         var put: StringList?
         var get: StringList?
         var exp: Double?
+        var nbf: Double?
     }
 
     /// moq-token writes a list as a string when it has one entry.
@@ -208,7 +232,8 @@ public enum JWT {
     public static func signHS256(_ claims: Claims, key: [UInt8]) -> String {
         let wire = WireClaims(
             root: claims.root, put: .many(claims.publish), get: .many(claims.subscribe),
-            exp: claims.expires.map { ($0.timeIntervalSince1970).rounded(.down) })
+            exp: claims.expires.map { ($0.timeIntervalSince1970).rounded(.down) },
+            nbf: claims.notBefore.map { ($0.timeIntervalSince1970).rounded(.down) })
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let header = Base64URL.encode(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8))
@@ -221,17 +246,21 @@ public enum JWT {
     public static func verifyHS256(_ token: String, key: [UInt8], now: Date = Date()) -> Result<Claims, RelayAuthError>
     {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let headerBytes = Base64URL.decode(String(parts[0])),
-            let payloadBytes = Base64URL.decode(String(parts[1])), let signature = Base64URL.decode(String(parts[2])),
+        guard parts.count == 3, let signature = Base64URL.decode(String(parts[2])) else {
+            return .failure(RelayAuthError("the token is not a valid JWT"))
+        }
+        // The signature first: nothing a stranger wrote is parsed as JSON.
+        let expected = Crypto.hmacSHA256(key: key, data: Array("\(parts[0]).\(parts[1])".utf8))
+        guard Crypto.constantTimeEqual(expected, signature) else {
+            return .failure(RelayAuthError("the token's signature is invalid"))
+        }
+        guard let headerBytes = Base64URL.decode(String(parts[0])),
+            let payloadBytes = Base64URL.decode(String(parts[1])),
             let header = try? JSONDecoder().decode(Header.self, from: Data(headerBytes)),
             let payload = try? JSONDecoder().decode(WireClaims.self, from: Data(payloadBytes))
         else { return .failure(RelayAuthError("the token is not a valid JWT")) }
         guard header.alg == "HS256" else {
             return .failure(RelayAuthError("the token's algorithm is not HS256"))
-        }
-        let expected = Crypto.hmacSHA256(key: key, data: Array("\(parts[0]).\(parts[1])".utf8))
-        guard Crypto.constantTimeEqual(expected, signature) else {
-            return .failure(RelayAuthError("the token's signature is invalid"))
         }
         var expires: Date?
         if let exp = payload.exp {
@@ -239,10 +268,16 @@ public enum JWT {
             guard date > now else { return .failure(RelayAuthError("the token expired")) }
             expires = date
         }
+        var notBefore: Date?
+        if let nbf = payload.nbf {
+            let date = Date(timeIntervalSince1970: nbf)
+            guard date <= now else { return .failure(RelayAuthError("the token is not valid yet (nbf)")) }
+            notBefore = date
+        }
         return .success(
             Claims(
                 root: payload.root ?? "", publish: payload.put?.values ?? [], subscribe: payload.get?.values ?? [],
-                expires: expires))
+                expires: expires, notBefore: notBefore))
     }
 }
 

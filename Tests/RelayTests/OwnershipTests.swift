@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+import Foundation
+import SwiftMoQ
+import Testing
+
+/// Who may hold a broadcast path on the relay, for how long, and which paths are the same.
+@Suite("Swift relay: tokens, ownership, paths", .serialized, .timeLimit(.minutes(2)))
+struct OwnershipTests {
+    static let key = Array("a secret of at least thirty-two bytes!!".utf8)
+
+    static func relay() throws -> MoqRelay {
+        try MoqRelay.start(
+            MoqRelay.Configuration(
+                host: "127.0.0.1", port: 0, auth: RelayAuth(publicPrefixes: ["anon"], key: key), logger: .silent))
+    }
+
+    static func connect(_ relay: MoqRelay, _ path: String, token: String? = nil) async throws -> MoqSession {
+        var options = ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint))
+        options.authToken = token
+        return try await MoqSession.connect("moql://127.0.0.1:\(relay.port)/\(path)", options: options)
+    }
+
+    static func token(root: String, put: [String], get: [String] = [""], expires: Date? = nil, notBefore: Date? = nil)
+        -> String
+    {
+        JWT.signHS256(
+            JWT.Claims(root: root, publish: put, subscribe: get, expires: expires, notBefore: notBefore), key: key)
+    }
+
+    @Test("a session is closed when its token's exp passes")
+    func expiryClosesTheSession() async throws {
+        let relay = try Self.relay()
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        let session = try await Self.connect(
+            relay, "room", token: Self.token(root: "room", put: [""], expires: Date().addingTimeInterval(2)))
+        let reason = await session.closed()
+        #expect(reason == .remote(.unauthorized, "the token expired"))
+    }
+
+    @Test("a token is refused before its nbf")
+    func notBefore() async throws {
+        let relay = try Self.relay()
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        await #expect {
+            _ = try await Self.connect(
+                relay, "room", token: Self.token(root: "room", put: [""], notBefore: Date().addingTimeInterval(3600)))
+        } throws: { error in
+            guard case .refused(let code, let reason) = error as? MoqError else { return false }
+            return code == SessionErrorCode.unauthorized.rawValue && reason.contains("not valid yet")
+        }
+    }
+
+    @Test("a path held by one session is not taken over by another; the same grant may replace its own")
+    func ownership() async throws {
+        let relay = try Self.relay()
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        let alice = Self.token(root: "room", put: ["alice"])
+        let owner = try await Self.connect(relay, "room", token: alice)
+        owner.publish(BroadcastProducer(path: "alice/cam"))
+        let watcher = try await Self.connect(relay, "room", token: Self.token(root: "room", put: []))
+        try await watcher.waitForBroadcast("alice/cam")
+        // Another grant that may publish there too: refused, its session closed with a clear code.
+        let intruder = try await Self.connect(relay, "room", token: Self.token(root: "room", put: [""]))
+        intruder.publish(BroadcastProducer(path: "alice/cam"))
+        let reason = await intruder.closed()
+        #expect(reason == .remote(.unauthorized, "broadcast 'room/alice/cam' is published by another session"))
+        #expect(relay.origin.broadcast("room/alice/cam") != nil)
+        // The owner reconnecting (same grant, the old session still open) replaces its own broadcast.
+        let updates = Task {
+            var seen = 0
+            for await event in watcher.announced(prefix: "alice") {
+                if case .active = event { seen += 1 }
+                if seen == 2 { return true }
+            }
+            return false
+        }
+        let again = try await Self.connect(relay, "room", token: alice)
+        again.publish(BroadcastProducer(path: "alice/cam"))
+        // The watcher hears the path again (a new route): the replacement happened while the
+        // old session still held it.
+        #expect(await updates.value)
+        try await waitUntil { relay.sessionCount == 3 }  // the intruder is gone
+        owner.close()
+        try await waitUntil { relay.sessionCount == 2 }
+        // The path outlived the old session: the new one holds it.
+        #expect(relay.origin.broadcast("room/alice/cam") != nil)
+        #expect(again.closeReason == nil)
+        watcher.close()
+        again.close()
+    }
+
+    @Test("paths compare byte by byte: composed and decomposed é are two broadcasts, as for the Rust peers")
+    func bytewisePaths() async throws {
+        let relay = try Self.relay()
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        let composed = "caf\u{E9}"
+        let decomposed = "cafe\u{301}"
+        #expect(composed == decomposed)  // Swift's own equality: canonical
+        #expect(BroadcastPath.strip(prefix: composed, from: "\(decomposed)/x") == nil)
+        let a = try await Self.connect(relay, "anon")
+        let b = try await Self.connect(relay, "anon")
+        a.publish(BroadcastProducer(path: composed))
+        b.publish(BroadcastProducer(path: decomposed))
+        try await waitUntil { relay.origin.paths.count == 2 }
+        #expect(a.closeReason == nil && b.closeReason == nil)
+        a.close()
+        b.close()
+    }
+
+    func waitUntil(_ condition: @escaping @Sendable () -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(15)
+        while !condition() {
+            if ContinuousClock.now > deadline {
+                Issue.record("timed out")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+}
