@@ -61,7 +61,7 @@ public actor Session {
         transition(.connecting)
         var handlers = ReconnectingSession.Handlers()
         let me = self
-        handlers.session = { session in Task { await me.up(session) } }
+        handlers.session = { session, _ in Task { await me.up(session) } }
         handlers.status = { status in Task { await me.statusChanged(status) } }
         handlers.transientError = { error in Task { await me.transient(error) } }
         handlers.fatalError = { error in Task { await me.fatal(error) } }

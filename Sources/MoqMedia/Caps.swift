@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-import CGStreamer
+package import CGStreamer
 
 /// Initialises GStreamer once if the host application has not (tests, tools); a
 /// no-op inside a plugin, where GStreamer is already running.
@@ -33,7 +33,7 @@ final class OwnedCaps {
 }
 
 /// `gst_caps_to_string`, as a Swift string.
-func capsString(_ caps: UnsafePointer<GstCaps>) -> String {
+package func capsString(_ caps: UnsafePointer<GstCaps>) -> String {
     guard let text = gst_caps_to_string(caps) else { return "" }
     defer { g_free(text) }
     return String(cString: text)

@@ -25,6 +25,15 @@ public final class MoqSession: @unchecked Sendable {
         var reason: SessionCloseReason?
         var waiters: [CheckedContinuation<SessionCloseReason, Never>] = []
         var goaway: String?
+        var eventWaiters: [CheckedContinuation<LifecycleEvent, Never>] = []
+    }
+
+    /// What ends a session's life as a client knows it.
+    public enum LifecycleEvent: Sendable, Equatable {
+        /// The peer asked us to go away (GOAWAY), to this URI (empty: reconnect where we are).
+        case goaway(String)
+        /// The session ended.
+        case closed(SessionCloseReason)
     }
 
     init(loop: QUICEventLoop, connection: SessionConnection, origin: Origin, url: MoqURL?) {
@@ -38,7 +47,7 @@ public final class MoqSession: @unchecked Sendable {
     func installHandlers() {
         let box = WeakSession(self)
         connection.value.onClose = { reason in box.value?.didClose(reason) }
-        connection.value.onGoaway = { uri in box.value?.closeState.withLock { $0.goaway = uri } }
+        connection.value.onGoaway = { uri in box.value?.goawayArrived(uri) }
         if let reason = connection.value.closeReason { didClose(reason) }
     }
 
@@ -272,6 +281,30 @@ public final class MoqSession: @unchecked Sendable {
     /// The GOAWAY URI the peer sent, if any.
     public var goawayURI: String? { closeState.withLock { $0.goaway } }
 
+    /// Waits for GOAWAY or the end of the session, whichever comes first (a GOAWAY that
+    /// already arrived is returned at once).
+    public func lifecycleEvent() async -> LifecycleEvent {
+        await withCheckedContinuation { continuation in
+            let now = closeState.withLock { s -> LifecycleEvent? in
+                if let uri = s.goaway { return .goaway(uri) }
+                if let reason = s.reason { return .closed(reason) }
+                s.eventWaiters.append(continuation)
+                return nil
+            }
+            if let now { continuation.resume(returning: now) }
+        }
+    }
+
+    private func goawayArrived(_ uri: String) {
+        let waiters = closeState.withLock { s -> [CheckedContinuation<LifecycleEvent, Never>] in
+            guard s.goaway == nil else { return [] }
+            s.goaway = uri
+            defer { s.eventWaiters = [] }
+            return s.eventWaiters
+        }
+        for w in waiters { w.resume(returning: .goaway(uri)) }
+    }
+
     /// Waits for the session to end.
     public func closed() async -> SessionCloseReason {
         await withCheckedContinuation { continuation in
@@ -301,13 +334,18 @@ public final class MoqSession: @unchecked Sendable {
     }
 
     private func didClose(_ reason: SessionCloseReason) {
-        let waiters = closeState.withLock { s -> [CheckedContinuation<SessionCloseReason, Never>] in
-            guard s.reason == nil else { return [] }
+        let (waiters, eventWaiters) = closeState.withLock {
+            s -> ([CheckedContinuation<SessionCloseReason, Never>], [CheckedContinuation<LifecycleEvent, Never>]) in
+            guard s.reason == nil else { return ([], []) }
             s.reason = reason
-            defer { s.waiters = [] }
-            return s.waiters
+            defer {
+                s.waiters = []
+                s.eventWaiters = []
+            }
+            return (s.waiters, s.eventWaiters)
         }
         for w in waiters { w.resume(returning: reason) }
+        for w in eventWaiters { w.resume(returning: .closed(reason)) }
     }
 }
 

@@ -2,8 +2,13 @@
 import Synchronization
 
 /// Keeps a session to a relay open: connects, and after a loss reconnects with
-/// capped backoff (1, 2, 4, 5, 5… s), until stopped or until an error that retrying
-/// cannot fix (authentication, configuration, TLS).
+/// capped backoff (1, 2, 4, 5, 5… s, each with random jitter so that the clients of a
+/// restarted relay do not all come back at once), until stopped or until an error that
+/// retrying cannot fix (authentication, configuration, TLS).
+///
+/// GOAWAY is followed make-before-break: a new session is opened (to the URI the relay
+/// gave, or the same URL) and handed over while the old one still works, and only then
+/// is the old one closed.
 ///
 /// The GStreamer elements and the Player/Publisher API build on it; each new session
 /// is handed to `onSession` so the owner can publish and subscribe again.
@@ -27,6 +32,17 @@ public final class ReconnectingSession: @unchecked Sendable {
         }
     }
 
+    /// How a session came up.
+    public enum SessionStart: Sendable, Equatable {
+        /// The first session of this connection.
+        case first
+        /// After the previous session was lost (the relay or the network went away).
+        case reconnect
+        /// The successor after GOAWAY: the previous session is still open (it is closed right
+        /// after this callback), so the relay's state and the publishers' timelines go on.
+        case handover
+    }
+
     /// Callbacks, all on an arbitrary (non-main) thread.
     public struct Handlers: Sendable {
         public var status: @Sendable (Status) -> Void = { _ in }
@@ -34,8 +50,10 @@ public final class ReconnectingSession: @unchecked Sendable {
         public var transientError: @Sendable (MoqError) -> Void = { _ in }
         /// Retrying cannot help; the status is now `failed`.
         public var fatalError: @Sendable (MoqError) -> Void = { _ in }
-        /// A session is up (first connect or a reconnect).
-        public var session: @Sendable (MoqSession) -> Void = { _ in }
+        /// A session is up (first connect, a reconnect, or the successor after GOAWAY).
+        public var session: @Sendable (MoqSession, SessionStart) -> Void = { _, _ in }
+        /// GOAWAY arrived (the URI the relay named, or empty); a new session follows.
+        public var goaway: @Sendable (String) -> Void = { _ in }
         public init() {}
     }
 
@@ -44,17 +62,32 @@ public final class ReconnectingSession: @unchecked Sendable {
     /// Connection options.
     public let options: ClientOptions
     private let handlers: Handlers
-    private let state = Mutex<(status: Status, session: MoqSession?, reconnects: Int, task: Task<Void, Never>?)>(
-        (.disconnected, nil, 0, nil))
+    private let state = Mutex<
+        (status: Status, session: MoqSession?, reconnects: Int, handovers: Int, task: Task<Void, Never>?)
+    >((.disconnected, nil, 0, 0, nil))
 
-    /// The backoff delays, in order; the last repeats.
+    /// The backoff delays, in order; the last repeats. Each wait is drawn from the upper half
+    /// of its delay (``jittered(_:)``).
     public static let backoff: [Duration] = [.seconds(1), .seconds(2), .seconds(4), .seconds(5)]
 
-    public init(url: MoqURL, options: ClientOptions, handlers: Handlers) {
+    /// Whether a lost session is reconnected (true) or ends the connection as failed (the CLI's
+    /// one-shot commands); GOAWAY is followed either way.
+    public let retryAfterLoss: Bool
+
+    public init(url: MoqURL, options: ClientOptions, handlers: Handlers, retryAfterLoss: Bool = true) {
         self.url = url
         self.options = options
         self.handlers = handlers
+        self.retryAfterLoss = retryAfterLoss
     }
+
+    /// A wait of between half and all of `delay` ("equal jitter"): reconnecting clients spread out.
+    public static func jittered(_ delay: Duration) -> Duration {
+        delay * Double.random(in: 0.5...1.0)
+    }
+
+    /// Sessions handed over after GOAWAY so far.
+    public var handovers: Int { state.withLock { $0.handovers } }
 
     /// The current status.
     public var status: Status { state.withLock { $0.status } }
@@ -102,7 +135,7 @@ public final class ReconnectingSession: @unchecked Sendable {
         set(.connecting)
         while !Task.isCancelled {
             do {
-                let session = try await MoqSession.connect(url, options: options)
+                var session = try await MoqSession.connect(url, options: options)
                 if Task.isCancelled {
                     session.close()
                     return
@@ -112,13 +145,36 @@ public final class ReconnectingSession: @unchecked Sendable {
                     $0.session = session
                     if everConnected { $0.reconnects += 1 }
                 }
+                let start: SessionStart = everConnected ? .reconnect : .first
                 everConnected = true
                 set(.connected)
-                handlers.session(session)
-                let reason = await withTaskCancellationHandler {
-                    await session.closed()
-                } onCancel: {
-                    session.close()
+                handlers.session(session, start)
+                // Live until the session ends; GOAWAY hands over to a successor on the way.
+                var reason: SessionCloseReason
+                while true {
+                    let event = await withTaskCancellationHandler {
+                        await session.lifecycleEvent()
+                    } onCancel: { [session] in
+                        session.close()
+                    }
+                    if Task.isCancelled { return }
+                    guard case .goaway(let uri) = event else {
+                        if case .closed(let r) = event { reason = r } else { reason = .transport("closed") }
+                        break
+                    }
+                    handlers.goaway(uri)
+                    guard let next = await successor(of: session, goawayURI: uri) else {
+                        // No successor: keep the old session until it ends, then reconnect.
+                        reason = await session.closed()
+                        break
+                    }
+                    state.withLock {
+                        $0.session = next
+                        $0.handovers += 1
+                    }
+                    handlers.session(next, .handover)
+                    session.close()  // after the successor took over
+                    session = next
                 }
                 state.withLock { if $0.session === session { $0.session = nil } }
                 if Task.isCancelled { return }
@@ -127,10 +183,19 @@ public final class ReconnectingSession: @unchecked Sendable {
                     handlers.fatalError(.refused(code: code.rawValue, reason: text))
                     return
                 }
+                guard retryAfterLoss else {
+                    if reason.isGraceful {
+                        set(.disconnected)
+                    } else {
+                        set(.failed)
+                        handlers.fatalError(.closed("the session with \(url.redacted) ended: \(reason)"))
+                    }
+                    return
+                }
                 handlers.transientError(.closed("the session with \(url.redacted) ended: \(reason)"))
             } catch {
                 if Task.isCancelled { return }
-                if error.isFatal {
+                if error.isFatal || !retryAfterLoss {
                     set(.failed)
                     handlers.fatalError(error)
                     return
@@ -138,9 +203,27 @@ public final class ReconnectingSession: @unchecked Sendable {
                 handlers.transientError(error)
             }
             set(everConnected ? .reconnecting : .connecting)
-            let delay = Self.backoff[min(attempt, Self.backoff.count - 1)]
+            let delay = Self.jittered(Self.backoff[min(attempt, Self.backoff.count - 1)])
             attempt += 1
             try? await Task.sleep(for: delay)
+        }
+    }
+
+    /// The session that replaces one told to go away: to the URI GOAWAY named when it is a
+    /// moq URL, otherwise (an empty URI, as a relay shutting down sends) to the same URL.
+    /// nil when it cannot be opened (the old one is then kept until it ends).
+    private func successor(of old: MoqSession, goawayURI: String) async -> MoqSession? {
+        let target = (try? MoqURL(goawayURI)) ?? url
+        do {
+            let next = try await MoqSession.connect(target, options: options)
+            if Task.isCancelled {
+                next.close()
+                return nil
+            }
+            return next
+        } catch {
+            handlers.transientError(error)
+            return nil
         }
     }
 }

@@ -36,23 +36,35 @@ enum AnnouncedCommand {
             timeout = args.value("timeout") == nil ? nil : try args.seconds("timeout", default: .zero)
         } catch { throw .usage(error.description) }
         let json = args.value("format") == "json"
-        let session = try await client.connect(role: .subscriber)
-        defer { session.close() }
+        let sessions = try await client.follow(role: .subscriber)
+        defer { sessions.stop() }
         let printed = await withTaskGroup(of: Int?.self) { group -> Int? in
             group.addTask {
                 var n = 0
-                for await event in session.announced(prefix: prefix) {
-                    switch event {
-                    case .active(let path, _):
-                        Output.line(json ? "{\"event\":\"announce\",\"path\":\(path.jsonQuoted)}" : "announce \(path)")
-                    case .ended(let path):
-                        Output.line(
-                            json ? "{\"event\":\"unannounce\",\"path\":\(path.jsonQuoted)}" : "unannounce \(path)")
-                    case .closed:
-                        return nil
+                var active = Set<String>()
+                var session = sessions.current
+                // Each session in turn (a successor after GOAWAY announces the same broadcasts
+                // again: only changes are printed).
+                while let current = session {
+                    for await event in current.announced(prefix: prefix) {
+                        switch event {
+                        case .active(let path, _):
+                            guard active.insert(path).inserted else { continue }
+                            Output.line(
+                                json ? "{\"event\":\"announce\",\"path\":\(path.jsonQuoted)}" : "announce \(path)")
+                        case .ended(let path):
+                            // The old session's end is not the broadcast's, if a successor took over.
+                            if sessions.successor(of: current) != nil { continue }
+                            guard active.remove(path) != nil else { continue }
+                            Output.line(
+                                json ? "{\"event\":\"unannounce\",\"path\":\(path.jsonQuoted)}" : "unannounce \(path)")
+                        case .closed:
+                            continue
+                        }
+                        n += 1
+                        if let count, n >= count { return n }
                     }
-                    n += 1
-                    if let count, n >= count { return n }
+                    session = sessions.successor(of: current)
                 }
                 return nil
             }
@@ -66,8 +78,8 @@ enum AnnouncedCommand {
             group.cancelAll()
             return first
         }
-        if printed == nil, let reason = session.closeReason, !reason.isGraceful {
-            throw .runtime("the session ended: \(reason)")
+        if printed == nil, let error = sessions.error {
+            throw .runtime("the session ended: \(error)")
         }
     }
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import SwiftMoQ
+import Synchronization
 
 /// Options shared by every client command.
 struct ClientFlags {
@@ -49,6 +50,73 @@ struct ClientFlags {
             throw .runtime(error.description)
         }
     }
+}
+
+extension ClientFlags {
+    /// Connects and follows GOAWAY: the first session, then each successor the relay hands
+    /// over to (opened before the old one closes). A lost session is not retried: a one-shot
+    /// command reports it and exits.
+    func follow(role: SessionRole? = nil) async throws(CommandError) -> FollowedSessions {
+        var o = options
+        o.role = role
+        Output.info("connecting to \(url.redacted)")
+        let followed = FollowedSessions(url: url, options: o)
+        guard let first = await followed.next() else {
+            throw .runtime(followed.error?.description ?? "cannot connect to \(url.redacted)")
+        }
+        Output.info("connected (\(first.version))")
+        return followed
+    }
+}
+
+/// The sessions of one command: each is yielded once (the first, then GOAWAY successors).
+final class FollowedSessions: @unchecked Sendable {
+    private let connection: ReconnectingSession
+    private var iterator: AsyncStream<MoqSession>.AsyncIterator
+    private let failure = FailureBox()
+
+    /// Where the fatal error lands (shared with the connection's handler).
+    final class FailureBox: Sendable {
+        let value = Mutex<MoqError?>(nil)
+    }
+
+    init(url: MoqURL, options: ClientOptions) {
+        let (stream, continuation) = AsyncStream<MoqSession>.makeStream()
+        let failure = self.failure
+        var handlers = ReconnectingSession.Handlers()
+        handlers.session = { session, _ in continuation.yield(session) }
+        handlers.status = { status in
+            if status == .disconnected { continuation.finish() }  // .failed: fatalError finishes, with the error
+        }
+        handlers.goaway = { uri in
+            Output.info("the relay asked us to go away\(uri.isEmpty ? "" : " to \(uri)"): reconnecting")
+        }
+        handlers.fatalError = { error in
+            failure.value.withLock { $0 = error }
+            continuation.finish()
+        }
+        connection = ReconnectingSession(url: url, options: options, handlers: handlers, retryAfterLoss: false)
+        iterator = stream.makeAsyncIterator()
+        connection.start()
+    }
+
+    /// The next session (the first, or the successor after GOAWAY); nil once they end.
+    func next() async -> MoqSession? { await iterator.next() }
+
+    /// The session in use now.
+    var current: MoqSession? { connection.session }
+
+    /// What ended them, if it was an error.
+    var error: MoqError? { failure.value.withLock { $0 } }
+
+    /// The successor of `session` if a GOAWAY handed over to one (it is then current).
+    func successor(of session: MoqSession) -> MoqSession? {
+        guard let now = current, now !== session else { return nil }
+        return now
+    }
+
+    /// Closes the current session and stops following.
+    func stop() { connection.stop() }
 }
 
 /// How a command failed: usage errors exit 2, runtime errors exit 1.

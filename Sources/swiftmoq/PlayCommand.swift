@@ -68,8 +68,9 @@ enum PlayCommand {
         }
         let deadline = ContinuousClock.now + (duration ?? .seconds(365 * 86_400))
         let stop = StopSignal()
+        let watch = SignalWatch([SIGINT, SIGTERM])
         let signals = Task {
-            _ = await Signals.wait(for: [SIGINT, SIGTERM])
+            _ = await watch.next()
             stop.fire()
         }
         defer { signals.cancel() }

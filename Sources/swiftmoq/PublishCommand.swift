@@ -123,8 +123,9 @@ enum PublishCommand {
                 }
             }
         }
+        let watch = SignalWatch([SIGINT, SIGTERM])
         let signals = Task {
-            _ = await Signals.wait(for: [SIGINT, SIGTERM])
+            _ = await watch.next()
             done.fire()
         }
         let status = Task {

@@ -53,11 +53,20 @@ enum PublishTrackCommand {
         } catch { throw .usage(error.description) }
         if let problem = BroadcastPath.validationError(broadcastPath) { throw .usage(problem) }
 
-        let session = try await client.connect(role: .publisher)
         let broadcast = BroadcastProducer(path: broadcastPath)
         let track = broadcast.createTrack(
             trackName, info: TrackInfo(priority: 127, maxAgeMs: maxAge, timescale: 1_000_000))
-        session.publish(broadcast)
+        let sessions = try await client.follow(role: .publisher)
+        defer { sessions.stop() }
+        // Every session publishes the broadcast: the first, and a successor after GOAWAY.
+        let publishing = Task {
+            var session = sessions.current
+            while let s = session {
+                s.publish(broadcast)
+                session = await sessions.next()
+            }
+        }
+        defer { publishing.cancel() }
         Output.info("publishing \(broadcast.path)/\(trackName)")
 
         let start = ContinuousClock.now
@@ -65,7 +74,7 @@ enum PublishTrackCommand {
         var inGroup = 0
         var frames = 0
         while let line = readLine(strippingNewline: true) {
-            if session.closeReason != nil { break }
+            if sessions.current == nil { break }
             if group == nil || inGroup >= framesPerGroup {
                 group?.finish()
                 group = track.appendGroup()
@@ -78,16 +87,20 @@ enum PublishTrackCommand {
         }
         group?.finish()
         track.finish()
-        if let reason = session.closeReason { throw .runtime("the session ended: \(reason)") }
+        guard var session = sessions.current else {
+            throw .runtime("the session ended: \(sessions.error?.description ?? "closed")")
+        }
         if waitSubscribers > 0 {
             let deadline = ContinuousClock.now + timeout
             while await session.stats().counters.servedSubscriptionsCompleted < UInt64(waitSubscribers) {
                 if ContinuousClock.now > deadline {
                     Output.info("session counters: \(await session.stats().counters)")
-                    session.close()
                     throw .runtime("timed out waiting for \(waitSubscribers) subscriber(s) to receive the track")
                 }
-                if let reason = session.closeReason { throw .runtime("the session ended: \(reason)") }
+                guard let now = sessions.current else {
+                    throw .runtime("the session ended: \(sessions.error?.description ?? "closed")")
+                }
+                session = now
                 try? await Task.sleep(for: .milliseconds(20))
             }
         }

@@ -134,12 +134,15 @@ enum RelayCommand {
                 "max-handshakes-per-address", default: config.maxHandshakesPerAddress)
         } catch { throw .usage(error.description) }
 
+        // Caught from before the relay says it is ready: a SIGTERM right after "fingerprint"
+        // must shut down gracefully, not meet the default action.
+        let signals = SignalWatch([SIGINT, SIGTERM])
         let relay: MoqRelay
         do { relay = try MoqRelay.start(config) } catch { throw .runtime(error.description) }
         Output.line("url \(relay.url)")
         Output.line("fingerprint \(relay.fingerprint)")
 
-        let stop = await Signals.wait(for: [SIGINT, SIGTERM])
+        let stop = await signals.next()
         logger.info("received \(stop == SIGINT ? "SIGINT" : "SIGTERM")")
         await relay.shutdown(grace: .seconds(2))
     }
@@ -149,39 +152,5 @@ extension RelayCommand {
     /// True for addresses only this machine can reach.
     static func isLoopback(_ host: String) -> Bool {
         host == "localhost" || host == "::1" || host.hasPrefix("127.")
-    }
-}
-
-/// Waits for one of a set of signals.
-enum Signals {
-    static func wait(for signals: [Int32]) async -> Int32 {
-        await withCheckedContinuation { continuation in
-            let fired = SignalLatch(continuation)
-            for sig in signals {
-                signal(sig, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-                source.setEventHandler { fired.fire(sig) }
-                source.resume()
-                fired.keep(source)
-            }
-        }
-    }
-}
-
-final class SignalLatch: @unchecked Sendable {
-    private let lock = NSLock()
-    private var continuation: CheckedContinuation<Int32, Never>?
-    private var sources: [any DispatchSourceSignal] = []
-
-    init(_ continuation: CheckedContinuation<Int32, Never>) { self.continuation = continuation }
-
-    func keep(_ source: any DispatchSourceSignal) { lock.withLock { sources.append(source) } }
-
-    func fire(_ sig: Int32) {
-        let c = lock.withLock { () -> CheckedContinuation<Int32, Never>? in
-            defer { continuation = nil }
-            return continuation
-        }
-        c?.resume(returning: sig)
     }
 }

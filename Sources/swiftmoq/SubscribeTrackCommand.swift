@@ -55,42 +55,67 @@ enum SubscribeTrackCommand {
         let format = args.value("format") ?? "lines"
         guard format == "lines" || format == "json" else { throw .usage("--format must be lines or json") }
 
-        let session = try await client.connect(role: .subscriber)
-        defer { session.close() }
-        do {
-            try await session.waitForBroadcast(broadcast, timeout: timeout)
-        } catch {
-            throw .runtime(error.description)
-        }
-        let remote = session.subscribe(
-            broadcast: broadcast, track: trackName,
-            range: SubscriptionRange(priority: priority, maxLatencyMs: maxLatency))
-        let consumer = remote.consumer(maxLatencyMs: maxLatency)
+        let sessions = try await client.follow(role: .subscriber)
+        defer { sessions.stop() }
+        guard var session = sessions.current else { throw .runtime("the session ended") }
         var printed = 0
-        do {
-            groups: while let group = try await consumer.nextGroup() {
-                var index = Int(0)
-                while let frame = try await group.nextFrame() {
-                    let timescale = remote.track.info?.timescale ?? 1_000_000
-                    let micros = timescale == 1_000_000 ? frame.timestamp : frame.timestamp * 1_000_000 / timescale
-                    if format == "json" {
-                        let payload = Data(frame.payload.array).base64EncodedString()
-                        Output.line(
-                            "{\"group\":\(group.sequence),\"index\":\(index),\"timestamp_us\":\(micros),\"size\":\(frame.payload.count),\"payload\":\"\(payload)\"}"
-                        )
-                    } else {
-                        Output.raw(frame.payload.array + [0x0a])
-                    }
-                    index += 1
-                    printed += 1
-                    if let count, printed >= count { break groups }
+        // The first group not printed yet: a successor session (after GOAWAY) resumes there.
+        var nextGroup: UInt64 = 0
+        following: while true {
+            do {
+                try await session.waitForBroadcast(broadcast, timeout: timeout)
+            } catch {
+                if let next = sessions.successor(of: session) {
+                    session = next
+                    continue following
                 }
+                throw .runtime(error.description)
             }
-        } catch {
-            if let e = remote.error { throw .runtime(e.description) }
-            throw .runtime("\(error)")
+            let remote = session.subscribe(
+                broadcast: broadcast, track: trackName,
+                range: SubscriptionRange(priority: priority, maxLatencyMs: maxLatency, groupStart: nextGroup))
+            let consumer = remote.consumer(maxLatencyMs: maxLatency)
+            do {
+                groups: while let group = try await consumer.nextGroup() {
+                    if group.sequence < nextGroup { continue }
+                    var index = Int(0)
+                    while let frame = try await group.nextFrame() {
+                        let timescale = remote.track.info?.timescale ?? 1_000_000
+                        let micros = Self.micros(frame.timestamp, timescale: timescale)
+                        if format == "json" {
+                            let payload = Data(frame.payload.array).base64EncodedString()
+                            Output.line(
+                                "{\"group\":\(group.sequence),\"index\":\(index),\"timestamp_us\":\(micros),\"size\":\(frame.payload.count),\"payload\":\"\(payload)\"}"
+                            )
+                        } else {
+                            Output.raw(frame.payload.array + [0x0a])
+                        }
+                        index += 1
+                        printed += 1
+                        if let count, printed >= count { break following }
+                    }
+                    nextGroup = VarInt.saturatingAdd(group.sequence, 1)
+                }
+                break following
+            } catch {
+                // The session went away under the subscription: GOAWAY handed over to a successor?
+                if let next = sessions.successor(of: session) {
+                    Output.info("continuing on the new session from group \(nextGroup)")
+                    session = next
+                    continue following
+                }
+                if let e = remote.error { throw .runtime(e.description) }
+                throw .runtime("\(error)")
+            }
         }
-        remote.cancel()
         if let count, printed < count { throw .runtime("the track ended after \(printed) of \(count) frame(s)") }
+    }
+
+    /// A timestamp in µs from the track's timescale (saturating: any varint may arrive).
+    static func micros(_ timestamp: UInt64, timescale: UInt64) -> UInt64 {
+        guard timescale != 1_000_000, timescale > 0 else { return timestamp }
+        let (high, low) = timestamp.multipliedFullWidth(by: 1_000_000)
+        guard high < timescale else { return .max }
+        return timescale.dividingFullWidth((high, low)).quotient
     }
 }

@@ -240,6 +240,41 @@ struct MoqSrcTests {
         }
     }
 
+    @Test("GOAWAY from the relay: moqsink and moqsrc move to new sessions without reconnecting; playback goes on")
+    func goawayHandover() async throws {
+        let relay = try localRelay()
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "room/goaway")
+        #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
+        let player = try TestPipeline(
+            "moqsrc name=s \(relay.elementProperties) broadcast=room/goaway s.video_0 ! appsink name=v sync=false "
+                + "s.audio_0 ! appsink name=a sync=false")
+        #expect(player.play() != GST_STATE_CHANGE_FAILURE)
+        let video = AppSinkCollector(player.element("v")!)
+        let audio = AppSinkCollector(player.element("a")!)
+        defer {
+            video.stop()
+            audio.stop()
+        }
+        try await eventually("playing", timeout: .seconds(20)) { video.count > 30 && audio.count > 30 }
+        relay.goaway()
+        let before = video.count
+        try await eventually("playing on after GOAWAY", timeout: .seconds(20)) { video.count > before + 60 }
+        let src = player.element("s")!
+        defer { gst_object_unref(src) }
+        #expect(statsField(src, "reconnects") == 0)
+        let pts = video.all.compactMap(\.pts)
+        let back = zip(pts, pts.dropFirst()).enumerated().filter { $0.element.0 >= $0.element.1 }
+        let backwards = back.map { ($0.offset, $0.element.0, $0.element.1) }
+        #expect(back.isEmpty, "video timestamps go backwards at \(backwards) of \(pts.count)")
+        for pipeline in [player, publisher] {
+            #expect(pipeline.errors.isEmpty, "\(pipeline.errors)")
+            #expect(!pipeline.warnings.contains { $0.text.contains("retrying") }, "\(pipeline.warnings)")
+        }
+        player.setState(GST_STATE_NULL)
+        publisher.setState(GST_STATE_NULL)
+    }
+
     @Test("the relay restarts: playback resumes, timestamps stay monotonic, WARNING not ERROR")
     func relayRestart() async throws {
         let port = try freeUDPPort()

@@ -150,7 +150,7 @@ final class MoqSink: @unchecked Sendable {
                 .resource(error.isAuthentication ? GST_RESOURCE_ERROR_NOT_AUTHORIZED : GST_RESOURCE_ERROR_OPEN_WRITE),
                 error.description)
         }
-        handlers.session = { session in
+        handlers.session = { session, _ in
             session.publish(broadcast)
             weakSelf.value?.reporter.log(GST_LEVEL_INFO, "connected: publishing \(broadcast.path)")
         }

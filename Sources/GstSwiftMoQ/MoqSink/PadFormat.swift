@@ -17,10 +17,8 @@ struct PadFormat: Equatable {
     var isProvisional: Bool { rendition.isProvisional }
 
     static func from(caps: UnsafeMutablePointer<GstCaps>) -> Result<PadFormat, MediaFormatError> {
-        let text = gst_caps_to_string(caps)!
-        defer { g_free(text) }
         do {
-            return .success(PadFormat(rendition: try MediaFormat.rendition(forCaps: String(cString: text))))
+            return .success(PadFormat(rendition: try MediaFormat.rendition(forCaps: capsString(caps))))
         } catch {
             return .failure(error)
         }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 import CGStreamer
 import MoqCatalog
+import MoqMedia
 import SwiftMoQ
 import Synchronization
 
@@ -28,7 +29,8 @@ final class SinkPad: @unchecked Sendable {
     private var track: TrackProducer?
     private var group: GroupProducer?
     private var warnedTime = false
-    private var eos = false
+    /// Set by the streaming thread, read by the element's EOS aggregation on another.
+    private let eos = Atomic(false)
     private var isData = false
 
     struct Stats {
@@ -50,12 +52,12 @@ final class SinkPad: @unchecked Sendable {
 
     var stats: Stats { counters.withLock { $0 } }
     var trackName: String? { published.withLock { $0 } }
-    var isEOS: Bool { eos }
+    var isEOS: Bool { eos.load(ordering: .acquiring) }
 
     /// The element started: publishing may begin.
     func attach(to sink: MoqSink) {
         self.sink = sink
-        eos = false
+        eos.store(false, ordering: .releasing)
     }
 
     /// The element stopped: forget the broadcast's objects (caps come again on restart).
@@ -106,7 +108,7 @@ final class SinkPad: @unchecked Sendable {
             group?.finish()
             group = nil
             track?.finish()
-            eos = true
+            eos.store(true, ordering: .releasing)
             sink?.padReachedEOS()
             gst_event_unref(event)
             return 1
@@ -128,7 +130,7 @@ final class SinkPad: @unchecked Sendable {
         let newFormat: PadFormat
         switch PadFormat.from(caps: caps) {
         case .failure(let error):
-            let text = String(cString: gst_caps_to_string(caps))
+            let text = MoqMedia.capsString(caps)
             sink.reporter.error(.stream(GST_STREAM_ERROR_FORMAT), "\(name): unsupported caps: \(error)", debug: text)
             return false
         case .success(let f): newFormat = f

@@ -47,8 +47,48 @@ final class MoqSrc: @unchecked Sendable {
         var uriTLSKeys: [(String, String)] = []
     }
 
-    /// What exists between READY→PAUSED and PAUSED→READY (touched on the control queue).
+    /// What exists between READY→PAUSED and PAUSED→READY. The control queue changes it; what
+    /// streaming and application threads read (the pads, the stream collection, the broadcast)
+    /// is under one lock, and the collection is referenced and released under it, so a reader
+    /// never holds a collection the control queue has just freed.
     final class Running: @unchecked Sendable {
+        /// State read off the control queue.
+        struct Shared: @unchecked Sendable {  // only touched under `shared`
+            var pads: [MediaKind: SrcPad] = [:]
+            var collection: OpaquePointer?
+            var broadcast: String?
+        }
+        private let shared = Mutex(Shared())
+
+        var pads: [MediaKind: SrcPad] {
+            get { shared.withLock { $0.pads } }
+            set { shared.withLock { $0.pads = newValue } }
+        }
+        var broadcast: String? {
+            get { shared.withLock { $0.broadcast } }
+            set { shared.withLock { $0.broadcast = newValue } }
+        }
+
+        /// A new reference to the current stream collection (the caller unrefs it).
+        func referenceCollection() -> UnsafeMutablePointer<GstStreamCollection>? {
+            shared.withLock { s in
+                guard let c = s.collection else { return nil }
+                gst_object_ref(UnsafeMutableRawPointer(c))
+                return UnsafeMutablePointer(c)
+            }
+        }
+
+        /// Replaces the stream collection (taking `new`'s reference), releasing the old one.
+        func replaceCollection(_ new: UnsafeMutablePointer<GstStreamCollection>?) {
+            // A GstObject reference: safe to hand between threads (its refcount is atomic).
+            nonisolated(unsafe) let pointer = new.map { OpaquePointer($0) }
+            shared.withLock { s in
+                if let old = s.collection { gst_object_unref(UnsafeMutableRawPointer(old)) }
+                s.collection = pointer
+            }
+        }
+
+        // The rest is touched on the control queue only.
         let connection: ReconnectingSession
         let target: BroadcastTarget
         var follow: Task<Void, Never>?
@@ -56,7 +96,6 @@ final class MoqSrc: @unchecked Sendable {
         var session: MoqSession?
         var sessionEpoch: UInt64 = 0
         var sourceEpoch: UInt64 = 0
-        var broadcast: String?
         /// The broadcast played last (kept after it ends).
         var lastBroadcast: String?
         var catalog: Catalog?
@@ -65,8 +104,6 @@ final class MoqSrc: @unchecked Sendable {
         var firstPadAt: UInt64?
         var settleScheduled = false
         var warned: Set<String> = []
-        var pads: [MediaKind: SrcPad] = [:]
-        var collection: OpaquePointer?
         var collectionKey: [String] = []
         var selection: [MediaKind: String] = [:]
 
@@ -306,9 +343,9 @@ final class MoqSrc: @unchecked Sendable {
                 .resource(error.isAuthentication ? GST_RESOURCE_ERROR_NOT_AUTHORIZED : GST_RESOURCE_ERROR_OPEN_READ),
                 error.description)
         }
-        handlers.session = { session in
+        handlers.session = { session, start in
             guard let me = weakSelf.value else { return }
-            me.onControlQueue { me.sessionUp(session) }
+            me.onControlQueue { me.sessionUp(session, handover: start == .handover) }
         }
         let connection = ReconnectingSession(url: url, options: options, handlers: handlers)
         let run = Running(connection: connection, target: target)
@@ -342,8 +379,7 @@ final class MoqSrc: @unchecked Sendable {
             run.connection.stop()
             for pad in run.pads.values { remove(pad) }
             run.pads = [:]
-            if let c = run.collection { gst_object_unref(UnsafeMutableRawPointer(c)) }
-            run.collection = nil
+            run.replaceCollection(nil)
         }
         if DispatchQueue.getSpecific(key: onControl) == true { teardown() } else { control.sync(execute: teardown) }
     }
@@ -389,14 +425,19 @@ final class MoqSrc: @unchecked Sendable {
 
     // MARK: Session and catalog (control queue)
 
-    private func sessionUp(_ session: MoqSession) {
+    private func sessionUp(_ session: MoqSession, handover: Bool) {
         guard let run else { return }
         run.follow?.cancel()
+        // A GOAWAY handover: the relay and the publisher go on, so the timeline continues and
+        // the pads skip what they already pushed. After a loss (a restarted relay or
+        // publisher) it is a discontinuity.
         run.session = session
         run.sessionEpoch += 1
-        run.sourceEpoch += 1
         let epoch = run.sessionEpoch
-        timeline.withLock { $0.markDiscontinuity() }
+        if !handover {
+            run.sourceEpoch += 1
+            timeline.withLock { $0.markDiscontinuity() }
+        }
         let timeoutS = settings.withLock { $0.timeoutS }
         let timeout: Duration? = run.foundOnce || timeoutS == 0 ? nil : .seconds(Int64(timeoutS))
         let target = run.target
@@ -566,8 +607,7 @@ final class MoqSrc: @unchecked Sendable {
             if let caps { gst_caps_unref(caps) }
             gst_stream_collection_add_stream(collection, stream)
         }
-        if let old = run.collection { gst_object_unref(UnsafeMutableRawPointer(old)) }
-        run.collection = OpaquePointer(collection)
+        run.replaceCollection(collection)  // Running owns the new reference; the message takes its own
         gst_element_post_message(
             element,
             gst_message_new_stream_collection(
@@ -576,15 +616,13 @@ final class MoqSrc: @unchecked Sendable {
 
     /// The current stream collection (a new reference), for the pads' STREAM_COLLECTION event.
     func collection() -> UnsafeMutablePointer<GstStreamCollection>? {
-        guard let c = run?.collection else { return nil }
-        gst_object_ref(UnsafeMutableRawPointer(c))
-        return UnsafeMutablePointer(c)
+        run?.referenceCollection()
     }
 
     /// The collection's stream for a pad's source (a new reference).
     func stream(for source: SrcPad.Source) -> UnsafeMutablePointer<GstStream>? {
-        guard let c = run?.collection else { return nil }
-        let collection = UnsafeMutablePointer<GstStreamCollection>(c)
+        guard let collection = run?.referenceCollection() else { return nil }
+        defer { gst_object_unref(UnsafeMutableRawPointer(collection)) }
         let id = Self.streamID(broadcast: source.broadcast, track: source.trackName)
         for i in 0..<gst_stream_collection_get_size(collection) {
             guard let stream = gst_stream_collection_get_stream(collection, i),
@@ -641,9 +679,10 @@ final class MoqSrc: @unchecked Sendable {
         }
         run.selection = selection
         reconcile(run, session: session)
+        let current = run.referenceCollection()
+        defer { if let current { gst_object_unref(UnsafeMutableRawPointer(current)) } }
         let message = gst_message_new_streams_selected(
-            UnsafeMutableRawPointer(element).assumingMemoryBound(to: GstObject.self),
-            UnsafeMutablePointer(run.collection))
+            UnsafeMutableRawPointer(element).assumingMemoryBound(to: GstObject.self), current)
         for id in ids {
             if let p = playable.first(where: { Self.streamID(broadcast: broadcast, track: $0.rendition.name) == id }),
                 let stream = stream(

@@ -24,7 +24,9 @@ final class SrcPad: @unchecked Sendable {
         let session: MoqSession
         let broadcast: String
         let rendition: PlayableRendition
-        /// Identifies the (session, broadcast) pair: a new one is a discontinuity.
+        /// Identifies the broadcast's timeline: a new one (a reconnect after a loss, another
+        /// broadcast) is a discontinuity. A GOAWAY handover keeps it: the same publisher goes
+        /// on, so frames the new subscription repeats are recognised by their position.
         let epoch: UInt64
         /// Play the track to its end (EOS) rather than waiting for the next broadcast.
         let eosOnEnd: Bool
@@ -33,7 +35,8 @@ final class SrcPad: @unchecked Sendable {
         /// The same subscription (catalog metadata such as `jitter` or `bitrate` may change
         /// in every snapshot without touching the track).
         func same(as other: Source) -> Bool {
-            epoch == other.epoch && trackName == other.trackName && broadcast == other.broadcast
+            session === other.session && epoch == other.epoch && trackName == other.trackName
+                && broadcast == other.broadcast
         }
     }
 
@@ -259,7 +262,7 @@ final class SrcPad: @unchecked Sendable {
             return
         }
         defer { gst_caps_unref(caps) }
-        let text = String(cString: gst_caps_to_string(caps))
+        let text = MoqMedia.capsString(caps)
         if streamID != id {
             streamID = id
             let start = gst_event_new_stream_start(gst_pad_create_stream_id(pad, src.element, id))!

@@ -242,6 +242,15 @@ public final class MoqRelay: @unchecked Sendable {
         return out
     }
 
+    /// Sends GOAWAY to every session without closing anything: clients move to a new session
+    /// (to `uri`, or this relay again when empty) and close the old one themselves. For
+    /// draining a relay before maintenance, or moving clients to another relay.
+    public func goaway(uri: String = "") {
+        let target = uri.isEmpty ? "" : " (to \(uri))"
+        configuration.logger.info("GOAWAY to \(server.openSessions.count) session(s)\(target)")
+        server.goaway(uri: uri)
+    }
+
     // MARK: Shutdown
 
     /// Sends GOAWAY to every session, waits up to `grace` for them to leave, then

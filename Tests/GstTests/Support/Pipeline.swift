@@ -176,7 +176,9 @@ func stringProperty(_ element: UnsafeMutablePointer<GstElement>, _ name: String)
             UnsafeMutableRawPointer(enumClass!).assumingMemoryBound(to: GEnumClass.self), g_value_get_enum(&value))
         return v.map { String(cString: $0.pointee.value_nick) }
     }
-    if let s = g_value_get_string(&value) { return String(cString: s) }
+    if spec.pointee.value_type == swiftmoq_type_string() {
+        return g_value_get_string(&value).map { String(cString: $0) }
+    }
     if let boxed = g_value_get_boxed(&value) {
         let text = gst_structure_to_string(
             UnsafeMutableRawPointer(mutating: boxed).assumingMemoryBound(to: GstStructure.self))!

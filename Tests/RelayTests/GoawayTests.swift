@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+import Foundation
+import SwiftMoQ
+import Synchronization
+import Testing
+
+/// GOAWAY is followed make-before-break: the successor session is open before the old closes.
+@Suite("GOAWAY and reconnect backoff", .serialized, .timeLimit(.minutes(2)))
+struct GoawayTests {
+    final class Log: Sendable {
+        let sessions = Mutex<[MoqSession]>([])
+        let statuses = Mutex<[ReconnectingSession.Status]>([])
+        let goaways = Mutex<[String]>([])
+        let starts = Mutex<[ReconnectingSession.SessionStart]>([])
+        /// Whether the previous session was still open when each session came up.
+        let previousOpen = Mutex<[Bool]>([])
+    }
+
+    @Test("a client moves to a new session on GOAWAY, opened before the old one closes, without reconnecting")
+    func handover() async throws {
+        let relay = try MoqRelay.start(
+            MoqRelay.Configuration(host: "127.0.0.1", port: 0, logger: .silent))
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        let log = Log()
+        var handlers = ReconnectingSession.Handlers()
+        handlers.session = { s, start in
+            log.starts.withLock { $0.append(start) }
+            let previous = log.sessions.withLock { sessions in
+                defer { sessions.append(s) }
+                return sessions.last
+            }
+            log.previousOpen.withLock { $0.append(previous.map { $0.closeReason == nil } ?? false) }
+        }
+        handlers.status = { s in log.statuses.withLock { $0.append(s) } }
+        handlers.goaway = { uri in log.goaways.withLock { $0.append(uri) } }
+        let client = ReconnectingSession(
+            url: try MoqURL("moql://127.0.0.1:\(relay.port)/anon"),
+            options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)), handlers: handlers)
+        client.start()
+        defer { client.stop() }
+        try await until { log.sessions.withLock { $0.count } == 1 }
+        let first = log.sessions.withLock { $0[0] }
+        // Something published on the first session is seen by a watcher throughout.
+        let broadcast = BroadcastProducer(path: "live")
+        first.publish(broadcast)
+        relay.goaway()
+        try await until { log.sessions.withLock { $0.count } == 2 }
+        let second = log.sessions.withLock { $0[1] }
+        #expect(second !== first)
+        #expect(second.closeReason == nil)
+        _ = await first.closed()
+        #expect(log.goaways.withLock { $0 } == [""])
+        #expect(log.starts.withLock { $0 } == [.first, .handover])
+        #expect(log.previousOpen.withLock { $0 } == [false, true], "make before break")
+        #expect(client.handovers == 1)
+        #expect(client.reconnects == 0)
+        #expect(!log.statuses.withLock { $0 }.contains(.reconnecting))
+        #expect(client.status == .connected)
+        #expect(client.session === second)
+    }
+
+    @Test("reconnect backoff is jittered: each wait is between half and all of its step")
+    func jitter() {
+        for step in ReconnectingSession.backoff {
+            let waits = (0..<200).map { _ in ReconnectingSession.jittered(step) }
+            #expect(waits.allSatisfy { $0 >= step / 2 && $0 <= step })
+            #expect(Set(waits.map { $0.components.attoseconds }).count > 100)
+        }
+    }
+
+    func until(_ condition: @escaping @Sendable () -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(15)
+        while !condition() {
+            if ContinuousClock.now > deadline {
+                Issue.record("timed out")
+                throw CancellationError()
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+}
