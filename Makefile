@@ -11,7 +11,7 @@ export GST_REGISTRY_1_0 := $(CURDIR)/$(BUILD)/gst-registry.bin
 
 .PHONY: all setup build plugin cli test unit-test lint fuzz fuzz-build fuzz-wire fuzz-catalog fuzz-session demo install \
 	clean help \
-	element-docs check-element-docs bench bench-tools bench-profile
+	element-docs check-element-docs bench bench-tools bench-profile tsan
 
 all: build
 
@@ -58,6 +58,10 @@ install: plugin
 
 lint:
 	$(SWIFT) format lint --strict -r Sources Tests Fuzz Plugins Package.swift
+	@# swift-format sorts imports with the comment above the first one: keep the licence line first.
+	@bad=$$(for f in $$(git ls-files '*.swift' | grep -v '^Package.swift$$'); do \
+		head -1 "$$f" | grep -q '^// SPDX-License-Identifier: MIT$$' || echo "$$f"; done); \
+		if [ -n "$$bad" ]; then echo "the SPDX line is not first in:" $$bad; exit 1; fi
 
 # The elements' interface (gst-inspect-1.0) is a checked-in snapshot: changing it is deliberate.
 element-docs: plugin
@@ -77,12 +81,16 @@ unit-test: setup
 	$(SWIFT) test --skip-build --skip '$(SOLO_TESTS)'
 	$(SWIFT) test --skip-build --filter '$(SOLO_TESTS)'
 
+# The suite under ThreadSanitizer (its own build in .build-tsan; logs in build/tsan).
+tsan: setup
+	SWIFT=$(SWIFT) JOBS=$(JOBS) ./scripts/tsan.sh
+
 test: setup build lint check-element-docs unit-test
 	$(MAKE) fuzz FUZZ_SECONDS=$(or $(CI_FUZZ_SECONDS),30)
 
 # libFuzzer over every wire decoder (built as one module with the MoqWire sources), over
 # the catalog decoder and legacy frames (one module with the MoqWire and MoqCatalog sources),
-# and over the session core driven by a hostile peer's script (MoqWire + MoqSession + the
+# and over the session core driven by a hostile peer's script (MoqSync + MoqWire + MoqSession + the
 # script in Fuzz/FuzzSession/Harness, which the session tests also replay).
 fuzz-build:
 	@mkdir -p $(BUILD)/fuzz
@@ -92,7 +100,7 @@ fuzz-build:
 		Sources/MoqWire/*.swift Sources/MoqCatalog/*.swift Fuzz/FuzzCatalog/FuzzCatalog.swift \
 		-o $(BUILD)/fuzz/fuzz-catalog
 	swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name FuzzSession \
-		Sources/MoqWire/*.swift Sources/MoqSession/*.swift Fuzz/FuzzSession/Harness/*.swift \
+		Sources/MoqSync/*.swift Sources/MoqWire/*.swift Sources/MoqSession/*.swift Fuzz/FuzzSession/Harness/*.swift \
 		Fuzz/FuzzSession/FuzzSession.swift -o $(BUILD)/fuzz/fuzz-session
 
 # FUZZ_SECONDS is split between the three targets (the session fuzzer gets what is left over).

@@ -47,8 +47,10 @@ let package = Package(
         gst("CGstCheck", "gstreamer-check-1.0"),
 
         // MARK: - Layers
+        // The one lock type (pthread-based, so that ThreadSanitizer sees it: `make tsan`).
+        .target(name: "MoqSync", swiftSettings: swiftSettings),
         .target(name: "MoqWire", swiftSettings: swiftSettings),
-        .target(name: "MoqSession", dependencies: ["MoqWire"], swiftSettings: swiftSettings),
+        .target(name: "MoqSession", dependencies: ["MoqSync", "MoqWire"], swiftSettings: swiftSettings),
         // hang catalog JSON and the legacy frame container: pure Swift, fuzzed (Fuzz/FuzzCatalog).
         .target(name: "MoqCatalog", dependencies: ["MoqWire"], swiftSettings: swiftSettings),
         // GStreamer caps <-> catalog renditions, through GStreamer's own codec utilities.
@@ -58,32 +60,37 @@ let package = Package(
                 "CGStreamer", "CGstBase", "CGstVideo", "CGstAudio", "CGstPbutils", "MoqCatalog", "MoqWire",
             ],
             swiftSettings: swiftSettings),
-        .target(name: "MoqQUIC", dependencies: ["CNgtcp2", "MoqWire"], swiftSettings: swiftSettings),
+        .target(name: "MoqQUIC", dependencies: ["MoqSync", "CNgtcp2", "MoqWire"], swiftSettings: swiftSettings),
         .target(
-            name: "SwiftMoQ", dependencies: ["MoqWire", "MoqSession", "MoqQUIC"],
+            name: "SwiftMoQ", dependencies: ["MoqSync", "MoqWire", "MoqSession", "MoqQUIC"],
             swiftSettings: swiftSettings),
         .executableTarget(
-            name: "swiftmoq", dependencies: ["SwiftMoQ", "MoqKit", "MoqPipeline", "MoqCatalog", "CGStreamer"],
+            name: "swiftmoq",
+            dependencies: ["MoqSync", "SwiftMoQ", "MoqKit", "MoqPipeline", "MoqCatalog", "CGStreamer"],
             swiftSettings: swiftSettings),
         // `make bench`: the Swift roles (publish, subscribe, fan-out load, GStreamer path) that
         // scripts/bench.py runs side by side with the Rust peer's (Tests/Interop/moqpeer.py bench-*).
         .executableTarget(
-            name: "moqbench", dependencies: ["SwiftMoQ", "MoqPipeline", "MoqTestKit", "MoqCatalog", "CGStreamer"],
+            name: "moqbench",
+            dependencies: ["MoqSync", "SwiftMoQ", "MoqPipeline", "MoqTestKit", "MoqCatalog", "CGStreamer"],
             swiftSettings: swiftSettings),
         // The Swift API in moq-kit's shape: Session, broadcasts and catalogs, Player, Publisher.
         .target(
             name: "MoqKit",
             dependencies: [
+                "MoqSync",
                 "SwiftMoQ", "MoqSession", "MoqWire", "MoqCatalog", "MoqMedia", "MoqPipeline", "CGStreamer", "CGstApp",
             ],
             swiftSettings: swiftSettings),
         // Playing a broadcast: following its catalog, reading tracks on plain threads, one timeline, stats.
         .target(
-            name: "MoqPlayback", dependencies: ["SwiftMoQ", "MoqSession", "MoqWire", "MoqCatalog", "MoqMedia"],
+            name: "MoqPlayback",
+            dependencies: ["MoqSync", "SwiftMoQ", "MoqSession", "MoqWire", "MoqCatalog", "MoqMedia"],
             swiftSettings: swiftSettings),
         .target(
             name: "GstSwiftMoQ",
             dependencies: [
+                "MoqSync",
                 "SwiftMoQ", "MoqCatalog", "MoqMedia", "MoqPlayback", "CGStreamer", "CGstBase", "CGstApp", "CGstVideo",
                 "CGstAudio", "CGstPbutils",
             ],
@@ -95,11 +102,13 @@ let package = Package(
                 ? [.unsafeFlags(["-static-stdlib", "-l_FoundationCollections", "-l_FoundationCShims"])] : []),
 
         // A typed, declarative gst-launch builder that also runs what it builds.
-        .target(name: "MoqPipeline", dependencies: ["CGStreamer", "GstSwiftMoQ"], swiftSettings: swiftSettings),
+        .target(
+            name: "MoqPipeline", dependencies: ["MoqSync", "CGStreamer", "GstSwiftMoQ"], swiftSettings: swiftSettings),
         // Pipeline test harness: in-process relay, UDP impairment proxy, appsrc/appsink, GstHarness, latency probe.
         .target(
             name: "MoqTestKit",
             dependencies: [
+                "MoqSync",
                 "MoqPipeline", "SwiftMoQ", "MoqQUIC", "MoqCatalog", "CGStreamer", "CGstApp", "CGstCheck",
             ],
             swiftSettings: swiftSettings),
@@ -120,10 +129,10 @@ let package = Package(
             name: "SessionFuzzHarness", dependencies: ["MoqWire", "MoqSession"], path: "Fuzz/FuzzSession/Harness",
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "MoqSessionTests", dependencies: ["MoqWire", "MoqSession", "SessionFuzzHarness"],
+            name: "MoqSessionTests", dependencies: ["MoqSync", "MoqWire", "MoqSession", "SessionFuzzHarness"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "MoqQUICTests", dependencies: ["MoqQUIC", "MoqWire"],
+            name: "MoqQUICTests", dependencies: ["MoqSync", "MoqQUIC", "MoqWire"],
             exclude: ["rust_peer.py"],  // the Rust peer driver run by the interop tests, not a resource
             swiftSettings: swiftSettings),
         .testTarget(
@@ -140,7 +149,7 @@ let package = Package(
         .testTarget(
             name: "MoqTestKitTests", dependencies: ["MoqTestKit", "MoqPipeline", "SwiftMoQ"],
             swiftSettings: swiftSettings),
-        .testTarget(name: "RelayTests", dependencies: ["SwiftMoQ"], swiftSettings: swiftSettings),
+        .testTarget(name: "RelayTests", dependencies: ["MoqSync", "SwiftMoQ"], swiftSettings: swiftSettings),
         .testTarget(
             name: "MoqKitTests",
             dependencies: ["MoqKit", "MoqTestKit", "SwiftMoQ", "MoqSession", "MoqCatalog", "MoqWire"],
@@ -148,6 +157,7 @@ let package = Package(
         .testTarget(
             name: "GstTests",
             dependencies: [
+                "MoqSync",
                 "GstSwiftMoQ", "SwiftMoQ", "MoqCatalog", "MoqMedia", "MoqWire", "CGStreamer", "CGstCheck", "CGstApp",
                 "MoqInteropSupport",
             ],
@@ -157,7 +167,8 @@ let package = Package(
             name: "MoqInteropSupport", dependencies: ["SwiftMoQ"], path: "Tests/InteropSupport",
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "InteropTests", dependencies: ["SwiftMoQ", "MoqSession", "MoqWire", "MoqQUIC", "MoqInteropSupport"],
+            name: "InteropTests",
+            dependencies: ["MoqSync", "SwiftMoQ", "MoqSession", "MoqWire", "MoqQUIC", "MoqInteropSupport"],
             swiftSettings: swiftSettings),
     ],
     swiftLanguageModes: [.v6]

@@ -5,6 +5,8 @@
 Cases (each configurable through the environment, see benchlib/config.py):
   1. latency     1 KB frames at 100 fps through each relay with each client pair: p50/p99
   2. throughput  100 KB frames as fast as the subscriber acknowledges: MB/s with no loss
+  2b. openloop   100 KB single-frame groups as fast as the publisher writes (1,500 of them), one
+                 subscriber with a 10 s budget: delivered %, order, session kept, relay cost
   3. fanout      one 4 Mbit/s broadcast to 10/50/100/200 subscribers: delivery % and relay CPU
   4. gst         appsrc ! moqsink → Swift relay → moqsrc latency=0 ! appsink, 1080p30 H.264
   5. memory      RSS of the subscriber and the relay over 50,000 groups
@@ -35,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RUNNERS = {
     "latency": cases.run_latency,
     "throughput": cases.run_throughput,
+    "openloop": cases.run_openloop,
     "fanout": cases.run_fanout,
     "gst": cases.run_gst,
     "memory": cases.run_memory,

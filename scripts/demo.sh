@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `make demo`: the embedded relay, then a test pattern and a tone published through moqsink and
 # played back through moqsrc (a window when a display exists, headless otherwise), with one stats
 # line per second for about ten seconds. Exits 0 when video and audio played.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Prints the interface of the plugin's elements (gst-inspect-1.0 of moqsink and
 # moqsrc), normalised so that it depends only on the interface: paths, versions and
 # the plugin file's details are dropped. docs/elements.txt holds the checked-in

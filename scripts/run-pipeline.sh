@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs a recipe from pipelines/ with gst-launch-1.0 and the plugin built in build/gst.
 #   usage: scripts/run-pipeline.sh pipelines/test-pattern.pipeline [VAR=value…]
 # Recipes use ${VAR} placeholders (MOQ_URL, MOQ_BROADCAST, MOQ_TLS…); lines starting with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Idempotent machine set-up for SwiftMoQ: Debian packages, ngtcp2 1.11 from
 # bookworm-backports, and the interop test virtualenv (moq-rs pinned).
 # Run by `make setup` (and therefore by `make demo` / `make test`).

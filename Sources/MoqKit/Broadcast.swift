@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 import MoqCatalog
 import MoqSession
+import MoqSync
 import MoqWire
 import SwiftMoQ
-import Synchronization
 
 /// A live broadcast yielded by a ``BroadcastSubscription`` (moq-kit's `Broadcast`).
 ///
@@ -103,7 +103,7 @@ public final class Broadcast: Sendable {
 
 /// The newest catalog seen and when.
 private final class LatestCatalog: Sendable {
-    private let value = Mutex<(Catalog, ContinuousClock.Instant)?>(nil)
+    private let value = Lock<(Catalog, ContinuousClock.Instant)?>(nil)
     func set(_ catalog: Catalog) { value.withLock { $0 = (catalog, .now) } }
     func get() -> (Catalog, ContinuousClock.Instant)? { value.withLock { $0 } }
 }
@@ -115,7 +115,7 @@ final class Lifetime: Sendable {
         var handlers: [Int: @Sendable () -> Void] = [:]
         var next = 0
     }
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     var hasEnded: Bool { state.withLock { $0.ended } }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 import MoqSession
+import MoqSync
 import SwiftMoQ
-import Synchronization
 
 /// Broadcasts announced under a prefix (``Session/subscribe(prefix:)``), as moq-kit's.
 ///
@@ -14,8 +14,8 @@ public final class BroadcastSubscription: Sendable {
     public let broadcasts: AsyncStream<Broadcast>
 
     private let continuation: AsyncStream<Broadcast>.Continuation
-    private let task = Mutex<Task<Void, Never>?>(nil)
-    private let finished = Mutex(false)
+    private let task = Lock<Task<Void, Never>?>(nil)
+    private let finished = Lock(false)
     private weak let session: Session?
 
     init(prefix: String, session: Session) {

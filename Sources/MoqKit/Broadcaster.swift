@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-import Synchronization
+import MoqSync
 
 /// Fans values out to any number of `AsyncStream`s (each subscriber gets every value from
 /// when it subscribed; a slow one keeps only the newest `buffer`, never stalling the others).
@@ -9,7 +9,7 @@ final class Broadcaster<Value: Sendable>: Sendable {
         var next = 0
         var finished = false
     }
-    private let state = Mutex(State())
+    private let state = Lock(State())
     private let buffer: Int
 
     init(buffer: Int = 256) { self.buffer = buffer }

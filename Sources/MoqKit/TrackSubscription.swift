@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 public import FoundationEssentials
 import MoqSession
+import MoqSync
 import MoqWire
 import SwiftMoQ
-import Synchronization
 
 /// How a ``TrackSubscription`` delivers groups (moq-kit's `TrackDelivery`).
 public enum TrackDelivery: Sendable, Equatable {
@@ -34,8 +34,8 @@ public final class TrackSubscription: Sendable {
 
     private let remote: RemoteTrack
     private let task: Task<Void, Never>
-    private let closeHandlers = Mutex<[@Sendable () -> Void]>([])
-    private let closed = Mutex(false)
+    private let closeHandlers = Lock<[@Sendable () -> Void]>([])
+    private let closed = Lock(false)
     private let continuation: AsyncThrowingStream<TrackObject, any Error>.Continuation
 
     init(session: MoqSession, broadcast: String, name: String, delivery: TrackDelivery) {
@@ -140,7 +140,7 @@ private final class ChangeStream: TrackObserver, Sendable {
     private let track: TrackProducer
     private let stream: AsyncStream<Void>
     private let continuation: AsyncStream<Void>.Continuation
-    private let token = Mutex<UInt64?>(nil)
+    private let token = Lock<UInt64?>(nil)
 
     init(_ track: TrackProducer) {
         self.track = track

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-import Synchronization
+import MoqSync
 
 /// Playback statistics of one track, with moq-kit's `PlaybackStats` meanings: frames
 /// and bytes over a sliding one-second window (fps, bitrate), stalls, time to first
@@ -44,7 +44,7 @@ public final class PlaybackCounters: Sendable {
         var lastFrameAt: UInt64?
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
     /// When playback was requested (ns, monotonic), for time to first frame.
     public let startedAt: UInt64
 

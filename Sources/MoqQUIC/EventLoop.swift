@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
+internal import CNgtcp2
+internal import Glibc
 // One thread per loop. It sleeps in epoll_wait until a socket is ready, the single timerfd expires
 // (armed at the earliest of all scheduled timers and connection expiries), or the eventfd is
 // written by `execute` from another thread. Every ngtcp2 call happens on this thread.
-internal import CNgtcp2
-internal import Glibc
+import MoqSync
 import Synchronization
 
 /// Something registered with the loop's epoll set. Loop thread only.
@@ -23,10 +24,10 @@ public final class QUICEventLoop: @unchecked Sendable {
     private let epfd: Int32
     private let wakefd: Int32
     private let timerfd: Int32
-    private let inbox = Mutex<Inbox>(Inbox())
+    private let inbox = Lock<Inbox>(Inbox())
     private let threadID = Atomic<UInt>(0)
     private var thread: pthread_t = 0
-    private let joined = Mutex<Bool>(false)
+    private let joined = Lock<Bool>(false)
 
     private struct Inbox {
         var work: [@Sendable () -> Void] = []
@@ -325,13 +326,13 @@ public final class QUICEventLoop: @unchecked Sendable {
 public final class QUICTimer: @unchecked Sendable {
     let deadline: UInt64
     let sequence: UInt64
-    private let state: Mutex<(@Sendable () -> Void)?>
+    private let state: Lock<(@Sendable () -> Void)?>
     private static let counter = Atomic<UInt64>(0)
 
     init(deadline: UInt64, work: @escaping @Sendable () -> Void) {
         self.deadline = deadline
         self.sequence = QUICTimer.counter.add(1, ordering: .relaxed).newValue
-        self.state = Mutex(work)
+        self.state = Lock(work)
     }
 
     /// Prevents the work from running if it has not started yet. Safe from any thread; idempotent.

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-// A QUIC server: one UDP socket, connections routed by destination connection ID.
 internal import CNgtcp2
 internal import Glibc
-import Synchronization
+// A QUIC server: one UDP socket, connections routed by destination connection ID.
+import MoqSync
 
 /// Accepts QUIC connections on one UDP socket.
 ///
@@ -23,7 +23,7 @@ public final class QUICServer: @unchecked Sendable, DatagramReceiver {
     /// Keys Retry tokens (random per server: tokens do not survive a restart, which only costs a
     /// client one more round trip).
     private let tokenSecret: [UInt8]
-    private let counters = Mutex(QUICServerStats())
+    private let counters = Lock(QUICServerStats())
     /// Server connection IDs are this long (the short-header DCID length ngtcp2 must be told).
     static let cidLength = 18
     /// How long a Retry token is accepted.

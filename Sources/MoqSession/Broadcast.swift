@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-import Synchronization
 
 #if canImport(MoqWire)
+    import MoqSync
     public import MoqWire
 #endif
 
@@ -23,12 +23,12 @@ public final class BroadcastProducer: @unchecked Sendable {
     public let path: String
     /// The clock its tracks use.
     public let clock: any MoqClock
-    let state: Mutex<State>
+    let state: Lock<State>
 
     public init(path: String, route: AnnounceRoute = AnnounceRoute(), clock: any MoqClock = SystemClock()) {
         self.path = BroadcastPath.normalize(path)
         self.clock = clock
-        state = Mutex(State(route: route))
+        state = Lock(State(route: route))
     }
 
     /// The route the broadcast arrived by (empty for local broadcasts).

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-import Synchronization
 
 #if canImport(MoqWire)
+    import MoqSync
     public import MoqWire
 #endif
 
@@ -29,7 +29,7 @@ public final class Origin: @unchecked Sendable {
         var nextID: UInt64 = 0
     }
 
-    let state = Mutex(State())
+    let state = Lock(State())
 
     public init() {}
 

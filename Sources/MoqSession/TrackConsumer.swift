@@ -3,6 +3,7 @@ import Dispatch
 import Synchronization
 
 #if canImport(MoqWire)
+    import MoqSync
     public import MoqWire
 #endif
 
@@ -28,7 +29,7 @@ final class ChangeWaiter: TrackObserver, @unchecked Sendable {
         var cancelled = false
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
     let track: TrackProducer
 
     init(track: TrackProducer) { self.track = track }
@@ -104,7 +105,7 @@ public final class TrackConsumer: @unchecked Sendable {
     public let maxLatencyMs: UInt64?
     private let waiter: ChangeWaiter
     private let token: UInt64
-    private let cursor = Mutex<UInt64?>(nil)
+    private let cursor = Lock<UInt64?>(nil)
     private let skipped = Atomic<UInt64>(0)
 
     /// - Parameters:
@@ -275,7 +276,7 @@ public final class GroupConsumer: @unchecked Sendable {
     public let group: GroupState
     private let waiter: ChangeWaiter
     private let token: UInt64
-    private let next = Mutex(0)
+    private let next = Lock(0)
 
     init(track: TrackProducer, group: GroupState) {
         self.track = track

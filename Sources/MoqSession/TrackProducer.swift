@@ -2,6 +2,7 @@
 import Synchronization
 
 #if canImport(MoqWire)
+    import MoqSync
     public import MoqWire
 #endif
 
@@ -75,9 +76,11 @@ public final class CacheBudget: Sendable {
     func add(_ n: Int) { used.add(n, ordering: .relaxed) }
 }
 
-/// One group of a track. Its fields change only under its track's lock; read them
-/// through the track (``TrackProducer/frames(of:from:)``).
-public final class GroupState: @unchecked Sendable {
+/// One group of a track. Its fields change only under its track's lock; read `frames`,
+/// `byteCount` and `status` through the track (``TrackProducer/frames(of:from:)``). The
+/// flags and the first timestamp, which subscriptions consult without taking the track's
+/// lock, are atomics (`make tsan` found them read unlocked).
+public final class GroupState: @unchecked Sendable {  // mutable fields: under the track's lock
     /// The group sequence.
     public let sequence: UInt64
     /// When the group was created, on the track's clock (ns).
@@ -85,12 +88,29 @@ public final class GroupState: @unchecked Sendable {
     fileprivate(set) var frames: [Frame] = []
     fileprivate(set) var byteCount = 0
     fileprivate(set) var status: GroupStatus = .open
+    private let datagram = Atomic(false)
+    private let cached = Atomic(false)
+    /// ``firstTimestampNs``, with `UInt64.max` for none (a timestamp that large saturated anyway).
+    private let firstTimestamp = Atomic(UInt64.max)
+
     /// True for one-frame groups that may travel as QUIC datagrams.
-    public fileprivate(set) var isDatagram = false
+    public fileprivate(set) var isDatagram: Bool {
+        get { datagram.load(ordering: .relaxed) }
+        set { datagram.store(newValue, ordering: .relaxed) }
+    }
     /// True while the track's cache holds the group (set on insert, cleared on eviction).
-    fileprivate(set) var isCached = false
+    fileprivate(set) var isCached: Bool {
+        get { cached.load(ordering: .relaxed) }
+        set { cached.store(newValue, ordering: .relaxed) }
+    }
     /// The first frame's timestamp in ns (the track's timescale applied), once it has one.
-    fileprivate(set) var firstTimestampNs: UInt64?
+    fileprivate(set) var firstTimestampNs: UInt64? {
+        get {
+            let ns = firstTimestamp.load(ordering: .relaxed)
+            return ns == .max ? nil : ns
+        }
+        set { firstTimestamp.store(newValue ?? .max, ordering: .relaxed) }
+    }
 
     init(sequence: UInt64, createdAt: UInt64) {
         self.sequence = sequence
@@ -137,7 +157,7 @@ public final class TrackProducer: @unchecked Sendable {
     public let clock: any MoqClock
     /// The cache bounds.
     public let limits: CacheLimits
-    let state: Mutex<State>
+    let state: Lock<State>
 
     /// - Parameter info: nil while unknown (a relay waiting for TRACK_INFO upstream).
     public init(
@@ -147,7 +167,7 @@ public final class TrackProducer: @unchecked Sendable {
         self.name = name
         self.clock = clock
         self.limits = limits
-        state = Mutex(State(info: info))
+        state = Lock(State(info: info))
     }
 
     deinit {

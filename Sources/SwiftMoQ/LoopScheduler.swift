@@ -1,7 +1,7 @@
-import MoqQUIC
 // SPDX-License-Identifier: MIT
+import MoqQUIC
 import MoqSession
-import Synchronization
+import MoqSync
 
 /// Runs session cores on a QUIC event loop thread.
 struct LoopScheduler: SessionScheduler {
@@ -22,7 +22,7 @@ struct LoopScheduler: SessionScheduler {
 
 /// The process-wide event loop used by client sessions (one thread for all of them).
 enum SharedLoop {
-    private static let loop = Mutex<QUICEventLoop?>(nil)
+    private static let loop = Lock<QUICEventLoop?>(nil)
 
     static func get() throws(MoqError) -> QUICEventLoop {
         let result = loop.withLock { current -> Result<QUICEventLoop, MoqError> in

@@ -1,7 +1,7 @@
-import MoqQUIC
 // SPDX-License-Identifier: MIT
+import MoqQUIC
 public import MoqSession
-import Synchronization
+import MoqSync
 
 /// Accepts moq-lite-06 sessions over raw QUIC.
 ///
@@ -16,7 +16,7 @@ public final class MoqServer: @unchecked Sendable {
     public let origin: Origin
     let loop: QUICEventLoop
     let server: QUICServer
-    private let sessions = Mutex<[ObjectIdentifier: MoqSession]>([:])
+    private let sessions = Lock<[ObjectIdentifier: MoqSession]>([:])
 
     /// Options of a server.
     public struct Options: Sendable {

@@ -1,8 +1,8 @@
-import MoqQUIC
 // SPDX-License-Identifier: MIT
+import MoqQUIC
 public import MoqSession
+import MoqSync
 public import MoqWire
-import Synchronization
 
 /// A moq-lite-06 session with a relay (or any moq-lite peer), over raw QUIC.
 ///
@@ -19,7 +19,7 @@ public final class MoqSession: @unchecked Sendable {
     public let version: String = MoqVersion.lite06.rawValue
     let loop: QUICEventLoop
     let connection: LoopBound<SessionConnection>
-    private let closeState = Mutex<CloseState>(CloseState())
+    private let closeState = Lock<CloseState>(CloseState())
 
     struct CloseState {
         var reason: SessionCloseReason?

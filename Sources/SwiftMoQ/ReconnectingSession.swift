@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-import Synchronization
+import MoqSync
 
 /// Keeps a session to a relay open: connects, and after a loss reconnects with
 /// capped backoff (1, 2, 4, 5, 5… s, each with random jitter so that the clients of a
@@ -62,7 +62,7 @@ public final class ReconnectingSession: @unchecked Sendable {
     /// Connection options.
     public let options: ClientOptions
     private let handlers: Handlers
-    private let state = Mutex<
+    private let state = Lock<
         (status: Status, session: MoqSession?, reconnects: Int, handovers: Int, task: Task<Void, Never>?)
     >((.disconnected, nil, 0, 0, nil))
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 import Foundation
 import MoqCatalog
-import Synchronization
+import MoqSync
 
 /// A JSON value of an event field.
 enum JSONField: Sendable {
@@ -24,7 +24,7 @@ enum JSONField: Sendable {
 
 /// Event lines on standard output: one JSON object per line, written whole and flushed at once.
 enum Events {
-    private static let lock = Mutex(())
+    private static let lock = Lock(())
 
     /// Writes `{"event": name, …fields}`.
     static func emit(_ name: String, _ fields: KeyValuePairs<String, JSONField> = [:]) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 import Foundation
+import MoqSync
 import SwiftMoQ
-import Synchronization
 
 /// `moqbench fanout-subscribers`: the load generator of the fan-out case. N sessions in this one
 /// process (they share the process's QUIC event-loop thread), each subscribed to the same track.
@@ -138,7 +138,7 @@ enum FanoutRole {
 
 /// Distinct failure messages from many tasks.
 final class ErrorLog: Sendable {
-    private let messages = Mutex<Set<String>>([])
+    private let messages = Lock<Set<String>>([])
 
     /// Records a failure.
     func add(_ message: String) { _ = messages.withLock { $0.insert(message) } }

@@ -11,6 +11,8 @@ struct FrameRecorder {
     private(set) var groups: UInt64 = 0
     private(set) var highestSeq: UInt64?
     private(set) var outOfOrder: UInt64 = 0
+    /// Groups that ended with an error (reset by a relay) after `groups` counted them.
+    private(set) var groupErrors: UInt64 = 0
     private(set) var firstArrival: UInt64?
     private(set) var lastArrival: UInt64?
     /// Latencies in µs, in arrival order.
@@ -20,6 +22,9 @@ struct FrameRecorder {
 
     /// Counts a group's start.
     mutating func groupStarted() { groups += 1 }
+
+    /// Counts a group that ended with an error.
+    mutating func groupFailed() { groupErrors += 1 }
 
     /// Records a frame received at `now` (ns).
     mutating func record(_ payload: Bytes, at now: UInt64) {
@@ -38,6 +43,7 @@ struct FrameRecorder {
         [
             ("frames", .int(Int(frames))), ("bytes", .int(Int(bytes))), ("groups", .int(Int(groups))),
             ("highest_seq", .int(highestSeq.map { Int($0) } ?? -1)), ("out_of_order", .int(Int(outOfOrder))),
+            ("group_errors", .int(Int(groupErrors))),
             ("first_ns", .int(Int(firstArrival ?? 0))), ("last_ns", .int(Int(lastArrival ?? 0))),
             ("latencies_us", .ints(latenciesMicros)), ("cpu_s", .double(Monotonic.processCPUSeconds())),
         ]

@@ -2,8 +2,9 @@
 import Foundation
 import SwiftMoQ
 
-/// `moqbench publish`: stamped frames on one track, paced (`--fps`) or as fast as the subscriber's
-/// acknowledgements allow (`--fps 0 --ack-fifo PATH --window N`).
+/// `moqbench publish`: stamped frames on one track, paced (`--fps`), as fast as the subscriber's
+/// acknowledgements allow (`--fps 0 --ack-fifo PATH --window N`), or open loop: as fast as the
+/// publisher can write, whatever its subscribers take (`--fps 0 --window 0`).
 enum PublishRole {
     static let usage = """
         usage: moqbench publish --url URL --tls-fingerprint HEX --broadcast PATH [options]
@@ -16,13 +17,14 @@ enum PublishRole {
           --broadcast PATH          broadcast to publish (required)
           --track NAME              track name (default bench)
           --frame-size BYTES        payload size (default 1000)
-          --fps N                   frames per second; 0 = as fast as acknowledgements allow (default 100)
+          --fps N                   frames per second; 0 = unpaced: as fast as acknowledgements allow,
+                                    or (with --window 0) as fast as this process writes (default 100)
           --frames-per-group N      frames in each group (default 1)
           --seconds S               how long to write (default 10)
           --frames N                write exactly N frames instead (default: by --seconds)
           --go-file PATH            wait for this file before writing
           --ack-fifo PATH           read the subscriber's cumulative frame count from this FIFO
-          --window N                frames written but not acknowledged, at most (default 32)
+          --window N                frames written but not acknowledged, at most; 0 = no window (default 32)
           --max-age-ms MS           the track's max age (TRACK_INFO): how long caches keep groups (default 10000)
           --linger-s S              stay connected after the last frame, for delivery (default 2)
         """
@@ -54,8 +56,13 @@ enum PublishRole {
             framesPerGroup: max(1, try options.int("frames-per-group", default: 1)),
             frames: explicitFrames >= 0 ? UInt64(explicitFrames) : nil,
             seconds: try options.double("seconds", default: 10),
-            window: UInt64(max(1, try options.int("window", default: 32))), ackFifo: options.string("ack-fifo"))
-        guard plan.fps > 0 || plan.ackFifo != nil else { throw .usage("--fps 0 needs --ack-fifo") }
+            window: UInt64(max(0, try options.int("window", default: 32))), ackFifo: options.string("ack-fifo"))
+        guard plan.fps > 0 || plan.ackFifo != nil || plan.window == 0 else {
+            throw .usage("--fps 0 needs --ack-fifo (or --window 0 for an open-loop publisher)")
+        }
+        guard plan.fps > 0 || plan.frames != nil || plan.window > 0 else {
+            throw .usage("an open-loop publisher (--fps 0 --window 0) needs --frames")
+        }
         if plan.frames == nil && plan.fps > 0 { plan.frames = UInt64(plan.seconds * plan.fps) }
         let linger = try options.double("linger-s", default: 2)
         let maxAge = UInt64(max(0, try options.int("max-age-ms", default: 10_000)))
@@ -103,7 +110,7 @@ enum PublishRole {
         var group: GroupProducer?
         var seq: UInt64 = 0
         while plan.frames.map({ seq < $0 }) ?? (Monotonic.now() < end) {
-            if let acks, seq >= plan.window,
+            if let acks, plan.window > 0, seq >= plan.window,
                 !acks.wait(untilAcknowledged: seq - plan.window + 1, timeout: 10_000_000_000)
             {
                 outcome.stalled = true

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 import CGStreamer
 import MoqPipeline
-import Synchronization
+import MoqSync
 
 /// Times buffers reaching a pad against the publisher's clock: `moqsrc` puts the publisher's running
 /// time (moqsink's input) on each buffer as a `GstReferenceTimestampMeta` with reference caps
@@ -16,7 +16,7 @@ final class PublisherTimeProbe: Sendable {
     }
 
     private let publisherBase: UInt64
-    private let state = Mutex(State())
+    private let state = Lock(State())
     // An immutable caps object, only read after init (`@unchecked`: GstCaps is refcounted, never written here).
     private nonisolated(unsafe) let reference = gst_caps_new_empty_simple("timestamp/x-moq-publisher")!
 

@@ -58,7 +58,15 @@ enum SubscribeRole {
         do {
             reading: while let group = try await consumer.nextGroup() {
                 recorder.groupStarted()
-                while let frame = try await group.nextFrame() {
+                while true {
+                    let frame: Frame
+                    do {
+                        guard let next = try await group.nextFrame() else { break }
+                        frame = next
+                    } catch {
+                        recorder.groupFailed()  // that group was reset (dropped by a relay): the track goes on
+                        break
+                    }
                     recorder.record(frame.payload, at: Monotonic.now())
                     acks?.acknowledge(recorder.frames)
                     if recorder.frames == 1 { Events.emit("first_frame", ["ns": .int(Int(recorder.firstArrival!))]) }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
+import MoqSync
 import SwiftMoQ
-import Synchronization
 
 /// Options shared by every client command.
 struct ClientFlags {
@@ -77,7 +77,7 @@ final class FollowedSessions: @unchecked Sendable {
 
     /// Where the fatal error lands (shared with the connection's handler).
     final class FailureBox: Sendable {
-        let value = Mutex<MoqError?>(nil)
+        let value = Lock<MoqError?>(nil)
     }
 
     init(url: MoqURL, options: ClientOptions) {

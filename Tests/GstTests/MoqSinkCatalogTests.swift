@@ -1,9 +1,9 @@
+// SPDX-License-Identifier: MIT
 import CGStreamer
 import CGstApp
 import CGstCheck
 import Foundation
 import MoqCatalog
-// SPDX-License-Identifier: MIT
 import MoqInteropSupport
 import MoqMedia
 import SwiftMoQ

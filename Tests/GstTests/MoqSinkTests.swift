@@ -1,8 +1,8 @@
+// SPDX-License-Identifier: MIT
 import CGStreamer
 import CGstApp
 import Foundation
 import MoqCatalog
-// SPDX-License-Identifier: MIT
 import MoqInteropSupport
 import SwiftMoQ
 import Testing

@@ -1001,15 +1001,19 @@ class AckReader:
 
 
 async def cmd_bench_publish(args) -> None:
-    """Stamped frames, paced by --fps or (--fps 0) as fast as the subscriber's acks allow."""
+    """Stamped frames, paced by --fps, or (--fps 0) as fast as the subscriber's acks allow, or
+    (--fps 0 --window 0) open loop: as fast as this process writes, whatever the subscribers take."""
     async with make_client(args) as client:
         broadcast = client.create_broadcast(args.broadcast)
         track = broadcast.publish_track(args.track, moq.TrackInfo(priority=127, max_age_us=args.max_age_ms * 1000))
         broadcast.announce()
         emit("announced", broadcast=args.broadcast, track=args.track)
         acks = AckReader(args.ack_fifo) if args.ack_fifo else None
-        if args.fps <= 0 and acks is None:
-            raise PeerError("--fps 0 needs --ack-fifo")
+        open_loop = args.fps <= 0 and args.window <= 0
+        if args.fps <= 0 and acks is None and not open_loop:
+            raise PeerError("--fps 0 needs --ack-fifo (or --window 0 for an open-loop publisher)")
+        if open_loop and args.frames < 0:
+            raise PeerError("an open-loop publisher (--fps 0 --window 0) needs --frames")
         if args.go_file:
             while not os.path.exists(args.go_file):
                 await asyncio.sleep(0.005)
@@ -1023,7 +1027,9 @@ async def cmd_bench_publish(args) -> None:
         seq = sent_bytes = first_ns = last_ns = 0
         stalled = False
         while seq < total if total is not None else time.monotonic_ns() < end:
-            if acks is not None and seq >= args.window and not await acks.wait_for(seq - args.window + 1, 10):
+            if open_loop and seq % 50 == 0:
+                await asyncio.sleep(0)  # writes are synchronous: let the event loop breathe now and then
+            if acks is not None and 0 < args.window <= seq and not await acks.wait_for(seq - args.window + 1, 10):
                 stalled = True
                 break
             if interval_ns:
@@ -1077,7 +1083,7 @@ class BenchRecorder:
 
     def __init__(self, warmup_frames: int) -> None:
         self.warmup_frames = warmup_frames
-        self.frames = self.bytes = self.groups = self.out_of_order = 0
+        self.frames = self.bytes = self.groups = self.out_of_order = self.group_errors = 0
         self.highest_seq = -1
         self.first_ns = self.last_ns = 0
         self.latencies_us: list[int] = []
@@ -1104,6 +1110,7 @@ class BenchRecorder:
             "groups": self.groups,
             "highest_seq": self.highest_seq,
             "out_of_order": self.out_of_order,
+            "group_errors": self.group_errors,
             "first_ns": self.first_ns,
             "last_ns": self.last_ns,
             "latencies_us": self.latencies_us,
@@ -1129,7 +1136,11 @@ async def cmd_bench_subscribe(args) -> None:
                     return "track ended"
                 recorder.groups += 1
                 while True:
-                    frame = await group.read_frame()
+                    try:
+                        frame = await group.read_frame()
+                    except moq.Error:  # that group was reset (dropped by a relay): the track goes on
+                        recorder.group_errors += 1
+                        break
                     if frame is None:
                         break
                     recorder.record(frame.payload, time.monotonic_ns())
@@ -1295,7 +1306,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--frames", type=int, default=-1, help="write exactly this many frames instead")
     p.add_argument("--go-file", help="write nothing until this file exists")
     p.add_argument("--ack-fifo", help="read the subscriber's cumulative frame count (u64 LE) here")
-    p.add_argument("--window", type=int, default=32, help="frames written but not acknowledged, at most")
+    p.add_argument("--window", type=int, default=32, help="frames written but not acknowledged, at most (0: none)")
     p.add_argument("--max-age-ms", type=int, default=10000, help="the track's max age (how long caches keep groups)")
     p.add_argument("--linger-s", type=float, default=2, help="stay connected after the last frame")
 

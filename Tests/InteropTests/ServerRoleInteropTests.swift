@@ -1,8 +1,8 @@
-import Foundation
 // SPDX-License-Identifier: MIT
+import Foundation
 import MoqInteropSupport
+import MoqSync
 import SwiftMoQ
-import Synchronization
 import Testing
 
 /// The Swift server role with moq-dev's Rust client.
@@ -10,7 +10,7 @@ import Testing
 struct ServerRoleInteropTests {
     @Test("a Rust client completes SETUP with the Swift server, which sees its path")
     func rustClientSetup() async throws {
-        let paths = Mutex<[String?]>([])
+        let paths = Lock<[String?]>([])
         let server = try MoqServer.listen { _, setup in paths.withLock { $0.append(setup.path) } }
         defer { server.close() }
         let client = try RustPeer.launch(
@@ -69,7 +69,7 @@ struct ServerRoleInteropTests {
 
     @Test("the Swift server subscribes to what a Rust client publishes")
     func swiftServerSubscribesToRustClient() async throws {
-        let sessions = Mutex<[MoqSession]>([])
+        let sessions = Lock<[MoqSession]>([])
         let server = try MoqServer.listen { session, _ in sessions.withLock { $0.append(session) } }
         defer { server.close() }
         let name = RustPeer.uniqueName("upload")

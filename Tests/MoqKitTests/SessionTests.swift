@@ -124,6 +124,29 @@ struct SessionTests {
         await session.close()
     }
 
+    @Test("GOAWAY: the session moves to a new connection without leaving connected; the broadcast is seen again on it")
+    func goaway() async throws {
+        let relay = try TestRelay.start()
+        defer { Task { await relay.stop() } }
+        let session = Session(url: relay.url(), options: relay.sessionOptions)
+        let states = Collected(session.state)
+        try await session.connect()
+        let subscription = try await session.subscribe(prefix: "room")
+        let publisher = try await HandPublisher(relay, path: "room/cam")
+        defer { publisher.close() }
+        var iterator = subscription.broadcasts.makeAsyncIterator()
+        let first = try #require(await iterator.next())
+        let sessionsBefore = try #require(relay.relay).sessionCount
+        try #require(relay.relay).goaway()
+        // Broadcasts belong to a connection: the old one's end with it, the new one announces again.
+        let again = try #require(await iterator.next())
+        #expect(again.path == "cam")
+        #expect(first.hasEnded)
+        try await waitUntil("the old connection closed") { relay.relay?.sessionCount == sessionsBefore }
+        #expect(states.all == [.idle, .connecting, .connected], "never left connected: \(states.all)")
+        await session.close()
+    }
+
     @Test("catalogs(): each snapshot replaces the last, with playable tracks and reasons; it ends with the broadcast")
     func catalogs() async throws {
         let relay = try TestRelay.start()

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-// Loopback tests of the QUIC transport: Swift client ↔ Swift server on 127.0.0.1, ephemeral ports.
 import Foundation
+// Loopback tests of the QUIC transport: Swift client ↔ Swift server on 127.0.0.1, ephemeral ports.
+import MoqSync
 import MoqWire
-import Synchronization
 import Testing
 
 @testable import MoqQUIC
@@ -64,7 +64,7 @@ struct QUICTransportTests {
         let receiver = Recorder(keepData: false)
         let f = try Fixture(settings: limited, serverSide: receiver)
         defer { f.shutdown() }
-        let opened = Mutex(0)
+        let opened = Lock(0)
         let pump: @Sendable (QUICConnection) -> Void = { connection in
             while opened.withLock({ $0 }) < total {
                 guard let id = connection.openStream(bidirectional: false) else { return }
@@ -91,7 +91,7 @@ struct QUICTransportTests {
         let f = try Fixture(settings: limited, serverSide: receiver)
         defer { f.shutdown() }
         let total = 200
-        let opened = Mutex(0)
+        let opened = Lock(0)
         let pump: @Sendable (QUICConnection) -> Void = { connection in
             while opened.withLock({ $0 }) < total {
                 guard let id = connection.openStream(bidirectional: false) else { return }
@@ -436,7 +436,7 @@ struct QUICFaultTests {
         #expect(await client.wait { $0.connected })
         // Wait (by the loop's own timer) well past the idle timeout; the PINGs must keep it open.
         let done = Condition()
-        let fired = Mutex(false)
+        let fired = Lock(false)
         _ = f.loop.schedule(after: .seconds(5)) {
             fired.withLock { $0 = true }
             done.signal()

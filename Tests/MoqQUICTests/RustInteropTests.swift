@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-// Interop with the real Rust moq implementation (PyPI moq-rs 0.5.1) driven by rust_peer.py from
-// <package root>/.venv. Skipped with a message when that virtualenv is missing.
 import Foundation
 import MoqQUIC
+// Interop with the real Rust moq implementation (PyPI moq-rs 0.5.1) driven by rust_peer.py from
+// <package root>/.venv. Skipped with a message when that virtualenv is missing.
+import MoqSync
 import MoqWire
-import Synchronization
 import Testing
 
 /// The package root, found from this file's path (Tests/MoqQUICTests/<file>).
@@ -19,7 +19,7 @@ private final class RustPeer: @unchecked Sendable {
     private let process = Process()
     private let stdin = Pipe()
     private let stdout = Pipe()
-    private let lines = Mutex<[String]>([])
+    private let lines = Lock<[String]>([])
     private let condition = Condition()
 
     init(_ arguments: [String]) throws {
@@ -29,7 +29,7 @@ private final class RustPeer: @unchecked Sendable {
         process.standardOutput = stdout
         process.standardError = FileHandle.nullDevice
         let handle = stdout.fileHandleForReading
-        let buffer = Mutex<[UInt8]>([])
+        let buffer = Lock<[UInt8]>([])
         handle.readabilityHandler = { [self] h in
             let chunk = h.availableData
             if chunk.isEmpty {
@@ -81,7 +81,7 @@ struct RustInteropTests {
 
         let loop = try QUICEventLoop(name: "interop")
         defer { loop.shutdown() }
-        let setupStream = Mutex<Int64?>(nil)
+        let setupStream = Lock<Int64?>(nil)
         let client = Recorder(onConnect: { connection in
             // Minimal moq-lite SETUP on our own uni stream: type 0x01, then an empty message.
             guard let id = connection.openStream(bidirectional: false) else { return }
@@ -133,7 +133,7 @@ struct RustInteropTests {
                 connection.write(id, [0x01, 0x01, 0x00], fin: true)
             }
         })
-        let connections = Mutex<[QUICConnection]>([])
+        let connections = Lock<[QUICConnection]>([])
         let server = try QUICServer.listen(
             host: "127.0.0.1", port: 0, identity: identity, settings: QUICSettings(), loop: loop
         ) { connection in

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 import Foundation
-import Synchronization
+import MoqSync
 import Testing
 
 @testable import MoqQUIC
@@ -11,7 +11,7 @@ import Testing
 struct SegmentationTests {
     /// Records the size of every datagram a socket hands over (after GRO splitting).
     final class Sizes: DatagramReceiver, @unchecked Sendable {
-        let seen = Mutex<[Int]>([])
+        let seen = Lock<[Int]>([])
         func receive(_ packet: UnsafeRawBufferPointer, from: SocketAddress) {
             seen.withLock { $0.append(packet.count) }
         }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-// Test scaffolding: a recording delegate, condition waits (no sleeps as synchronisation), loop helpers.
 import MoqQUIC
+// Test scaffolding: a recording delegate, condition waits (no sleeps as synchronisation), loop helpers.
+import MoqSync
 import MoqWire
-import Synchronization
 
 /// Waits until a predicate over shared state becomes true. `signal()` re-checks every waiter.
 final class Condition: Sendable {
@@ -10,7 +10,7 @@ final class Condition: Sendable {
         let predicate: @Sendable () -> Bool
         let continuation: CheckedContinuation<Bool, Never>
     }
-    private let state = Mutex<(next: Int, waiters: [Int: Waiter])>((0, [:]))
+    private let state = Lock<(next: Int, waiters: [Int: Waiter])>((0, [:]))
 
     func signal() {
         let ready = state.withLock { s -> [CheckedContinuation<Bool, Never>] in
@@ -62,7 +62,7 @@ final class Recorder: QUICConnectionDelegate, @unchecked Sendable {
         var closes: [QUICCloseReason] = []
         var credit = 0
     }
-    let state = Mutex(State())
+    let state = Lock(State())
     let condition = Condition()
     /// Keep received bytes (off for large counts of streams).
     let keepData: Bool

@@ -4,7 +4,9 @@ import SessionFuzzHarness
 import Testing
 
 /// The session fuzzer's corpus and every input it found failing (Fuzz/FailCases/session),
-/// replayed through the same script: each must now pass every invariant.
+/// replayed through the same script: each must now pass every invariant. A short run of
+/// generated inputs follows, so `make test` fuzzes a little on every run (`make fuzz`
+/// runs libFuzzer for real).
 @Suite struct SessionFuzzReplayTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Fuzz")
@@ -23,5 +25,38 @@ import Testing
             let violations = SessionFuzz.run(Array(try Data(contentsOf: file)))
             #expect(violations.isEmpty, "\(file.lastPathComponent): \(violations)")
         }
+    }
+
+    /// Inputs of a seeded generator: `SWIFTMOQ_FUZZ_SEED` picks another sequence (the seed
+    /// and the failing input are printed, so a failure can be replayed and kept).
+    @Test("5,000 generated scripts pass the invariants")
+    func generated() throws {
+        let environment = ProcessInfo.processInfo.environment
+        let seed = environment["SWIFTMOQ_FUZZ_SEED"].flatMap { UInt64($0) } ?? 0x5EED_0010
+        var random = SplitMix64(seed: seed)
+        for n in 0..<5000 {
+            let count = Int(random.next() % 2048)
+            let input = (0..<count).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+            let violations = SessionFuzz.run(input)
+            guard violations.isEmpty else {
+                let file = FileManager.default.temporaryDirectory.appendingPathComponent("session-fuzz-\(seed)-\(n)")
+                try Data(input).write(to: file)
+                Issue.record("seed \(seed), input \(n) (saved to \(file.path)): \(violations)")
+                return
+            }
+        }
+    }
+}
+
+/// A small, fast, seedable generator (Steele, Lea, Flood 2014).
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }

@@ -1,6 +1,6 @@
+// SPDX-License-Identifier: MIT
 import MoqSession
 import MoqWire
-// SPDX-License-Identifier: MIT
 import Testing
 
 @Suite struct SetupTests {

@@ -1,5 +1,5 @@
-import MoqWire
 // SPDX-License-Identifier: MIT
+import MoqWire
 import Testing
 
 /// Drip-feeding, splitting and limits (the NIO decoder-verifier idea).

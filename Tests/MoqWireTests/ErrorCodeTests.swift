@@ -1,5 +1,5 @@
-import MoqWire
 // SPDX-License-Identifier: MIT
+import MoqWire
 import Testing
 
 @Suite struct ErrorCodeTests {

@@ -1,5 +1,5 @@
-import MoqWire
 // SPDX-License-Identifier: MIT
+import MoqWire
 import Testing
 
 /// Byte captures from moq-lite-06.md (observed on the wire with moq-ffi 0.4.18).

@@ -1,19 +1,19 @@
 // SPDX-License-Identifier: MIT
 import Foundation
+import MoqSync
 import SwiftMoQ
-import Synchronization
 import Testing
 
 /// GOAWAY is followed make-before-break: the successor session is open before the old closes.
 @Suite("GOAWAY and reconnect backoff", .serialized, .timeLimit(.minutes(2)))
 struct GoawayTests {
     final class Log: Sendable {
-        let sessions = Mutex<[MoqSession]>([])
-        let statuses = Mutex<[ReconnectingSession.Status]>([])
-        let goaways = Mutex<[String]>([])
-        let starts = Mutex<[ReconnectingSession.SessionStart]>([])
+        let sessions = Lock<[MoqSession]>([])
+        let statuses = Lock<[ReconnectingSession.Status]>([])
+        let goaways = Lock<[String]>([])
+        let starts = Lock<[ReconnectingSession.SessionStart]>([])
         /// Whether the previous session was still open when each session came up.
-        let previousOpen = Mutex<[Bool]>([])
+        let previousOpen = Lock<[Bool]>([])
     }
 
     @Test("a client moves to a new session on GOAWAY, opened before the old one closes, without reconnecting")

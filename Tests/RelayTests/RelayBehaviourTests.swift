@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
 import Foundation
+import MoqSync
 import SwiftMoQ
-import Synchronization
 import Testing
 
 /// Lifecycle, cache and limits of the Swift relay, with Swift clients.
 @Suite("Swift relay behaviour", .serialized, .timeLimit(.minutes(2)))
 struct RelayBehaviourTests {
     final class LogLines: @unchecked Sendable {
-        let lines = Mutex<[String]>([])
+        let lines = Lock<[String]>([])
         var logger: MoqLogger { MoqLogger(level: .debug) { [self] _, text in lines.withLock { $0.append(text) } } }
         func contains(_ text: String) -> Bool { lines.withLock { $0.contains { $0.contains(text) } } }
     }

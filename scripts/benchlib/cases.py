@@ -87,13 +87,14 @@ def stream_run(
                     cpu.start()
                     signal.go()
                     published = publisher.wait_event("result", timeout)
-                    received = subscriber.wait_event("result", 30)
+                    received = subscriber.wait_event("result", timeout)
                     cpu_percent = cpu.stop()
+                    relay_rss_kib = relay.child.rss_kib()
                     publisher.wait_event("done", 15)
     finally:
         signal.close()
     return {"relay": relay_stack, "clients": client_stack, "published": published, "received": received,
-            "cpu_percent": cpu_percent, "busy_before_percent": idle}
+            "cpu_percent": cpu_percent, "busy_before_percent": idle, "relay_rss_kib": relay_rss_kib}
 
 
 def run_latency(tools: Tools, cfg: Config, log) -> list[dict]:
@@ -162,6 +163,57 @@ def _throughput_run(tools: Tools, cfg: Config, log, relay_stack: str, client_sta
         "end": received.get("end"), "mb_per_s": mb_per_s,
         # What the relay moves per CPU-second it uses: less sensitive to a busy neighbour than MB/s.
         "mb_per_relay_cpu_s": round(mb_per_s / (relay_cpu / 100), 1) if relay_cpu > 0 else float("nan"),
+        "cpu_percent": run["cpu_percent"], "busy_before_percent": run["busy_before_percent"],
+    }
+
+
+def run_openloop(tools: Tools, cfg: Config, log) -> list[dict]:
+    """Case 2b: a publisher that writes 100 KB single-frame groups as fast as it can (no window:
+    faster than any subscriber), one subscriber with a latency budget, each relay with each client
+    pair, repeated (interleaved) and summarised by the median run. What users do; the closed loop of
+    case 2 never overloads anyone. Delivered share, order, whether the subscriber's session survived,
+    and the relay's cost."""
+    runs: dict[tuple[str, str], list[dict]] = {}
+    for repeat in range(cfg.openloop_repeats):
+        for relay_stack in STACKS:
+            for client_stack in STACKS:
+                log(f"open loop: {relay_stack} relay, {client_stack} clients ({cfg.openloop_groups} groups of "
+                    f"{cfg.openloop_frame_size // 1000} KB, run {repeat + 1}/{cfg.openloop_repeats})")
+                runs.setdefault((relay_stack, client_stack), []).append(
+                    _openloop_run(tools, cfg, log, relay_stack, client_stack))
+    rows = []
+    for mine in runs.values():
+        median = sorted(mine, key=lambda r: r["delivered_percent"])[len(mine) // 2]
+        rows.append({**median, "runs_delivered_percent": [r["delivered_percent"] for r in mine],
+                     "out_of_order": sum(r["out_of_order"] for r in mine),
+                     "session_kept": all(r["session_kept"] for r in mine)})
+    return rows
+
+
+def _openloop_run(tools: Tools, cfg: Config, log, relay_stack: str, client_stack: str) -> dict:
+    run = stream_run(
+        tools, log, "openloop", relay_stack, client_stack,
+        publish={"frame-size": cfg.openloop_frame_size, "fps": 0, "window": 0,
+                 "frames": cfg.openloop_groups, "frames-per-group": 1, "max-age-ms": 30_000},
+        subscribe={"max-latency-ms": cfg.openloop_latency_ms, "warmup-frames": 1 << 62, "deadline-s": 60},
+        timeout=90, idle_timeout_s=cfg.idle_timeout_s,
+    )
+    received, published = run["received"], run["published"]
+    # From the first write to the last arrival (one machine, one CLOCK_MONOTONIC): what was
+    # delivered, per second of the whole transfer (arrival bursts make the receive span alone lie).
+    span_ns = max(1, received["last_ns"] - published["first_ns"])
+    write_ns = max(1, published["last_ns"] - published["first_ns"])
+    return {
+        "relay": relay_stack, "clients": client_stack, "sent": published["sent"],
+        "received": received["frames"],
+        "delivered_percent": round(100 * received["frames"] / max(1, published["sent"]), 1),
+        "out_of_order": received["out_of_order"], "group_errors": received.get("group_errors", 0),
+        "end": received.get("end"),
+        "session_kept": received.get("end") in ("track ended", "frame limit"),
+        "publish_mb_per_s": round(published["bytes"] / write_ns * 1e3, 1),
+        "mb_per_s": round(received["bytes"] / span_ns * 1e3, 1),
+        "transfer_s": round(span_ns / 1e9, 2),
+        "relay_rss_mb": round(run["relay_rss_kib"] / 1024, 1) if run["relay_rss_kib"] > 0 else float("nan"),
         "cpu_percent": run["cpu_percent"], "busy_before_percent": run["busy_before_percent"],
     }
 

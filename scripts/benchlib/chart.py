@@ -39,6 +39,12 @@ def _throughput(ax, rows: list[dict]) -> None:
           "2. throughput, 100 KB frames")
 
 
+def _openloop(ax, rows: list[dict]) -> None:
+    _bars(ax, [_label(r) for r in rows], {"delivered %": [r["delivered_percent"] for r in rows],
+                                          "delivered MB/s": [r["mb_per_s"] for r in rows]}, "% / MB/s",
+          "2b. open loop, 1,500 × 100 KB groups")
+
+
 def _fanout(ax, rows: list[dict], key: str, ylabel: str, title: str) -> None:
     for stack in ("swift", "rust"):
         mine = sorted((r for r in rows if r["relay"] == stack), key=lambda r: r["subscribers"])
@@ -73,7 +79,7 @@ def _memory(ax, rows: list[dict]) -> None:
 def draw(results: dict, path: Path) -> None:
     """Writes the chart of every case present in ``results``."""
     cases = results.get("cases", {})
-    fig, axes = plt.subplots(2, 3, figsize=(16, 9))
+    fig, axes = plt.subplots(2, 4, figsize=(20, 9))
     panels = axes.flatten()
     if "latency" in cases:
         _latency(panels[0], cases["latency"])
@@ -86,6 +92,8 @@ def draw(results: dict, path: Path) -> None:
         _gst(panels[4], cases["gst"], cases.get("latency", []))
     if "memory" in cases:
         _memory(panels[5], cases["memory"])
+    if "openloop" in cases:
+        _openloop(panels[6], cases["openloop"])
     for ax in panels:
         if not ax.has_data():
             ax.set_axis_off()

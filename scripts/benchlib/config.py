@@ -20,7 +20,7 @@ def _env_list(name: str, default: str) -> list[str]:
     return [part.strip() for part in os.environ.get(name, default).split(",") if part.strip()]
 
 
-ALL_CASES = "latency,throughput,fanout,gst,memory"
+ALL_CASES = "latency,throughput,openloop,fanout,gst,memory"
 
 
 @dataclass
@@ -41,6 +41,11 @@ class Config:
     throughput_window: int = field(default_factory=lambda: _env_int("BENCH_THROUGHPUT_WINDOW", 64))
     # Each combination runs this many times, interleaved, and reports the median (the box is shared).
     throughput_repeats: int = field(default_factory=lambda: _env_int("BENCH_THROUGHPUT_REPEATS", 3))
+    # 2b. Open loop: an unthrottled publisher of 100 KB single-frame groups, a subscriber with a budget.
+    openloop_groups: int = field(default_factory=lambda: _env_int("BENCH_OPENLOOP_GROUPS", 1500))
+    openloop_frame_size: int = field(default_factory=lambda: _env_int("BENCH_OPENLOOP_FRAME_SIZE", 100_000))
+    openloop_latency_ms: int = field(default_factory=lambda: _env_int("BENCH_OPENLOOP_LATENCY_MS", 10_000))
+    openloop_repeats: int = field(default_factory=lambda: _env_int("BENCH_OPENLOOP_REPEATS", 3))
     # 3. Fan-out: one 4 Mbit/s broadcast to N subscribers in one load-generator process.
     fanout_seconds: float = field(default_factory=lambda: _env_float("BENCH_FANOUT_SECONDS", 10))
     fanout_counts: list[int] = field(

@@ -2,6 +2,7 @@
 import CGStreamer
 import FoundationEssentials
 import MoqCatalog
+import MoqSync
 import SwiftMoQ
 import Synchronization
 
@@ -25,7 +26,7 @@ final class MoqSink: @unchecked Sendable {
         let connection: ReconnectingSession
         let broadcast: BroadcastProducer
         let catalogTrack: TrackProducer
-        let catalog = Mutex(Catalog())
+        let catalog = Lock(Catalog())
         let eosPosted = Atomic(false)
         var statsTask: Task<Void, Never>?
 
@@ -36,12 +37,12 @@ final class MoqSink: @unchecked Sendable {
         }
     }
 
-    private let settings = Mutex(Settings())
-    private let running = Mutex<Running?>(nil)
-    private let pads = Mutex<[SinkPad]>([])
-    private let nextIndex = Mutex(0)
+    private let settings = Lock(Settings())
+    private let running = Lock<Running?>(nil)
+    private let pads = Lock<[SinkPad]>([])
+    private let nextIndex = Lock(0)
     private let status = Atomic<Int32>(ReconnectingSession.Status.disconnected.rawValue)
-    private let lastStats = Mutex<SessionStats?>(nil)
+    private let lastStats = Lock<SessionStats?>(nil)
 
     init(element: UnsafeMutablePointer<GstElement>) {
         self.element = element

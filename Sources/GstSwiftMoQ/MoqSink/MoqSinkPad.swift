@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 import CGStreamer
-import Synchronization
+import MoqSync
 
 /// `GstMoqSinkPad`: a sink pad with a `track` property naming its track.
 enum MoqSinkPadType {
@@ -49,9 +49,15 @@ enum MoqSinkPadType {
 
 /// The properties of a sink pad (set from any thread, read by its streaming thread).
 final class PadProperties: @unchecked Sendable {
-    private let state = Mutex<(track: String?, locked: Bool)>((nil, false))
-    /// The pad's publishing logic (set once, right after the pad is created).
-    var runtime: SinkPad?
+    private let state = Lock<(track: String?, locked: Bool, runtime: SinkPad?)>((nil, false, nil))
+
+    /// The pad's publishing logic (set once, right after the pad is created). Read by the
+    /// streaming thread under the lock: GStreamer's own hand-off (GLib mutexes on a futex) is
+    /// invisible to ThreadSanitizer, and the element should not depend on it anyway.
+    var runtime: SinkPad? {
+        get { state.withLock { $0.runtime } }
+        set { state.withLock { $0.runtime = newValue } }
+    }
 
     var track: String? { state.withLock { $0.track } }
 

@@ -2,6 +2,7 @@
 import CGStreamer
 import MoqCatalog
 import MoqMedia
+import MoqSync
 import SwiftMoQ
 import Synchronization
 
@@ -40,8 +41,8 @@ final class SinkPad: @unchecked Sendable {
         var dropped: UInt64 = 0
     }
 
-    private let counters = Mutex(Stats())
-    private let published = Mutex<String?>(nil)
+    private let counters = Lock(Stats())
+    private let published = Lock<String?>(nil)
 
     init(pad: UnsafeMutablePointer<GstPad>, name: String, index: Int) {
         self.pad = pad

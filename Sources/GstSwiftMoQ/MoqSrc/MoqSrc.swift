@@ -4,6 +4,7 @@ import Dispatch
 import MoqCatalog
 import MoqMedia
 import MoqPlayback
+import MoqSync
 import MoqWire
 import SwiftMoQ
 import Synchronization
@@ -58,7 +59,7 @@ final class MoqSrc: @unchecked Sendable {
             var collection: OpaquePointer?
             var broadcast: String?
         }
-        private let shared = Mutex(Shared())
+        private let shared = Lock(Shared())
 
         var pads: [MediaKind: SrcPad] {
             get { shared.withLock { $0.pads } }
@@ -113,13 +114,13 @@ final class MoqSrc: @unchecked Sendable {
         }
     }
 
-    private let settings = Mutex(Settings())
+    private let settings = Lock(Settings())
     private let status = Atomic<Int32>(ReconnectingSession.Status.disconnected.rawValue)
-    private let lastStats = Mutex<SessionStats?>(nil)
+    private let lastStats = Lock<SessionStats?>(nil)
     private let control = DispatchQueue(label: "moqsrc.control")
     private let onControl = DispatchSpecificKey<Bool>()
     /// Set on the control queue; read by the pads' threads.
-    private let runningBox = Mutex<Running?>(nil)
+    private let runningBox = Lock<Running?>(nil)
     private let playbackStarted = Atomic(false)
     private let hasPlayed = Atomic(false)
     private let groupIDValue = Atomic<UInt32>(0)
@@ -129,7 +130,7 @@ final class MoqSrc: @unchecked Sendable {
     /// (LATENCY event), at least ours.
     var renderDelayNs: UInt64 { max(pipelineLatencyNs.load(ordering: .relaxed), latencyMs * 1_000_000) }
     /// The broadcast's timeline, shared by the pads.
-    let timeline = Mutex(PlayoutTimeline())
+    let timeline = Lock(PlayoutTimeline())
 
     init(element: UnsafeMutablePointer<GstElement>) {
         self.element = element

@@ -3,6 +3,7 @@ import CGStreamer
 import MoqCatalog
 import MoqMedia
 import MoqPlayback
+import MoqSync
 import MoqWire
 import SwiftMoQ
 import Synchronization
@@ -45,7 +46,7 @@ final class SrcPad: @unchecked Sendable {
     let name: String
     let counters: PlaybackCounters
     private weak var src: MoqSrc?
-    private let pending = Mutex<Source?>(nil)
+    private let pending = Lock<Source?>(nil)
     private let wake = ConditionSignal()
     private let stopping = Atomic(false)
     private let eosRequested = Atomic(false)
@@ -60,7 +61,15 @@ final class SrcPad: @unchecked Sendable {
     private var discont = true
     private var skipToNextGroup = false
     private var readyPosted = false
-    private var lastPosition: (group: UInt64, index: Int)?
+    /// The last frame pushed: frames at or before it are repeats of a resubscription.
+    private var lastPosition: (group: UInt64, index: Int, timestampUs: UInt64)?
+    /// A new broadcast epoch began (the broadcast was announced again): whether the last
+    /// position still applies is known at its first group. If the timeline continues and that
+    /// group is not newer than what was pushed, it is the same publisher (moqsink handing over
+    /// to a new session after GOAWAY) repeating itself, and the repeats are skipped; otherwise
+    /// (a new timeline, or newer frames of a restarted publisher whose groups count from 0
+    /// again) the old position no longer means anything.
+    private var positionFromPreviousEpoch = false
     private var eosSent = false
     /// The `latency` property: the subscription's budget and the target buffering.
     private var latencyMs: UInt64
@@ -80,7 +89,7 @@ final class SrcPad: @unchecked Sendable {
 
     /// The rendition currently (or about to be) played.
     var trackName: String? { pending.withLock { $0 }?.trackName ?? currentTrack.withLock { $0 } }
-    private let currentTrack = Mutex<String?>(nil)
+    private let currentTrack = Lock<String?>(nil)
 
     /// Plays `source` from the next loop iteration on (the previous subscription ends).
     func play(_ source: Source) {
@@ -89,8 +98,8 @@ final class SrcPad: @unchecked Sendable {
         readerRef.withLock { $0?.interrupt() }
     }
 
-    private let readerRef = Mutex<TrackReader?>(nil)
-    private let latencyRef = Mutex<UInt64?>(nil)
+    private let readerRef = Lock<TrackReader?>(nil)
+    private let latencyRef = Lock<UInt64?>(nil)
 
     /// The latency budget changed: the subscription and the reader follow from the next group.
     func latencyChanged(ms: UInt64) {
@@ -245,7 +254,7 @@ final class SrcPad: @unchecked Sendable {
         skipToNextGroup = false
         discont = true
         counters.resetArrival()
-        if previous?.epoch != next.epoch { lastPosition = nil }
+        if previous?.epoch != next.epoch { positionFromPreviousEpoch = lastPosition != nil }
         if let previous, previous.trackName != next.trackName {
             src.events.post(
                 "track.switch", kind: kind, track: next.trackName, [("from", .string(previous.trackName))])
@@ -296,6 +305,24 @@ final class SrcPad: @unchecked Sendable {
     private func push(_ frame: MediaFrame, reader: TrackReader, source: Source, now: UInt64, src: MoqSrc) {
         // Sinks render a buffer at its running time plus the pipeline's latency.
         let latencyNs = src.renderDelayNs
+        var placedStart: (pts: UInt64, placement: PlayoutTimeline.Placement)?
+        if positionFromPreviousEpoch {
+            guard frame.startsGroup else {
+                counters.dropped()
+                return
+            }
+            positionFromPreviousEpoch = false
+            let edge = reader.liveEdgeUs ?? frame.timestampUs
+            let placed = src.timeline.withLock {
+                $0.place(timestampUs: frame.timestampUs, liveEdgeUs: edge, now: now, latencyNs: latencyNs)
+            }
+            if case .anchored = placed.placement {
+                lastPosition = nil
+            } else if let last = lastPosition, frame.timestampUs > last.timestampUs {
+                lastPosition = nil
+            }
+            placedStart = placed
+        }
         if let last = lastPosition, frame.group < last.group || (frame.group == last.group && frame.index <= last.index)
         {
             // Already pushed before a resubscription.
@@ -306,9 +333,11 @@ final class SrcPad: @unchecked Sendable {
         if frame.startsGroup {
             skipToNextGroup = false
             let edge = reader.liveEdgeUs ?? frame.timestampUs
-            let (placed, placement) = src.timeline.withLock {
-                $0.place(timestampUs: frame.timestampUs, liveEdgeUs: edge, now: now, latencyNs: latencyNs)
-            }
+            let (placed, placement) =
+                placedStart
+                ?? src.timeline.withLock {
+                    $0.place(timestampUs: frame.timestampUs, liveEdgeUs: edge, now: now, latencyNs: latencyNs)
+                }
             pts = placed
             switch placement {
             case .retargeted(let shift):
@@ -360,7 +389,7 @@ final class SrcPad: @unchecked Sendable {
         let edgePts = src.timeline.withLock { $0.runningTime(of: reader.liveEdgeUs ?? frame.timestampUs) }
         let size = frame.payload.count
         let result = gst_pad_push(pad, buffer)
-        lastPosition = (frame.group, frame.index)
+        lastPosition = (frame.group, frame.index, frame.timestampUs)
         src.timeline.withLock { $0.pushed(pts) }
         if let stall = counters.framePushed(
             bytes: size, now: monotonicNow(),

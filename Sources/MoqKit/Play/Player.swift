@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 import CGStreamer
 package import MoqPipeline
-import Synchronization
+import MoqSync
 
 /// Plays a broadcast's video and audio (moq-kit's `Player`), through a GStreamer pipeline that
 /// starts with `moqsrc`: one live timeline, target buffering as `moqsrc`'s `latency`, reconnects,
@@ -31,7 +31,7 @@ public final class Player: Sendable {
         var everPlayed = false
         var stopped = false
     }
-    private let state: Mutex<State>
+    private let state: Lock<State>
 
     /// A player for `catalog`'s tracks: the named ones, else the first playable video and audio.
     /// - Throws: ``SessionError/noTracksAvailable`` when nothing is playable;
@@ -55,7 +55,7 @@ public final class Player: Sendable {
         self.audioTrackName = try pick(audioTrackName, catalog.audioTracks, \.name, \.isPlayable)
         guard self.videoTrackName != nil || self.audioTrackName != nil else { throw .noTracksAvailable }
         self.output = output
-        state = Mutex(State(latency: targetBuffering))
+        state = Lock(State(latency: targetBuffering))
         events.yield(
             PlayerEvent(
                 .playerInit,

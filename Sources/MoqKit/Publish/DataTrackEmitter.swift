@@ -3,6 +3,7 @@ import CGStreamer
 import CGstApp
 public import FoundationEssentials
 import MoqPipeline
+import MoqSync
 import Synchronization
 
 /// Sends app data (chat, telemetry, JSON) as frames of a data track (moq-kit's `DataTrackEmitter`).
@@ -11,7 +12,7 @@ import Synchronization
 /// (the same running time as the media), so a subscriber can line data up with audio and video.
 /// Before the publisher starts, or after it stops, sends are dropped (and counted).
 public final class DataTrackEmitter: Sendable {
-    private let appsrc = Mutex<ElementHandle?>(nil)
+    private let appsrc = Lock<ElementHandle?>(nil)
     private let dropped = Atomic<Int>(0)
 
     /// An emitter; hand it to ``Publisher/addDataTrack(name:source:)``.

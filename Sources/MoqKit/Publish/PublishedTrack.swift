@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-import Synchronization
+import MoqSync
 
 /// A track of a ``Publisher`` (moq-kit's `PublishedTrack`).
 public final class PublishedTrack: Sendable {
@@ -34,7 +34,7 @@ public final class PublishedTrack: Sendable {
     let index: Int
     private weak let publisher: Publisher?
     private let continuation: AsyncStream<State>.Continuation
-    private let current = Mutex(State.idle)
+    private let current = Lock(State.idle)
 
     init(name: String, codecInfo: CodecInfo, index: Int, publisher: Publisher) {
         self.name = name

@@ -2,7 +2,7 @@
 import CGStreamer
 import CGstApp
 package import MoqPipeline
-import Synchronization
+import MoqSync
 
 /// Where a ``Publisher`` stands (moq-kit's `PublisherState`).
 public enum PublisherState: Sendable, Equatable {
@@ -48,7 +48,7 @@ public final class Publisher: Sendable {
         var watcher: Task<Void, Never>?
     }
 
-    private let setup = Mutex(Setup())
+    private let setup = Lock(Setup())
     private let stateContinuation: AsyncStream<PublisherState>.Continuation
     private let eventContinuation: AsyncStream<PublisherEvent>.Continuation
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 import CGStreamer
 import Glibc
+import MoqSync
 import Synchronization
 
 /// Reads one pipeline's bus on a thread of its own (`gst_bus_timed_pop`) and hands every message to a
@@ -15,7 +16,7 @@ final class BusReader: Sendable {
     private let pipeline: ObjectRef<GstElement>
     private let hub: MessageHub
     private let stopping = Atomic(false)
-    private let thread = Mutex<pthread_t?>(nil)
+    private let thread = Lock<pthread_t?>(nil)
 
     /// Starts reading `pipeline`'s bus.
     init(pipeline: ObjectRef<GstElement>, hub: MessageHub) throws(PipelineError) {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-import Synchronization
+import MoqSync
 
 /// A pipeline's bus messages in Swift: the history of the current run, live streams of it, and tasks
 /// waiting for a message. Fed by the ``BusReader`` thread; nothing here blocks.
@@ -31,7 +31,7 @@ final class MessageHub: Sendable {
         var cancelledEarly: Set<UInt64> = []
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     // MARK: Runs
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 import CGStreamer
-import Synchronization
+import MoqSync
 
 /// A pipeline: described with the ``PipelineBuilder`` DSL (or given as a gst-launch string), rendered to
 /// the exact gst-launch-1.0 description, and run.
@@ -28,7 +28,7 @@ public final class Pipeline: Sendable, CustomStringConvertible {
     public let description: String
 
     let hub = MessageHub()
-    let current = Mutex<Run?>(nil)
+    let current = Lock<Run?>(nil)
 
     /// A parsed, running GStreamer pipeline and its bus thread.
     final class Run: Sendable {

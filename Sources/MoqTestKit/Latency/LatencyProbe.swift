@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 import CGStreamer
 public import MoqPipeline
-import Synchronization
+import MoqSync
 
 /// Measures publish-to-render latency of frames within one process: a frame is stamped when it is
 /// published and again when it is received, both on GStreamer's system clock (monotonic, shared by every
@@ -32,7 +32,7 @@ public final class LatencyProbe: Sendable {
         var unmatched = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     /// A probe with nothing recorded.
     public init() {}

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import Glibc
+import MoqSync
 import Synchronization
 
 /// A UDP proxy on 127.0.0.1 between QUIC clients and a server, for "drop the link" tests: it forwards
@@ -20,7 +21,7 @@ public final class UDPProxy: Sendable {
     /// The server's port on 127.0.0.1.
     public let targetPort: UInt16
     private let control: ProxyControl
-    private let thread = Mutex<pthread_t?>(nil)
+    private let thread = Lock<pthread_t?>(nil)
 
     private init(port: UInt16, targetPort: UInt16, control: ProxyControl) {
         self.port = port
@@ -93,7 +94,7 @@ final class ProxyControl: Sendable {
         var statistics = ProxyStatistics()
     }
 
-    let shared = Mutex(Shared())
+    let shared = Lock(Shared())
     let stopping = Atomic(false)
     /// A pipe whose read end interrupts the thread's poll.
     let wakeFD: Int32

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 public import MoqPipeline
+import MoqSync
 public import SwiftMoQ
-import Synchronization
 
 /// A `MoqRelay` in this process on 127.0.0.1, on a free port, with a generated certificate to pin.
 ///
@@ -22,7 +22,7 @@ public final class TestRelay: Sendable {
     public let path: String
     private let certificates: CertificateFiles
     private let logger: MoqLogger
-    private let current: Mutex<MoqRelay?>
+    private let current: Lock<MoqRelay?>
 
     private init(
         port: UInt16, fingerprint: String, path: String, certificates: CertificateFiles, logger: MoqLogger,
@@ -33,7 +33,7 @@ public final class TestRelay: Sendable {
         self.path = path
         self.certificates = certificates
         self.logger = logger
-        current = Mutex(relay)
+        current = Lock(relay)
     }
 
     /// Starts a relay on a free port.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-import Synchronization
+import MoqSync
 
 /// An unbounded FIFO between a producer task and one reader that waits with a timeout. The timeout is a
 /// sleeping task, so waiting holds no thread.
@@ -14,7 +14,7 @@ final class AsyncQueue<Value: Sendable>: Sendable {
         var nextID: UInt64 = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     /// Adds a value (ignored after ``finish(_:)``).
     func push(_ value: Value) {

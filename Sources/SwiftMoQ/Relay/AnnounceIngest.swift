@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 import MoqQUIC
 import MoqSession
+import MoqSync
 import MoqWire
-import Synchronization
 
 /// Takes what a peer announces and offers it in the relay's origin: each announced
 /// broadcast becomes a ``BroadcastProducer`` whose tracks are subscribed through
@@ -50,7 +50,7 @@ final class AnnounceIngest: @unchecked Sendable {
         var lastTrackLimitLog: ContinuousClock.Instant?
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     init(
         session: MoqSession, origin: Origin, hopID: UInt64, upstreamRange: SubscriptionRange, cacheLimits: CacheLimits,

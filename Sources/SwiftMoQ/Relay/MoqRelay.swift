@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 public import MoqQUIC
 public import MoqSession
+import MoqSync
 import MoqWire
 import Synchronization
 
@@ -73,9 +74,9 @@ public final class MoqRelay: @unchecked Sendable {
     public let cache: CacheBudget
     private var server: MoqServer!
     private let counter = Atomic<UInt64>(0)
-    private let ingests = Mutex<[ObjectIdentifier: AnnounceIngest]>([:])
+    private let ingests = Lock<[ObjectIdentifier: AnnounceIngest]>([:])
     private var upstreamTask: Task<Void, Never>?
-    private let upstreamIngest = Mutex<AnnounceIngest?>(nil)
+    private let upstreamIngest = Lock<AnnounceIngest?>(nil)
     private let stopping = Atomic(false)
 
     /// The port listened on.

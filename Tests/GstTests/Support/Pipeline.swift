@@ -2,7 +2,7 @@
 import CGStreamer
 import Foundation
 import GstSwiftMoQ
-import Synchronization
+import MoqSync
 
 /// GStreamer set up once per test process, with the SwiftMoQ elements registered
 /// statically (no plugin file involved).
@@ -33,7 +33,7 @@ struct BusMessage: Sendable, CustomStringConvertible {
 /// A pipeline from a gst-launch description, with its bus messages collected.
 final class TestPipeline: @unchecked Sendable {
     let pipeline: UnsafeMutablePointer<GstElement>
-    private let messages = Mutex<[BusMessage]>([])
+    private let messages = Lock<[BusMessage]>([])
     private let bus: OpaquePointer?
 
     init(_ description: String) throws {

@@ -2,6 +2,7 @@
 import CGStreamer
 import CGstApp
 import Foundation
+import MoqSync
 import Synchronization
 
 /// A buffer seen by a test: its timestamps, flags, size and a hash of its bytes.
@@ -82,7 +83,7 @@ final class AppSinkCollector: @unchecked Sendable {
 /// Records the buffers flowing through a pad (a probe), for matching against what a
 /// subscriber received.
 final class PadRecorder: @unchecked Sendable {
-    private let buffers = Mutex<[SeenBuffer]>([])
+    private let buffers = Lock<[SeenBuffer]>([])
     private let pad: UnsafeMutablePointer<GstPad>
     private var probe: gulong = 0
 
@@ -135,7 +136,7 @@ struct UncheckedPointer<T>: @unchecked Sendable {
 
 /// Buffers seen, shared with a thread.
 final class SeenStore: Sendable {
-    private let buffers = Mutex<[SeenBuffer]>([])
+    private let buffers = Lock<[SeenBuffer]>([])
     func append(_ entry: SeenBuffer) { buffers.withLock { $0.append(entry) } }
     var all: [SeenBuffer] { buffers.withLock { $0 } }
 }

@@ -1,9 +1,9 @@
-import Foundation
 // SPDX-License-Identifier: MIT
+import Foundation
 import MoqInteropSupport
 import MoqQUIC
+import MoqSync
 import MoqWire
-import Synchronization
 
 /// A bare QUIC client speaking hand-written moq-lite bytes, to see exactly how the
 /// Rust peer answers malformed input.
@@ -17,7 +17,7 @@ final class RawClient: QUICConnectionDelegate, @unchecked Sendable {
         var closed: QUICCloseReason?
     }
 
-    let observed = Mutex(Observed())
+    let observed = Lock(Observed())
     let loop: QUICEventLoop
     private var connection: QUICConnection?
 

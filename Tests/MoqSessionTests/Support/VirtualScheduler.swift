@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import MoqSession
+import MoqSync
 import Synchronization
 
 /// A session thread on virtual time: work runs only when the test drains it.
@@ -16,8 +17,8 @@ final class VirtualScheduler: SessionScheduler, @unchecked Sendable {
         func cancel() { cancelled.store(true, ordering: .relaxed) }
     }
 
-    private let queue = Mutex<[@Sendable () -> Void]>([])
-    private let timers = Mutex<[Timer]>([])
+    private let queue = Lock<[@Sendable () -> Void]>([])
+    private let timers = Lock<[Timer]>([])
     private let counter = Atomic<UInt64>(0)
     let virtualClock = VirtualClock()
     var clock: any MoqClock { virtualClock }
