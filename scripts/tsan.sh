@@ -36,7 +36,9 @@ run() {
     local name=$1
     shift
     echo "== tsan: $name"
-    if ! "$SWIFT" test --skip-build --sanitize=thread --scratch-path "$SCRATCH" "$@" >"$LOGS/$name.log" 2>&1; then
+    # A hang under instrumentation must fail here, with its log, not run into CI's limit.
+    if ! timeout --kill-after=30 "${TSAN_PHASE_TIMEOUT:-1200}" \
+        "$SWIFT" test --skip-build --sanitize=thread --scratch-path "$SCRATCH" "$@" >"$LOGS/$name.log" 2>&1; then
         status=1
     fi
     grep -E '^✘ Test .*(failed|recorded)|Test run with' "$LOGS/$name.log" | cut -c1-300 || true
