@@ -124,24 +124,33 @@ def run_latency(tools: Tools, cfg: Config, log) -> list[dict]:
     return rows
 
 
+def _repeated_pairs(repeats: int, label, run) -> dict[tuple[str, str], list[dict]]:
+    """Every (relay, clients) pair, `repeats` times, interleaved (the box is shared: a busy moment
+    then hits every pair alike); `label(relay, clients, repeat)` says what runs."""
+    runs: dict[tuple[str, str], list[dict]] = {}
+    for repeat in range(repeats):
+        for relay_stack in STACKS:
+            for client_stack in STACKS:
+                label(relay_stack, client_stack, repeat)
+                runs.setdefault((relay_stack, client_stack), []).append(run(relay_stack, client_stack))
+    return runs
+
+
+def _median(runs: list[dict], key: str) -> dict:
+    return sorted(runs, key=lambda r: r[key])[len(runs) // 2]
+
+
 def run_throughput(tools: Tools, cfg: Config, log) -> list[dict]:
     """Case 2: 100 KB frames as fast as the subscriber acknowledges, each relay with each client pair,
     repeated (interleaved) and summarised by the median run."""
-    runs: dict[tuple[str, str], list[dict]] = {}
-    for repeat in range(cfg.throughput_repeats):
-        for relay_stack in STACKS:
-            for client_stack in STACKS:
-                log(f"throughput: {relay_stack} relay, {client_stack} clients ({cfg.throughput_seconds:g} s, "
-                    f"run {repeat + 1}/{cfg.throughput_repeats})")
-                runs.setdefault((relay_stack, client_stack), []).append(
-                    _throughput_run(tools, cfg, log, relay_stack, client_stack))
-    rows = []
-    for (relay_stack, client_stack), mine in runs.items():
-        ordered = sorted(mine, key=lambda r: r["mb_per_s"])
-        median = ordered[len(ordered) // 2]
-        rows.append({**median, "runs_mb_per_s": [r["mb_per_s"] for r in mine],
-                     "lost": sum(r["lost"] for r in mine), "stalled": any(r["stalled"] for r in mine)})
-    return rows
+    runs = _repeated_pairs(
+        cfg.throughput_repeats,
+        lambda relay, clients, n: log(f"throughput: {relay} relay, {clients} clients ({cfg.throughput_seconds:g} s, "
+                                      f"run {n + 1}/{cfg.throughput_repeats})"),
+        lambda relay, clients: _throughput_run(tools, cfg, log, relay, clients))
+    return [{**_median(mine, "mb_per_s"), "runs_mb_per_s": [r["mb_per_s"] for r in mine],
+             "lost": sum(r["lost"] for r in mine), "stalled": any(r["stalled"] for r in mine)}
+            for mine in runs.values()]
 
 
 def _throughput_run(tools: Tools, cfg: Config, log, relay_stack: str, client_stack: str) -> dict:
@@ -173,21 +182,15 @@ def run_openloop(tools: Tools, cfg: Config, log) -> list[dict]:
     pair, repeated (interleaved) and summarised by the median run. What users do; the closed loop of
     case 2 never overloads anyone. Delivered share, order, whether the subscriber's session survived,
     and the relay's cost."""
-    runs: dict[tuple[str, str], list[dict]] = {}
-    for repeat in range(cfg.openloop_repeats):
-        for relay_stack in STACKS:
-            for client_stack in STACKS:
-                log(f"open loop: {relay_stack} relay, {client_stack} clients ({cfg.openloop_groups} groups of "
-                    f"{cfg.openloop_frame_size // 1000} KB, run {repeat + 1}/{cfg.openloop_repeats})")
-                runs.setdefault((relay_stack, client_stack), []).append(
-                    _openloop_run(tools, cfg, log, relay_stack, client_stack))
-    rows = []
-    for mine in runs.values():
-        median = sorted(mine, key=lambda r: r["delivered_percent"])[len(mine) // 2]
-        rows.append({**median, "runs_delivered_percent": [r["delivered_percent"] for r in mine],
-                     "out_of_order": sum(r["out_of_order"] for r in mine),
-                     "session_kept": all(r["session_kept"] for r in mine)})
-    return rows
+    runs = _repeated_pairs(
+        cfg.openloop_repeats,
+        lambda relay, clients, n: log(f"open loop: {relay} relay, {clients} clients ({cfg.openloop_groups} groups "
+                                      f"of {cfg.openloop_frame_size // 1000} KB, run {n + 1}/{cfg.openloop_repeats})"),
+        lambda relay, clients: _openloop_run(tools, cfg, log, relay, clients))
+    return [{**_median(mine, "delivered_percent"), "runs_delivered_percent": [r["delivered_percent"] for r in mine],
+             "out_of_order": sum(r["out_of_order"] for r in mine),
+             "session_kept": all(r["session_kept"] for r in mine)}
+            for mine in runs.values()]
 
 
 def _openloop_run(tools: Tools, cfg: Config, log, relay_stack: str, client_stack: str) -> dict:
