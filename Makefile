@@ -72,9 +72,10 @@ check-element-docs: plugin
 	@diff -u docs/elements.txt $(BUILD)/elements.txt || { \
 		echo "error: the elements' interface changed: run 'make element-docs' (or 'swift package --allow-writing-to-package-directory element-docs') and commit docs/elements.txt" >&2; exit 1; }
 
-# Tests whose pass criterion depends on throughput (an open-loop flood through the relay) run
-# alone, after the parallel suite: on 2 cores the parallel suite takes the CPU they measure.
-SOLO_TESTS := OverloadInteropTests
+# Tests whose pass criterion depends on throughput (an open-loop flood through the relay) or on
+# a latency budget (media through network faults) run alone, after the parallel suite: on 2
+# cores the parallel suite takes the CPU they measure.
+SOLO_TESTS := OverloadInteropTests|NetworkFaultTests
 
 unit-test: setup
 	$(SWIFT) build --build-tests -j $(JOBS)

@@ -376,6 +376,11 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
         // auto-tune a stream's window from maxStreamData up to min(maxData, 16 MiB) when the RTT calls for it.
         s.max_window = settings.maxData
         s.max_stream_window = max(settings.maxStreamData, min(settings.maxData, 16 << 20))
+        switch settings.congestionControl {
+        case .bbr: s.cc_algo = NGTCP2_CC_ALGO_BBR
+        case .cubic: s.cc_algo = NGTCP2_CC_ALGO_CUBIC
+        case .reno: s.cc_algo = NGTCP2_CC_ALGO_RENO
+        }
         return s
     }
 

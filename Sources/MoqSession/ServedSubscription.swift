@@ -274,7 +274,7 @@ final class ServedSubscription: StreamHandler, Pumpable {
                 session.counters.groupsDroppedForBudget += 1
                 return true
             }
-            if live && g !== newest && newest.age(of: g) > budget {
+            if live && g !== newest && newest.staleness(of: g) > budget {
                 drops.add(g.sequence, code: .old)
                 session.counters.groupsDroppedForBudget += 1
                 return true
@@ -479,7 +479,7 @@ final class ServedSubscription: StreamHandler, Pumpable {
         for send in active where send.group !== newest {
             guard let stream = send.stream, !send.isClosed else { continue }
             let unsent = session.transport.unsentBytes(stream)
-            if unsent > 0 && newest.age(of: send.group) > budget {
+            if unsent > 0 && newest.staleness(of: send.group) > budget {
                 cancel(send, code: .old)
                 session.counters.groupsResetAsOld += 1
                 // Nothing of it left yet: the subscriber never saw it, and a DROP says why.

@@ -92,6 +92,10 @@ public final class GroupState: @unchecked Sendable {  // mutable fields: under t
     private let cached = Atomic(false)
     /// ``firstTimestampNs``, with `UInt64.max` for none (a timestamp that large saturated anyway).
     private let firstTimestamp = Atomic(UInt64.max)
+    /// ``lastTimestampNs``, likewise.
+    private let lastTimestamp = Atomic(UInt64.max)
+    /// When the newest frame arrived (ns, the track's clock); `createdAt` until one has.
+    private let lastArrival: Atomic<UInt64>
 
     /// True for one-frame groups that may travel as QUIC datagrams.
     public fileprivate(set) var isDatagram: Bool {
@@ -112,9 +116,45 @@ public final class GroupState: @unchecked Sendable {  // mutable fields: under t
         set { firstTimestamp.store(newValue ?? .max, ordering: .relaxed) }
     }
 
+    /// The newest frame's timestamp in ns, once it has one.
+    fileprivate(set) var lastTimestampNs: UInt64? {
+        get {
+            let ns = lastTimestamp.load(ordering: .relaxed)
+            return ns == .max ? nil : ns
+        }
+        set { lastTimestamp.store(newValue ?? .max, ordering: .relaxed) }
+    }
+
     init(sequence: UInt64, createdAt: UInt64) {
         self.sequence = sequence
         self.createdAt = createdAt
+        lastArrival = Atomic(createdAt)
+    }
+
+    /// Records a frame's timestamp (ns) and arrival time (under the track's lock).
+    fileprivate func noteFrame(timestampNs: UInt64?, arrivedAt: UInt64) {
+        if let timestampNs {
+            if firstTimestampNs == nil { firstTimestampNs = timestampNs }
+            lastTimestampNs = timestampNs
+        }
+        lastArrival.store(arrivedAt, ordering: .relaxed)
+    }
+
+    /// How far `other`'s newest frame lags this group's start: by the frames' timestamps when
+    /// both have them and they say `other` is older, else by arrival. Unlike ``age(of:)``,
+    /// arrival does not count once timestamps speak: a tail held up on a lossy link arrives
+    /// late, but what it carries is no older for it. This decides whether the rest of an
+    /// older group is still worth sending once this group exists: with groups longer than
+    /// the latency budget (a 2 s GOP under a 300 ms budget) the older group's *start* is
+    /// always out of budget, but its last frames were captured just before this group's
+    /// keyframe and are as fresh as anything the subscriber has. Rust's relay measures
+    /// ``age(of:)`` here and resets those tails under loss; we keep them (the subscriber
+    /// still skips what arrives too late to play).
+    public func staleness(of other: GroupState) -> UInt64 {
+        let theirArrival = other.lastArrival.load(ordering: .relaxed)
+        let arrival = createdAt > theirArrival ? createdAt - theirArrival : 0
+        guard let mine = firstTimestampNs, let theirs = other.lastTimestampNs, mine > theirs else { return arrival }
+        return mine - theirs
     }
 
     /// How much older `other` is than this group (0 when it is not older): by arrival, or by
@@ -229,7 +269,7 @@ public final class TrackProducer: @unchecked Sendable {
             let g = insert(&s, sequence: sequence)
             g.isDatagram = true
             g.frames.append(Frame(timestamp: timestamp, payload: payload))
-            g.firstTimestampNs = Self.nanoseconds(timestamp, timescale: s.info?.timescale)
+            g.noteFrame(timestampNs: Self.nanoseconds(timestamp, timescale: s.info?.timescale), arrivedAt: g.createdAt)
             g.byteCount = payload.count + Self.frameOverhead
             s.cachedBytes += g.byteCount
             limits.budget?.add(g.byteCount)
@@ -364,9 +404,8 @@ public final class TrackProducer: @unchecked Sendable {
                 group.status = .aborted(.groupTooLarge)
                 return false
             }
-            if group.frames.isEmpty {
-                group.firstTimestampNs = Self.nanoseconds(frame.timestamp, timescale: s.info?.timescale)
-            }
+            group.noteFrame(
+                timestampNs: Self.nanoseconds(frame.timestamp, timescale: s.info?.timescale), arrivedAt: clock.now())
             group.frames.append(frame)
             group.byteCount += cost
             s.cachedBytes += cost

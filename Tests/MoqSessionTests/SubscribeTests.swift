@@ -195,6 +195,37 @@ import Testing
         #expect(pair.contents(remote).last?.1 == ["fresh"])
     }
 
+    @Test func aBackedUpGroupLongerThanTheBudgetKeepsItsFreshTail() throws {
+        // A 300 ms GOP under a 100 ms budget: the older group *started* 300 ms before the
+        // newest, but its last frame is 20 ms older than the newest's first. Its tail is as
+        // fresh as anything the subscriber has, so it is not reset (moq-dev's relay, which
+        // ages a group by its first frame, resets it; on a lossy link that cut every GOP's
+        // last frames).
+        let pair = SessionPair()
+        let track = pair.serverBroadcast("b").createTrack("video")
+        let remote = pair.remoteTrack("video")
+        pair.client.subscribe(broadcast: "b", track: remote, range: SubscriptionRange(maxLatencyMs: 100))
+        pair.run()
+        pair.link.server.stalled = true
+        let first = track.appendGroup()
+        for t: UInt64 in [0, 100_000, 200_000, 280_000] {
+            first.write(Bytes(String(repeating: "x", count: 500)), timestamp: t)
+        }
+        first.finish()
+        pair.run()
+        pair.scheduler.advance(by: .milliseconds(300))
+        let second = track.appendGroup()
+        second.write(Bytes("fresh"), timestamp: 300_000)
+        pair.run()
+        #expect(pair.server.counters.groupsResetAsOld == 0)
+        pair.link.server.release()
+        second.finish()
+        pair.run()
+        let old = try #require(remote.group(sequence: 0))
+        #expect(remote.frames(of: old, from: 0).status == .finished)
+        #expect(remote.frames(of: old, from: 0).frames.count == 4)
+    }
+
     @Test func uncongestedOldGroupsCompleteEvenWithAZeroBudget() {
         let pair = SessionPair()
         let track = pair.serverBroadcast("b").createTrack("video")

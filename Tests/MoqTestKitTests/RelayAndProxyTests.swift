@@ -100,6 +100,7 @@ final class UDPEcho: @unchecked Sendable {  // fd is immutable; the counter is o
     let port: UInt16
     private let lock = NSLock()
     private var count = 0
+    private var sourcePorts: Set<UInt16> = []
     private var thread: Thread?
 
     init() throws {
@@ -142,6 +143,7 @@ final class UDPEcho: @unchecked Sendable {  // fd is immutable; the counter is o
             guard n > 0 else { continue }
             lock.lock()
             count += 1
+            sourcePorts.insert(UInt16(bigEndian: from.sin_port))
             lock.unlock()
             _ = withUnsafePointer(to: &from) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, buffer, n, 0, $0, length) }
@@ -153,6 +155,13 @@ final class UDPEcho: @unchecked Sendable {  // fd is immutable; the counter is o
         lock.lock()
         defer { lock.unlock() }
         return count
+    }
+
+    /// The source ports datagrams came from (the proxy's upstream sockets).
+    var sources: Set<UInt16> {
+        lock.lock()
+        defer { lock.unlock() }
+        return sourcePorts
     }
 
     func stop() {
@@ -202,6 +211,19 @@ final class UDPClient {
         try await eventually("\(count) datagrams", timeout: timeout) {
             out += pending()
             return out.count >= count
+        }
+        return out
+    }
+
+    /// Everything that arrives until nothing has for `quiet`.
+    func receiveUntilQuiet(_ quiet: Duration = .milliseconds(300)) async throws -> [[UInt8]] {
+        var out: [[UInt8]] = []
+        var lastArrival = ContinuousClock.now
+        while ContinuousClock.now - lastArrival < quiet {
+            let batch = pending()
+            if !batch.isEmpty { lastArrival = .now }
+            out += batch
+            try await Task.sleep(for: .milliseconds(5))
         }
         return out
     }

@@ -61,9 +61,15 @@ final class MessageHub: Sendable {
         }
     }
 
-    /// A message from the bus.
+    /// A message from the bus. Called from the ``BusReader`` thread only, so messages reach every
+    /// stream in bus order although they are yielded outside the lock.
+    ///
+    /// Nothing is yielded or resumed under the lock: a task being cancelled holds its status lock
+    /// while it runs a stream's termination handler, and yielding to that task needs the same
+    /// status lock, so a handler that took this lock while `post` yielded under it would deadlock
+    /// (it did: `Player.stop()` cancelling a task that read `messages`).
     func post(_ message: BusMessage) {
-        let resolved: [(Waiter, Result<BusMessage, PipelineError>)] = state.withLock { s in
+        let (subscribers, resolved) = state.withLock { s in
             s.sequence += 1
             s.history.append((s.sequence, message))
             if s.history.count > Self.historyLimit {
@@ -71,8 +77,6 @@ final class MessageHub: Sendable {
                 s.history.removeFirst(excess)
                 s.dropped += excess
             }
-            // Yielded under the lock so that every stream sees messages in bus order.
-            for c in s.subscribers.values { c.yield(message) }
             var out: [(Waiter, Result<BusMessage, PipelineError>)] = []
             for (id, w) in s.waiters {
                 if let result = Self.outcome(message, for: w) {
@@ -80,7 +84,14 @@ final class MessageHub: Sendable {
                     out.append((w, result))
                 }
             }
-            return out
+            return (Array(s.subscribers), out)
+        }
+        var terminated: [UInt64] = []
+        for (id, c) in subscribers {
+            if case .terminated = c.yield(message) { terminated.append(id) }
+        }
+        if !terminated.isEmpty {
+            state.withLock { s in for id in terminated { s.subscribers[id] = nil } }
         }
         for (w, result) in resolved {
             w.timer?.cancel()
@@ -107,18 +118,19 @@ final class MessageHub: Sendable {
 
     /// The messages of the current run, from its first, then live until the run ends (or, when idle,
     /// those of the next run).
+    ///
+    /// A stream that ends is forgotten at the next message (``post(_:)``): its termination handler
+    /// takes no lock (see ``post(_:)`` for why).
     func stream() -> AsyncStream<BusMessage> {
         let (stream, continuation) = AsyncStream.makeStream(of: BusMessage.self)
-        let id: UInt64 = state.withLock { s in
+        state.withLock { s in
             s.nextID += 1
+            // Nobody reads this stream yet (it has not been returned), so yielding here wakes no
+            // task; it keeps the history and the live messages in one order.
             if s.running {
                 for entry in s.history { continuation.yield(entry.message) }
             }
             s.subscribers[s.nextID] = continuation
-            return s.nextID
-        }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
         }
         return stream
     }

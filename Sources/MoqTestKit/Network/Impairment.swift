@@ -1,72 +1,84 @@
 // SPDX-License-Identifier: MIT
 
-/// What a ``UDPProxy`` does to datagrams. Decisions are drawn from the proxy's seeded generator in
-/// arrival order, so a run with the same traffic makes the same decisions.
+/// What a ``UDPProxy`` does to datagrams, for each direction on its own (``toServer``,
+/// ``toClient``), so that one-way faults are as easy to state as symmetric ones. Decisions are
+/// drawn from the proxy's seeded generator in arrival order, so a run with the same traffic
+/// makes the same decisions and a failing case replays from its seed.
+///
+/// ```swift
+/// proxy.impair(.loss(0.05).with(jitter: .milliseconds(20), around: .milliseconds(50)))
+/// proxy.impair(Impairment(toServer: .blackhole, toClient: .none))   // one-way outage
+/// proxy.impair(.rate(bitsPerSecond: 2_000_000))                     // a 2 Mbit/s bottleneck
+/// ```
 public struct Impairment: Sendable, Equatable {
-    /// Drop every datagram, both ways (a silent link failure: senders see no error).
-    public var blackhole: Bool
-    /// Probability (0…1) of dropping a datagram from client to server.
-    public var lossToServer: Double
-    /// Probability (0…1) of dropping a datagram from server to client.
-    public var lossToClient: Double
-    /// Added one-way delay, each direction (order is kept).
-    public var delay: Duration
+    /// Datagrams from clients to the server.
+    public var toServer: LinkImpairment
+    /// Datagrams from the server to clients.
+    public var toClient: LinkImpairment
 
-    /// An impairment; the defaults forward everything at once.
-    public init(blackhole: Bool = false, lossToServer: Double = 0, lossToClient: Double = 0, delay: Duration = .zero) {
-        self.blackhole = blackhole
-        self.lossToServer = lossToServer
-        self.lossToClient = lossToClient
-        self.delay = delay
+    /// Each direction on its own.
+    public init(toServer: LinkImpairment, toClient: LinkImpairment) {
+        self.toServer = toServer
+        self.toClient = toClient
     }
+
+    /// The same impairment both ways.
+    public init(both link: LinkImpairment) { self.init(toServer: link, toClient: link) }
+
+    /// The first proxy's shape: a blackhole both ways, random loss per direction, one delay both ways.
+    public init(blackhole: Bool = false, lossToServer: Double = 0, lossToClient: Double = 0, delay: Duration = .zero) {
+        self.init(
+            toServer: LinkImpairment(blackhole: blackhole, loss: lossToServer, delay: delay),
+            toClient: LinkImpairment(blackhole: blackhole, loss: lossToClient, delay: delay))
+    }
+
+    /// True when both directions are blackholed.
+    public var blackhole: Bool { toServer.blackhole && toClient.blackhole }
+    /// Random loss from client to server.
+    public var lossToServer: Double { toServer.loss }
+    /// Random loss from server to client.
+    public var lossToClient: Double { toClient.loss }
 
     /// Forward everything at once.
-    public static let none = Impairment()
-    /// Drop everything.
-    public static let blackhole = Impairment(blackhole: true)
+    public static let none = Impairment(both: .none)
+    /// Drop everything, both ways.
+    public static let blackhole = Impairment(both: .blackhole)
 
     /// Drop each datagram with probability `rate`, both ways.
-    public static func loss(_ rate: Double) -> Impairment { Impairment(lossToServer: rate, lossToClient: rate) }
+    public static func loss(_ rate: Double) -> Impairment { Impairment(both: LinkImpairment(loss: rate)) }
 
-    /// Delay every datagram by `delay`, both ways.
-    public static func delay(_ delay: Duration) -> Impairment { Impairment(delay: delay) }
-}
+    /// Delay every datagram by `delay`, both ways (order is kept).
+    public static func delay(_ delay: Duration) -> Impairment { Impairment(both: LinkImpairment(delay: delay)) }
 
-/// What a ``UDPProxy`` has done so far.
-public struct ProxyStatistics: Sendable, Equatable {
-    /// Datagrams forwarded from clients to the server.
-    public var forwardedToServer = 0
-    /// Datagrams forwarded from the server to clients.
-    public var forwardedToClient = 0
-    /// Datagrams from clients that were dropped.
-    public var droppedToServer = 0
-    /// Datagrams from the server that were dropped.
-    public var droppedToClient = 0
-    /// Distinct client addresses seen.
-    public var clients = 0
-
-    /// Everything dropped, both ways.
-    public var dropped: Int { droppedToServer + droppedToClient }
-    /// Everything forwarded, both ways.
-    public var forwarded: Int { forwardedToServer + forwardedToClient }
-}
-
-/// SplitMix64: small, fast, and the same sequence for the same seed on every platform.
-struct SeededGenerator: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
+    /// `delay` ± `jitter` (uniform) both ways; datagrams overtake each other when `reorder` is true.
+    public static func jitter(_ jitter: Duration, around delay: Duration, reorder: Bool = true) -> Impairment {
+        Impairment(both: LinkImpairment(delay: delay, jitter: jitter, jitterReorders: reorder))
     }
 
-    /// True with probability `p`.
-    mutating func chance(_ p: Double) -> Bool {
-        p > 0 && (p >= 1 || Double(next() >> 11) / Double(1 << 53) < p)
+    /// Bursty loss both ways (see ``GilbertElliott``).
+    public static func burstLoss(_ model: GilbertElliott) -> Impairment {
+        Impairment(both: LinkImpairment(burstLoss: model))
+    }
+
+    /// A bottleneck of `bitsPerSecond` each way with a queue of `queueBytes` (tail drop beyond it).
+    public static func rate(bitsPerSecond: Int, queueBytes: Int = 64 * 1024) -> Impairment {
+        Impairment(both: LinkImpairment(rate: RateLimit(bitsPerSecond: bitsPerSecond, queueBytes: queueBytes)))
+    }
+
+    /// Drops QUIC long-header packets (Initial, Handshake, 0-RTT, Retry) with probability `rate`,
+    /// both ways; short-header packets pass.
+    public static func handshakeLoss(_ rate: Double) -> Impairment {
+        Impairment(both: LinkImpairment(handshakeLoss: rate))
+    }
+
+    /// This impairment with `jitter` around `delay` added both ways.
+    public func with(jitter: Duration, around delay: Duration, reorder: Bool = true) -> Impairment {
+        var copy = self
+        for keyPath in [\Impairment.toServer, \Impairment.toClient] {
+            copy[keyPath: keyPath].delay = delay
+            copy[keyPath: keyPath].jitter = jitter
+            copy[keyPath: keyPath].jitterReorders = reorder
+        }
+        return copy
     }
 }

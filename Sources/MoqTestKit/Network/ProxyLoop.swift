@@ -6,7 +6,7 @@ import Glibc
 final class ProxyLoop {
     private struct Flow {
         let client: sockaddr_in
-        let upstream: UDPSocket
+        var upstream: UDPSocket
     }
 
     private struct Delayed {
@@ -21,7 +21,11 @@ final class ProxyLoop {
     private let control: ProxyControl
     private var generator: SeededGenerator
     private var flows: [UInt64: Flow] = [:]
+    /// Sorted by `due`; equal times keep arrival order.
     private var delayed: [Delayed] = []
+    private var toServer = LinkState()
+    private var toClient = LinkState()
+    private var rebindsDone = 0
     private var buffer = [UInt8](repeating: 0, count: 65_536)
 
     init(listener: UDPSocket, targetPort: UInt16, control: ProxyControl, seed: UInt64) {
@@ -36,7 +40,9 @@ final class ProxyLoop {
             let keys = Array(flows.keys)
             var fds = [pollfd(fd: control.wakeFD, events: Int16(POLLIN), revents: 0)]
             fds.append(pollfd(fd: listener.fd, events: Int16(POLLIN), revents: 0))
-            for key in keys { fds.append(pollfd(fd: flows[key]!.upstream.fd, events: Int16(POLLIN), revents: 0)) }
+            for key in keys {
+                fds.append(pollfd(fd: flows[key]?.upstream.fd ?? -1, events: Int16(POLLIN), revents: 0))
+            }
             let timeout =
                 delayed.first.map { Int32(clamping: ($0.due &- min($0.due, Self.now()) + 999_999) / 1_000_000) } ?? -1
             if poll(&fds, nfds_t(fds.count), timeout) < 0, errno != EINTR { return }
@@ -44,7 +50,8 @@ final class ProxyLoop {
                 var drain = [UInt8](repeating: 0, count: 64)
                 while read(control.wakeFD, &drain, drain.count) > 0 {}
             }
-            let impairment = control.shared.withLock { $0.impairment }
+            let (impairment, rebinds) = control.shared.withLock { ($0.impairment, $0.rebindsRequested) }
+            if rebinds != rebindsDone { rebind(to: rebinds) }
             if fds[1].revents != 0 { readClients(impairment) }
             for (i, key) in keys.enumerated() where fds[i + 2].revents != 0 { readServer(key, impairment) }
             flushDelayed()
@@ -59,32 +66,63 @@ final class ProxyLoop {
                 flows[key] = Flow(client: from, upstream: upstream)
                 control.shared.withLock { $0.statistics.clients += 1 }
             }
-            route(Array(buffer[0..<count]), toServer: true, flow: key, impairment)
+            route(Array(buffer[0..<count]), toServer: true, flow: key, impairment.toServer)
         }
     }
 
     private func readServer(_ key: UInt64, _ impairment: Impairment) {
         guard let flow = flows[key] else { return }
         while let (count, _) = flow.upstream.receive(into: &buffer) {
-            route(Array(buffer[0..<count]), toServer: false, flow: key, impairment)
+            route(Array(buffer[0..<count]), toServer: false, flow: key, impairment.toClient)
         }
     }
 
-    private func route(_ bytes: [UInt8], toServer: Bool, flow: UInt64, _ impairment: Impairment) {
-        let loss = toServer ? impairment.lossToServer : impairment.lossToClient
-        if impairment.blackhole || generator.chance(loss) {
-            control.shared.withLock {
-                if toServer { $0.statistics.droppedToServer += 1 } else { $0.statistics.droppedToClient += 1 }
+    /// A NAT rebinding: every flow gets a new source port toward the server; whatever the server
+    /// still sends to the old port is lost, as behind a real NAT.
+    private func rebind(to requested: Int) {
+        for key in Array(flows.keys) {
+            guard let fresh = try? UDPSocket(connectingTo: targetPort) else { continue }
+            flows[key]?.upstream = fresh
+        }
+        control.shared.withLock { $0.statistics.rebinds += requested - rebindsDone }
+        rebindsDone = requested
+    }
+
+    private func route(_ bytes: [UInt8], toServer: Bool, flow: UInt64, _ link: LinkImpairment) {
+        let now = Self.now()
+        let decision =
+            toServer
+            ? self.toServer.decide(bytes, link, now: now, generator: &generator)
+            : self.toClient.decide(bytes, link, now: now, generator: &generator)
+        control.shared.withLock { s in
+            switch decision {
+            case .drop(let queueFull):
+                if toServer { s.statistics.droppedToServer += 1 } else { s.statistics.droppedToClient += 1 }
+                if queueFull { s.statistics.queueDrops += 1 }
+            case .deliver(_, let copies, let reordered, let overtakes):
+                s.statistics.duplicated += copies - 1
+                if reordered { s.statistics.reordered += 1 }
+                if overtakes { s.statistics.overtaken += 1 }
             }
-            return
         }
-        if impairment.delay > .zero {
-            let (seconds, attoseconds) = impairment.delay.components
-            let delay = UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
-            delayed.append(Delayed(due: Self.now() + delay, bytes: bytes, toServer: toServer, flow: flow))
-            return
+        guard case .deliver(let due, let copies, _, _) = decision else { return }
+        for _ in 0..<copies {
+            if due <= now && delayed.isEmpty {
+                send(bytes, toServer: toServer, flow: flow)
+            } else {
+                insert(Delayed(due: due, bytes: bytes, toServer: toServer, flow: flow))
+            }
         }
-        send(bytes, toServer: toServer, flow: flow)
+    }
+
+    private func insert(_ item: Delayed) {
+        var low = delayed.startIndex
+        var high = delayed.endIndex
+        while low < high {
+            let mid = (low + high) / 2
+            if delayed[mid].due <= item.due { low = mid + 1 } else { high = mid }
+        }
+        delayed.insert(item, at: low)
     }
 
     private func send(_ bytes: [UInt8], toServer: Bool, flow key: UInt64) {
@@ -95,7 +133,7 @@ final class ProxyLoop {
         }
     }
 
-    /// Sends what is due; the line is in arrival order and the delay is the same for all, so it is sorted.
+    /// Sends what is due, in due order.
     private func flushDelayed() {
         let now = Self.now()
         var sent = 0
@@ -107,7 +145,7 @@ final class ProxyLoop {
         delayed.removeFirst(sent)
     }
 
-    private static func now() -> UInt64 {
+    static func now() -> UInt64 {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)

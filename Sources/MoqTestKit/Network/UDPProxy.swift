@@ -3,16 +3,19 @@ import Glibc
 import MoqSync
 import Synchronization
 
-/// A UDP proxy on 127.0.0.1 between QUIC clients and a server, for "drop the link" tests: it forwards
-/// datagrams both ways on a thread of its own, and on command blackholes them, drops a share, or delays
-/// them (see ``Impairment``). Each client address gets its own upstream socket, so the server sees one
-/// peer per client, as through a NAT.
+/// A UDP proxy on 127.0.0.1 between QUIC clients and a server, for network-fault tests: it forwards
+/// datagrams both ways on a thread of its own and, on command, impairs each direction (see
+/// ``Impairment``: blackholes, random and bursty loss, handshake-only loss, delay and jitter with or
+/// without reordering, duplication, a rate limit with a bounded queue). Each client address gets its
+/// own upstream socket, so the server sees one peer per client, as through a NAT; ``rebind()``
+/// changes those source ports mid-stream, as a NAT that forgets a mapping does.
 ///
 /// ```swift
 /// let proxy = try UDPProxy.start(forwardingTo: relay.port)
 /// // publish to relay.url(via: proxy) …
 /// proxy.blackhole()        // silent outage: senders see no error, nothing arrives
 /// proxy.restore()          // the link is back
+/// proxy.rebind()           // the server now sees the client from another port (QUIC migrates)
 /// proxy.statistics         // forwarded / dropped counts, for assertions that cannot pass vacuously
 /// ```
 public final class UDPProxy: Sendable {
@@ -68,6 +71,14 @@ public final class UDPProxy: Sendable {
     /// Forwards everything again, without loss or delay.
     public func restore() { impair(.none) }
 
+    /// Gives every client flow a new source port toward the server from now on (NAT rebinding);
+    /// datagrams the server sends to the old port are lost. QUIC peers must validate the new path
+    /// and keep the connection.
+    public func rebind() {
+        control.shared.withLock { $0.rebindsRequested += 1 }
+        control.wake()
+    }
+
     /// Counts so far.
     public var statistics: ProxyStatistics { control.shared.withLock { $0.statistics } }
 
@@ -92,6 +103,7 @@ final class ProxyControl: Sendable {
     struct Shared: Sendable {
         var impairment = Impairment.none
         var statistics = ProxyStatistics()
+        var rebindsRequested = 0
     }
 
     let shared = Lock(Shared())

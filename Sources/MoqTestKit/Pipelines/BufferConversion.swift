@@ -23,11 +23,18 @@ enum BufferConversion {
             capsText = String(cString: text)
             g_free(text)
         }
-        return Sample(
+        var sample = Sample(
             bytes, pts: duration(swiftmoq_buffer_pts(buffer)), dts: duration(swiftmoq_buffer_dts(buffer)),
             duration: duration(swiftmoq_buffer_duration(buffer)),
             flags: BufferFlags(rawValue: swiftmoq_buffer_flags(buffer) & BufferFlags.bufferBits), caps: capsText)
+        if let meta = gst_buffer_get_reference_timestamp_meta(buffer, publisherTimeCaps) {
+            sample.publisherTime = duration(meta.pointee.timestamp)
+        }
+        return sample
     }
+
+    /// The reference the publisher's timestamp meta is filed under (made once, never freed).
+    private nonisolated(unsafe) static let publisherTimeCaps = gst_caps_new_empty_simple("timestamp/x-moq-publisher")
 
     /// `GST_CLOCK_TIME_NONE` for nil; negative durations are 0.
     static func clockTime(_ d: Duration?) -> GstClockTime {

@@ -16,6 +16,9 @@ public struct Sample: Sendable, Equatable {
     public var flags: BufferFlags
     /// The caps in force when pulled (nil when pushing: the source's caps apply).
     public var caps: String?
+    /// The publisher's timestamp of the frame (moqsrc's `timestamp/x-moq-publisher` reference
+    /// meta), when pulled from a buffer that has one: the frame's identity across the network.
+    public var publisherTime: Duration?
 
     /// A sample.
     public init(

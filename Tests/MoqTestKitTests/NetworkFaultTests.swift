@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: MIT
+import MoqPipeline
+import MoqTestKit
+import Testing
+
+/// The short fault cases `make test` runs: moqsink → proxy → relay → proxy → moqsrc under one
+/// impairment each, a few seconds long. They judge playback against a 300 ms latency budget,
+/// so they run alone (`SOLO_TESTS` in the Makefile), not beside the parallel suite.
+@Suite("Media under network faults (short)", .serialized, .timeLimit(.minutes(2)))
+struct NetworkFaultTests {
+    init() { GStreamer.initialize(registeringSwiftMoQ: true) }
+
+    private static func player(_ relay: TestRelay, _ broadcast: String, via proxy: UDPProxy, latency: Int = 300)
+        -> Pipeline
+    {
+        Pipeline {
+            Element.moqsrc(relay: relay, broadcast: broadcast, via: proxy).set("latency", latency)
+            Branch {
+                From("src", pad: "video_0")
+                Queue()
+                Element("appsink", name: "sink").set("sync", false)
+            }
+        }
+    }
+
+    private static func reconnects(_ pipeline: Pipeline, _ element: String) throws -> Int64? {
+        try pipeline.element(named: element).property("stats")?.structureValue?["reconnects"]?.intValue
+    }
+
+    @Test("NAT rebinding mid-stream: both QUIC connections migrate, no reconnect, frames keep coming")
+    func natRebinding() async throws {
+        let relay = try TestRelay.start()
+        let proxy = try UDPProxy.start(forwardingTo: relay.port)
+        let broadcast = uniqueBroadcast("rebind")
+        let publisher = h264Publisher(.moqsink(relay: relay, broadcast: broadcast, via: proxy))
+        let player = Self.player(relay, broadcast, via: proxy)
+        try publisher.start()
+        try player.start()
+        let sink = try AppSink(player, name: "sink")
+        #expect(try await sink.pull(count: 10, timeout: .seconds(20)).count == 10)
+        #expect(proxy.statistics.clients == 2)
+
+        let rebindAt = try #require(publisher.runningTime)
+        proxy.rebind()
+        try await eventually("the proxy to rebind") { proxy.statistics.rebinds == 1 }
+        let forwardedAtRebind = proxy.statistics.forwardedToClient
+        // A frame captured a second after the rebind went through the new path both ways.
+        var after = 0
+        while after < 15 {
+            let sample = try #require(try await sink.pull(timeout: .seconds(20)))
+            if let t = sample.publisherTime, t > rebindAt + .seconds(1) { after += 1 }
+        }
+        #expect(proxy.statistics.forwardedToClient > forwardedAtRebind)
+        #expect(proxy.statistics.clients == 2, "a reconnect would come from a new client socket")
+        #expect(try Self.reconnects(publisher, "moq") == 0)
+        #expect(try Self.reconnects(player, "src") == 0)
+        #expect(!publisher.collectedMessages.contains { $0.isError || $0.isWarning }, "\(publisher.collectedMessages)")
+        #expect(!player.collectedMessages.contains { $0.isError || $0.isWarning }, "\(player.collectedMessages)")
+        player.stop()
+        publisher.stop()
+        proxy.stop()
+        await relay.stop()
+    }
+
+    @Test("5 % loss and 50 ± 20 ms jitter both ways on both legs, latency=300: ≥ 98 % of video frames play")
+    func lossAndJitter() async throws {
+        let relay = try TestRelay.start()
+        let publishLeg = try UDPProxy.start(forwardingTo: relay.port, seed: 1)
+        let playLeg = try UDPProxy.start(forwardingTo: relay.port, seed: 2)
+        let broadcast = uniqueBroadcast("lossy")
+        let frames = 150  // 5 s at 30 fps
+        let publisher = Pipeline {
+            Element("videotestsrc").set("is-live", true).set("num-buffers", frames)
+            Caps("video/x-raw", ["format": "I420", "width": 160, "height": 120, "framerate": Fraction(30, 1)])
+            Element("x264enc").set("tune", "zerolatency").set("speed-preset", "ultrafast").set("key-int-max", 15)
+            Element("h264parse")
+            Caps("video/x-h264", ["stream-format": "avc", "alignment": "au"])
+            Element.moqsink(relay: relay, broadcast: broadcast, via: publishLeg)
+        }
+        let player = Self.player(relay, broadcast, via: playLeg)
+        try player.start()
+        let sink = try AppSink(player, name: "sink")
+        let impairment = Impairment.loss(0.05).with(jitter: .milliseconds(20), around: .milliseconds(50))
+        publishLeg.impair(impairment)
+        playLeg.impair(impairment)
+        try publisher.start()
+
+        // Frames by the publisher's timestamp (moqsrc's meta): index = timestamp / 33.3 ms.
+        var played: Set<Int> = []
+        let index = { (t: Duration) in Int((t / .nanoseconds(33_333_333)).rounded()) }
+        // Connecting through the faults may take a few lossy handshake rounds.
+        if let t = try await sink.pull(timeout: .seconds(20))?.publisherTime { played.insert(index(t)) }
+        var quietSince = ContinuousClock.now
+        while ContinuousClock.now - quietSince < .seconds(3) {
+            if let sample = sink.tryPull() {
+                if let t = sample.publisherTime { played.insert(index(t)) }
+                quietSince = .now
+            } else {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+        }
+        // Startup (connecting through the faults, joining at a group) is reported, not judged
+        // here; from one second after the first frame played to the last frame published,
+        // every frame counts.
+        let first = try #require(played.min(), "no frame played")
+        try #require(first + 60 <= frames, "playback started only at frame \(first) of \(frames)")
+        let steady = Set((first + 30)..<frames)
+        let rendered = Double(played.intersection(steady).count) / Double(steady.count)
+        let missing = steady.subtracting(played).sorted()
+        #expect(
+            rendered >= 0.98,
+            "\(Int(rendered * 100)) % of frames \(first + 30)..<\(frames) played; missing \(missing); first played \(first)"
+        )
+        #expect(publishLeg.statistics.dropped > 0 && playLeg.statistics.dropped > 0, "the loss was applied")
+        #expect(playLeg.statistics.overtaken > 0, "the jitter reordered datagrams")
+        #expect(!player.collectedMessages.contains { $0.isError }, "\(player.collectedMessages)")
+        player.stop()
+        publisher.stop()
+        publishLeg.stop()
+        playLeg.stop()
+        await relay.stop()
+    }
+}
