@@ -11,7 +11,7 @@ export GST_REGISTRY_1_0 := $(CURDIR)/$(BUILD)/gst-registry.bin
 
 .PHONY: all setup build plugin cli test unit-test lint fuzz fuzz-build fuzz-wire fuzz-catalog fuzz-session demo install \
 	clean help \
-	element-docs check-element-docs bench bench-tools bench-profile tsan
+	element-docs check-element-docs bench bench-tools bench-profile tsan faults
 
 all: build
 
@@ -85,6 +85,16 @@ unit-test: setup
 # The suite under ThreadSanitizer (its own build in .build-tsan; logs in build/tsan).
 tsan: setup
 	SWIFT=$(SWIFT) JOBS=$(JOBS) ./scripts/tsan.sh
+
+# The fault matrix (docs/reliability.md): moqsink -> proxy -> relay -> proxy -> moqsrc through each
+# impairment, a few minutes. FAULTS=<substring> runs the rows whose name contains it; the table and
+# chart are rewritten only after a full run.
+faults: setup
+	@$(BENCH_PYTHON) -c 'import importlib.metadata as m, sys; sys.exit(m.version("matplotlib") != "$(MATPLOTLIB_VERSION)")' \
+		2>/dev/null || .venv/bin/pip install -q matplotlib==$(MATPLOTLIB_VERSION)
+	$(SWIFT) build --build-tests -j $(JOBS)
+	SWIFTMOQ_FAULTS='$(or $(FAULTS),1)' $(SWIFT) test --skip-build --filter FaultMatrixTests
+	@if [ -z '$(FAULTS)' ]; then $(BENCH_PYTHON) scripts/faults-report.py; fi
 
 test: setup build lint check-element-docs unit-test
 	$(MAKE) fuzz FUZZ_SECONDS=$(or $(CI_FUZZ_SECONDS),30)

@@ -167,6 +167,10 @@ let package = Package(
             name: "MoqInteropSupport", dependencies: ["SwiftMoQ"], path: "Tests/InteropSupport",
             swiftSettings: swiftSettings),
         .testTarget(
+            name: "FaultMatrixTests",
+            dependencies: ["MoqTestKit", "MoqPipeline", "MoqSync", "SwiftMoQ", "MoqInteropSupport"],
+            swiftSettings: swiftSettings),
+        .testTarget(
             name: "InteropTests",
             dependencies: ["MoqSync", "SwiftMoQ", "MoqSession", "MoqWire", "MoqQUIC", "MoqInteropSupport"],
             swiftSettings: swiftSettings),

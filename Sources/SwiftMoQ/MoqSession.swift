@@ -83,7 +83,13 @@ public final class MoqSession: @unchecked Sendable {
         let config = sessionConfig
         let quicSettings = settings
         let peer = "\(target.host):\(target.port)"
-        let result: Result<MoqSession, MoqError> = await withCheckedContinuation { continuation in
+        // The session is built on the loop thread and handed to this task through a lock as well
+        // as the continuation: a continuation resumed from a plain thread synchronises inside the
+        // uninstrumented concurrency runtime, so ThreadSanitizer saw the session's `let`s (written
+        // in init on the loop) as racing with their first read here. The lock makes the hand-off
+        // visible; it costs one uncontended mutex per connect.
+        let outcome = Lock<Result<MoqSession, MoqError>?>(nil)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             loop.execute {
                 let endpoint = SessionConnection(
                     loop: loop, config: config, directory: serving ?? origin, peerDescription: peer)
@@ -92,10 +98,11 @@ public final class MoqSession: @unchecked Sendable {
                     switch result {
                     case .success:
                         session.installHandlers()
-                        continuation.resume(returning: .success(session))
+                        outcome.withLock { $0 = .success(session) }
                     case .failure(let error):
-                        continuation.resume(returning: .failure(error))
+                        outcome.withLock { $0 = .failure(error) }
                     }
+                    continuation.resume()
                 }
                 let connection = QUICClient.connect(
                     host: target.host, port: target.port,
@@ -105,6 +112,7 @@ public final class MoqSession: @unchecked Sendable {
                 endpoint.startConnectTimer(options.connectTimeout)
             }
         }
+        guard let result = outcome.withLock({ $0 }) else { throw .closed("the connection ended before it was set up") }
         return try result.get()
     }
 

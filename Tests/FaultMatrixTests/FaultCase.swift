@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: MIT
+import MoqTestKit
+
+/// One row of the fault matrix: what happens to the path, on which leg, through which relay.
+struct FaultCase: Sendable {
+    /// Which relay sits between the publisher and the player.
+    enum Relay: String, Sendable, Codable {
+        case swift
+        case rust
+    }
+
+    /// What happens once playback has warmed up.
+    enum Event: Sendable {
+        /// Impairments stay in force for the whole measured window.
+        case steady
+        /// Both legs go dark for `duration`, then the path returns.
+        case blackhole(Duration)
+        /// The relay is killed and restarted on the same port after `down`.
+        case relayRestart(down: Duration)
+        /// Both legs' NAT mappings change.
+        case rebind
+    }
+
+    var name: String
+    var relay: Relay = .swift
+    /// Publisher → relay.
+    var publishLeg: Impairment = .none
+    /// Relay → player.
+    var playLeg: Impairment = .none
+    var event: Event = .steady
+    /// The measured window after warm-up (the event happens at its start).
+    var window: Duration = .seconds(12)
+    /// x264's bitrate in kbit/s and the test pattern (snow does not compress: the bitrate is real).
+    var videoKbps = 1_000
+    var pattern = "ball"
+    /// moqsrc's `latency`.
+    var latencyMs = 300
+    /// What the row must show, in words (printed beside the result).
+    var target: String = ""
+
+    /// The path returns this long after the window starts (for recovery time), if it ever left.
+    var pathReturnsAfter: Duration? {
+        switch event {
+        case .steady, .rebind: nil
+        case .blackhole(let d): d
+        case .relayRestart(let d): d
+        }
+    }
+
+    static let lossAndJitter = Impairment.loss(0.05).with(jitter: .milliseconds(20), around: .milliseconds(50))
+
+    /// The matrix `make faults` runs.
+    static let matrix: [FaultCase] = [
+        FaultCase(name: "baseline", target: "reference"),
+        FaultCase(
+            name: "5 % loss + 50±20 ms jitter, both legs", publishLeg: lossAndJitter, playLeg: lossAndJitter,
+            target: "≥ 98 % frames, stall ratio ≤ 2 %"),
+        FaultCase(
+            name: "5 % loss + 50±20 ms jitter, both legs (Rust relay)", relay: .rust, publishLeg: lossAndJitter,
+            playLeg: lossAndJitter, target: "comparison"),
+        FaultCase(
+            name: "bursty loss (Gilbert–Elliott, ~3 %), both legs",
+            publishLeg: .burstLoss(GilbertElliott(goodToBad: 0.01, badToGood: 0.3)),
+            playLeg: .burstLoss(GilbertElliott(goodToBad: 0.01, badToGood: 0.3)), target: "no stall for good"),
+        FaultCase(
+            name: "1 % loss + 50±20 ms jitter in order, both legs",
+            publishLeg: Impairment.loss(0.01).with(
+                jitter: .milliseconds(20), around: .milliseconds(50), reorder: false),
+            playLeg: Impairment.loss(0.01).with(jitter: .milliseconds(20), around: .milliseconds(50), reorder: false),
+            target: "≥ 98 % frames"),
+        FaultCase(
+            name: "2 Mbit/s cap under a 4 Mbit/s publisher (player leg)",
+            playLeg: .rate(bitsPerSecond: 2_000_000, queueBytes: 100_000), videoKbps: 4_000, pattern: "snow",
+            target: "plays on with dropped groups, never stalls for good"),
+        FaultCase(
+            name: "30 s blackhole, both legs", event: .blackhole(.seconds(30)), window: .seconds(45),
+            target: "recovers ≤ 2 s after the path returns, no ERROR"),
+        FaultCase(name: "NAT rebinding, both legs", event: .rebind, target: "no reconnect"),
+        FaultCase(name: "relay restart", event: .relayRestart(down: .seconds(1)), target: "recovers ≤ 2 s"),
+        FaultCase(
+            name: "30 % handshake loss, both legs", publishLeg: .handshakeLoss(0.3), playLeg: .handshakeLoss(0.3),
+            target: "starts (time to first frame reported)"),
+    ]
+}

@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: MIT
+import Foundation
+import MoqInteropSupport
+import MoqPipeline
+import MoqSync
+import MoqTestKit
+
+/// Runs one ``FaultCase``: moqsink (H.264 640×360 + Opus) → proxy → relay → proxy → moqsrc,
+/// with an appsink rendering video on the clock (`sync=true`), and measures what played.
+struct FaultRun {
+    let fault: FaultCase
+    static let frameNs: Int64 = 33_333_333
+    static let warmUp: Duration = .seconds(4)
+    static let drainAfter: Duration = .seconds(3)
+
+    private struct Rendered: Sendable {
+        var arrival: UInt64
+        var index: Int
+        var micros: UInt64
+    }
+
+    private static func index(_ d: Duration) -> Int {
+        let (s, atto) = d.components
+        let ns = s * 1_000_000_000 + atto / 1_000_000_000
+        return Int((Double(ns) / Double(frameNs)).rounded())
+    }
+
+    private static func micros(_ d: Duration) -> UInt64 {
+        let (s, atto) = d.components
+        return UInt64(max(0, s)) * 1_000_000 + UInt64(max(0, atto) / 1_000_000_000_000)
+    }
+
+    func run() async throws -> FaultResult {
+        GStreamer.initialize(registeringSwiftMoQ: true)
+        var swiftRelay: TestRelay?
+        var rustRelay: RustRelay?
+        let port: UInt16
+        let fingerprint: String
+        switch fault.relay {
+        case .swift:
+            let relay = try TestRelay.start()
+            (port, fingerprint) = (relay.port, relay.fingerprint)
+            swiftRelay = relay
+        case .rust:
+            let relay = try await RustRelay.start()
+            (port, fingerprint) = (relay.port, relay.fingerprint)
+            rustRelay = relay
+        }
+        let publishProxy = try UDPProxy.start(forwardingTo: port, seed: 1)
+        let playProxy = try UDPProxy.start(forwardingTo: port, seed: 2)
+        publishProxy.impair(fault.publishLeg)
+        playProxy.impair(fault.playLeg)
+        let broadcast = "faults/\(UInt32.random(in: 0...UInt32.max))"
+        func endpoint(_ proxy: UDPProxy) -> String {
+            "url=moql://127.0.0.1:\(proxy.port)/anon broadcast=\(broadcast) tls-fingerprint=\(fingerprint)"
+        }
+        let publisher = Pipeline(
+            launch: "videotestsrc is-live=true pattern=\(fault.pattern) "
+                + "! video/x-raw,format=I420,width=640,height=360,framerate=30/1 "
+                + "! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=15 bitrate=\(fault.videoKbps) "
+                + "! h264parse ! video/x-h264,stream-format=avc,alignment=au "
+                + "! moqsink name=moq \(endpoint(publishProxy)) "
+                + "audiotestsrc is-live=true wave=sine ! audio/x-raw,rate=48000,channels=2 ! opusenc ! moq.")
+        let player = Pipeline(
+            launch: "moqsrc name=src \(endpoint(playProxy)) latency=\(fault.latencyMs) "
+                + "src.video_0 ! queue ! appsink name=video sync=true "
+                + "src.audio_0 ! queue ! fakesink sync=true")
+        let probe = LatencyProbe()
+        let rendered = Lock<[Rendered]>([])
+
+        let playerStart = LatencyProbe.now
+        try player.start()
+        try publisher.start(.paused)
+        try probe.attachPublisher(to: publisher, element: "moq", pad: "sink_0")
+        try publisher.setState(.playing)
+        let sink = try AppSink(player, name: "video")
+        let collector = Task {
+            while !Task.isCancelled {
+                var got = false
+                while let sample = sink.tryPull() {
+                    got = true
+                    guard let t = sample.publisherTime else { continue }
+                    let entry = Rendered(arrival: LatencyProbe.now, index: Self.index(t), micros: Self.micros(t))
+                    rendered.withLock { $0.append(entry) }
+                }
+                if !got { try? await Task.sleep(for: .milliseconds(2)) }
+            }
+        }
+
+        try await Task.sleep(for: Self.warmUp)
+        let windowStart = LatencyProbe.now
+        let startPosition = publisher.runningTime ?? .zero
+        var returned: (at: UInt64, position: Duration)?
+        switch fault.event {
+        case .steady:
+            try await Task.sleep(for: fault.window)
+        case .rebind:
+            publishProxy.rebind()
+            playProxy.rebind()
+            try await Task.sleep(for: fault.window)
+        case .blackhole(let outage):
+            publishProxy.blackhole()
+            playProxy.blackhole()
+            try await Task.sleep(for: outage)
+            publishProxy.impair(fault.publishLeg)
+            playProxy.impair(fault.playLeg)
+            returned = (LatencyProbe.now, publisher.runningTime ?? .zero)
+            try await Task.sleep(for: fault.window - outage)
+        case .relayRestart(let down):
+            await swiftRelay?.stop()
+            try await Task.sleep(for: down)
+            try await swiftRelay?.restart()
+            returned = (LatencyProbe.now, publisher.runningTime ?? .zero)
+            try await Task.sleep(for: fault.window - down)
+        }
+        let endPosition = publisher.runningTime ?? .zero
+        try await Task.sleep(for: Self.drainAfter)
+        collector.cancel()
+        _ = await collector.value
+
+        let stats = { (p: Pipeline, e: String) -> Int in
+            Int((try? p.element(named: e).property("stats"))??.structureValue?["reconnects"]?.intValue ?? -1)
+        }
+        let publisherReconnects = stats(publisher, "moq")
+        let playerReconnects = stats(player, "src")
+        let errors = (publisher.collectedMessages + player.collectedMessages).filter(\.isError)
+        player.stop()
+        publisher.stop()
+        publishProxy.stop()
+        playProxy.stop()
+        await swiftRelay?.stop()
+        await rustRelay?.stopAndWait()
+
+        let all = rendered.withLock { $0 }
+        let first = Self.index(startPosition)
+        let last = Self.index(endPosition)
+        let expected = max(1, last - first + 1)
+        let inWindow = all.filter { $0.index >= first && $0.index <= last }
+        let played = Set(inWindow.map(\.index)).count
+        for r in inWindow { probe.received(key: r.micros, at: r.arrival) }
+        let report = probe.report
+
+        // Stalls: pauses in rendering, from the window's start to its last expected frame.
+        let arrivals = all.map(\.arrival).filter { $0 >= windowStart }.sorted()
+        var stalls = 0
+        var stalledNs: UInt64 = 0
+        let windowNs = UInt64(expected) * UInt64(Self.frameNs)
+        var previous = windowStart
+        for a in arrivals + [windowStart + windowNs] {
+            if a > previous, a - previous > 100_000_000 {
+                stalls += 1
+                stalledNs += a - previous - UInt64(Self.frameNs)
+            }
+            previous = max(previous, a)
+        }
+        var recoveryMs: Double?
+        if let returned {
+            let after = Self.index(returned.position)
+            if let firstBack = all.first(where: { $0.index > after && $0.arrival >= returned.at }) {
+                recoveryMs = Double(firstBack.arrival - returned.at) / 1e6
+            }
+        }
+        let ms = { (d: Duration?) -> Double? in
+            d.map { Double($0.components.seconds) * 1000 + Double($0.components.attoseconds) / 1e15 }
+        }
+        return FaultResult(
+            name: fault.name, relay: fault.relay.rawValue, target: fault.target, framesPublished: expected,
+            framesPlayed: played, renderedPercent: 100 * Double(played) / Double(expected), stalls: stalls,
+            stallRatioPercent: min(100, 100 * Double(stalledNs) / Double(windowNs)), latencyP50Ms: ms(report.p50),
+            latencyP99Ms: ms(report.p99), recoveryMs: recoveryMs,
+            timeToFirstFrameMs: all.first.map { Double($0.arrival &- playerStart) / 1e6 },
+            publisherReconnects: publisherReconnects, playerReconnects: playerReconnects, errors: errors.count,
+            firstError: errors.first.map { "\($0)" }, rssMB: Double(residentBytes()) / 1_048_576,
+            proxyDrops: publishProxy.statistics.dropped + playProxy.statistics.dropped)
+    }
+}
