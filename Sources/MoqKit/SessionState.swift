@@ -3,7 +3,7 @@
 /// Where a ``Session`` stands (moq-kit's `SessionState`).
 ///
 /// Unlike moq-kit, a connected session that loses its relay goes back to ``connecting``
-/// and reconnects with backoff (1, 2, 4, 5 s…); only a failure retrying cannot fix
+/// and reconnects with backoff (0.5, 1, 1 s…); only a failure retrying cannot fix
 /// (authentication, TLS, configuration) or ``Session/close()`` ends it.
 public enum SessionState: Sendable, Equatable, CustomStringConvertible {
     /// Created; ``Session/connect()`` not called yet.

@@ -77,6 +77,10 @@ public final class MoqSession: @unchecked Sendable {
         settings.alpn = MoqVersion.alpn
         settings.automaticFlowControlCredit = false  // the session core returns credit as it consumes
         settings.idleTimeout = options.idleTimeout
+        // A client that only receives (a player) sends nothing until a packet arrives, and after
+        // a NAT rebinding nothing arrives until the server hears it from the new address: the
+        // keep-alive PING is what reaches it. 3 s of frozen video became 1 s (docs/reliability.md).
+        settings.keepAliveInterval = .seconds(1)
         settings.handshakeTimeout = options.connectTimeout
         var sessionConfig = SessionConfig(role: options.role, path: target.setupPath)
         if let hop = options.hopID { sessionConfig.hopID = hop }

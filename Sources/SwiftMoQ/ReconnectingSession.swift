@@ -2,9 +2,11 @@
 import MoqSync
 
 /// Keeps a session to a relay open: connects, and after a loss reconnects with
-/// capped backoff (1, 2, 4, 5, 5… s, each with random jitter so that the clients of a
-/// restarted relay do not all come back at once), until stopped or until an error that
-/// retrying cannot fix (authentication, configuration, TLS).
+/// capped backoff (0.5, 1, 1… s, each with random jitter so that the clients of a
+/// restarted relay do not all come back at once), each attempt given at most
+/// ``reconnectAttemptTimeout``, until stopped or until an error that retrying cannot fix
+/// (authentication, configuration, TLS). So a client is back within about 2 s of the
+/// path or the relay returning, however long it was gone (`docs/reliability.md`).
 ///
 /// GOAWAY is followed make-before-break: a new session is opened (to the URI the relay
 /// gave, or the same URL) and handed over while the old one still works, and only then
@@ -46,7 +48,10 @@ public final class ReconnectingSession: @unchecked Sendable {
     /// Callbacks, all on an arbitrary (non-main) thread.
     public struct Handlers: Sendable {
         public var status: @Sendable (Status) -> Void = { _ in }
-        /// A connection attempt or an open session failed; retrying follows.
+        /// A connection attempt or an open session failed; retrying follows. Reported for the
+        /// first failure after a session (or the first attempt), then at most once per
+        /// ``transientReportInterval`` while attempts keep failing: attempts come every second
+        /// or two, and a warning each time would bury the one that matters.
         public var transientError: @Sendable (MoqError) -> Void = { _ in }
         /// Retrying cannot help; the status is now `failed`.
         public var fatalError: @Sendable (MoqError) -> Void = { _ in }
@@ -67,8 +72,18 @@ public final class ReconnectingSession: @unchecked Sendable {
     >((.disconnected, nil, 0, 0, nil))
 
     /// The backoff delays, in order; the last repeats. Each wait is drawn from the upper half
-    /// of its delay (``jittered(_:)``).
-    public static let backoff: [Duration] = [.seconds(1), .seconds(2), .seconds(4), .seconds(5)]
+    /// of its delay (``jittered(_:)``). Short on purpose: an attempt costs the relay one
+    /// Initial (answered with a stateless Retry under load), and a long cap is what kept
+    /// clients away for 6 s after a 30 s outage (1, 2, 4, 5 s before).
+    public static let backoff: [Duration] = [.milliseconds(500), .seconds(1)]
+
+    /// How long one *re*connect attempt may take (the first connect uses the options'
+    /// `connectTimeout`). An attempt started while the path was down has its handshake
+    /// retransmissions backed off; a fresh attempt soon after the path returns beats them.
+    public static let reconnectAttemptTimeout: Duration = .seconds(2)
+
+    /// While attempts keep failing, ``Handlers/transientError`` is reported at most this often.
+    public static let transientReportInterval: Duration = .seconds(10)
 
     /// Whether a lost session is reconnected (true) or ends the connection as failed (the CLI's
     /// one-shot commands); GOAWAY is followed either way.
@@ -132,15 +147,27 @@ public final class ReconnectingSession: @unchecked Sendable {
     private func run() async {
         var attempt = 0
         var everConnected = false
+        var lastReport: ContinuousClock.Instant?
+        func report(_ error: MoqError) {
+            let now = ContinuousClock.now
+            if let last = lastReport, now - last < Self.transientReportInterval { return }
+            lastReport = now
+            handlers.transientError(error)
+        }
         set(.connecting)
         while !Task.isCancelled {
             do {
-                var session = try await MoqSession.connect(url, options: options)
+                var attemptOptions = options
+                if everConnected {
+                    attemptOptions.connectTimeout = min(options.connectTimeout, Self.reconnectAttemptTimeout)
+                }
+                var session = try await MoqSession.connect(url, options: attemptOptions)
                 if Task.isCancelled {
                     session.close()
                     return
                 }
                 attempt = 0
+                lastReport = nil
                 state.withLock {
                     $0.session = session
                     if everConnected { $0.reconnects += 1 }
@@ -192,7 +219,7 @@ public final class ReconnectingSession: @unchecked Sendable {
                     }
                     return
                 }
-                handlers.transientError(.closed("the session with \(url.redacted) ended: \(reason)"))
+                report(.closed("the session with \(url.redacted) ended: \(reason)"))
             } catch {
                 if Task.isCancelled { return }
                 if error.isFatal || !retryAfterLoss {
@@ -200,7 +227,7 @@ public final class ReconnectingSession: @unchecked Sendable {
                     handlers.fatalError(error)
                     return
                 }
-                handlers.transientError(error)
+                report(error)
             }
             set(everConnected ? .reconnecting : .connecting)
             let delay = Self.jittered(Self.backoff[min(attempt, Self.backoff.count - 1)])

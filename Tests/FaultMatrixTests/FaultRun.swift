@@ -124,6 +124,22 @@ struct FaultRun {
         let publisherReconnects = stats(publisher, "moq")
         let playerReconnects = stats(player, "src")
         let errors = (publisher.collectedMessages + player.collectedMessages).filter(\.isError)
+        if ProcessInfo.processInfo.environment["SWIFTMOQ_FAULTS_VERBOSE"] != nil {
+            for (label, p, e) in [("publisher", publisher, "moq"), ("player", player, "src")] {
+                print(
+                    "FAULTS \(label) stats: \((try? p.element(named: e).property("stats")).flatMap { $0 }.map { "\($0)" } ?? "-")"
+                )
+                for m in p.collectedMessages where m.isWarning || m.isError { print("FAULTS \(label): \(m)") }
+            }
+            let r = rendered.withLock { $0 }
+            let trace = r.enumerated().filter { $0.offset % 5 == 0 }.map {
+                "\(Int64(bitPattern: $0.element.arrival &- windowStart) / 1_000_000):\($0.element.index)"
+            }
+            print("FAULTS trace (ms after window start : frame index): \(trace.joined(separator: " "))")
+            print(
+                "FAULTS rendered \(r.count), first index \(r.first?.index ?? -1), last index \(r.last?.index ?? -1), window \(Self.index(startPosition))...\(Self.index(endPosition))"
+            )
+        }
         player.stop()
         publisher.stop()
         publishProxy.stop()

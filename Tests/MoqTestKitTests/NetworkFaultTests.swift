@@ -62,6 +62,44 @@ struct NetworkFaultTests {
         await relay.stop()
     }
 
+    @Test("a blackhole longer than the idle timeout: both elements are back within 3.5 s of the path returning")
+    func longBlackhole() async throws {
+        let relay = try TestRelay.start()
+        let proxy = try UDPProxy.start(forwardingTo: relay.port)
+        let broadcast = uniqueBroadcast("outage")
+        let publisher = h264Publisher(.moqsink(relay: relay, broadcast: broadcast, via: proxy))
+        let player = Self.player(relay, broadcast, via: proxy)
+        try publisher.start()
+        try player.start()
+        let sink = try AppSink(player, name: "sink")
+        #expect(try await sink.pull(count: 5, timeout: .seconds(20)).count == 5)
+
+        proxy.blackhole()
+        // Both sessions go idle after 10 s; reconnect attempts fail until the path returns.
+        try await Task.sleep(for: .seconds(12))
+        while sink.tryPull() != nil {}
+        proxy.restore()
+        let restored = ContinuousClock.now
+        let position = try #require(publisher.runningTime)
+        while true {
+            let sample = try #require(try await sink.pull(timeout: .seconds(20)))
+            if let t = sample.publisherTime, t > position { break }
+        }
+        let recovery = ContinuousClock.now - restored
+        // The sessions (an attempt in flight when the path returns, then at most 1 s of backoff),
+        // plus the next keyframe (0.5 s groups) and the 300 ms render delay. The 30 s row of
+        // `make faults` measures the same with the handshake's retransmissions backed off further.
+        #expect(recovery < .milliseconds(3500), "recovered \(recovery) after the path returned")
+        #expect(try Self.reconnects(publisher, "moq") == 1)
+        #expect(try Self.reconnects(player, "src") == 1)
+        #expect(!publisher.collectedMessages.contains { $0.isError }, "\(publisher.collectedMessages)")
+        #expect(!player.collectedMessages.contains { $0.isError }, "\(player.collectedMessages)")
+        player.stop()
+        publisher.stop()
+        proxy.stop()
+        await relay.stop()
+    }
+
     @Test("5 % loss and 50 ± 20 ms jitter both ways on both legs, latency=300: ≥ 98 % of video frames play")
     func lossAndJitter() async throws {
         let relay = try TestRelay.start()
