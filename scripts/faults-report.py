@@ -28,8 +28,8 @@ def table(rows: list[dict]) -> str:
     for r in rows:
         lines.append(
             f"| {r['name']} | {r['relay']} | {fmt(r['renderedPercent'], 1)} % ({r['framesPlayed']}/{r['framesPublished']}) "
-            f"| {r['stalls']} ({fmt(r['stallRatioPercent'], 1)} %) | {fmt(r['latencyP50Ms'])} / {fmt(r['latencyP99Ms'])} ms "
-            f"| {fmt(r['recoveryMs'])} ms | {fmt(r['timeToFirstFrameMs'])} ms "
+            f"| {r['stalls']} ({fmt(r['stallRatioPercent'], 1)} %) | {fmt(r.get('latencyP50Ms'))} / {fmt(r.get('latencyP99Ms'))} ms "
+            f"| {fmt(r.get('recoveryMs'))} ms | {fmt(r.get('timeToFirstFrameMs'))} ms "
             f"| {r['publisherReconnects']} / {r['playerReconnects']} | {r['errors']} | {fmt(r['rssMB'])} MB | {r['target']} |"
         )
     return "\n".join(lines)
@@ -52,9 +52,10 @@ def chart(rows: list[dict], out: Path) -> None:
     left.set_xlabel("%")
     left.legend(fontsize=7, loc="lower right")
     left.set_title("played and stalled (measured window)", fontsize=10)
-    right.barh([y - 0.2 for y in ys], [r["latencyP50Ms"] or 0 for r in rows], height=0.4, label="p50", color="#888")
-    right.barh([y + 0.2 for y in ys], [r["latencyP99Ms"] or 0 for r in rows], height=0.4, label="p99", color="#333")
-    right.set_xlabel("publish-to-render ms")
+    right.barh([y - 0.2 for y in ys], [r.get("latencyP50Ms") or 0 for r in rows], height=0.4, label="p50", color="#888")
+    right.barh([y + 0.2 for y in ys], [r.get("latencyP99Ms") or 0 for r in rows], height=0.4, label="p99", color="#333")
+    right.set_xscale("log")  # a blackhole's p99 is tens of seconds, the rest hundreds of ms
+    right.set_xlabel("publish-to-render ms (log)")
     right.legend(fontsize=7, loc="lower right")
     right.set_title("latency", fontsize=10)
     fig.tight_layout()

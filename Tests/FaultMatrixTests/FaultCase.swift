@@ -78,7 +78,7 @@ struct FaultCase: Sendable {
         FaultCase(name: "NAT rebinding, both legs", event: .rebind, target: "no reconnect"),
         FaultCase(name: "relay restart", event: .relayRestart(down: .seconds(1)), target: "recovers ≤ 2 s"),
         FaultCase(
-            name: "30 % handshake loss, both legs", publishLeg: .handshakeLoss(0.3), playLeg: .handshakeLoss(0.3),
+            name: "60 % handshake loss, both legs", publishLeg: .handshakeLoss(0.6), playLeg: .handshakeLoss(0.6),
             target: "starts (time to first frame reported)"),
     ]
 }

@@ -21,7 +21,8 @@ struct FaultMatrixTests {
             let result = try await FaultRun(fault: fault).run()
             print(Self.describe(result))
             results.append(result)
-            try Self.write(results)
+            // A partial run (some rows) must not replace the full run the report is made from.
+            try Self.write(results, to: filter == "1" ? "results.json" : "results-partial.json")
         }
         for r in results {
             #expect(r.framesPlayed > 0, "\(r.name): nothing played")
@@ -45,11 +46,11 @@ struct FaultMatrixTests {
             + "RSS \(String(format: "%.0f", r.rssMB)) MB, proxy drops \(r.proxyDrops)"
     }
 
-    static func write(_ results: [FaultResult]) throws {
+    static func write(_ results: [FaultResult], to file: String) throws {
         let directory = try RustPeer.packageRoot().appendingPathComponent("build/faults")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        try encoder.encode(results).write(to: directory.appendingPathComponent("results.json"))
+        try encoder.encode(results).write(to: directory.appendingPathComponent(file))
     }
 }

@@ -86,7 +86,8 @@ struct ProxyImpairmentTests {
             for i in 0..<50 { client.send(Self.datagram(i, size: 1_000)) }
             let got = try await client.receiveUntilQuiet(.milliseconds(200)).map(Self.index)
             let stats = proxy.statistics
-            #expect(got.count >= 10 && got.count <= 12, "\(got.count) through a 10-datagram queue")
+            // 10 fit the queue at once; a proxy thread descheduled mid-burst lets the link drain a few more.
+            #expect(got.count >= 10 && got.count <= 20, "\(got.count) through a 10-datagram queue")
             #expect(got == Array(0..<got.count), "a queue keeps order and drops the tail")
             #expect(stats.queueDrops == 50 - got.count)
             // Paced: the last one left ~8 ms × count after the first arrived.
@@ -102,14 +103,17 @@ struct ProxyImpairmentTests {
         for _ in 0..<2 {
             try await withEcho(seed: 99) { proxy, _, client in
                 proxy.impair(Impairment(toServer: LinkImpairment(burstLoss: model), toClient: .none))
-                // Read the echoes while sending: a full socket buffer would drop some itself.
+                // In batches the proxy has taken before the next, reading the echoes as they come:
+                // a full socket buffer (a busy machine) would drop datagrams itself, and those
+                // drops would not replay.
                 var echoed: [[UInt8]] = []
-                for i in 0..<2_000 {
-                    client.send(Self.datagram(i))
-                    if i % 50 == 49 {
-                        try await Task.sleep(for: .milliseconds(2))
-                        echoed += client.pending()
+                for batch in 0..<100 {
+                    for i in (batch * 20)..<(batch * 20 + 20) { client.send(Self.datagram(i)) }
+                    try await eventually("the proxy took batch \(batch)") {
+                        let s = proxy.statistics
+                        return s.forwardedToServer + s.droppedToServer == batch * 20 + 20
                     }
+                    echoed += client.pending()
                 }
                 let got = Set((echoed + (try await client.receiveUntilQuiet())).map(Self.index))
                 runs.append((0..<2_000).filter { !got.contains($0) })
