@@ -7,6 +7,8 @@ final class ProxyLoop {
     private struct Flow {
         let client: sockaddr_in
         var upstream: UDPSocket
+        /// When a datagram last went through, either way (monotonic ns).
+        var lastActive: UInt64
     }
 
     private struct Delayed {
@@ -19,6 +21,8 @@ final class ProxyLoop {
     private let listener: UDPSocket
     private let targetPort: UInt16
     private let control: ProxyControl
+    private let flowIdleTimeoutNs: UInt64
+    private var nextExpiryCheck: UInt64 = 0
     private var generator: SeededGenerator
     private var flows: [UInt64: Flow] = [:]
     /// Sorted by `due`; equal times keep arrival order.
@@ -28,10 +32,11 @@ final class ProxyLoop {
     private var rebindsDone = 0
     private var buffer = [UInt8](repeating: 0, count: 65_536)
 
-    init(listener: UDPSocket, targetPort: UInt16, control: ProxyControl, seed: UInt64) {
+    init(listener: UDPSocket, targetPort: UInt16, control: ProxyControl, seed: UInt64, flowIdleTimeout: Duration) {
         self.listener = listener
         self.targetPort = targetPort
         self.control = control
+        flowIdleTimeoutNs = LinkState.nanoseconds(flowIdleTimeout)
         generator = SeededGenerator(seed: seed)
     }
 
@@ -43,8 +48,12 @@ final class ProxyLoop {
             for key in keys {
                 fds.append(pollfd(fd: flows[key]?.upstream.fd ?? -1, events: Int16(POLLIN), revents: 0))
             }
+            // At least once a second, to forget idle flows.
             let timeout =
-                delayed.first.map { Int32(clamping: ($0.due &- min($0.due, Self.now()) + 999_999) / 1_000_000) } ?? -1
+                delayed.first.map {
+                    min(1000, Int32(clamping: ($0.due &- min($0.due, Self.now()) + 999_999) / 1_000_000))
+                }
+                ?? 1000
             if poll(&fds, nfds_t(fds.count), timeout) < 0, errno != EINTR { return }
             if fds[0].revents != 0 {
                 var drain = [UInt8](repeating: 0, count: 64)
@@ -55,7 +64,20 @@ final class ProxyLoop {
             if fds[1].revents != 0 { readClients(impairment) }
             for (i, key) in keys.enumerated() where fds[i + 2].revents != 0 { readServer(key, impairment) }
             flushDelayed()
+            expireIdleFlows()
         }
+    }
+
+    /// Forgets flows idle for longer than the timeout, closing their upstream sockets, as a NAT
+    /// forgets a mapping: a client that comes back later gets a new source port.
+    private func expireIdleFlows() {
+        let now = Self.now()
+        guard now >= nextExpiryCheck else { return }
+        nextExpiryCheck = now + 1_000_000_000
+        let idle = flows.filter { now &- $0.value.lastActive > flowIdleTimeoutNs }.map(\.key)
+        guard !idle.isEmpty else { return }
+        for key in idle { flows[key] = nil }
+        control.shared.withLock { $0.statistics.flowsExpired += idle.count }
     }
 
     private func readClients(_ impairment: Impairment) {
@@ -63,9 +85,10 @@ final class ProxyLoop {
             let key = UInt64(from.sin_addr.s_addr) << 16 | UInt64(from.sin_port)
             if flows[key] == nil {
                 guard let upstream = try? UDPSocket(connectingTo: targetPort) else { continue }
-                flows[key] = Flow(client: from, upstream: upstream)
+                flows[key] = Flow(client: from, upstream: upstream, lastActive: Self.now())
                 control.shared.withLock { $0.statistics.clients += 1 }
             }
+            flows[key]?.lastActive = Self.now()
             route(Array(buffer[0..<count]), toServer: true, flow: key, impairment.toServer)
         }
     }
@@ -73,6 +96,7 @@ final class ProxyLoop {
     private func readServer(_ key: UInt64, _ impairment: Impairment) {
         guard let flow = flows[key] else { return }
         while let (count, _) = flow.upstream.receive(into: &buffer) {
+            flows[key]?.lastActive = Self.now()
             route(Array(buffer[0..<count]), toServer: false, flow: key, impairment.toClient)
         }
     }

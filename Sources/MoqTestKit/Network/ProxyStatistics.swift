@@ -20,6 +20,8 @@ public struct ProxyStatistics: Sendable, Equatable {
     public var overtaken = 0
     /// Distinct client addresses seen.
     public var clients = 0
+    /// Client flows forgotten after being idle (their upstream sockets closed).
+    public var flowsExpired = 0
     /// NAT rebindings done (each gives every flow a new source port toward the server).
     public var rebinds = 0
 

@@ -34,12 +34,19 @@ public final class UDPProxy: Sendable {
 
     /// Starts forwarding from a free port to 127.0.0.1:`targetPort`.
     ///
-    /// - Parameter seed: seeds the loss decisions (the same traffic gets the same drops).
-    public static func start(forwardingTo targetPort: UInt16, seed: UInt64 = 0x5EED) throws(TestKitError) -> UDPProxy {
+    /// - Parameters:
+    ///   - seed: seeds the loss decisions (the same traffic gets the same drops).
+    ///   - flowIdleTimeout: a client flow idle this long is forgotten and its upstream socket
+    ///     closed (a NAT's mapping timeout): long soaks with many reconnects hold no sockets for
+    ///     clients that left.
+    public static func start(
+        forwardingTo targetPort: UInt16, seed: UInt64 = 0x5EED, flowIdleTimeout: Duration = .seconds(30)
+    ) throws(TestKitError) -> UDPProxy {
         let listener = try UDPSocket()
         let control = try ProxyControl()
         let proxy = UDPProxy(port: listener.localPort, targetPort: targetPort, control: control)
-        let loop = ProxyLoop(listener: listener, targetPort: targetPort, control: control, seed: seed)
+        let loop = ProxyLoop(
+            listener: listener, targetPort: targetPort, control: control, seed: seed, flowIdleTimeout: flowIdleTimeout)
         let box = Unmanaged.passRetained(loop).toOpaque()
         var tid = pthread_t()
         let rc = pthread_create(
