@@ -62,7 +62,7 @@ struct NetworkFaultTests {
         await relay.stop()
     }
 
-    @Test("a blackhole longer than the idle timeout: both elements are back within 3.5 s of the path returning")
+    @Test("a blackhole past the idle timeout: both elements back within 4.5 s of the path returning, no ERROR")
     func longBlackhole() async throws {
         let relay = try TestRelay.start()
         let proxy = try UDPProxy.start(forwardingTo: relay.port)
@@ -86,10 +86,11 @@ struct NetworkFaultTests {
             if let t = sample.publisherTime, t > position { break }
         }
         let recovery = ContinuousClock.now - restored
-        // The sessions (an attempt in flight when the path returns, then at most 1 s of backoff),
-        // plus the next keyframe (0.5 s groups) and the 300 ms render delay. The 30 s row of
-        // `make faults` measures the same with the handshake's retransmissions backed off further.
-        #expect(recovery < .milliseconds(3500), "recovered \(recovery) after the path returned")
+        // Worst case for each session: an attempt whose next Initial falls after its 2 s limit,
+        // then up to 1 s of backoff and a handshake (~3 s); plus the catalog and subscription,
+        // the next keyframe (0.5 s groups) and the 300 ms render delay. Typically about 2 s
+        // (the 30 s row of `make faults`); the bound leaves room for a loaded CI machine.
+        #expect(recovery < .milliseconds(4500), "recovered \(recovery) after the path returned")
         #expect(try Self.reconnects(publisher, "moq") == 1)
         #expect(try Self.reconnects(player, "src") == 1)
         #expect(!publisher.collectedMessages.contains { $0.isError }, "\(publisher.collectedMessages)")
