@@ -147,7 +147,7 @@ let package = Package(
         .testTarget(
             name: "MoqPipelineTests", dependencies: ["MoqPipeline", "CGStreamer"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "MoqTestKitTests", dependencies: ["MoqTestKit", "MoqPipeline", "SwiftMoQ"],
+            name: "MoqTestKitTests", dependencies: ["MoqTestKit", "MoqPipeline", "SwiftMoQ", "MoqKit"],
             swiftSettings: swiftSettings),
         .testTarget(name: "RelayTests", dependencies: ["MoqSync", "SwiftMoQ"], swiftSettings: swiftSettings),
         .testTarget(

@@ -96,6 +96,21 @@ public actor Session {
         return subscription
     }
 
+    /// Subscribes to the track `name` of the broadcast `broadcast` (relative to the session's
+    /// root) for as long as the subscription is kept: across reconnects, relay restarts and GOAWAY
+    /// handovers it resubscribes whenever the broadcast is announced again, and delivers every
+    /// object once, in order (what the relay or the publisher still caches within
+    /// ``TrackSubscription/latencyBudgetMs`` of the newest group is not lost in an outage).
+    /// The objects stream ends when the publisher ends the track, or on ``TrackSubscription/close()``.
+    /// - Throws: ``SessionError/alreadyClosed``; ``SessionError/invalidConfiguration(_:)`` for a bad path.
+    public func subscribeTrack(broadcast: String, name: String) throws(SessionError) -> TrackSubscription {
+        guard current != .closed else { throw .alreadyClosed }
+        if let problem = BroadcastPath.validationError(broadcast) {
+            throw .invalidConfiguration("broadcast path: \(problem)")
+        }
+        return TrackSubscription(following: BroadcastPath.normalize(broadcast), name: name, sessions: sessions())
+    }
+
     /// Publishes `publisher`'s tracks as the broadcast `path`; call before ``Publisher/start()``.
     public func publish(path: String, publisher: Publisher) throws(SessionError) {
         guard current != .closed else { throw .alreadyClosed }

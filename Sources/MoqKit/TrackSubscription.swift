@@ -24,6 +24,10 @@ public struct TrackObject: Sendable, Equatable {
 }
 
 /// A subscription to one track of a broadcast (moq-kit's `TrackSubscription`).
+///
+/// From ``Broadcast/subscribeTrack(name:delivery:)`` it lives as long as that announcement;
+/// from ``Session/subscribeTrack(broadcast:name:)`` it follows the track across reconnects,
+/// relay restarts and GOAWAY handovers, and delivers each object once (``ResumePosition``).
 public final class TrackSubscription: Sendable {
     /// The latency budget of the subscription (ms): groups up to this old are delivered (and a new
     /// subscriber first gets the cached ones this recent).
@@ -32,23 +36,27 @@ public final class TrackSubscription: Sendable {
     /// The track's objects; the stream ends when the track or the broadcast ends, or on ``close()``.
     public let objects: AsyncThrowingStream<TrackObject, any Error>
 
-    private let remote: RemoteTrack
-    private let task: Task<Void, Never>
+    private let remote = Lock<RemoteTrack?>(nil)
+    private let task = Lock<Task<Void, Never>?>(nil)
     private let closeHandlers = Lock<[@Sendable () -> Void]>([])
     private let closed = Lock(false)
     private let continuation: AsyncThrowingStream<TrackObject, any Error>.Continuation
 
-    init(session: MoqSession, broadcast: String, name: String, delivery: TrackDelivery) {
-        // Data (chat, telemetry) should not be shed the way stale media is: a generous budget,
-        // so that a group still in flight when the next one is written is delivered, not dropped.
-        let remote = session.subscribe(
-            broadcast: broadcast, track: name,
-            range: SubscriptionRange(priority: 0, maxLatencyMs: TrackSubscription.latencyBudgetMs))
-        self.remote = remote
+    private init() {
         (objects, continuation) = AsyncThrowingStream<TrackObject, any Error>.makeStream(
             bufferingPolicy: .bufferingOldest(Self.maxBufferedObjects))
+    }
+
+    /// Data (chat, telemetry) should not be shed the way stale media is: a generous budget, so
+    /// that a group still in flight when the next one is written is delivered, not dropped.
+    private static let range = SubscriptionRange(priority: 0, maxLatencyMs: latencyBudgetMs)
+
+    convenience init(session: MoqSession, broadcast: String, name: String, delivery: TrackDelivery) {
+        self.init()
+        let remote = session.subscribe(broadcast: broadcast, track: name, range: Self.range)
+        self.remote.withLock { $0 = remote }
         let continuation = self.continuation
-        task = Task {
+        start {
             do {
                 switch delivery {
                 case .monotonic:
@@ -70,6 +78,60 @@ public final class TrackSubscription: Sendable {
                 if let reason = remote.error { continuation.finish(throwing: reason) } else { continuation.finish() }
             }
         }
+    }
+
+    /// Follows `name` of `broadcast` on every session `sessions` yields: subscribes whenever the
+    /// broadcast is announced, and skips what a resubscription repeats.
+    convenience init(following broadcast: String, name: String, sessions: AsyncStream<MoqSession>) {
+        self.init()
+        let continuation = self.continuation
+        let current = self.remote
+        start {
+            var position = ResumePosition()
+            do {
+                for await moq in sessions {
+                    // Within a session the broadcast may go and come back (its publisher reconnecting).
+                    while moq.closeReason == nil, !Task.isCancelled {
+                        guard (try? await moq.waitForBroadcast(broadcast, timeout: .seconds(3600))) != nil else {
+                            break
+                        }
+                        let remote = moq.subscribe(broadcast: broadcast, track: name, range: Self.range)
+                        current.withLock { $0 = remote }
+                        let consumer = remote.consumer(maxLatencyMs: nil)
+                        do {
+                            while let group = try await consumer.nextGroup() {
+                                var index: UInt64 = 0
+                                while let frame = try await group.nextFrame() {
+                                    if position.admit(group: group.sequence, index: index, timestamp: frame.timestamp) {
+                                        try Self.deliver(
+                                            Self.object(frame, group: group.sequence, index: index), to: continuation)
+                                    }
+                                    index += 1
+                                }
+                            }
+                            // The track finished: the publisher ended it.
+                            continuation.finish()
+                            return
+                        } catch let error as TrackReadError {
+                            if case .cancelled = error { return }
+                            // The publisher, the relay or the path went away: the next announcement
+                            // (on this session or the next one) resumes it.
+                            remote.cancel()
+                            try? await Task.sleep(for: .milliseconds(100))
+                        }
+                    }
+                    if Task.isCancelled { return }
+                }
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+    }
+
+    private func start(_ body: @escaping @Sendable () async -> Void) {
+        let running = Task { await body() }
+        task.withLock { $0 = running }
         continuation.onTermination = { [weak self] _ in self?.close() }
     }
 
@@ -80,8 +142,8 @@ public final class TrackSubscription: Sendable {
                 defer { c = true }; return c
             })
         else { return }
-        task.cancel()
-        remote.cancel()
+        task.withLock { $0 }?.cancel()
+        remote.withLock { $0 }?.cancel()
         continuation.finish()
         for handler in closeHandlers.withLock({ $0 }) { handler() }
     }

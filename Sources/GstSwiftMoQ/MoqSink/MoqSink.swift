@@ -261,8 +261,13 @@ final class MoqSink: @unchecked Sendable {
         reporter.log(GST_LEVEL_INFO, "catalog: \(String(decoding: json, as: UTF8.self))")
     }
 
+    /// How long EOS (gst-launch-1.0 -e and Ctrl-C) may wait for what was captured to be delivered:
+    /// for a session when the connection is reconnecting, then for the relay to subscribe again,
+    /// then for the subscribers to take everything queued. EOS is posted after that at the latest.
+    static let eosDeliveryTimeout: Duration = .seconds(10)
+
     /// A pad reached EOS; when all have, the broadcast ends cleanly and EOS is posted
-    /// once everything was delivered.
+    /// once everything was delivered (within ``eosDeliveryTimeout``).
     func padReachedEOS() {
         guard let run else { return }
         let all = pads.withLock { $0.allSatisfy(\.isEOS) }
@@ -271,12 +276,47 @@ final class MoqSink: @unchecked Sendable {
         let reporter = self.reporter
         Task {
             run.catalogTrack.finish()
-            if let session = run.connection.session { await session.drain(timeout: .seconds(5)) }
+            await Self.deliver(run, reporter: reporter)
             reporter.log(GST_LEVEL_INFO, "all pads reached EOS: broadcast complete")
             let message = gst_message_new_eos(
                 UnsafeMutableRawPointer(element.pointer).assumingMemoryBound(to: GstObject.self))
             gst_element_post_message(element.pointer, message)
         }
+    }
+
+    /// Waits (bounded) until what the broadcast captured reached the relay: a publisher that is
+    /// reconnecting at EOS keeps its cache, so the groups captured during the outage go out once
+    /// the relay, asked by its subscribers, subscribes again.
+    private static func deliver(_ run: Running, reporter: ElementReporter) async {
+        let deadline = ContinuousClock.now + eosDeliveryTimeout
+        // A session told to go away by a relay shutting down stays until it closes: only an open one counts.
+        func open() -> MoqSession? { run.connection.session.flatMap { $0.closeReason == nil ? $0 : nil } }
+        var session = open()
+        let wasReconnecting = session == nil
+        while session == nil, ContinuousClock.now < deadline, run.connection.status != .failed,
+            run.connection.status != .disconnected
+        {
+            try? await Task.sleep(for: .milliseconds(20))
+            session = open()
+        }
+        guard let session else {
+            reporter.log(GST_LEVEL_WARNING, "EOS while not connected: what was captured since the outage is lost")
+            return
+        }
+        if wasReconnecting {
+            reporter.log(GST_LEVEL_INFO, "EOS while reconnecting: delivering what was captured during the outage")
+            // The relay subscribes again once its subscribers have (each reconnects on its own).
+            let tracks = run.broadcast.trackNames.filter { $0 != Catalog.trackName }.compactMap {
+                run.broadcast.existingTrack($0)
+            }
+            while ContinuousClock.now < deadline, !tracks.contains(where: { $0.observerCount > 0 }) {
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+            // Its first groups go out on the session's loop right after the subscription.
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        let remaining = deadline - ContinuousClock.now
+        if remaining > .zero { await session.drain(timeout: remaining) }
     }
 
     // MARK: Stats
@@ -292,6 +332,7 @@ final class MoqSink: @unchecked Sendable {
                 )
             ),
             ("reconnects", .uint64(UInt64(run?.connection.reconnects ?? 0))),
+            ("handovers", .uint64(UInt64(run?.connection.handovers ?? 0))),
             ("rtt-us", .uint64(stats?.rttMicros ?? 0)),
             ("send-rate-bps", .uint64(stats?.sendRateBps ?? 0)),
             ("bytes-sent", .uint64(stats?.bytesSent ?? 0)),

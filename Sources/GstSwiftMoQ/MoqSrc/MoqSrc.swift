@@ -758,6 +758,7 @@ final class MoqSrc: @unchecked Sendable {
             ),
             ("broadcast", .string(run?.broadcast ?? "")),
             ("reconnects", .uint64(UInt64(run?.connection.reconnects ?? 0))),
+            ("handovers", .uint64(UInt64(run?.connection.handovers ?? 0))),
             ("round-trip-time-ms", .double(Double(stats?.rttMicros ?? 0) / 1000)),
             ("bytes-received", .uint64(stats?.bytesReceived ?? 0)),
             ("packets-lost", .uint64(stats?.packetsLost ?? 0)),

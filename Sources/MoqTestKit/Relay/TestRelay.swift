@@ -22,17 +22,25 @@ public final class TestRelay: Sendable {
     public let path: String
     private let certificates: CertificateFiles
     private let logger: MoqLogger
+    private let upstream: Upstream?
     private let current: Lock<MoqRelay?>
+
+    /// The relay this one joins (`swiftmoq relay --upstream`).
+    private struct Upstream: Sendable {
+        let url: MoqURL
+        let fingerprint: String
+    }
 
     private init(
         port: UInt16, fingerprint: String, path: String, certificates: CertificateFiles, logger: MoqLogger,
-        relay: MoqRelay
+        upstream: Upstream?, relay: MoqRelay
     ) {
         self.port = port
         self.fingerprint = fingerprint
         self.path = path
         self.certificates = certificates
         self.logger = logger
+        self.upstream = upstream
         current = Lock(relay)
     }
 
@@ -41,21 +49,41 @@ public final class TestRelay: Sendable {
     /// - Parameters:
     ///   - path: the connection path in ``url(via:)`` (the relay serves every path).
     ///   - logger: where the relay logs (`.standardError(level: .debug, label: "relay")` to watch it).
-    public static func start(path: String = "anon", logger: MoqLogger = .silent) throws(TestKitError) -> TestRelay {
-        let certificates = try CertificateFiles(names: ["localhost", "127.0.0.1"])
-        let relay = try launch(port: 0, certificates: certificates, logger: logger)
+    ///   - upstream: a relay this one joins (`swiftmoq relay --upstream`): broadcasts published on
+    ///     either are available on both. The two share one certificate, as the relays of one
+    ///     cluster do, so a client pinned to one may follow a GOAWAY to the other.
+    public static func start(path: String = "anon", logger: MoqLogger = .silent, upstream: TestRelay? = nil)
+        throws(TestKitError) -> TestRelay
+    {
+        let certificates: CertificateFiles
+        if let shared = upstream?.certificates {
+            certificates = shared
+        } else {
+            certificates = try CertificateFiles(names: ["localhost", "127.0.0.1"])
+        }
+        var link: Upstream?
+        if let upstream {
+            do { link = Upstream(url: try MoqURL(upstream.url()), fingerprint: upstream.fingerprint) } catch {
+                throw .relay("upstream URL: \(error)")
+            }
+        }
+        let relay = try launch(port: 0, certificates: certificates, logger: logger, upstream: link)
         return TestRelay(
             port: relay.port, fingerprint: relay.fingerprint, path: path, certificates: certificates, logger: logger,
-            relay: relay)
+            upstream: link, relay: relay)
     }
 
-    private static func launch(port: UInt16, certificates: CertificateFiles, logger: MoqLogger) throws(TestKitError)
-        -> MoqRelay
+    private static func launch(port: UInt16, certificates: CertificateFiles, logger: MoqLogger, upstream: Upstream?)
+        throws(TestKitError) -> MoqRelay
     {
-        let configuration = MoqRelay.Configuration(
+        var configuration = MoqRelay.Configuration(
             host: "127.0.0.1", port: port,
             certificate: .files(certificateChain: certificates.certificate, privateKey: certificates.privateKey),
             auth: RelayAuth(publicPrefixes: [""]), logger: logger)
+        if let upstream {
+            configuration.upstream = upstream.url
+            configuration.upstreamTLS = TLSOptions(fingerprint: upstream.fingerprint)
+        }
         do { return try MoqRelay.start(configuration) } catch { throw .relay("cannot start on port \(port): \(error)") }
     }
 
@@ -104,7 +132,7 @@ public final class TestRelay: Sendable {
         let deadline = ContinuousClock.now + .seconds(2)
         while true {
             do {
-                let relay = try Self.launch(port: port, certificates: certificates, logger: logger)
+                let relay = try Self.launch(port: port, certificates: certificates, logger: logger, upstream: upstream)
                 current.withLock { $0 = relay }
                 return
             } catch {
