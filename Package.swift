@@ -147,7 +147,7 @@ let package = Package(
         .testTarget(
             name: "MoqPipelineTests", dependencies: ["MoqPipeline", "CGStreamer"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "MoqTestKitTests", dependencies: ["MoqTestKit", "MoqPipeline", "SwiftMoQ", "MoqKit"],
+            name: "MoqTestKitTests", dependencies: ["MoqTestKit", "MoqPipeline", "SwiftMoQ", "MoqKit", "MoqSync"],
             swiftSettings: swiftSettings),
         .testTarget(name: "RelayTests", dependencies: ["MoqSync", "SwiftMoQ"], swiftSettings: swiftSettings),
         .testTarget(
@@ -168,7 +168,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "FaultMatrixTests",
-            dependencies: ["MoqTestKit", "MoqPipeline", "MoqSync", "SwiftMoQ", "MoqInteropSupport"],
+            dependencies: ["MoqTestKit", "MoqPipeline", "MoqSync", "SwiftMoQ", "MoqKit", "MoqInteropSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "InteropTests",

@@ -20,17 +20,27 @@ def fmt(value, digits: int = 0) -> str:
     return f"{value:.{digits}f}"
 
 
+def data(r: dict) -> str:
+    """The data track's column: delivered share of the window, repeats, and who read it."""
+    sent = r.get("dataSent", 0)
+    if not sent:
+        return "–"
+    share = 100 * r["dataDelivered"] / sent
+    return f"{share:.1f} % ({r['dataRepeated']}) {r['dataReader']}"
+
+
 def table(rows: list[dict]) -> str:
     lines = [
-        "| case | relay | played | stalls (ratio) | latency p50 / p99 | recovery | first frame | reconnects pub/play | errors | RSS | target |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| case | relay | played | stalls (ratio) | latency p50 / p99 | recovery | first frame | reconnects pub/play | errors | data delivered (repeated) | RSS | target |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['name']} | {r['relay']} | {fmt(r['renderedPercent'], 1)} % ({r['framesPlayed']}/{r['framesPublished']}) "
             f"| {r['stalls']} ({fmt(r['stallRatioPercent'], 1)} %) | {fmt(r.get('latencyP50Ms'))} / {fmt(r.get('latencyP99Ms'))} ms "
             f"| {fmt(r.get('recoveryMs'))} ms | {fmt(r.get('timeToFirstFrameMs'))} ms "
-            f"| {r['publisherReconnects']} / {r['playerReconnects']} | {r['errors']} | {fmt(r['rssMB'])} MB | {r['target']} |"
+            f"| {r['publisherReconnects']} / {r['playerReconnects']} | {r['errors']} "
+            f"| {data(r)} | {fmt(r['rssMB'])} MB | {r['target']} |"
         )
     return "\n".join(lines)
 

@@ -87,7 +87,16 @@ public final class TrackSubscription: Sendable {
         let continuation = self.continuation
         let current = self.remote
         start {
-            var position = ResumePosition()
+            // What a resubscription may repeat reaches back one budget from the newest group: a
+            // frame older than that (in the track's timescale, µs unless TRACK_INFO says otherwise)
+            // comes from a new timeline.
+            func tolerance(_ remote: RemoteTrack?) -> UInt64 {
+                let timescale = remote?.track.info?.timescale ?? 1_000_000
+                let (ticks, overflow) = (TrackSubscription.latencyBudgetMs + 1000).multipliedReportingOverflow(
+                    by: timescale)
+                return overflow ? .max : ticks / 1000
+            }
+            var position = ResumePosition(timelineTolerance: tolerance(nil))
             do {
                 for await moq in sessions {
                     // Within a session the broadcast may go and come back (its publisher reconnecting).
@@ -97,6 +106,7 @@ public final class TrackSubscription: Sendable {
                         }
                         let remote = moq.subscribe(broadcast: broadcast, track: name, range: Self.range)
                         current.withLock { $0 = remote }
+                        position.timelineTolerance = tolerance(remote)
                         let consumer = remote.consumer(maxLatencyMs: nil)
                         do {
                             while let group = try await consumer.nextGroup() {

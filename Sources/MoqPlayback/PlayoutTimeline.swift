@@ -14,7 +14,8 @@
 ///   stalled), the offset grows so the live edge maps to "now" again.
 /// - **Continuity** after a reconnect or a new broadcast: the offset is kept when the
 ///   new frames continue the old timeline (same publisher), otherwise the timeline is
-///   re-anchored after everything already pushed.
+///   re-anchored after everything already pushed. When it is kept, late frames are dropped
+///   rather than retargeted to for a grace period (``lateGraceUntilNs``).
 public struct PlayoutTimeline: Sendable, Equatable {
     /// running time = timestamp × 1000 + offset (ns); nil before the anchor.
     public private(set) var offsetNs: Int64?
@@ -26,6 +27,15 @@ public struct PlayoutTimeline: Sendable, Equatable {
     public private(set) var awaitingContinuityCheck = false
     /// Set by ``reanchorOnNextFrame()``.
     public private(set) var awaitingAnchor = false
+    /// Until this running time (ns), after a discontinuity whose timeline continued, late frames
+    /// are dropped rather than retargeted to: a resubscription first receives what the relay had
+    /// cached (or what a publisher that reconnected after the player sends first, oldest first),
+    /// and the live frames follow at once. Retargeting to the first late frame would add the whole
+    /// outage to the latency for good.
+    public private(set) var lateGraceUntilNs: UInt64?
+
+    /// How long late frames are dropped after a reconnect before the timeline gives in and moves.
+    public static let reconnectGraceNs: UInt64 = 2_000_000_000
 
     /// How far back new timestamps may start (A/V interleaving, a repeated group) and
     /// still count as the same timeline after a discontinuity.
@@ -73,12 +83,14 @@ public struct PlayoutTimeline: Sendable, Equatable {
             if backwards || farAhead {
                 anchor(edgeUs: edge, at: max(now, Saturating.add(latestPushedNs, 1_000_000)))
                 placement = .anchored
+            } else {
+                lateGraceUntilNs = Saturating.add(now, Self.reconnectGraceNs)
             }
         } else if offsetNs == nil {
             anchor(edgeUs: edge, at: now)
             placement = .anchored
         }
-        if mayRetarget, placement == .continued, let offset = offsetNs {
+        if mayRetarget, placement == .continued, !isInLateGrace(now: now), let offset = offsetNs {
             let edgePts = Saturating.add(Saturating.nanoseconds(micros: edge), offset)
             let deadline = Saturating.add(edgePts, Saturating.int64(latencyNs))
             let nowNs = Saturating.int64(now)
@@ -91,6 +103,11 @@ public struct PlayoutTimeline: Sendable, Equatable {
             }
         }
         return (runningTime(of: timestampUs), placement)
+    }
+
+    /// Whether late frames are to be dropped rather than retargeted to (``lateGraceUntilNs``).
+    public func isInLateGrace(now: UInt64) -> Bool {
+        lateGraceUntilNs.map { now < $0 } ?? false
     }
 
     /// The running time of a timestamp on the anchored timeline (0 before the anchor).

@@ -16,20 +16,23 @@
 /// A frame at or before the position is a repeat when its timestamp is not newer than the last
 /// one delivered and not older by more than ``timelineTolerance`` (groups are cut on the same
 /// media clock); a frame that goes back further, or forward in time with a lower position, comes
-/// from a new timeline (a restarted publisher) and starts over from there.
+/// from a new timeline (a restarted publisher) and starts over from there. So a publisher that
+/// restarts less than the tolerance after it started has its first frames taken for repeats
+/// until it passes the old position (at most the tolerance's worth).
 public struct ResumePosition: Sendable {
     /// The last frame delivered: group, index within it, timestamp (track timescale).
     public private(set) var last: (group: UInt64, index: UInt64, timestamp: UInt64)?
-    /// How far back in time (track timescale) a repeat may start.
-    public let timelineTolerance: UInt64
+    /// How far back in time (track timescale) a repeat may start: at least the latency budget
+    /// of the resubscription, which is how far back the relay starts it.
+    public var timelineTolerance: UInt64
     /// Frames recognised as repeats so far.
     public private(set) var repeats: UInt64 = 0
     /// New timelines recognised so far (a restarted publisher).
     public private(set) var restarts: UInt64 = 0
 
     /// - Parameter timelineTolerance: how far back a repeated frame's timestamp may be, in the
-    ///   track's timescale (2 s at moqsink's µs timescale by default): more than the budget of a
-    ///   resubscription would be repeated, since everything older went out of it.
+    ///   track's timescale (2 s at moqsink's µs timescale by default): at least the budget of the
+    ///   resubscription, since that is how far back it starts.
     public init(timelineTolerance: UInt64 = 2_000_000) {
         self.timelineTolerance = timelineTolerance
     }

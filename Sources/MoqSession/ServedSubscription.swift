@@ -156,6 +156,7 @@ final class ServedSubscription: StreamHandler, Pumpable {
         session.servedSubscriptionCount += 1
         counted = true
         self.track = track
+        track.demand(request.range)
         let trigger = PumpTrigger(scheduler: session.scheduler, target: self)
         self.trigger = trigger
         observerToken = track.addObserver(trigger)
@@ -166,6 +167,7 @@ final class ServedSubscription: StreamHandler, Pumpable {
         guard var request = subscribe else { return }
         request.range = range
         subscribe = request
+        track?.demand(range)
         for send in active {
             if let s = send.stream {
                 session.transport.setSendOrder(s, order(for: send.group.sequence))

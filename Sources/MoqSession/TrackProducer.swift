@@ -187,6 +187,7 @@ public final class TrackProducer: @unchecked Sendable {
         var version: UInt64 = 0
         var groupsDropped: UInt64 = 0
         var unusedHandler: (@Sendable () -> Void)?
+        var demandHandler: (@Sendable (SubscriptionRange?) -> Void)?
         var subscriptionStart: UInt64?
         var awaitingStart = false
     }
@@ -512,6 +513,18 @@ public final class TrackProducer: @unchecked Sendable {
     /// Called (once per transition) when the last observer is removed.
     public func onUnused(_ handler: @escaping @Sendable () -> Void) {
         state.withLock { $0.unusedHandler = handler }
+    }
+
+    /// Called with the range of each subscription served from this track as it starts or
+    /// changes: a relay subscribes upstream with what its subscribers ask for, and raises the
+    /// budget when a later one asks for more.
+    public func onDemand(_ handler: (@Sendable (SubscriptionRange?) -> Void)?) {
+        state.withLock { $0.demandHandler = handler }
+    }
+
+    /// Reports a subscriber's range to the ``onDemand(_:)`` handler, if any.
+    public func demand(_ range: SubscriptionRange?) {
+        state.withLock { $0.demandHandler }?(range)
     }
 
     // MARK: Internals

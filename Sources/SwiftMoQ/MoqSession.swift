@@ -70,6 +70,15 @@ public final class MoqSession: @unchecked Sendable {
         _ url: MoqURL, options: ClientOptions = ClientOptions(), origin: Origin = Origin(),
         serving: (any BroadcastDirectory)? = nil
     ) async throws(MoqError) -> MoqSession {
+        try await connect(url, options: options, origin: origin, serving: serving, answered: nil)
+    }
+
+    /// ``connect(_:options:origin:serving:)``, recording in `answered` whether the peer had sent
+    /// anything when the attempt timed out (``ReconnectingSession`` then gives the next one longer).
+    static func connect(
+        _ url: MoqURL, options: ClientOptions, origin: Origin = Origin(), serving: (any BroadcastDirectory)? = nil,
+        answered: Lock<Bool>?
+    ) async throws(MoqError) -> MoqSession {
         let target = options.authToken.map { url.addingToken($0) } ?? url
         let verification = try options.tls.verification()
         let loop = try SharedLoop.get()
@@ -98,6 +107,7 @@ public final class MoqSession: @unchecked Sendable {
                 let endpoint = SessionConnection(
                     loop: loop, config: config, directory: serving ?? origin, peerDescription: peer)
                 let session = MoqSession(loop: loop, connection: endpoint, origin: origin, url: target)
+                endpoint.peerAnsweredBeforeTimeout = answered
                 endpoint.onReady = { result in
                     switch result {
                     case .success:

@@ -77,10 +77,17 @@ public final class ReconnectingSession: @unchecked Sendable {
     /// clients away for 6 s after a 30 s outage (1, 2, 4, 5 s before).
     public static let backoff: [Duration] = [.milliseconds(500), .seconds(1)]
 
-    /// How long one *re*connect attempt may take (the first connect uses the options'
-    /// `connectTimeout`). An attempt started while the path was down has its handshake
-    /// retransmissions backed off; a fresh attempt soon after the path returns beats them.
+    /// How long an attempt may take: 2 s, doubled after each attempt that timed out although the
+    /// peer answered (4, 8 s…, up to the options' `connectTimeout`). An attempt whose Initial or
+    /// handshake packets were lost has its retransmissions backed off (1, 2, 4 s…); a fresh
+    /// attempt soon after the path returns, or through handshake loss, beats them. Doubling for a
+    /// peer that answers keeps paths whose handshake takes longer (a round trip of a second) reachable.
     public static let reconnectAttemptTimeout: Duration = .seconds(2)
+
+    /// The time allowed to the attempt after `timedOut` attempts in a row ran out of time.
+    static func attemptTimeout(afterTimeouts timedOut: Int, cap: Duration) -> Duration {
+        min(cap, reconnectAttemptTimeout * (1 << min(timedOut, 8)))
+    }
 
     /// While attempts keep failing, ``Handlers/transientError`` is reported at most this often.
     public static let transientReportInterval: Duration = .seconds(10)
@@ -146,27 +153,49 @@ public final class ReconnectingSession: @unchecked Sendable {
 
     private func run() async {
         var attempt = 0
+        var timedOut = 0
+        var lastAttemptTimedOut = false
         var everConnected = false
         var lastReport: ContinuousClock.Instant?
+        // The first connect reports failing once `connectTimeout` has passed (as one long attempt
+        // would), though it makes shorter attempts within that time.
+        let firstDeadline = ContinuousClock.now + options.connectTimeout
         func report(_ error: MoqError) {
             let now = ContinuousClock.now
+            if !everConnected, lastReport == nil, case .timeout = error, now < firstDeadline { return }
             if let last = lastReport, now - last < Self.transientReportInterval { return }
             lastReport = now
             handlers.transientError(error)
         }
         set(.connecting)
         while !Task.isCancelled {
-            do {
+            do throws(MoqError) {
                 var attemptOptions = options
-                if everConnected {
-                    attemptOptions.connectTimeout = min(options.connectTimeout, Self.reconnectAttemptTimeout)
+                var limit = Self.attemptTimeout(afterTimeouts: timedOut, cap: options.connectTimeout)
+                if !everConnected, lastReport == nil {
+                    // Within the first connect's time: the last attempt ends at its deadline.
+                    let remaining = firstDeadline - ContinuousClock.now
+                    if remaining > .milliseconds(500) { limit = min(limit, remaining) }
                 }
-                var session = try await MoqSession.connect(url, options: attemptOptions)
+                attemptOptions.connectTimeout = limit
+                var session: MoqSession
+                let answered = Lock(false)
+                lastAttemptTimedOut = false
+                do throws(MoqError) {
+                    session = try await MoqSession.connect(url, options: attemptOptions, answered: answered)
+                } catch {
+                    // Only a path that answers but is slow earns a longer attempt: through an outage a
+                    // fresh 2 s attempt beats one whose retransmissions have backed off.
+                    if case .timeout = error { lastAttemptTimedOut = true }
+                    if case .timeout = error, answered.withLock({ $0 }) { timedOut += 1 } else { timedOut = 0 }
+                    throw error
+                }
                 if Task.isCancelled {
                     session.close()
                     return
                 }
                 attempt = 0
+                timedOut = 0
                 lastReport = nil
                 state.withLock {
                     $0.session = session
@@ -230,7 +259,13 @@ public final class ReconnectingSession: @unchecked Sendable {
                 report(error)
             }
             set(everConnected ? .reconnecting : .connecting)
-            let delay = Self.jittered(Self.backoff[min(attempt, Self.backoff.count - 1)])
+            // An attempt that ran out of time has waited already: the next one starts at once (an
+            // Initial goes out at each attempt's start and about 1 s later, so a path that returns
+            // is tried within about a second). Quick failures wait for the backoff.
+            let delay =
+                lastAttemptTimedOut
+                ? .milliseconds(Int.random(in: 0...100))
+                : Self.jittered(Self.backoff[min(attempt, Self.backoff.count - 1)])
             attempt += 1
             try? await Task.sleep(for: delay)
         }
@@ -241,8 +276,12 @@ public final class ReconnectingSession: @unchecked Sendable {
     /// nil when it cannot be opened (the old one is then kept until it ends).
     private func successor(of old: MoqSession, goawayURI: String) async -> MoqSession? {
         let target = (try? MoqURL(goawayURI)) ?? url
+        // One short attempt: a relay that is shutting down is often gone before it answers, and
+        // an attempt whose Initial went unanswered backs off; the reconnect loop does better.
+        var attemptOptions = options
+        attemptOptions.connectTimeout = min(options.connectTimeout, Self.reconnectAttemptTimeout)
         do {
-            let next = try await MoqSession.connect(target, options: options)
+            let next = try await MoqSession.connect(target, options: attemptOptions)
             if Task.isCancelled {
                 next.close()
                 return nil

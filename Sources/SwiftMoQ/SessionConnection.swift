@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 import MoqQUIC
 import MoqSession
+import MoqSync
 import MoqWire
 
 /// Adapts a QUIC connection to the session core's transport protocol.
@@ -42,6 +43,9 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate {
     let directory: (any BroadcastDirectory)?
     /// Called once: the session is usable, or failed before it was.
     var onReady: ((Result<Void, MoqError>) -> Void)?
+    /// Set when the connect timer fired after the peer had sent something: the path works but
+    /// the handshake is slow (a long round trip), so the next attempt deserves more time.
+    var peerAnsweredBeforeTimeout: Lock<Bool>?
     /// Called once when the session ends (after `onReady`).
     var onClose: ((SessionCloseReason) -> Void)?
     var onGoaway: ((String) -> Void)?
@@ -72,6 +76,7 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate {
         connectTimer = loop.schedule(after: timeout) {
             let me = box.value
             guard me.onReady != nil else { return }
+            if (me.connection?.stats.bytesReceived ?? 0) > 0 { me.peerAnsweredBeforeTimeout?.withLock { $0 = true } }
             me.fail(
                 .timeout("no moq session with \(me.peerDescription) within \(timeout) (is a relay listening there?)"))
             me.connection?.close(code: SessionErrorCode.timeout.rawValue, reason: "connect timeout")

@@ -28,7 +28,7 @@ struct FaultMatrixTests {
             #expect(r.framesPlayed > 0, "\(r.name): nothing played")
             #expect(r.errors == 0 || r.relay == "rust", "\(r.name): \(r.firstError ?? "")")
         }
-        if let row = results.first(where: { $0.name.hasPrefix("5 % loss") && $0.relay == "swift" }) {
+        if let row = results.first(where: { $0.name == FaultCase.lossAndJitterRow }) {
             #expect(row.renderedPercent >= 98 && row.stallRatioPercent <= 2, "\(Self.describe(row))")
         }
         if let row = results.first(where: { $0.name.hasPrefix("NAT rebinding") }) {
@@ -43,7 +43,8 @@ struct FaultMatrixTests {
             + "(\(String(format: "%.1f", r.stallRatioPercent)) %), latency p50 \(f(r.latencyP50Ms)) "
             + "p99 \(f(r.latencyP99Ms)) ms, recovery \(f(r.recoveryMs)) ms, first frame \(f(r.timeToFirstFrameMs)) ms, "
             + "reconnects \(r.publisherReconnects)/\(r.playerReconnects), errors \(r.errors), "
-            + "RSS \(String(format: "%.0f", r.rssMB)) MB, proxy drops \(r.proxyDrops)"
+            + "RSS \(String(format: "%.0f", r.rssMB)) MB, proxy drops \(r.proxyDrops), "
+            + "data [\(r.dataReader)] \(r.dataDelivered)/\(r.dataSent) (\(r.dataRepeated) repeated)"
     }
 
     static func write(_ results: [FaultResult], to file: String) throws {

@@ -29,4 +29,13 @@ struct FaultResult: Codable, Sendable {
     var rssMB: Double
     /// Datagrams the proxies dropped (both legs).
     var proxyDrops: Int
+    /// The data track (``DataTrackProbe``): who read it, sequence numbers published in the window,
+    /// how many of those arrived, and how many arrived more than once.
+    var dataReader: String
+    var dataSent: Int
+    var dataDelivered: Int
+    var dataRepeated: Int
+
+    /// Delivered / sent, in percent.
+    var dataDeliveredPercent: Double { dataSent == 0 ? 0 : 100 * Double(dataDelivered) / Double(dataSent) }
 }

@@ -5,7 +5,7 @@ import MoqPipeline
 import MoqSync
 import MoqTestKit
 
-/// Runs one ``FaultCase``: moqsink (H.264 640×360 + Opus) → proxy → relay → proxy → moqsrc,
+/// Runs one ``FaultCase``: moqsink (H.264 640×360 + Opus + a data track) → proxy → relay → proxy → moqsrc,
 /// with an appsink rendering video on the clock (`sync=true`), and measures what played.
 struct FaultRun {
     let fault: FaultCase
@@ -20,9 +20,7 @@ struct FaultRun {
     }
 
     private static func index(_ d: Duration) -> Int {
-        let (s, atto) = d.components
-        let ns = s * 1_000_000_000 + atto / 1_000_000_000
-        return Int((Double(ns) / Double(frameNs)).rounded())
+        Int((d / .nanoseconds(frameNs)).rounded())
     }
 
     private static func micros(_ d: Duration) -> UInt64 {
@@ -38,7 +36,9 @@ struct FaultRun {
         let fingerprint: String
         switch fault.relay {
         case .swift:
-            let relay = try TestRelay.start()
+            let relay = try TestRelay.start(
+                logger: ProcessInfo.processInfo.environment["SWIFTMOQ_FAULTS_RELAY_LOG"] != nil
+                    ? .standardError(level: .debug, label: "relay") : .silent)
             (port, fingerprint) = (relay.port, relay.fingerprint)
             swiftRelay = relay
         case .rust:
@@ -46,8 +46,8 @@ struct FaultRun {
             (port, fingerprint) = (relay.port, relay.fingerprint)
             rustRelay = relay
         }
-        let publishProxy = try UDPProxy.start(forwardingTo: port, seed: 1)
-        let playProxy = try UDPProxy.start(forwardingTo: port, seed: 2)
+        let publishProxy = try UDPProxy.start(forwardingTo: port, seed: fault.seed)
+        let playProxy = try UDPProxy.start(forwardingTo: port, seed: fault.seed &+ 1)
         publishProxy.impair(fault.publishLeg)
         playProxy.impair(fault.playLeg)
         let broadcast = "faults/\(UInt32.random(in: 0...UInt32.max))"
@@ -59,8 +59,9 @@ struct FaultRun {
                 + "! video/x-raw,format=I420,width=640,height=360,framerate=30/1 "
                 + "! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=15 bitrate=\(fault.videoKbps) "
                 + "! h264parse ! video/x-h264,stream-format=avc,alignment=au "
-                + "! moqsink name=moq \(endpoint(publishProxy)) "
-                + "audiotestsrc is-live=true wave=sine ! audio/x-raw,rate=48000,channels=2 ! opusenc ! moq.")
+                + "! moq.sink_0 moqsink name=moq \(endpoint(publishProxy)) sink_2::track=\(DataTrackProbe.track) "
+                + "audiotestsrc is-live=true wave=sine ! audio/x-raw,rate=48000,channels=2 ! opusenc ! moq.sink_1 "
+                + DataTrackProbe.publisherBranch(pad: "sink_2"))
         let player = Pipeline(
             launch: "moqsrc name=src \(endpoint(playProxy)) latency=\(fault.latencyMs) "
                 + "src.video_0 ! queue ! appsink name=video sync=true "
@@ -70,17 +71,22 @@ struct FaultRun {
 
         let playerStart = LatencyProbe.now
         try player.start()
+        let data = DataTrackProbe(reader: fault.dataReader)
+        let stopReader = try await data.read(
+            url: "moql://127.0.0.1:\(playProxy.port)/anon", fingerprint: fingerprint, broadcast: broadcast)
         try publisher.start(.paused)
         try probe.attachPublisher(to: publisher, element: "moq", pad: "sink_0")
         try publisher.setState(.playing)
+        let sender = data.send(into: try AppSource(publisher, name: "data"))
         let sink = try AppSink(player, name: "video")
         let collector = Task {
             while !Task.isCancelled {
                 var got = false
                 while let sample = sink.tryPull() {
                     got = true
-                    guard let t = sample.publisherTime else { continue }
-                    let entry = Rendered(arrival: LatencyProbe.now, index: Self.index(t), micros: Self.micros(t))
+                    guard let t = sample.publisherTime, let index = sample.frameIndex(every: .nanoseconds(Self.frameNs))
+                    else { continue }
+                    let entry = Rendered(arrival: LatencyProbe.now, index: index, micros: Self.micros(t))
                     rendered.withLock { $0.append(entry) }
                 }
                 if !got { try? await Task.sleep(for: .milliseconds(2)) }
@@ -89,6 +95,24 @@ struct FaultRun {
 
         try await Task.sleep(for: Self.warmUp)
         let windowStart = LatencyProbe.now
+        let verbose = ProcessInfo.processInfo.environment["SWIFTMOQ_FAULTS_VERBOSE"] != nil
+        // Verbose: when each element's status changes (ms after the window starts).
+        let statusWatch = Task {
+            guard verbose else { return }
+            var last: [String: String] = [:]
+            while !Task.isCancelled {
+                for (label, p, e) in [("publisher", publisher, "moq"), ("player", player, "src")] {
+                    let status = (try? p.element(named: e).property("stats"))??.structureValue?["status"]?.stringValue
+                    if let status, status != last[label] {
+                        last[label] = status
+                        print(
+                            "FAULTS status \(label) \(status) at \(Int64(bitPattern: LatencyProbe.now &- windowStart) / 1_000_000) ms"
+                        )
+                    }
+                }
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+        }
         let startPosition = publisher.runningTime ?? .zero
         var returned: (at: UInt64, position: Duration)?
         switch fault.event {
@@ -114,8 +138,14 @@ struct FaultRun {
             try await Task.sleep(for: fault.window - down)
         }
         let endPosition = publisher.runningTime ?? .zero
+        let windowEnd = LatencyProbe.now
+        data.stop()
+        await sender.value
         try await Task.sleep(for: Self.drainAfter)
+        await stopReader()
+        let delivery = data.delivery(from: windowStart, to: windowEnd)
         collector.cancel()
+        statusWatch.cancel()
         _ = await collector.value
 
         let stats = { (p: Pipeline, e: String) -> Int in
@@ -124,7 +154,7 @@ struct FaultRun {
         let publisherReconnects = stats(publisher, "moq")
         let playerReconnects = stats(player, "src")
         let errors = (publisher.collectedMessages + player.collectedMessages).filter(\.isError)
-        if ProcessInfo.processInfo.environment["SWIFTMOQ_FAULTS_VERBOSE"] != nil {
+        if verbose {
             for (label, p, e) in [("publisher", publisher, "moq"), ("player", player, "src")] {
                 print(
                     "FAULTS \(label) stats: \((try? p.element(named: e).property("stats")).flatMap { $0 }.map { "\($0)" } ?? "-")"
@@ -187,6 +217,8 @@ struct FaultRun {
             timeToFirstFrameMs: all.first.map { Double($0.arrival &- playerStart) / 1e6 },
             publisherReconnects: publisherReconnects, playerReconnects: playerReconnects, errors: errors.count,
             firstError: errors.first.map { "\($0)" }, rssMB: Double(residentBytes()) / 1_048_576,
-            proxyDrops: publishProxy.statistics.dropped + playProxy.statistics.dropped)
+            proxyDrops: publishProxy.statistics.dropped + playProxy.statistics.dropped,
+            dataReader: fault.dataReader.rawValue, dataSent: delivery.sent, dataDelivered: delivery.delivered,
+            dataRepeated: delivery.repeated)
     }
 }

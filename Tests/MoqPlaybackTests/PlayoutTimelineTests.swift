@@ -54,6 +54,29 @@ struct PlayoutTimelineTests {
         #expect(next.pts == 4_000 * ms)
     }
 
+    @Test("after a reconnect on the same timeline, late backlog frames do not move it for 2 s")
+    func lateGraceAfterReconnect() {
+        var t = PlayoutTimeline()
+        _ = t.place(timestampUs: 0, liveEdgeUs: 0, now: 1_000 * ms, latencyNs: latency)
+        t.pushed(1_000 * ms)
+        t.markDiscontinuity()
+        // 30 s later the first frame to arrive is one captured 25 s ago (the relay's backlog).
+        let now = 31_000 * ms
+        let old = t.place(timestampUs: 5_000_000, liveEdgeUs: 5_000_000, now: now, latencyNs: latency)
+        #expect(old.placement == .continued && old.pts == 6_000 * ms, "late, to be dropped")
+        #expect(t.isInLateGrace(now: now))
+        let later = t.place(timestampUs: 6_000_000, liveEdgeUs: 6_000_000, now: now + 20 * ms, latencyNs: latency)
+        #expect(later.placement == .continued && t.retargets == 0)
+        // The live edge arrives on time: it plays where it belongs, with no latency added.
+        let live = t.place(timestampUs: 30_000_000, liveEdgeUs: 30_000_000, now: now + 50 * ms, latencyNs: latency)
+        #expect(live.placement == .continued && live.pts == 31_000 * ms)
+        // Once the grace is over, a live edge that is still late moves the timeline as before.
+        #expect(!t.isInLateGrace(now: now + 2_000 * ms))
+        let lateEdge = t.place(
+            timestampUs: 30_000_000, liveEdgeUs: 30_000_000, now: now + 3_000 * ms, latencyNs: latency)
+        if case .retargeted = lateEdge.placement {} else { Issue.record("\(lateEdge.placement)") }
+    }
+
     @Test("a restarted publisher (timestamps back to 0) starts a new timeline after what was pushed")
     func restartedPublisher() {
         var t = PlayoutTimeline()

@@ -33,6 +33,18 @@ struct LosslessReconnectTests {
         let playFrom: TestRelay
         let publishProxy: UDPProxy
         let playProxy: UDPProxy
+
+        init(publishTo: TestRelay, playFrom: TestRelay, publishProxy: UDPProxy, playProxy: UDPProxy) {
+            (self.publishTo, self.playFrom, self.publishProxy, self.playProxy) = (
+                publishTo, playFrom, publishProxy, playProxy
+            )
+        }
+
+        /// Both legs through `path`'s proxies to its relay.
+        init(_ path: FaultPath) {
+            self.init(
+                publishTo: path.relay, playFrom: path.relay, publishProxy: path.publishLeg, playProxy: path.playLeg)
+        }
     }
 
     /// What a run received.
@@ -185,32 +197,25 @@ struct LosslessReconnectTests {
 
     @Test("a 3 s outage on both legs: every audio frame and sequence number once")
     func outage() async throws {
-        let relay = try TestRelay.start()
-        let publishProxy = try UDPProxy.start(forwardingTo: relay.port, seed: 1)
-        let playProxy = try UDPProxy.start(forwardingTo: relay.port, seed: 2)
-        let topology = Topology(publishTo: relay, playFrom: relay, publishProxy: publishProxy, playProxy: playProxy)
+        let path = try FaultPath.start()
+        let topology = Topology(path)
         let (received, sent, publisher, player) = try await run(topology) {
-            publishProxy.blackhole()
-            playProxy.blackhole()
+            path.blackhole()
             try await Task.sleep(for: .seconds(3))
-            publishProxy.restore()
-            playProxy.restore()
+            path.restore()
         }
         Self.check(received, sent: sent, "outage")
         #expect(!(publisher.collectedMessages + player.collectedMessages).contains { $0.isError })
         player.stop()
         publisher.stop()
-        publishProxy.stop()
-        playProxy.stop()
-        await relay.stop()
+        await path.stop()
     }
 
     @Test("a relay restart: the publisher's cache refills the new relay, nothing lost or repeated")
     func relayRestart() async throws {
-        let relay = try TestRelay.start()
-        let publishProxy = try UDPProxy.start(forwardingTo: relay.port, seed: 1)
-        let playProxy = try UDPProxy.start(forwardingTo: relay.port, seed: 2)
-        let topology = Topology(publishTo: relay, playFrom: relay, publishProxy: publishProxy, playProxy: playProxy)
+        let path = try FaultPath.start()
+        let relay = path.relay
+        let topology = Topology(path)
         let (received, sent, publisher, player) = try await run(topology) {
             await relay.stop()
             try await Task.sleep(for: .seconds(1))
@@ -222,18 +227,17 @@ struct LosslessReconnectTests {
         #expect(!(publisher.collectedMessages + player.collectedMessages).contains { $0.isError })
         player.stop()
         publisher.stop()
-        publishProxy.stop()
-        playProxy.stop()
-        await relay.stop()
+        await path.stop()
     }
 
     @Test("failover: the edge relay (joined with upstream) sends GOAWAY to the origin and stops")
     func failover() async throws {
         let origin = try TestRelay.start()
         let edge = try TestRelay.start(upstream: origin)
-        let publishProxy = try UDPProxy.start(forwardingTo: origin.port, seed: 1)
-        let playProxy = try UDPProxy.start(forwardingTo: edge.port, seed: 2)
-        let topology = Topology(publishTo: origin, playFrom: edge, publishProxy: publishProxy, playProxy: playProxy)
+        let publishPath = try FaultPath.start(relay: origin)
+        let playPath = try FaultPath.start(relay: edge)
+        let topology = Topology(
+            publishTo: origin, playFrom: edge, publishProxy: publishPath.publishLeg, playProxy: playPath.playLeg)
         let (received, sent, publisher, player) = try await run(topology) {
             edge.relay?.goaway(uri: origin.url())
             try await Task.sleep(for: .seconds(1))
@@ -247,17 +251,15 @@ struct LosslessReconnectTests {
         #expect(!(publisher.collectedMessages + player.collectedMessages).contains { $0.isError })
         player.stop()
         publisher.stop()
-        publishProxy.stop()
-        playProxy.stop()
-        await origin.stop()
+        await playPath.stop()
+        await publishPath.stop()
     }
 
     @Test("EOS while the relay is down: what was captured is delivered once the relay is back")
     func endOfStreamWhileReconnecting() async throws {
-        let relay = try TestRelay.start()
-        let publishProxy = try UDPProxy.start(forwardingTo: relay.port, seed: 1)
-        let playProxy = try UDPProxy.start(forwardingTo: relay.port, seed: 2)
-        let topology = Topology(publishTo: relay, playFrom: relay, publishProxy: publishProxy, playProxy: playProxy)
+        let path = try FaultPath.start()
+        let relay = path.relay
+        let topology = Topology(path)
         let (received, sent, publisher, player) = try await run(topology, endDuring: true) {
             await relay.stop()
             try await Task.sleep(for: .seconds(1.5))
@@ -267,8 +269,6 @@ struct LosslessReconnectTests {
         #expect(data.missing.isEmpty && data.repeated == 0, "data missing \(data.missing), repeated \(data.repeated)")
         player.stop()
         publisher.stop()
-        publishProxy.stop()
-        playProxy.stop()
-        await relay.stop()
+        await path.stop()
     }
 }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 import MoqPipeline
+import MoqSync
 import MoqTestKit
+import SwiftMoQ
 import Testing
 
 /// The short fault cases `make test` runs: moqsink → proxy → relay → proxy → moqsrc under one
@@ -29,11 +31,11 @@ struct NetworkFaultTests {
 
     @Test("NAT rebinding mid-stream: both QUIC connections migrate, no reconnect, frames keep coming")
     func natRebinding() async throws {
-        let relay = try TestRelay.start()
-        let proxy = try UDPProxy.start(forwardingTo: relay.port)
+        let path = try FaultPath.start(shared: true)
+        let proxy = path.playLeg
         let broadcast = uniqueBroadcast("rebind")
-        let publisher = h264Publisher(.moqsink(relay: relay, broadcast: broadcast, via: proxy))
-        let player = Self.player(relay, broadcast, via: proxy)
+        let publisher = h264Publisher(.moqsink(relay: path.relay, broadcast: broadcast, via: proxy))
+        let player = Self.player(path.relay, broadcast, via: proxy)
         try publisher.start()
         try player.start()
         let sink = try AppSink(player, name: "sink")
@@ -58,17 +60,16 @@ struct NetworkFaultTests {
         #expect(!player.collectedMessages.contains { $0.isError || $0.isWarning }, "\(player.collectedMessages)")
         player.stop()
         publisher.stop()
-        proxy.stop()
-        await relay.stop()
+        await path.stop()
     }
 
     @Test("a blackhole past the idle timeout: both elements back within 4.5 s of the path returning, no ERROR")
     func longBlackhole() async throws {
-        let relay = try TestRelay.start()
-        let proxy = try UDPProxy.start(forwardingTo: relay.port)
+        let path = try FaultPath.start(shared: true)
+        let proxy = path.playLeg
         let broadcast = uniqueBroadcast("outage")
-        let publisher = h264Publisher(.moqsink(relay: relay, broadcast: broadcast, via: proxy))
-        let player = Self.player(relay, broadcast, via: proxy)
+        let publisher = h264Publisher(.moqsink(relay: path.relay, broadcast: broadcast, via: proxy))
+        let player = Self.player(path.relay, broadcast, via: proxy)
         try publisher.start()
         try player.start()
         let sink = try AppSink(player, name: "sink")
@@ -97,15 +98,33 @@ struct NetworkFaultTests {
         #expect(!player.collectedMessages.contains { $0.isError }, "\(player.collectedMessages)")
         player.stop()
         publisher.stop()
-        proxy.stop()
-        await relay.stop()
+        await path.stop()
+    }
+
+    @Test("a 1.2 s round trip: a client still reconnects after a relay restart (its attempts grow past 2 s)")
+    func slowPathReconnect() async throws {
+        let path = try FaultPath.start(shared: true)
+        path.impair(.delay(.milliseconds(600)))
+        let sessions = Lock(0)
+        var handlers = ReconnectingSession.Handlers()
+        handlers.session = { _, _ in sessions.withLock { $0 += 1 } }
+        let connection = ReconnectingSession(
+            url: try MoqURL(path.relay.url(via: path.playLeg)), options: path.relay.clientOptions, handlers: handlers)
+        connection.start()
+        try await eventually("the first session", timeout: .seconds(20)) { sessions.withLock { $0 } == 1 }
+        await path.relay.stop()
+        try await path.relay.restart()
+        // A handshake here takes 2–3 round trips (3.6 s): 2 s attempts alone would never finish.
+        try await eventually("the reconnect", timeout: .seconds(30)) { sessions.withLock { $0 } == 2 }
+        #expect(connection.reconnects + connection.handovers == 1)
+        connection.stop()
+        await path.stop()
     }
 
     @Test("5 % loss and 50 ± 20 ms jitter both ways on both legs, latency=300: ≥ 98 % of video frames play")
     func lossAndJitter() async throws {
-        let relay = try TestRelay.start()
-        let publishLeg = try UDPProxy.start(forwardingTo: relay.port, seed: 1)
-        let playLeg = try UDPProxy.start(forwardingTo: relay.port, seed: 2)
+        let path = try FaultPath.start()
+        let (relay, publishLeg, playLeg) = (path.relay, path.publishLeg, path.playLeg)
         let broadcast = uniqueBroadcast("lossy")
         let frames = 150  // 5 s at 30 fps
         let publisher = Pipeline {
@@ -119,20 +138,18 @@ struct NetworkFaultTests {
         let player = Self.player(relay, broadcast, via: playLeg)
         try player.start()
         let sink = try AppSink(player, name: "sink")
-        let impairment = Impairment.loss(0.05).with(jitter: .milliseconds(20), around: .milliseconds(50))
-        publishLeg.impair(impairment)
-        playLeg.impair(impairment)
+        path.impair(Impairment.loss(0.05).with(jitter: .milliseconds(20), around: .milliseconds(50)))
         try publisher.start()
 
-        // Frames by the publisher's timestamp (moqsrc's meta): index = timestamp / 33.3 ms.
+        // Frames by the publisher's timestamp (moqsrc's meta).
         var played: Set<Int> = []
-        let index = { (t: Duration) in Int((t / .nanoseconds(33_333_333)).rounded()) }
+        let frame = Duration.nanoseconds(33_333_333)
         // Connecting through the faults may take a few lossy handshake rounds.
-        if let t = try await sink.pull(timeout: .seconds(20))?.publisherTime { played.insert(index(t)) }
+        if let i = try await sink.pull(timeout: .seconds(20))?.frameIndex(every: frame) { played.insert(i) }
         var quietSince = ContinuousClock.now
         while ContinuousClock.now - quietSince < .seconds(3) {
             if let sample = sink.tryPull() {
-                if let t = sample.publisherTime { played.insert(index(t)) }
+                if let i = sample.frameIndex(every: frame) { played.insert(i) }
                 quietSince = .now
             } else {
                 try await Task.sleep(for: .milliseconds(5))
@@ -155,8 +172,6 @@ struct NetworkFaultTests {
         #expect(!player.collectedMessages.contains { $0.isError }, "\(player.collectedMessages)")
         player.stop()
         publisher.stop()
-        publishLeg.stop()
-        playLeg.stop()
-        await relay.stop()
+        await path.stop()
     }
 }

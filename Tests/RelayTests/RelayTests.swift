@@ -31,6 +31,35 @@ struct RelayTests {
         await relay.shutdown(grace: .milliseconds(100))
     }
 
+    @Test(
+        "the relay subscribes upstream with its first subscriber's budget: a live-edge player gets the newest group first"
+    )
+    func upstreamFollowsDemand() async throws {
+        let relay = try Self.relay()
+        let publisher = try await Self.connect(relay)
+        let subscriber = try await Self.connect(relay)
+        let broadcast = BroadcastProducer(path: "backlog")
+        let track = broadcast.createTrack("video", info: TrackInfo(maxAgeMs: 30_000))
+        publisher.publish(broadcast)
+        // 30 groups 100 ms apart already cached at the publisher (a publisher that reconnected
+        // after an outage), and the track still live.
+        for g in 0..<30 { track.writeSingleFrameGroup(Bytes(utf8: "g\(g)"), timestamp: UInt64(g) * 100_000) }
+        try await subscriber.waitForBroadcast("backlog")
+        let remote = subscriber.subscribe(
+            broadcast: "backlog", track: "video", range: SubscriptionRange(maxLatencyMs: 0))
+        let consumer = remote.consumer(maxLatencyMs: 0)
+        let first = try #require(try await consumer.nextGroup())
+        #expect(first.sequence == 29)
+        try await Task.sleep(for: .milliseconds(300))
+        // With a fixed 30 s upstream budget the publisher sent its whole cache (30 groups, oldest
+        // first) to the relay, ahead of the live edge.
+        let sent = await publisher.stats().counters.groupsSent
+        #expect(sent == 1, "the publisher sent \(sent) groups upstream")
+        publisher.close()
+        subscriber.close()
+        await relay.shutdown(grace: .milliseconds(100))
+    }
+
     @Test("a finished track published before the subscriber joined arrives whole")
     func cachedTrackThroughRelay() async throws {
         let relay = try Self.relay()

@@ -349,8 +349,10 @@ final class SrcPad: @unchecked Sendable {
                 discont = true
             case .continued: break
             }
-            if pts &+ latencyNs < now, reader.hasGroup(after: frame.group) {
-                // Too late to be shown and a newer group is here: skip to it.
+            let inGrace = src.timeline.withLock { $0.isInLateGrace(now: now) }
+            if pts &+ latencyNs < now, reader.hasGroup(after: frame.group) || inGrace {
+                // Too late to be shown and a newer group is here (or, just after a reconnect on the
+                // same timeline, is coming): skip to it.
                 reader.skipRestOfGroup()
                 counters.dropped()
                 discont = true

@@ -34,6 +34,15 @@ public struct Sample: Sendable, Equatable {
     }
 }
 
+extension Sample {
+    /// Which frame of a constant-rate stream this is, by its publisher timestamp: the timestamp
+    /// divided by `frameDuration`, rounded (nil without a publisher timestamp). Frames played
+    /// are counted by it, so that the same frame arriving twice counts once.
+    public func frameIndex(every frameDuration: Duration) -> Int? {
+        publisherTime.map { Int(($0 / frameDuration).rounded()) }
+    }
+}
+
 /// `GstBufferFlags`.
 public struct BufferFlags: OptionSet, Sendable, Hashable {
     /// The raw `GST_BUFFER_FLAG_*` bits.

@@ -44,7 +44,7 @@ final class AnnounceIngest: @unchecked Sendable {
         var broadcasts: [ByteKey: BroadcastProducer] = [:]
         /// Unannounced broadcasts whose tracks may still be read.
         var retired: [BroadcastProducer] = []
-        var upstreams: [ObjectIdentifier: RemoteTrack] = [:]
+        var upstreams: [ObjectIdentifier: UpstreamDemand] = [:]
         var closed = false
         /// When the per-broadcast track limit was last logged (at most once a second).
         var lastTrackLimitLog: ContinuousClock.Instant?
@@ -158,10 +158,23 @@ final class AnnounceIngest: @unchecked Sendable {
             return nil
         }
         let track = TrackProducer(name: name, info: nil, clock: SystemClock(), limits: cacheLimits)
-        let remote = session.subscribe(broadcast: peerPath, range: upstreamRange, into: track)
-        state.withLock { $0.upstreams[ObjectIdentifier(track)] = remote }
-        logger.debug("\(label): subscribed upstream to \(broadcast.path)/\(name)")
         let loop = session.loop
+        let upstream = UpstreamDemand(
+            session: session, peerPath: peerPath, track: track, defaultRange: upstreamRange)
+        state.withLock { $0.upstreams[ObjectIdentifier(track)] = upstream }
+        // The first subscriber's budget is the upstream subscription's (as moq-relay forwards its
+        // subscribers' preferences): a player with a 300 ms budget that reconnects before its
+        // publisher must not make the publisher send its whole cache, oldest first, ahead of the
+        // live edge. A later subscriber that wants more raises it.
+        track.onDemand { [label, logger] range in
+            if upstream.demand(range) {
+                logger.debug("\(label): subscribed upstream to \(broadcast.path)/\(name) (\(upstream.budgetMs) ms)")
+            }
+        }
+        // A track only asked about (TRACK_INFO, which our subscribers send just before SUBSCRIBE)
+        // is subscribed with the default range if no subscription says otherwise within 100 ms.
+        let weakUpstream = WeakBox(upstream)
+        _ = loop.schedule(after: .milliseconds(100)) { _ = weakUpstream.value?.demand(nil) }
         let weakTrack = WeakBox(track)
         let weakBroadcast = WeakBox(broadcast)
         let weakSelf = WeakBox(self)
@@ -181,7 +194,7 @@ final class AnnounceIngest: @unchecked Sendable {
     /// The peer went away: every broadcast it announced ends, and subscribers are
     /// reset with INTERNAL (as moq-relay does).
     func close() {
-        let (all, upstreams) = state.withLock { s -> ([BroadcastProducer], [RemoteTrack]) in
+        let (all, upstreams) = state.withLock { s -> ([BroadcastProducer], [UpstreamDemand]) in
             guard !s.closed else { return ([], []) }
             s.closed = true
             let all = Array(s.broadcasts.values) + s.retired

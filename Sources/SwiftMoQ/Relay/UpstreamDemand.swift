@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: MIT
+import MoqSession
+import MoqSync
+import MoqWire
+
+/// The upstream subscription of one relayed track, shaped by what its subscribers ask for: made
+/// with the first subscriber's latency budget, raised (SUBSCRIBE_UPDATE) when a later one asks for
+/// more, never lowered while the track is relayed. A request without a range (TRACK_INFO) gets
+/// the relay's default.
+final class UpstreamDemand: Sendable {
+    private struct State {
+        var remote: RemoteTrack?
+        var range: SubscriptionRange?
+        var cancelled = false
+    }
+
+    private let session: MoqSession
+    private let peerPath: String
+    private let track: TrackProducer
+    private let defaultRange: SubscriptionRange
+    private let state = Lock(State())
+
+    init(session: MoqSession, peerPath: String, track: TrackProducer, defaultRange: SubscriptionRange) {
+        self.session = session
+        self.peerPath = peerPath
+        self.track = track
+        self.defaultRange = defaultRange
+    }
+
+    /// The budget asked of the publisher so far (ms).
+    var budgetMs: UInt64 { state.withLock { $0.range?.maxLatencyMs ?? 0 } }
+
+    /// A subscriber wants `wanted` (nil: no range). Subscribes upstream on the first demand and
+    /// returns true then; raises the budget afterwards when `wanted` asks for more.
+    @discardableResult
+    func demand(_ wanted: SubscriptionRange?) -> Bool {
+        let budget = wanted?.maxLatencyMs ?? defaultRange.maxLatencyMs
+        enum Action {
+            case none
+            case subscribe(SubscriptionRange)
+            case update(RemoteTrack, SubscriptionRange)
+        }
+        let action = state.withLock { s -> Action in
+            guard !s.cancelled else { return .none }
+            guard var range = s.range else {
+                let range = SubscriptionRange(priority: defaultRange.priority, maxLatencyMs: budget)
+                s.range = range
+                return .subscribe(range)
+            }
+            guard wanted != nil, budget > range.maxLatencyMs else { return .none }
+            range.maxLatencyMs = budget
+            s.range = range
+            // Not subscribed yet (another thread is subscribing): it applies the new range.
+            guard let remote = s.remote else { return .none }
+            return .update(remote, range)
+        }
+        switch action {
+        case .none:
+            return false
+        case .update(let remote, let range):
+            remote.update(range)
+            return false
+        case .subscribe(let range):
+            let remote = session.subscribe(broadcast: peerPath, range: range, into: track)
+            let (cancelled, raised) = state.withLock { s -> (Bool, SubscriptionRange?) in
+                s.remote = remote
+                return (s.cancelled, s.range != range ? s.range : nil)
+            }
+            if cancelled {
+                remote.cancel()
+            } else if let raised {
+                remote.update(raised)
+            }
+            return true
+        }
+    }
+
+    /// Ends the upstream subscription (the last subscriber left, or the peer went away).
+    func cancel() {
+        let remote = state.withLock { s -> RemoteTrack? in
+            s.cancelled = true
+            return s.remote
+        }
+        remote?.cancel()
+    }
+}

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: MIT
+import MoqTestKit
+
+/// What a fault test plays through: a relay with a proxy on each leg (the publisher's and the
+/// player's; one proxy for both when `shared`), stopped together.
+struct FaultPath {
+    let relay: TestRelay
+    let publishLeg: UDPProxy
+    let playLeg: UDPProxy
+
+    /// Starts `relay` (a new one when nil) and the proxies in front of it, seeded 1 and 2.
+    static func start(relay: TestRelay? = nil, shared: Bool = false) throws -> FaultPath {
+        let relay = try relay ?? TestRelay.start()
+        let publishLeg = try UDPProxy.start(forwardingTo: relay.port, seed: 1)
+        let playLeg = shared ? publishLeg : try UDPProxy.start(forwardingTo: relay.port, seed: 2)
+        return FaultPath(relay: relay, publishLeg: publishLeg, playLeg: playLeg)
+    }
+
+    /// Both legs.
+    var legs: [UDPProxy] { publishLeg === playLeg ? [publishLeg] : [publishLeg, playLeg] }
+
+    /// Applies `impairment` to both legs.
+    func impair(_ impairment: Impairment) { for leg in legs { leg.impair(impairment) } }
+
+    /// Drops everything on both legs until ``restore()``.
+    func blackhole() { for leg in legs { leg.blackhole() } }
+
+    /// Ends the impairments on both legs.
+    func restore() { for leg in legs { leg.restore() } }
+
+    /// Stops the proxies and the relay.
+    func stop() async {
+        for leg in legs { leg.stop() }
+        await relay.stop()
+    }
+}
