@@ -65,7 +65,8 @@ public actor Session {
         handlers.status = { status in Task { await me.statusChanged(status) } }
         handlers.transientError = { error in Task { await me.transient(error) } }
         handlers.fatalError = { error in Task { await me.fatal(error) } }
-        let connection = ReconnectingSession(url: parsedURL, options: options.client, handlers: handlers)
+        let connection = ReconnectingSession(
+            url: parsedURL, options: options.client, handlers: handlers, retryAfterLoss: options.reconnect)
         self.connection = connection
         let result = await withCheckedContinuation { continuation in
             connectWaiter = continuation
@@ -180,6 +181,11 @@ public actor Session {
         if status == .reconnecting && current == .connected && connection?.status == .reconnecting {
             session = nil
             transition(.connecting)
+        }
+        // Without reconnecting (SessionOptions.reconnect false), a session that ended gracefully
+        // ends this one as moq-kit's does: error, then closed.
+        if status == .disconnected && current == .connected && connection?.status == .disconnected {
+            fail(.connectionFailed("the relay closed the session"))
         }
     }
 

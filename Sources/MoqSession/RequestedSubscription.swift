@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #if canImport(MoqWire)
+    import MoqSync
     import MoqWire
 #endif
 
@@ -105,7 +106,7 @@ final class RequestedSubscription: StreamHandler {
                     VarInt.max)
             }
             if !checkComplete() {
-                let box = WeakLoopBox(self)
+                let box = WeakReference(self)
                 graceTimer = session.scheduler.schedule(after: Self.endGrace) { box.value?.finishTrack() }
             }
         } else {

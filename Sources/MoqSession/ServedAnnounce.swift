@@ -2,6 +2,7 @@
 import Synchronization
 
 #if canImport(MoqWire)
+    import MoqSync
     import MoqWire
 #endif
 
@@ -67,7 +68,7 @@ final class ServedAnnounce: StreamHandler {
             return
         }
         let scheduler = session.scheduler
-        let box = WeakLoopBox(self)
+        let box = WeakReference(self)
         let (token, current) = origin.observe(prefix: normalized) { event in
             scheduler.execute { box.value?.originChanged(event) }
         }
@@ -152,11 +153,4 @@ final class ServedAnnounce: StreamHandler {
         guard !done else { return }
         cleanup()
     }
-}
-
-/// A weak reference to a session-thread object, captured by work scheduled from
-/// other threads; read it only on the session thread.
-final class WeakLoopBox<T: AnyObject>: @unchecked Sendable {
-    weak var value: T?
-    init(_ value: T) { self.value = value }
 }

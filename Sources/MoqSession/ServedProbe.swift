@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #if canImport(MoqWire)
+    import MoqSync
     import MoqWire
 #endif
 
@@ -76,7 +77,7 @@ final class ServedProbe: StreamHandler {
             last = report
             lastSentAt = now
         }
-        let box = WeakLoopBox(self)
+        let box = WeakReference(self)
         timer = session.scheduler.schedule(after: Self.pollInterval) { box.value?.tick() }
     }
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #if canImport(MoqWire)
+    import MoqSync
     import MoqWire
 #endif
 
@@ -463,7 +464,7 @@ final class ServedSubscription: StreamHandler, Pumpable {
                 recheckDelay = Self.drainPoll
             }
             lastProgress = progress
-            let box = WeakLoopBox(self)
+            let box = WeakReference(self)
             recheck = session.scheduler.schedule(after: recheckDelay) {
                 guard let me = box.value else { return }
                 me.recheck = nil

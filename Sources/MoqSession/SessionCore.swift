@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #if canImport(MoqWire)
+    import MoqSync
     public import MoqWire
 #endif
 
@@ -48,7 +49,7 @@ public final class SessionCore {
     /// Peer request streams that arrived before the SETUP exchange completed.
     var earlyStreams: [Int64] = []
     /// Served subscriptions waiting for the connection to drain, and the threshold asked for.
-    var roomWaiters: [WeakLoopBox<ServedSubscription>] = []
+    var roomWaiters: [WeakReference<ServedSubscription>] = []
     var drainRequested: Int?
     /// Opens waiting for stream credit.
     var pendingBidiOpens: [PendingOpen] = []
@@ -98,7 +99,7 @@ public final class SessionCore {
         guard phase == .idle else { return }
         phase = .waitingForSetup
         if transport.isClient { sendSetup() }
-        let box = WeakLoopBox(self)
+        let box = WeakReference(self)
         setupTimer = scheduler.schedule(after: config.setupTimeout) {
             // The scheduler runs this on the session thread.
             guard let self = box.value, self.phase == .waitingForSetup else { return }
@@ -236,7 +237,7 @@ public final class SessionCore {
     /// once the connection has sent a window's worth of what is queued.
     func waitForRoom(_ subscription: ServedSubscription, unsent: Int) {
         if !roomWaiters.contains(where: { $0.value === subscription }) {
-            roomWaiters.append(WeakLoopBox(subscription))
+            roomWaiters.append(WeakReference(subscription))
         }
         // Heard once the connection has sent what this subscription has beyond its window (or
         // the session is back under its bound): always below what is queued now, so a

@@ -3,9 +3,9 @@
     public import MoqWire
 #endif
 
-/// What a session core needs from a QUIC connection. The QUIC module's connection
-/// conforms to it; tests use an in-memory pair. Every call happens on the session
-/// thread; nothing blocks.
+/// What a session core needs from a QUIC connection. `SwiftMoQ`'s `QUICSessionTransport`
+/// adapts a `MoqQUIC` connection to it (this module knows nothing of QUIC); tests use an
+/// in-memory pair. Every call happens on the session thread; nothing blocks.
 public protocol SessionTransport: AnyObject {
     /// True for the side that opened the connection.
     var isClient: Bool { get }

@@ -45,7 +45,7 @@ public final class MoqSession: @unchecked Sendable {
 
     /// Called on the loop thread once the connection is set up.
     func installHandlers() {
-        let box = WeakSession(self)
+        let box = WeakReference(self)
         connection.value.onClose = { reason in box.value?.didClose(reason) }
         connection.value.onGoaway = { uri in box.value?.goawayArrived(uri) }
         if let reason = connection.value.closeReason { didClose(reason) }
@@ -439,10 +439,6 @@ extension MoqError {
     }
 }
 
-final class WeakSession: @unchecked Sendable {
-    weak var value: MoqSession?
-    init(_ value: MoqSession) { self.value = value }
-}
 
 /// Cancels an announce request from a stream's termination handler (loop thread only).
 final class CancelBox: @unchecked Sendable {

@@ -101,6 +101,21 @@ struct SessionTests {
         #expect(states.all.contains { if case .error = $0 { return true } else { return false } })
     }
 
+    @Test("SessionOptions(reconnect: false): a lost relay ends the session error → closed, with no retry")
+    func noReconnect() async throws {
+        let relay = try TestRelay.start()
+        var options = relay.sessionOptions
+        options.reconnect = false
+        let session = Session(url: relay.url(), options: options)
+        let states = Collected(session.state)
+        try await session.connect()
+        await relay.stop()
+        await states.finished()
+        #expect(states.all.first == .idle && states.all.last == .closed)
+        #expect(states.all.contains { if case .error = $0 { return true } else { return false } }, "\(states.all)")
+        #expect(!states.all.dropFirst(2).contains(.connecting), "no reconnect attempt: \(states.all)")
+    }
+
     @Test("subscribe(prefix:) yields broadcasts relative to the prefix; one subscription per prefix")
     func discovery() async throws {
         let relay = try TestRelay.start()

@@ -139,7 +139,7 @@ final class MoqSink: @unchecked Sendable {
         let broadcast = BroadcastProducer(path: path)
         let catalogTrack = broadcast.createTrack(
             Catalog.trackName, info: TrackInfo(priority: 100, maxAgeMs: 5000, timescale: 1000))
-        let weakSelf = WeakRef(self)
+        let weakSelf = WeakReference(self)
         var handlers = ReconnectingSession.Handlers()
         handlers.status = { status in weakSelf.value?.statusChanged(status) }
         handlers.transientError = { error in
@@ -364,11 +364,6 @@ final class MoqSink: @unchecked Sendable {
     }
 }
 
-/// A weak reference that can be captured by `@Sendable` closures.
-final class WeakRef<T: AnyObject>: @unchecked Sendable {
-    weak var value: T?
-    init(_ value: T) { self.value = value }
-}
 
 extension MoqError {
     /// True for refusals of the credentials (the ERROR is NOT_AUTHORIZED).

@@ -332,7 +332,7 @@ final class MoqSrc: @unchecked Sendable {
         pipelineLatencyNs.store(0, ordering: .relaxed)
         groupIDValue.store(UInt32(gst_util_group_id_next()), ordering: .relaxed)
 
-        let weakSelf = WeakRef(self)
+        let weakSelf = WeakReference(self)
         var handlers = ReconnectingSession.Handlers()
         handlers.status = { status in weakSelf.value?.statusChanged(status) }
         handlers.transientError = { error in

@@ -8,12 +8,6 @@ import MoqWire
 /// broadcast becomes a ``BroadcastProducer`` whose tracks are subscribed through
 /// that peer's session on demand — one upstream subscription per track, shared by
 /// every downstream subscriber, torn down shortly after the last one leaves.
-/// A weak reference that can be captured by `@Sendable` closures.
-final class WeakBox<T: AnyObject>: @unchecked Sendable {
-    weak var value: T?
-    init(_ value: T) { self.value = value }
-}
-
 final class AnnounceIngest: @unchecked Sendable {
     /// How long an unused upstream subscription lingers (a TRACK request is usually
     /// followed by a SUBSCRIBE for the same track a moment later).
@@ -166,18 +160,19 @@ final class AnnounceIngest: @unchecked Sendable {
         // subscribers' preferences): a player with a 300 ms budget that reconnects before its
         // publisher must not make the publisher send its whole cache, oldest first, ahead of the
         // live edge. A later subscriber that wants more raises it.
+        let path = broadcast.path  // not the broadcast: it holds the track, which holds this handler
         track.onDemand { [label, logger] range in
             if upstream.demand(range) {
-                logger.debug("\(label): subscribed upstream to \(broadcast.path)/\(name) (\(upstream.budgetMs) ms)")
+                logger.debug("\(label): subscribed upstream to \(path)/\(name) (\(upstream.budgetMs) ms)")
             }
         }
         // A track only asked about (TRACK_INFO, which our subscribers send just before SUBSCRIBE)
         // is subscribed with the default range if no subscription says otherwise within 100 ms.
-        let weakUpstream = WeakBox(upstream)
+        let weakUpstream = WeakReference(upstream)
         _ = loop.schedule(after: .milliseconds(100)) { _ = weakUpstream.value?.demand(nil) }
-        let weakTrack = WeakBox(track)
-        let weakBroadcast = WeakBox(broadcast)
-        let weakSelf = WeakBox(self)
+        let weakTrack = WeakReference(track)
+        let weakBroadcast = WeakReference(broadcast)
+        let weakSelf = WeakReference(self)
         track.onUnused {
             _ = loop.schedule(after: Self.linger) {
                 guard let self = weakSelf.value, let track = weakTrack.value, track.observerCount == 0 else { return }

@@ -122,7 +122,7 @@ public final class MoqRelay: @unchecked Sendable {
         options.hopID = relay.hopID
         options.retryThreshold = configuration.retryThreshold
         options.maxHandshakesPerAddress = configuration.maxHandshakesPerAddress
-        let box = WeakRelay(relay)
+        let box = WeakReference(relay)
         relay.server = try MoqServer.listen(
             host: configuration.host, port: configuration.port, certificate: configuration.certificate,
             origin: Origin(), options: options
@@ -269,9 +269,4 @@ public final class MoqRelay: @unchecked Sendable {
         for ingest in ingests.withLock({ Array($0.values) }) { ingest.close() }
         upstreamIngest.withLock { $0 }?.close()
     }
-}
-
-final class WeakRelay: @unchecked Sendable {
-    weak var value: MoqRelay?
-    init(_ value: MoqRelay) { self.value = value }
 }

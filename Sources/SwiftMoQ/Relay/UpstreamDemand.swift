@@ -16,14 +16,15 @@ final class UpstreamDemand: Sendable {
 
     private let session: MoqSession
     private let peerPath: String
-    private let track: TrackProducer
+    /// Weak: the track holds this (its demand handler), and the relay's broadcast holds the track.
+    private let track: WeakReference<TrackProducer>
     private let defaultRange: SubscriptionRange
     private let state = Lock(State())
 
     init(session: MoqSession, peerPath: String, track: TrackProducer, defaultRange: SubscriptionRange) {
         self.session = session
         self.peerPath = peerPath
-        self.track = track
+        self.track = WeakReference(track)
         self.defaultRange = defaultRange
     }
 
@@ -61,6 +62,7 @@ final class UpstreamDemand: Sendable {
             remote.update(range)
             return false
         case .subscribe(let range):
+            guard let track = track.value else { return false }
             let remote = session.subscribe(broadcast: peerPath, range: range, into: track)
             let (cancelled, raised) = state.withLock { s -> (Bool, SubscriptionRange?) in
                 s.remote = remote
@@ -82,5 +84,6 @@ final class UpstreamDemand: Sendable {
             return s.remote
         }
         remote?.cancel()
+        track.value?.onDemand(nil)
     }
 }
