@@ -439,7 +439,6 @@ extension MoqError {
     }
 }
 
-
 /// Cancels an announce request from a stream's termination handler (loop thread only).
 final class CancelBox: @unchecked Sendable {
     private var handle: AnnounceRequestHandle?

@@ -364,7 +364,6 @@ final class MoqSink: @unchecked Sendable {
     }
 }
 
-
 extension MoqError {
     /// True for refusals of the credentials (the ERROR is NOT_AUTHORIZED).
     var isAuthentication: Bool {
