@@ -8,10 +8,13 @@ FUZZ_SECONDS ?= 60
 PLUGIN_DIR   ?= $(HOME)/.local/share/gstreamer-1.0/plugins
 # Tests and demos never touch the user's GStreamer registry.
 export GST_REGISTRY_1_0 := $(CURDIR)/$(BUILD)/gst-registry.bin
+# Copies of the system's .pc files without -pthread, which SwiftPM warns about on every build
+# (scripts/pkgconfig-shadow.sh); the package itself names the standard modules.
+export PKG_CONFIG_PATH := $(CURDIR)/$(BUILD)/pkgconfig$(if $(PKG_CONFIG_PATH),:$(PKG_CONFIG_PATH))
 
 .PHONY: all setup build plugin cli test unit-test lint fuzz fuzz-build fuzz-wire fuzz-catalog fuzz-session demo install \
 	clean help \
-	element-docs check-element-docs bench bench-tools bench-profile tsan faults soak
+	element-docs check-element-docs bench bench-tools bench-profile tsan faults soak consumer-test
 
 all: build
 
@@ -26,9 +29,12 @@ help:
 	@echo "make bench-profile  perf profiles of the Swift relay and clients under the latency/throughput/fan-out cases"
 
 # Idempotent: Debian packages, ngtcp2 1.11 from bookworm-backports, the moq-rs virtualenv.
-setup: .venv/.setup-done
+setup: .venv/.setup-done $(BUILD)/pkgconfig/.done
 .venv/.setup-done: scripts/setup.sh
 	./scripts/setup.sh
+	@touch $@
+$(BUILD)/pkgconfig/.done: scripts/pkgconfig-shadow.sh .venv/.setup-done
+	./scripts/pkgconfig-shadow.sh $(BUILD)/pkgconfig
 	@touch $@
 
 build: setup cli plugin
@@ -103,7 +109,12 @@ soak: setup
 	$(SWIFT) build --build-tests -j $(JOBS)
 	SWIFTMOQ_SOAK=$(SOAK_SECONDS) $(SWIFT) test --skip-build --filter SoakTests
 
-test: setup build lint check-element-docs unit-test
+# A package that depends on this one builds and runs with only Debian's -dev packages
+# (scripts/consumer: discovery, catalog, headless playback, stats).
+consumer-test: setup
+	SWIFT=$(SWIFT) JOBS=$(JOBS) ./scripts/consumer-test.sh
+
+test: setup build lint check-element-docs unit-test consumer-test
 	$(MAKE) fuzz FUZZ_SECONDS=$(or $(CI_FUZZ_SECONDS),30)
 
 # libFuzzer over every wire decoder (built as one module with the MoqWire sources), over

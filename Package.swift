@@ -11,11 +11,12 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
-// scripts/setup.sh writes swiftmoq-<module>.pc: the GStreamer flags without the -pthread
-// that SwiftPM would otherwise warn about on every build.
+// The standard pkg-config names: a package that depends on this one builds with Debian's -dev
+// packages alone. GLib's .pc files add -pthread, which SwiftPM warns about ("prohibited flag");
+// the Makefile's builds read copies without it (scripts/pkgconfig-shadow.sh).
 func gst(_ name: String, _ pc: String) -> Target {
     .systemLibrary(
-        name: name, pkgConfig: "swiftmoq-" + pc,
+        name: name, pkgConfig: pc,
         providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev"])])
 }
 
