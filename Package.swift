@@ -80,7 +80,9 @@ let package = Package(
             name: "MoqKit",
             dependencies: [
                 "MoqSync",
-                "SwiftMoQ", "MoqSession", "MoqWire", "MoqCatalog", "MoqMedia", "MoqPipeline", "CGStreamer", "CGstApp",
+                "SwiftMoQ", "MoqSession", "MoqWire", "MoqCatalog", "MoqMedia", "MoqPipeline", "MoqPlayback",
+                "CGStreamer",
+                "CGstApp",
             ],
             swiftSettings: swiftSettings),
         // Playing a broadcast: following its catalog, reading tracks on plain threads, one timeline, stats.

@@ -20,9 +20,9 @@ public func fuzzCatalog(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         precondition(again == value, "JSON value round trip")
     }
 
-    if let catalog = try? Catalog(json: input) {
+    if let catalog = try? HangCatalog(json: input) {
         let first = catalog.jsonBytes()
-        guard let again = try? Catalog(json: first) else {
+        guard let again = try? HangCatalog(json: first) else {
             preconditionFailure("re-encoded catalog does not decode: \(String(decoding: first, as: UTF8.self))")
         }
         precondition(again.issues.isEmpty, "re-encoded catalog has issues: \(again.issues)")

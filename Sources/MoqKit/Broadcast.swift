@@ -34,7 +34,7 @@ public final class Broadcast: Sendable {
     public func catalogs() -> AsyncStream<Catalog> {
         let (stream, continuation) = AsyncStream<Catalog>.makeStream(bufferingPolicy: .bufferingNewest(8))
         let remote = session.subscribe(
-            broadcast: absolutePath, track: MoqCatalog.Catalog.trackName,
+            broadcast: absolutePath, track: MoqCatalog.HangCatalog.trackName,
             range: SubscriptionRange(priority: 255, maxLatencyMs: 0))
         let consumer = remote.consumer(maxLatencyMs: 0)
         let task = Task {
@@ -43,7 +43,7 @@ public final class Broadcast: Sendable {
                 guard let frame = try? await group.nextFrame() else { continue }
                 guard
                     let raw = try? frame.payload.withUnsafeBytes({ bytes throws(CatalogError) in
-                        try MoqCatalog.Catalog(json: bytes)
+                        try MoqCatalog.HangCatalog(json: bytes)
                     })
                 else { continue }
                 continuation.yield(Catalog(raw, broadcast: self))

@@ -72,14 +72,14 @@ public struct Catalog: Sendable {
     /// The broadcast, for ``Player``.
     public let broadcast: Broadcast
     // The hang catalog as received.
-    let raw: MoqCatalog.Catalog
+    let raw: MoqCatalog.HangCatalog
 
     /// The video tracks this machine can decode.
     public var playableVideoTracks: [VideoTrackInfo] { videoTracks.filter(\.isPlayable) }
     /// The audio tracks this machine can decode.
     public var playableAudioTracks: [AudioTrackInfo] { audioTracks.filter(\.isPlayable) }
 
-    init(_ raw: MoqCatalog.Catalog, broadcast: Broadcast) {
+    init(_ raw: MoqCatalog.HangCatalog, broadcast: Broadcast) {
         self.raw = raw
         self.broadcast = broadcast
         path = broadcast.path

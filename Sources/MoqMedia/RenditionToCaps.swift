@@ -31,7 +31,8 @@ extension MediaFormat {
     /// The renditions of a received catalog `moqsrc` can play, in catalog order, with their caps;
     /// and the others with the reason each is skipped (malformed, carried by another broadcast,
     /// unknown codec or container).
-    public static func playable(in catalog: Catalog) -> (playable: [PlayableRendition], skipped: [SkippedRendition]) {
+    public static func playable(in catalog: HangCatalog) -> (playable: [PlayableRendition], skipped: [SkippedRendition])
+    {
         var playable: [PlayableRendition] = []
         var skipped: [SkippedRendition] = []
         for rendition in catalog.renditions {

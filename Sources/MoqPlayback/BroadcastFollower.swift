@@ -40,7 +40,7 @@ public enum FollowEvent: Sendable, Equatable {
     /// The broadcast to play is `path` (the first found, or the next one under the prefix).
     case found(path: String)
     /// A complete catalog of `path`: each replaces the previous one.
-    case catalog(path: String, Catalog)
+    case catalog(path: String, HangCatalog)
     /// A catalog snapshot of `path` could not be decoded (the previous one still holds).
     case malformedCatalog(path: String, error: String)
     /// The catalog track of `path` failed (the broadcast may still be announced).
@@ -117,7 +117,7 @@ public enum BroadcastFollower {
     ) async {
         // Each group is one complete snapshot: only the newest matters.
         let remote = session.subscribe(
-            broadcast: path, track: Catalog.trackName, range: SubscriptionRange(priority: 255, maxLatencyMs: 0))
+            broadcast: path, track: HangCatalog.trackName, range: SubscriptionRange(priority: 255, maxLatencyMs: 0))
         let consumer = remote.consumer(maxLatencyMs: 0)
         defer { remote.cancel() }
         do {
@@ -133,7 +133,7 @@ public enum BroadcastFollower {
                 }
                 do {
                     let catalog = try frame.payload.withUnsafeBytes { bytes throws(CatalogError) in
-                        try Catalog(json: bytes)
+                        try HangCatalog(json: bytes)
                     }
                     continuation.yield(.catalog(path: path, catalog))
                 } catch {

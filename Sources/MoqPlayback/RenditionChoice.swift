@@ -23,7 +23,7 @@ public struct RenditionChoice: Sendable, Equatable {
     /// - Parameters:
     ///   - video: a video track name, ``none``, or nil for the first playable.
     ///   - audio: an audio track name, ``none``, or nil for the first playable.
-    public init(catalog: Catalog, video: String?, audio: String?) {
+    public init(catalog: HangCatalog, video: String?, audio: String?) {
         let (playable, skipped) = MediaFormat.playable(in: catalog)
         self.playable = playable
         self.skipped = skipped

@@ -57,11 +57,6 @@ public final class BroadcastProducer: @unchecked Sendable {
         return track
     }
 
-    /// Adds an existing track (e.g. one fed by a subscription).
-    public func insertTrack(_ track: TrackProducer) {
-        state.withLock { $0.tracks[ByteKey(track.name)] = track }
-    }
-
     /// Removes a track if it is the one given.
     public func removeTrack(_ track: TrackProducer) {
         state.withLock { s in

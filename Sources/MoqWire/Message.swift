@@ -53,15 +53,6 @@ extension WireReader {
         let v = try readVarInt()
         return v == 0 ? nil : v - 1
     }
-
-    /// Reads a varint that must be ≤ `UInt8.max`-free bool (0 or 1).
-    public mutating func readBool() throws(DecodeError) -> Bool {
-        switch try readVarInt() {
-        case 0: return false
-        case 1: return true
-        case let v: throw .invalidValue("boolean \(v)")
-        }
-    }
 }
 
 extension WireWriter {

@@ -26,12 +26,6 @@ public struct WireWriter: Sendable {
     /// Appends raw bytes.
     public mutating func writeBytes(_ value: [UInt8]) { bytes.append(contentsOf: value) }
 
-    /// Appends a varint length and the bytes.
-    public mutating func writeLengthPrefixed(_ value: Bytes) {
-        writeVarInt(value.count)
-        writeBytes(value)
-    }
-
     /// Appends a varint length and the UTF-8 bytes of `value`.
     public mutating func writeString(_ value: String) {
         let utf8 = Array(value.utf8)

@@ -82,14 +82,14 @@ struct MoqSinkCatalogTests {
             options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
         defer { session.close() }
         try await session.waitForBroadcast(broadcast)
-        let catalogTrack = session.subscribe(broadcast: broadcast, track: Catalog.trackName)
+        let catalogTrack = session.subscribe(broadcast: broadcast, track: HangCatalog.trackName)
         guard let group = try await catalogTrack.consumer(maxLatencyMs: 0).nextGroup(),
             let frame = try await group.nextFrame()
         else {
             Issue.record("no catalog")
             return
         }
-        let catalog = try Catalog(json: frame.payload.array)
+        let catalog = try HangCatalog(json: frame.payload.array)
         let name = "0.\(family)"
         let published = catalog.renditions.first { $0.name == name }
         #expect(published?.config == expected.config, "caps \(caps) → \(catalog.jsonString())")
@@ -133,10 +133,11 @@ struct MoqSinkCatalogTests {
             options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
         defer { session.close() }
         try await session.waitForBroadcast("named")
-        let catalogTrack = session.subscribe(broadcast: "named", track: Catalog.trackName)
+        let catalogTrack = session.subscribe(broadcast: "named", track: HangCatalog.trackName)
         let consumer = catalogTrack.consumer(maxLatencyMs: 0)
-        guard let group = try await consumer.nextGroup(), let frame = try await group.nextFrame() else { return }
-        let catalog = try Catalog(json: frame.payload.array)
+        let group = try #require(try await consumer.nextGroup(), "no catalog group")
+        let frame = try #require(try await group.nextFrame(), "an empty catalog group")
+        let catalog = try HangCatalog(json: frame.payload.array)
         #expect(catalog.renditions.map(\.name) == ["camera"])
         pipeline.setState(GST_STATE_NULL)
     }

@@ -18,11 +18,11 @@ final class CatalogPublisher: Sendable {
             "moql://127.0.0.1:\(relay.port)/anon",
             options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
         broadcast = BroadcastProducer(path: path)
-        catalogTrack = broadcast.createTrack(Catalog.trackName, info: TrackInfo(priority: 100, timescale: 1000))
+        catalogTrack = broadcast.createTrack(HangCatalog.trackName, info: TrackInfo(priority: 100, timescale: 1000))
         session.publish(broadcast)
     }
 
-    func publish(_ catalog: Catalog) { publishRaw(catalog.jsonBytes()) }
+    func publish(_ catalog: HangCatalog) { publishRaw(catalog.jsonBytes()) }
 
     func publishRaw(_ bytes: [UInt8]) { catalogTrack.writeSingleFrameGroup(Bytes(bytes), timestamp: 0) }
 
@@ -46,8 +46,8 @@ final class CatalogPublisher: Sendable {
         session.close()
     }
 
-    static var videoOnly: Catalog {
-        var catalog = Catalog()
+    static var videoOnly: HangCatalog {
+        var catalog = HangCatalog()
         var video = VideoConfig(codec: "avc3.42c01e")
         video.codedWidth = 320
         video.codedHeight = 240
@@ -55,7 +55,7 @@ final class CatalogPublisher: Sendable {
         return catalog
     }
 
-    static var videoAndAudio: Catalog {
+    static var videoAndAudio: HangCatalog {
         var catalog = videoOnly
         catalog.set("1.opus", .audio(AudioConfig(codec: "opus", sampleRate: 48000, numberOfChannels: 2)))
         return catalog
@@ -122,7 +122,7 @@ struct MoqSrcCatalogTests {
         defer { Task { await relay.shutdown(grace: .zero) } }
         let publisher = try await CatalogPublisher(relay, path: "mixed")
         defer { publisher.close() }
-        var catalog = Catalog()
+        var catalog = HangCatalog()
         catalog.set("0.theora", .video(VideoConfig(codec: "theora")))
         catalog.set("1.opus", .audio(AudioConfig(codec: "opus", sampleRate: 48000, numberOfChannels: 2)))
         publisher.publish(catalog)
@@ -149,7 +149,7 @@ struct MoqSrcCatalogTests {
         defer { Task { await relay.shutdown(grace: .zero) } }
         let publisher = try await CatalogPublisher(relay, path: "ladder")
         defer { publisher.close() }
-        var catalog = Catalog()
+        var catalog = HangCatalog()
         catalog.set("hd", .video(VideoConfig(codec: "avc3.64001f")))
         catalog.set("sd", .video(VideoConfig(codec: "avc3.42c01e")))
         publisher.publish(catalog)
@@ -207,7 +207,7 @@ struct MoqSrcCatalogTests {
         let relay = try localRelay()
         defer { Task { await relay.shutdown(grace: .zero) } }
         let first = try await CatalogPublisher(relay, path: "room/first")
-        var catalog = Catalog()
+        var catalog = HangCatalog()
         catalog.set("audio", .audio(AudioConfig(codec: "opus", sampleRate: 48000, numberOfChannels: 2)))
         first.publish(catalog)
         let firstFeed = first.feed("audio")

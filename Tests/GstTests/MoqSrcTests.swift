@@ -340,7 +340,7 @@ struct MoqSrcTests {
         var broadcast = first.broadcast
         if restarted {
             broadcast = BroadcastProducer(path: "again")
-            broadcast.createTrack(Catalog.trackName, info: TrackInfo(priority: 100, timescale: 1000))
+            broadcast.createTrack(HangCatalog.trackName, info: TrackInfo(priority: 100, timescale: 1000))
                 .writeSingleFrameGroup(Bytes(CatalogPublisher.videoOnly.jsonBytes()), timestamp: 0)
             let fresh = broadcast.createTrack("0.avc3", info: info)
             track.withLock { $0 = fresh }

@@ -16,7 +16,7 @@ enum RustCatalogs {
 
 @Suite struct RustCatalogTests {
     @Test func avc1AndOpusFromRust() throws {
-        let catalog = try Catalog(json: RustCatalogs.avc1Opus)
+        let catalog = try HangCatalog(json: RustCatalogs.avc1Opus)
         #expect(catalog.issues.isEmpty)
         let video = try #require(catalog.video.renditions["0.avc1"])
         #expect(video.codec == "avc1.42c00d")
@@ -41,7 +41,7 @@ enum RustCatalogs {
     }
 
     @Test func avc3AndOpusFromRust() throws {
-        let catalog = try Catalog(json: RustCatalogs.avc3Opus)
+        let catalog = try HangCatalog(json: RustCatalogs.avc3Opus)
         #expect(catalog.issues.isEmpty)
         let video = try #require(catalog.video.renditions["0.avc3"])
         #expect(video.codec == "avc3.42c00d")
@@ -58,7 +58,7 @@ enum RustCatalogs {
     @Test func hangSimpleVector() throws {
         let json =
             #"{"video":{"renditions":{"video":{"codec":"avc1.64001f","codedWidth":1280,"codedHeight":720,"bitrate":6000000,"framerate":30.0,"container":{"kind":"legacy"}}}},"audio":{"renditions":{"audio":{"codec":"opus","sampleRate":48000,"numberOfChannels":2,"bitrate":128000,"container":{"kind":"legacy"}}}}}"#
-        var built = Catalog()
+        var built = HangCatalog()
         var video = VideoConfig(codec: "avc1.64001f")
         video.codedWidth = 1280
         video.codedHeight = 720
@@ -69,11 +69,11 @@ enum RustCatalogs {
         audio.bitrate = 128_000
         built.set("audio", .audio(audio))
         #expect(built.jsonString() == json)
-        #expect(try Catalog(json: json) == built)
+        #expect(try HangCatalog(json: json) == built)
     }
 
     @Test func emptyCatalogEncodesBothSections() {
-        #expect(Catalog().jsonString() == #"{"video":{"renditions":{}},"audio":{"renditions":{}}}"#)
+        #expect(HangCatalog().jsonString() == #"{"video":{"renditions":{}},"audio":{"renditions":{}}}"#)
     }
 }
 
@@ -81,7 +81,7 @@ enum RustCatalogs {
     @Test func unknownKeysSurviveAtEveryLevel() throws {
         let json =
             #"{"future":[1,{"x":null}],"video":{"renditions":{"v":{"codec":"vp8","container":{"kind":"legacy","hint":"a"},"timeline":{"track":"v.t","timescale":1000},"zzz":18446744073709551615}},"display":{"width":640,"height":360,"dpi":2},"rotation":90.0,"flip":false,"hdr":true},"audio":{"renditions":{},"lang":"en"},"scte35":{"splice_id":42}}"#
-        let catalog = try Catalog(json: json)
+        let catalog = try HangCatalog(json: json)
         #expect(catalog.issues.isEmpty)
         let v = try #require(catalog.video.renditions["v"])
         #expect(v.container.kind == .legacy)
@@ -97,7 +97,7 @@ enum RustCatalogs {
         #expect(catalog.extra.entries.map(\.key) == ["future", "scte35"])
 
         // Known fields move to their canonical order; everything unknown is still there.
-        let again = try Catalog(json: catalog.jsonString())
+        let again = try HangCatalog(json: catalog.jsonString())
         #expect(again == catalog)
         let text = catalog.jsonString()
         for fragment in [
@@ -112,7 +112,7 @@ enum RustCatalogs {
         // hang's `unknown_container_keeps_siblings`.
         let json =
             #"{"video":{"renditions":{"future":{"codec":"avc1.64001f","container":{"magic":7,"kind":"future"}},"legacy":{"codec":"avc1.64001f","codedWidth":1280,"codedHeight":720,"container":{"kind":"legacy"}}}}}"#
-        let catalog = try Catalog(json: json)
+        let catalog = try HangCatalog(json: json)
         let future = try #require(catalog.video.renditions["future"])
         #expect(future.container.kind == .unknown("future"))
         #expect(future.container.kindName == "future")
@@ -121,7 +121,7 @@ enum RustCatalogs {
     }
 
     @Test func containerWithoutUsableKindIsUnknown() throws {
-        let catalog = try Catalog(
+        let catalog = try HangCatalog(
             json:
                 #"{"audio":{"renditions":{"a":{"codec":"opus","sampleRate":48000,"numberOfChannels":1,"container":{"kind":3}}}}}"#
         )
@@ -130,7 +130,7 @@ enum RustCatalogs {
     }
 
     @Test func absentContainerIsLegacy() throws {
-        let catalog = try Catalog(json: #"{"video":{"renditions":{"v":{"codec":"vp8"}}}}"#)
+        let catalog = try HangCatalog(json: #"{"video":{"renditions":{"v":{"codec":"vp8"}}}}"#)
         #expect(catalog.video.renditions["v"]?.container == .legacy)
         #expect(catalog.jsonString().contains(#""container":{"kind":"legacy"}"#))
     }
@@ -138,17 +138,17 @@ enum RustCatalogs {
     @Test func cmafInitIsBase64() throws {
         let json =
             #"{"video":{"renditions":{"v":{"codec":"avc1.64001f","container":{"kind":"cmaf","init":"AAEC"}}}},"audio":{"renditions":{}}}"#
-        let catalog = try Catalog(json: json)
+        let catalog = try HangCatalog(json: json)
         #expect(catalog.video.renditions["v"]?.container.kind == .cmaf(initSegment: [0, 1, 2]))
         #expect(catalog.jsonString() == json)
         for bad in [#"{"kind":"cmaf"}"#, #"{"kind":"cmaf","init":"AAE"}"#, #"{"kind":"cmaf","init":"AAF="}"#] {
-            let c = try Catalog(json: #"{"video":{"renditions":{"v":{"codec":"x","container":"# + bad + "}}}}")
+            let c = try HangCatalog(json: #"{"video":{"renditions":{"v":{"codec":"x","container":"# + bad + "}}}}")
             #expect(c.video.renditions.isEmpty && c.issues.count == 1, "\(bad)")
         }
     }
 
     @Test func olderDisplayRatioKeysAreRead() throws {
-        let catalog = try Catalog(
+        let catalog = try HangCatalog(
             json:
                 #"{"video":{"renditions":{"v":{"codec":"avc1.640028","displayRatioWidth":16,"displayRatioHeight":9}}}}"#
         )
@@ -159,7 +159,7 @@ enum RustCatalogs {
     }
 
     @Test func nullIsAbsentForOptionalFields() throws {
-        let catalog = try Catalog(
+        let catalog = try HangCatalog(
             json:
                 #"{"video":null,"audio":{"renditions":{"a":{"codec":"opus","sampleRate":48000,"numberOfChannels":2,"bitrate":null,"description":null}}}}"#
         )
@@ -168,7 +168,7 @@ enum RustCatalogs {
     }
 
     @Test func broadcastAndStalledAreModelled() throws {
-        let catalog = try Catalog(
+        let catalog = try HangCatalog(
             json: #"{"video":{"renditions":{"v":{"broadcast":"./source","codec":"vp8","stalled":true}}}}"#)
         let v = try #require(catalog.video.renditions["v"])
         #expect(v.broadcast == "./source" && v.stalled == true)
@@ -176,13 +176,13 @@ enum RustCatalogs {
     }
 
     @Test func lastDuplicateRenditionNameWins() throws {
-        let catalog = try Catalog(
+        let catalog = try HangCatalog(
             json: #"{"video":{"renditions":{"v":{"codec":"vp8"},"v":{"codec":"vp09.00.10.08"}}}}"#)
         #expect(catalog.video.renditions["v"]?.codec == "vp09.00.10.08")
     }
 
     @Test func nonFiniteDoublesAreNotWritten() {
-        var catalog = Catalog()
+        var catalog = HangCatalog()
         var v = VideoConfig(codec: "vp8")
         v.framerate = .infinity
         catalog.set("v", .video(v))
@@ -192,13 +192,13 @@ enum RustCatalogs {
 
 @Suite struct CatalogRobustnessTests {
     /// One bad rendition next to a good one: only the bad one is lost, and the error names the field.
-    func isolate(_ bad: String, section: String = "video") throws -> (Catalog, RenditionIssue) {
+    func isolate(_ bad: String, section: String = "video") throws -> (HangCatalog, RenditionIssue) {
         let good =
             section == "video"
             ? #""ok":{"codec":"vp8","codedWidth":1,"codedHeight":1}"#
             : #""ok":{"codec":"opus","sampleRate":48000,"numberOfChannels":2}"#
         let json = #"{"\#(section)":{"renditions":{"bad":\#(bad),\#(good)}}}"#
-        let catalog = try Catalog(json: json)
+        let catalog = try HangCatalog(json: json)
         let issue = try #require(catalog.issues.first)
         #expect(catalog.issues.count == 1)
         #expect(issue.name == "bad")
@@ -217,7 +217,7 @@ enum RustCatalogs {
     }
 
     @Test func pathsQuoteTrackNames() throws {
-        let catalog = try Catalog(json: #"{"video":{"renditions":{"0.avc1":{"codec":7}}}}"#)
+        let catalog = try HangCatalog(json: #"{"video":{"renditions":{"0.avc1":{"codec":7}}}}"#)
         #expect(
             catalog.issues.first?.error
                 == .wrongType(path: #"$.video.renditions["0.avc1"].codec"#, expected: "string", found: "number"))
@@ -262,16 +262,16 @@ enum RustCatalogs {
 
     @Test func sectionErrorsAreFatal() {
         #expect(throws: CatalogError.wrongType(path: "$", expected: "object", found: "array")) {
-            try Catalog(json: "[]")
+            try HangCatalog(json: "[]")
         }
         #expect(throws: CatalogError.wrongType(path: "$.video", expected: "object", found: "string")) {
-            try Catalog(json: #"{"video":"x"}"#)
+            try HangCatalog(json: #"{"video":"x"}"#)
         }
         #expect(throws: CatalogError.wrongType(path: "$.audio.renditions", expected: "object", found: "array")) {
-            try Catalog(json: #"{"audio":{"renditions":[]}}"#)
+            try HangCatalog(json: #"{"audio":{"renditions":[]}}"#)
         }
         #expect(throws: CatalogError.missingField(path: "$.video.display.height")) {
-            try Catalog(json: #"{"video":{"renditions":{},"display":{"width":1}}}"#)
+            try HangCatalog(json: #"{"video":{"renditions":{},"display":{"width":1}}}"#)
         }
     }
 
@@ -279,36 +279,36 @@ enum RustCatalogs {
         let limits = CatalogLimits(maxBytes: 64, maxDepth: 32, maxRenditions: 256)
         let json = RustCatalogs.avc1Opus
         #expect(throws: CatalogError.tooLarge(size: json.utf8.count, limit: 64)) {
-            try Catalog(json: json, limits: limits)
+            try HangCatalog(json: json, limits: limits)
         }
         #expect(CatalogLimits.default.maxBytes == 1 << 20)
     }
 
     @Test func depthLimit() throws {
         let deep = String(repeating: "[", count: 40) + String(repeating: "]", count: 40)
-        #expect(throws: CatalogError.tooDeep(limit: 32)) { try Catalog(json: #"{"x":"# + deep + "}") }
+        #expect(throws: CatalogError.tooDeep(limit: 32)) { try HangCatalog(json: #"{"x":"# + deep + "}") }
         // 32 levels (the root object included) are fine.
         let ok = String(repeating: "[", count: 31) + String(repeating: "]", count: 31)
-        #expect(try Catalog(json: #"{"x":"# + ok + "}").extra["x"] != nil)
+        #expect(try HangCatalog(json: #"{"x":"# + ok + "}").extra["x"] != nil)
         // Deep nesting far beyond the limit fails fast, without exhausting the stack.
         let huge = String(repeating: "[", count: 200_000)
-        #expect(throws: CatalogError.tooDeep(limit: 32)) { try Catalog(json: #"{"x":"# + huge + "}") }
+        #expect(throws: CatalogError.tooDeep(limit: 32)) { try HangCatalog(json: #"{"x":"# + huge + "}") }
     }
 
     @Test func renditionCountLimit() throws {
         let limits = CatalogLimits(maxBytes: 1 << 20, maxDepth: 32, maxRenditions: 2)
         let json = #"{"video":{"renditions":{"a":{"codec":"vp8"},"b":{"codec":"vp8"},"c":{"codec":"vp8"}}}}"#
         #expect(throws: CatalogError.tooManyRenditions(path: "$.video.renditions", limit: 2)) {
-            try Catalog(json: json, limits: limits)
+            try HangCatalog(json: json, limits: limits)
         }
     }
 
     @Test func nonFiniteNumbersAreRejected() {
         #expect(throws: CatalogError.nonFiniteNumber(path: #"$.video.renditions.v.framerate"#)) {
-            try Catalog(json: #"{"video":{"renditions":{"v":{"codec":"vp8","framerate":1e999}}}}"#)
+            try HangCatalog(json: #"{"video":{"renditions":{"v":{"codec":"vp8","framerate":1e999}}}}"#)
         }
         for bad in ["NaN", "Infinity", "-Infinity"] {
-            #expect(throws: CatalogError.self) { try Catalog(json: #"{"x":\#(bad)}"#) }
+            #expect(throws: CatalogError.self) { try HangCatalog(json: #"{"x":\#(bad)}"#) }
         }
     }
 
@@ -317,15 +317,15 @@ enum RustCatalogs {
             "", "{", #"{"a"}"#, #"{"a":}"#, #"{"a":1,}"#, "{} x", #"{"a":01}"#, #"{"a":1.}"#, #"{"a":-}"#,
             #"{"a":"\x"}"#, #"{"a":"\ud800"}"#, #"{"a":"\udc00x"}"#, "{\"a\":\"\u{01}\"}", #"{"a":tru}"#, "{'a':1}",
         ] {
-            #expect(throws: CatalogError.self, "\(bad)") { try Catalog(json: bad) }
+            #expect(throws: CatalogError.self, "\(bad)") { try HangCatalog(json: bad) }
         }
         // Invalid UTF-8.
-        #expect(throws: CatalogError.self) { try Catalog(json: [0x7b, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d]) }
+        #expect(throws: CatalogError.self) { try HangCatalog(json: [0x7b, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d]) }
     }
 
     @Test func stringsAreUnescapedAndReescaped() throws {
         let json = #"{"x":"a\"b\\c\/d\n\t\u00e9\ud83d\ude00\u0001"}"#
-        let catalog = try Catalog(json: json)
+        let catalog = try HangCatalog(json: json)
         #expect(catalog.extra["x"] == .string("a\"b\\c/d\n\té😀\u{01}"))
         #expect(catalog.extra["x"]?.jsonString == #""a\"b\\c/d\n\té😀\u0001""#)
     }

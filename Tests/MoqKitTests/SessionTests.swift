@@ -56,11 +56,12 @@ struct HandPublisher {
     init(_ relay: TestRelay, path: String) async throws {
         session = try await relay.connect()
         broadcast = BroadcastProducer(path: path)
-        catalog = broadcast.createTrack(MoqCatalog.Catalog.trackName, info: TrackInfo(priority: 100, timescale: 1000))
+        catalog = broadcast.createTrack(
+            MoqCatalog.HangCatalog.trackName, info: TrackInfo(priority: 100, timescale: 1000))
         session.publish(broadcast)
     }
 
-    func publish(_ c: MoqCatalog.Catalog) { catalog.writeSingleFrameGroup(Bytes(c.jsonBytes()), timestamp: 0) }
+    func publish(_ c: MoqCatalog.HangCatalog) { catalog.writeSingleFrameGroup(Bytes(c.jsonBytes()), timestamp: 0) }
 
     func close() {
         broadcast.close()
@@ -170,7 +171,7 @@ struct SessionTests {
         try await session.connect()
         let subscription = try await session.subscribe(prefix: "")
         let publisher = try await HandPublisher(relay, path: "show")
-        var first = MoqCatalog.Catalog()
+        var first = MoqCatalog.HangCatalog()
         first.set("0.avc3", .video(VideoConfig(codec: "avc3.42c01e")))
         publisher.publish(first)
         var iterator = subscription.broadcasts.makeAsyncIterator()

@@ -5,8 +5,8 @@ import Testing
 
 @Suite("RenditionChoice: which renditions moqsrc plays")
 struct RenditionChoiceTests {
-    var catalog: Catalog {
-        var c = Catalog()
+    var catalog: HangCatalog {
+        var c = HangCatalog()
         c.set("hd", .video(VideoConfig(codec: "avc3.64001f")))
         c.set("sd", .video(VideoConfig(codec: "avc3.42c01e")))
         c.set("weird", .video(VideoConfig(codec: "theora")))

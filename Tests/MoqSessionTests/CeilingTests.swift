@@ -88,7 +88,7 @@ import Testing
         // Served on (as a relay does): START, then an END that is a valid varint.
         let relay = SessionPair()
         let broadcast = relay.serverBroadcast("b")
-        broadcast.insertTrack(upstream)
+        broadcast.onTrackRequest { $0 == upstream.name ? upstream : nil }
         let downstream = relay.remoteTrack("t")
         relay.client.subscribe(broadcast: "b", track: downstream, range: SubscriptionRange(maxLatencyMs: 1000))
         relay.run()
@@ -141,7 +141,9 @@ import Testing
         pair.run()
         // FETCH of the dropped group (as a relay's subscriber would) is refused with that code, clamped.
         let relay = SessionPair()
-        relay.serverBroadcast("b").insertTrack(track)
+        let relayed = relay.serverBroadcast("b")
+        relayed.onTrackRequest { $0 == track.name ? track : nil }
+        _ = relayed.track(track.name)  // subscribed, as a relay's track is once someone asked for it
         var result: Result<[Frame], StreamErrorCode>?
         relay.client.fetch(Fetch(broadcast: "b", track: "t", group: 1)) { result = $0 }
         relay.run()

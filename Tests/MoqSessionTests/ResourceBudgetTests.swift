@@ -143,7 +143,8 @@ import Testing
         let (pair, raw, log) = rawClient(limits)
         // A track whose info never comes (a relay waiting upstream): TRACK requests stay open.
         let broadcast = pair.serverBroadcast("b")
-        broadcast.insertTrack(TrackProducer(name: "slow", info: nil, clock: pair.scheduler.clock))
+        let slow = TrackProducer(name: "slow", info: nil, clock: pair.scheduler.clock)
+        broadcast.onTrackRequest { $0 == "slow" ? slow : nil }
         let open = broadcast.createTrack("open")
         let group = open.appendGroup()
         group.write(Bytes("a"), timestamp: 0)  // an open group: FETCH follows it

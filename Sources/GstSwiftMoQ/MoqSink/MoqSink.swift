@@ -2,6 +2,7 @@
 import CGStreamer
 import FoundationEssentials
 import MoqCatalog
+import MoqPlayback
 import MoqSync
 import SwiftMoQ
 import Synchronization
@@ -26,7 +27,7 @@ final class MoqSink: @unchecked Sendable {
         let connection: ReconnectingSession
         let broadcast: BroadcastProducer
         let catalogTrack: TrackProducer
-        let catalog = Lock(Catalog())
+        let catalog = Lock(HangCatalog())
         let eosPosted = Atomic(false)
         var statsTask: Task<Void, Never>?
 
@@ -138,7 +139,7 @@ final class MoqSink: @unchecked Sendable {
         }
         let broadcast = BroadcastProducer(path: path)
         let catalogTrack = broadcast.createTrack(
-            Catalog.trackName, info: TrackInfo(priority: 100, maxAgeMs: 5000, timescale: 1000))
+            HangCatalog.trackName, info: TrackInfo(priority: 100, maxAgeMs: 5000, timescale: 1000))
         let weakSelf = WeakReference(self)
         var handlers = ReconnectingSession.Handlers()
         handlers.status = { status in weakSelf.value?.statusChanged(status) }
@@ -306,7 +307,7 @@ final class MoqSink: @unchecked Sendable {
         if wasReconnecting {
             reporter.log(GST_LEVEL_INFO, "EOS while reconnecting: delivering what was captured during the outage")
             // The relay subscribes again once its subscribers have (each reconnects on its own).
-            let tracks = run.broadcast.trackNames.filter { $0 != Catalog.trackName }.compactMap {
+            let tracks = run.broadcast.trackNames.filter { $0 != HangCatalog.trackName }.compactMap {
                 run.broadcast.existingTrack($0)
             }
             while ContinuousClock.now < deadline, !tracks.contains(where: { $0.observerCount > 0 }) {
@@ -326,19 +327,20 @@ final class MoqSink: @unchecked Sendable {
         let stats = lastStats.withLock { $0 }
         var fields: [(String, FieldValue)] = [
             (
-                "status",
+                StatsKey.status.rawValue,
                 .string(
                     ReconnectingSession.Status(rawValue: status.load(ordering: .relaxed))?.description ?? "disconnected"
                 )
             ),
-            ("reconnects", .uint64(UInt64(run?.connection.reconnects ?? 0))),
-            ("handovers", .uint64(UInt64(run?.connection.handovers ?? 0))),
-            ("rtt-us", .uint64(stats?.rttMicros ?? 0)),
-            ("send-rate-bps", .uint64(stats?.sendRateBps ?? 0)),
-            ("bytes-sent", .uint64(stats?.bytesSent ?? 0)),
-            ("packets-lost", .uint64(stats?.packetsLost ?? 0)),
+            (StatsKey.reconnects.rawValue, .uint64(UInt64(run?.connection.reconnects ?? 0))),
+            (StatsKey.handovers.rawValue, .uint64(UInt64(run?.connection.handovers ?? 0))),
+            (StatsKey.roundTripTimeMs.rawValue, .double(Double(stats?.rttMicros ?? 0) / 1000)),
+            (StatsKey.rttMicros.rawValue, .uint64(stats?.rttMicros ?? 0)),
+            (StatsKey.sendRateBps.rawValue, .uint64(stats?.sendRateBps ?? 0)),
+            (StatsKey.bytesSent.rawValue, .uint64(stats?.bytesSent ?? 0)),
+            (StatsKey.packetsLost.rawValue, .uint64(stats?.packetsLost ?? 0)),
             (
-                "groups-dropped",
+                StatsKey.groupsDropped.rawValue,
                 .uint64(
                     (stats?.counters.groupsResetAsOld ?? 0) + (stats?.counters.groupsDroppedForBudget ?? 0)
                         + (stats?.counters.groupsDroppedForCredit ?? 0))
@@ -354,9 +356,11 @@ final class MoqSink: @unchecked Sendable {
                         makeStructure(
                             "track",
                             [
-                                ("pad", .string(pad.name)), ("frames", .uint64(s.frames)),
-                                ("groups", .uint64(s.groups)),
-                                ("bytes", .uint64(s.bytes)), ("frames-dropped", .uint64(s.dropped)),
+                                (StatsKey.PerTrack.pad.rawValue, .string(pad.name)),
+                                (StatsKey.PerTrack.frames.rawValue, .uint64(s.frames)),
+                                (StatsKey.PerTrack.groups.rawValue, .uint64(s.groups)),
+                                (StatsKey.PerTrack.bytes.rawValue, .uint64(s.bytes)),
+                                (StatsKey.PerTrack.framesDropped.rawValue, .uint64(s.dropped)),
                             ]))
                 ))
         }

@@ -99,7 +99,7 @@ final class MoqSrc: @unchecked Sendable {
         var sourceEpoch: UInt64 = 0
         /// The broadcast played last (kept after it ends).
         var lastBroadcast: String?
-        var catalog: Catalog?
+        var catalog: HangCatalog?
         var foundOnce = false
         var noMorePads = false
         var firstPadAt: UInt64?
@@ -751,38 +751,38 @@ final class MoqSrc: @unchecked Sendable {
         let now = monotonicNow()
         var fields: [(String, FieldValue)] = [
             (
-                "status",
+                StatsKey.status.rawValue,
                 .string(
                     ReconnectingSession.Status(rawValue: status.load(ordering: .relaxed))?.description ?? "disconnected"
                 )
             ),
-            ("broadcast", .string(run?.broadcast ?? "")),
-            ("reconnects", .uint64(UInt64(run?.connection.reconnects ?? 0))),
-            ("handovers", .uint64(UInt64(run?.connection.handovers ?? 0))),
-            ("round-trip-time-ms", .double(Double(stats?.rttMicros ?? 0) / 1000)),
-            ("bytes-received", .uint64(stats?.bytesReceived ?? 0)),
-            ("packets-lost", .uint64(stats?.packetsLost ?? 0)),
-            ("target-latency-ms", .uint64(latencyMs)),
+            (StatsKey.broadcast.rawValue, .string(run?.broadcast ?? "")),
+            (StatsKey.reconnects.rawValue, .uint64(UInt64(run?.connection.reconnects ?? 0))),
+            (StatsKey.handovers.rawValue, .uint64(UInt64(run?.connection.handovers ?? 0))),
+            (StatsKey.roundTripTimeMs.rawValue, .double(Double(stats?.rttMicros ?? 0) / 1000)),
+            (StatsKey.bytesReceived.rawValue, .uint64(stats?.bytesReceived ?? 0)),
+            (StatsKey.packetsLost.rawValue, .uint64(stats?.packetsLost ?? 0)),
+            (StatsKey.targetLatencyMs.rawValue, .uint64(latencyMs)),
         ]
         for kind in [MediaKind.video, .audio] {
             guard let pad = run?.pads[kind] else { continue }
             let s = pad.counters.snapshot(now: now)
             let k = kind.rawValue
             fields += [
-                ("\(k)-track", .string(pad.trackName ?? "")),
-                ("\(k)-latency-ms", .double(s.latencyMs)),
-                ("\(k)-fps", .double(s.fps)),
-                ("\(k)-bitrate-kbps", .double(s.bitrateKbps)),
-                ("\(k)-frames", .uint64(s.frames)),
-                ("\(k)-frames-dropped", .uint64(s.framesDropped)),
-                ("\(k)-groups-skipped", .uint64(s.groupsSkipped)),
-                ("\(k)-stalls", .uint64(s.stalls)),
-                ("\(k)-stall-duration-ms", .double(s.stallDurationMs)),
-                ("\(k)-buffer-ms", .double(s.bufferMs)),
+                (StatsKey.PerKind.track.name(k), .string(pad.trackName ?? "")),
+                (StatsKey.PerKind.latencyMs.name(k), .double(s.latencyMs)),
+                (StatsKey.PerKind.fps.name(k), .double(s.fps)),
+                (StatsKey.PerKind.bitrateKbps.name(k), .double(s.bitrateKbps)),
+                (StatsKey.PerKind.frames.name(k), .uint64(s.frames)),
+                (StatsKey.PerKind.framesDropped.name(k), .uint64(s.framesDropped)),
+                (StatsKey.PerKind.groupsSkipped.name(k), .uint64(s.groupsSkipped)),
+                (StatsKey.PerKind.stalls.name(k), .uint64(s.stalls)),
+                (StatsKey.PerKind.stallDurationMs.name(k), .double(s.stallDurationMs)),
+                (StatsKey.PerKind.bufferMs.name(k), .double(s.bufferMs)),
             ]
-            if let first = s.timeToFirstFrameMs { fields.append(("time-to-first-\(k)-frame-ms", .double(first))) }
+            if let first = s.timeToFirstFrameMs { fields.append((StatsKey.timeToFirstFrameMs(k), .double(first))) }
         }
-        fields.append(("retargets", .uint64(UInt64(timeline.withLock { $0.retargets }))))
+        fields.append((StatsKey.retargets.rawValue, .uint64(UInt64(timeline.withLock { $0.retargets }))))
         return makeStructure(name, fields)
     }
 }

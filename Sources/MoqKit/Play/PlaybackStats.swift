@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import MoqPipeline
+import MoqPlayback
 
 /// Stalls of one kind (moq-kit's `StallStats`).
 public struct StallStats: Sendable, Equatable {
@@ -46,21 +47,23 @@ public struct PlaybackStats: Sendable, Equatable {
     /// From a `moqsrc` `stats` structure.
     init(_ s: [String: PipelineValue]) {
         func ms(_ key: String) -> Duration? { s[key]?.doubleValue.map { .microseconds(Int64($0 * 1000)) } }
-        videoLatency = ms("video-latency-ms")
-        audioLatency = ms("audio-latency-ms")
+        func int(_ key: String) -> Int { Int(s[key]?.intValue ?? 0) }
+        typealias K = StatsKey.PerKind
+        videoLatency = ms(K.latencyMs.name("video"))
+        audioLatency = ms(K.latencyMs.name("audio"))
         videoStalls = StallStats(
-            count: Int(s["video-stalls"]?.intValue ?? 0), totalDuration: ms("video-stall-duration-ms") ?? .zero)
+            count: int(K.stalls.name("video")), totalDuration: ms(K.stallDurationMs.name("video")) ?? .zero)
         audioStalls = StallStats(
-            count: Int(s["audio-stalls"]?.intValue ?? 0), totalDuration: ms("audio-stall-duration-ms") ?? .zero)
-        videoBitrateKbps = s["video-bitrate-kbps"]?.doubleValue
-        audioBitrateKbps = s["audio-bitrate-kbps"]?.doubleValue
-        timeToFirstVideoFrame = ms("time-to-first-video-frame-ms")
-        timeToFirstAudioFrame = ms("time-to-first-audio-frame-ms")
-        videoFps = s["video-fps"]?.doubleValue
-        videoFramesDropped = Int(s["video-frames-dropped"]?.intValue ?? 0)
-        audioFramesDropped = Int(s["audio-frames-dropped"]?.intValue ?? 0)
-        videoJitterBuffer = ms("video-buffer-ms")
-        audioJitterBuffer = ms("audio-buffer-ms")
-        reconnects = Int(s["reconnects"]?.intValue ?? 0)
+            count: int(K.stalls.name("audio")), totalDuration: ms(K.stallDurationMs.name("audio")) ?? .zero)
+        videoBitrateKbps = s[K.bitrateKbps.name("video")]?.doubleValue
+        audioBitrateKbps = s[K.bitrateKbps.name("audio")]?.doubleValue
+        timeToFirstVideoFrame = ms(StatsKey.timeToFirstFrameMs("video"))
+        timeToFirstAudioFrame = ms(StatsKey.timeToFirstFrameMs("audio"))
+        videoFps = s[K.fps.name("video")]?.doubleValue
+        videoFramesDropped = int(K.framesDropped.name("video"))
+        audioFramesDropped = int(K.framesDropped.name("audio"))
+        videoJitterBuffer = ms(K.bufferMs.name("video"))
+        audioJitterBuffer = ms(K.bufferMs.name("audio"))
+        reconnects = int(StatsKey.reconnects.rawValue)
     }
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import MoqPipeline
+import MoqPlayback
 
 /// What a running ``Publisher`` has sent (from `moqsink`'s `stats`).
 public struct PublisherStats: Sendable, Equatable {
@@ -31,18 +32,19 @@ public struct PublisherStats: Sendable, Equatable {
     public var tracks: [Track]
 
     init(_ s: Structure) {
-        status = s["status"]?.stringValue ?? "disconnected"
-        let rtt = s["rtt-us"]?.intValue ?? 0
-        roundTripTime = rtt > 0 ? .microseconds(rtt) : nil
-        estimatedSendRateBps = Int(s["send-rate-bps"]?.intValue ?? 0)
-        bytesSent = Int(s["bytes-sent"]?.intValue ?? 0)
-        groupsDropped = Int(s["groups-dropped"]?.intValue ?? 0)
-        reconnects = Int(s["reconnects"]?.intValue ?? 0)
+        status = s[StatsKey.status.rawValue]?.stringValue ?? "disconnected"
+        let rttMs = s[StatsKey.roundTripTimeMs.rawValue]?.doubleValue ?? 0
+        roundTripTime = rttMs > 0 ? .microseconds(Int64(rttMs * 1000)) : nil
+        estimatedSendRateBps = Int(s[StatsKey.sendRateBps.rawValue]?.intValue ?? 0)
+        bytesSent = Int(s[StatsKey.bytesSent.rawValue]?.intValue ?? 0)
+        groupsDropped = Int(s[StatsKey.groupsDropped.rawValue]?.intValue ?? 0)
+        reconnects = Int(s[StatsKey.reconnects.rawValue]?.intValue ?? 0)
         tracks = s.fields.compactMap { field in
             guard case .structure(let t) = field.value else { return nil }
             return Track(
-                name: field.name, frames: Int(t["frames"]?.intValue ?? 0), groups: Int(t["groups"]?.intValue ?? 0),
-                bytes: Int(t["bytes"]?.intValue ?? 0))
+                name: field.name, frames: Int(t[StatsKey.PerTrack.frames.rawValue]?.intValue ?? 0),
+                groups: Int(t[StatsKey.PerTrack.groups.rawValue]?.intValue ?? 0),
+                bytes: Int(t[StatsKey.PerTrack.bytes.rawValue]?.intValue ?? 0))
         }
     }
 }

@@ -32,7 +32,6 @@ public struct RelayPermissions: Sendable, Equatable {
     }
 
     public func canPublish(_ path: String) -> Bool { publish.contains { BroadcastPath.hasPrefix(path, $0) } }
-    public func canSubscribe(_ path: String) -> Bool { subscribe.contains { BroadcastPath.hasPrefix(path, $0) } }
 }
 
 /// Why a session was refused.

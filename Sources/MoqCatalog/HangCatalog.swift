@@ -15,7 +15,7 @@
 /// Encoding writes compact JSON that the Rust implementation parses: known
 /// fields in its order, then unknown ones in received order, renditions sorted
 /// by name as its `BTreeMap` does.
-public struct Catalog: Sendable, Equatable {
+public struct HangCatalog: Sendable, Equatable {
     /// The track name the catalog is published on.
     public static let trackName = "catalog.json"
 
@@ -115,7 +115,7 @@ public struct AudioSection: Sendable, Equatable {
 
 // MARK: - Decoding
 
-extension Catalog {
+extension HangCatalog {
     /// Decodes a catalog received from the network.
     ///
     /// Throws for what makes the whole document unusable (size, depth, syntax, a
@@ -264,7 +264,7 @@ extension AudioConfig {
 
 // MARK: - Encoding
 
-extension Catalog {
+extension HangCatalog {
     /// Compact JSON (UTF-8) for publishing on the catalog track.
     public func jsonBytes() -> [UInt8] {
         var w = JSONWriter()

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+
+/// The fields of the `stats` structure of `moqsrc` and `moqsink`, named once for both elements
+/// and for MoqKit, which reads them (`PlaybackStats`, `PublisherStats`). A field both elements
+/// have carries the same name and unit on both.
+public enum StatsKey: String, Sendable, CaseIterable {
+    /// The connection: `disconnected`, `connecting`, `connected`, `reconnecting`, `failed`.
+    case status
+    /// moqsrc: the broadcast playing.
+    case broadcast
+    /// Sessions opened again after a loss, and sessions replaced after GOAWAY.
+    case reconnects
+    case handovers
+    /// The connection's smoothed round trip (ms, fractional).
+    case roundTripTimeMs = "round-trip-time-ms"
+    /// moqsink's round trip in µs, as it was named before `round-trip-time-ms` (kept for readers of it).
+    case rttMicros = "rtt-us"
+    case bytesSent = "bytes-sent"
+    case bytesReceived = "bytes-received"
+    case packetsLost = "packets-lost"
+    /// moqsink: the congestion controller's send rate.
+    case sendRateBps = "send-rate-bps"
+    /// moqsink: groups a subscriber or the link could not take (dropped or reset as old).
+    case groupsDropped = "groups-dropped"
+    /// moqsrc: its `latency` property.
+    case targetLatencyMs = "target-latency-ms"
+    /// moqsrc: how often the timeline moved forward.
+    case retargets
+
+    /// moqsrc's per-kind fields, `<kind>-<field>` (`video-fps`, `audio-latency-ms`…).
+    public enum PerKind: String, Sendable, CaseIterable {
+        case track
+        case latencyMs = "latency-ms"
+        case fps
+        case bitrateKbps = "bitrate-kbps"
+        case frames
+        case framesDropped = "frames-dropped"
+        case groupsSkipped = "groups-skipped"
+        case stalls
+        case stallDurationMs = "stall-duration-ms"
+        case bufferMs = "buffer-ms"
+
+        /// The field's name for `kind` (`video`, `audio`).
+        public func name(_ kind: String) -> String { "\(kind)-\(rawValue)" }
+    }
+
+    /// moqsrc: time from start to the first frame of `kind` pushed (ms).
+    public static func timeToFirstFrameMs(_ kind: String) -> String { "time-to-first-\(kind)-frame-ms" }
+
+    /// moqsink's per-track structure fields.
+    public enum PerTrack: String, Sendable, CaseIterable {
+        case pad
+        case frames
+        case groups
+        case bytes
+        case framesDropped = "frames-dropped"
+    }
+}
