@@ -275,7 +275,11 @@ final class MoqSink: @unchecked Sendable {
         guard all, !run.eosPosted.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let element = UncheckedPointer(self.element)
         let reporter = self.reporter
+        // The task may outlive the pipeline's hold on the element (an application that stops the
+        // pipeline while EOS is still being delivered): it keeps its own reference.
+        gst_object_ref(UnsafeMutableRawPointer(element.pointer))
         Task {
+            defer { gst_object_unref(UnsafeMutableRawPointer(element.pointer)) }
             run.catalogTrack.finish()
             await Self.deliver(run, reporter: reporter)
             reporter.log(GST_LEVEL_INFO, "all pads reached EOS: broadcast complete")
@@ -294,14 +298,14 @@ final class MoqSink: @unchecked Sendable {
         func open() -> MoqSession? { run.connection.session.flatMap { $0.closeReason == nil ? $0 : nil } }
         var session = open()
         let wasReconnecting = session == nil
-        while session == nil, ContinuousClock.now < deadline, run.connection.status != .failed,
-            run.connection.status != .disconnected
-        {
+        // Only a publisher that was connected waits: one that never reached the relay (a wrong URL,
+        // no relay yet) ends at once, as Ctrl-C should.
+        while session == nil, ContinuousClock.now < deadline, run.connection.status == .reconnecting {
             try? await Task.sleep(for: .milliseconds(20))
             session = open()
         }
         guard let session else {
-            reporter.log(GST_LEVEL_WARNING, "EOS while not connected: what was captured since the outage is lost")
+            reporter.log(GST_LEVEL_WARNING, "EOS while not connected: what was captured is not delivered")
             return
         }
         if wasReconnecting {
