@@ -298,9 +298,11 @@ final class MoqSink: @unchecked Sendable {
         func open() -> MoqSession? { run.connection.session.flatMap { $0.closeReason == nil ? $0 : nil } }
         var session = open()
         let wasReconnecting = session == nil
-        // Only a publisher that was connected waits: one that never reached the relay (a wrong URL,
-        // no relay yet) ends at once, as Ctrl-C should.
-        while session == nil, ContinuousClock.now < deadline, run.connection.status == .reconnecting {
+        // Only a publisher that was connected waits (reconnecting, or connected while its session is
+        // being replaced after GOAWAY): one that never reached the relay (a wrong URL, no relay yet)
+        // ends at once, as Ctrl-C should.
+        func wasConnected() -> Bool { [.reconnecting, .connected].contains(run.connection.status) }
+        while session == nil, ContinuousClock.now < deadline, wasConnected() {
             try? await Task.sleep(for: .milliseconds(20))
             session = open()
         }
