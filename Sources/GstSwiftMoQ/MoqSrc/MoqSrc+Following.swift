@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: MIT
+import CGStreamer
+import Dispatch
+import MoqCatalog
+import MoqMedia
+import MoqPlayback
+import MoqSync
+import MoqWire
+import SwiftMoQ
+import Synchronization
+
+/// Following the broadcast: sessions, announcements, catalog snapshots and the pads they make (control queue).
+extension MoqSrc {
+
+    func sessionUp(_ session: MoqSession, handover: Bool) {
+        guard let run else { return }
+        run.follow?.cancel()
+        // A GOAWAY handover: the relay and the publisher go on, so the timeline continues and
+        // the pads skip what they already pushed. After a loss (a restarted relay or
+        // publisher) it is a discontinuity.
+        run.session = session
+        run.sessionEpoch += 1
+        let epoch = run.sessionEpoch
+        if !handover {
+            run.sourceEpoch += 1
+            timeline.withLock { $0.markDiscontinuity() }
+        }
+        let timeoutS = settings.withLock { $0.timeoutS }
+        let timeout: Duration? = run.foundOnce || timeoutS == 0 ? nil : .seconds(Int64(timeoutS))
+        let target = run.target
+        reporter.log(GST_LEVEL_INFO, "connected: looking for \(target)")
+        run.follow = Task { [weak self] in
+            for await event in BroadcastFollower.follow(session, target: target, timeout: timeout) {
+                guard let self else { return }
+                self.onControlQueue { self.handle(event, session: session, epoch: epoch) }
+            }
+        }
+    }
+
+    private func handle(_ event: FollowEvent, session: MoqSession, epoch: UInt64) {
+        guard let run, run.sessionEpoch == epoch else { return }
+        switch event {
+        case .found(let path):
+            if let previous = run.lastBroadcast, previous != path {
+                // Another broadcast (prefix mode): another publisher clock, so a new timeline
+                // after what was played.
+                run.sourceEpoch += 1
+                timeline.withLock { $0.reanchorOnNextFrame() }
+            } else if run.broadcast != path {
+                run.sourceEpoch += 1
+                timeline.withLock { $0.markDiscontinuity() }
+            }
+            run.lastBroadcast = path
+            run.broadcast = path
+            run.foundOnce = true
+            reporter.log(GST_LEVEL_INFO, "playing broadcast \(path)")
+        case .catalog(let path, let catalog):
+            guard path == run.broadcast else { return }
+            run.catalog = catalog
+            reconcile(run, session: session)
+        case .malformedCatalog(let path, let error):
+            reporter.warning(
+                .stream(GST_STREAM_ERROR_DECODE),
+                "the catalog of \(path) is malformed: \(error); keeping the previous catalog")
+        case .catalogFailed(let path, let error):
+            reporter.warning(.resource(GST_RESOURCE_ERROR_READ), "the catalog of \(path) is unavailable: \(error)")
+        case .ended(let path):
+            reporter.log(GST_LEVEL_INFO, "broadcast \(path) ended")
+            if run.broadcast == path { run.broadcast = nil }
+            timeline.withLock { $0.markDiscontinuity() }
+        case .notFound(let target):
+            guard !run.foundOnce else { return }
+            let url = run.connection.url.redacted
+            reporter.error(
+                .resource(GST_RESOURCE_ERROR_NOT_FOUND),
+                "\(target) was not announced by \(url) within \(settings.withLock { $0.timeoutS }) s: check the name, "
+                    + "and that the URL's path is the root it is published under (a broadcast room/cam published at "
+                    + "moql://relay/anon is anon/room/cam at moql://relay/)")
+        }
+    }
+
+    /// Pads follow the catalog: one per kind for the chosen renditions.
+    func reconcile(_ run: Running, session: MoqSession) {
+        guard let catalog = run.catalog, let broadcast = run.broadcast else { return }
+        let s = settings.withLock { $0 }
+        let choice = RenditionChoice(
+            catalog: catalog, video: run.selection[.video] ?? s.videoTrack,
+            audio: run.selection[.audio] ?? s.audioTrack)
+        for skipped in choice.skipped { warnOnce(run, "\(broadcast): \(skipped)") }
+        for note in choice.notes { warnOnce(run, "\(broadcast): \(note)") }
+        publishCollection(run, choice: choice, broadcast: broadcast)
+        let eosOnEnd: Bool
+        if case .exact = run.target { eosOnEnd = true } else { eosOnEnd = false }
+        for (kind, wanted) in [(MediaKind.video, choice.video), (.audio, choice.audio)] {
+            let existing = run.pads[kind]
+            guard let wanted else {
+                if let existing {
+                    reporter.log(GST_LEVEL_INFO, "no \(kind) rendition to play any more: removing \(existing.name)")
+                    remove(existing)
+                    run.pads[kind] = nil
+                }
+                continue
+            }
+            let source = SrcPad.Source(
+                session: session, broadcast: broadcast, rendition: wanted, epoch: run.sourceEpoch, eosOnEnd: eosOnEnd)
+            if let existing {
+                existing.play(source)
+            } else if let pad = createPad(kind, source: source) {
+                run.pads[kind] = pad
+            }
+        }
+        noMorePadsWhenSettled(run, bothKinds: choice.video != nil && choice.audio != nil)
+    }
+
+    /// `no-more-pads` once the catalog has settled: at once when it has both kinds, else
+    /// half a second after the first pad (publishers such as moqsink complete their catalog
+    /// pad by pad as caps arrive, and gst-launch gives up delayed links at no-more-pads).
+    private func noMorePadsWhenSettled(_ run: Running, bothKinds: Bool) {
+        guard !run.noMorePads, !run.pads.isEmpty else { return }
+        let now = monotonicNow()
+        if run.firstPadAt == nil { run.firstPadAt = now }
+        if bothKinds || now >= run.firstPadAt! + Self.padSettleNs {
+            run.noMorePads = true
+            reporter.log(GST_LEVEL_INFO, "no more pads")
+            gst_element_no_more_pads(element)
+        } else if !run.settleScheduled {
+            run.settleScheduled = true
+            control.asyncAfter(deadline: .now() + .nanoseconds(Int(Self.padSettleNs))) { [weak self, weak run] in
+                guard let self, let run, self.run === run else { return }
+                run.settleScheduled = false
+                self.noMorePadsWhenSettled(run, bothKinds: false)
+            }
+        }
+    }
+
+    static let padSettleNs: UInt64 = 500_000_000
+
+    func selectionChanged() {
+        guard let run, let session = run.session else { return }
+        reconcile(run, session: session)
+    }
+
+    private func warnOnce(_ run: Running, _ text: String) {
+        guard run.warned.insert(text).inserted else { return }
+        reporter.warning(.stream(GST_STREAM_ERROR_CODEC_NOT_FOUND), text)
+    }
+
+    private func createPad(_ kind: MediaKind, source: SrcPad.Source) -> SrcPad? {
+        let name = "\(kind)_0"
+        let template = kind == .video ? MoqSrcType.videoTemplate : MoqSrcType.audioTemplate
+        guard let pad = gst_pad_new_from_template(template, name) else { return nil }
+        let srcPad = SrcPad(pad: pad, kind: kind, name: name, src: self, latencyMs: latencyMs)
+        pad.pointee.element_private = Unmanaged.passUnretained(srcPad).toOpaque()
+        gst_pad_set_query_function_full(
+            pad, { pad, parent, query in MoqSrcType.src(UnsafeMutableRawPointer(parent)).query(pad!, query!) }, nil,
+            nil)
+        gst_pad_set_event_function_full(
+            pad, { pad, parent, event in MoqSrcType.src(UnsafeMutableRawPointer(parent)).padEvent(pad!, event!) },
+            nil, nil)
+        gst_pad_use_fixed_caps(pad)
+        gst_pad_set_active(pad, 1)
+        // stream-start, caps and segment before the pad appears, so pad-added handlers see its caps.
+        srcPad.prime(source)
+        srcPad.start()
+        gst_element_add_pad(element, pad)
+        reporter.log(GST_LEVEL_INFO, "added \(name) for \(source.trackName) (\(source.rendition.caps))")
+        return srcPad
+    }
+
+    func remove(_ pad: SrcPad) {
+        pad.stop()
+        gst_pad_set_active(pad.pad, 0)
+        pad.pad.pointee.element_private = nil
+        gst_element_remove_pad(element, pad.pad)
+    }
+}

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: MIT
+import CGStreamer
+import Dispatch
+import MoqCatalog
+import MoqMedia
+import MoqPlayback
+import MoqSync
+import MoqWire
+import SwiftMoQ
+import Synchronization
+
+/// Properties and the URI they make.
+extension MoqSrc {
+
+    func setProperty(_ id: guint, _ value: UnsafePointer<GValue>) {
+        guard let prop = MoqSrcType.Prop(rawValue: id) else { return }
+        let live = currentState.rawValue > GST_STATE_READY.rawValue
+        switch prop {
+        case .latency:
+            let ms = g_value_get_uint(value)
+            settings.withLock { $0.latencyMs = ms }
+            if live { latencyChanged(UInt64(ms)) }
+            return
+        case .videoTrack, .audioTrack:
+            let name = string(from: value)
+            settings.withLock { if prop == .videoTrack { $0.videoTrack = name } else { $0.audioTrack = name } }
+            if live { onControlQueue { self.selectionChanged() } }
+            return
+        default: break
+        }
+        if live {
+            reporter.log(GST_LEVEL_WARNING, "property changes take effect only in NULL or READY: ignored")
+            return
+        }
+        settings.withLock { s in
+            switch prop {
+            case .url: s.connection.url = string(from: value)
+            case .broadcast: s.broadcast = string(from: value)
+            case .prefix: s.prefix = string(from: value)
+            case .tlsDisableVerify: s.connection.tlsDisableVerify = g_value_get_boolean(value) != 0
+            case .tlsFingerprint: s.connection.tlsFingerprint = string(from: value)
+            case .tlsRootFile: s.connection.tlsRootFile = string(from: value)
+            case .authToken: s.connection.authToken = string(from: value)
+            case .timeout: s.timeoutS = g_value_get_uint(value)
+            case .uriTLS: s.uriTLS = g_value_get_boolean(value) != 0
+            default: break
+            }
+        }
+    }
+
+    func getProperty(_ id: guint, _ value: UnsafeMutablePointer<GValue>) {
+        guard let prop = MoqSrcType.Prop(rawValue: id) else { return }
+        let s = settings.withLock { $0 }
+        switch prop {
+        case .url: g_value_set_string(value, s.connection.url)
+        case .broadcast: g_value_set_string(value, s.broadcast)
+        case .prefix: g_value_set_string(value, s.prefix)
+        case .tlsDisableVerify: g_value_set_boolean(value, s.connection.tlsDisableVerify ? 1 : 0)
+        case .tlsFingerprint: g_value_set_string(value, s.connection.tlsFingerprint)
+        case .tlsRootFile: g_value_set_string(value, s.connection.tlsRootFile)
+        case .authToken: g_value_set_string(value, s.connection.authToken)
+        case .latency: g_value_set_uint(value, s.latencyMs)
+        case .videoTrack: g_value_set_string(value, s.videoTrack)
+        case .audioTrack: g_value_set_string(value, s.audioTrack)
+        case .timeout: g_value_set_uint(value, s.timeoutS)
+        case .uriTLS: g_value_set_boolean(value, s.uriTLS ? 1 : 0)
+        case .status: g_value_set_enum(value, status.load(ordering: .relaxed))
+        case .moqVersion:
+            g_value_set_string(
+                value,
+                status.load(ordering: .relaxed) == ReconnectingSession.Status.connected.rawValue
+                    ? MoqVersion.lite06.rawValue : nil)
+        case .stats: g_value_take_boxed(value, makeStats(name: "application/x-moqsrc-stats"))
+        }
+    }
+
+    /// Applies a playback URI (GstURIHandler).
+    func setURI(_ uri: String) -> Result<Void, SettingsError> {
+        if currentState.rawValue > GST_STATE_READY.rawValue {
+            return .failure(SettingsError("the URI can only change in NULL or READY"))
+        }
+        let parsed: PlaybackURI
+        do { parsed = try PlaybackURI(uri) } catch { return .failure(SettingsError(error.description)) }
+        settings.withLock { s in
+            s.connection.url = parsed.url
+            s.broadcast = parsed.broadcast
+            s.prefix = parsed.prefix
+            s.uriTLSKeys = []
+            for (key, value) in parsed.properties {
+                switch key {
+                case "latency": if let v = UInt32(value) { s.latencyMs = v }
+                case "timeout": if let v = UInt32(value) { s.timeoutS = v }
+                case "video-track": s.videoTrack = value
+                case "audio-track": s.audioTrack = value
+                // Kept aside: honoured at start only if the application allows it (uri-tls).
+                case "tls-fingerprint", "tls-disable-verify": s.uriTLSKeys.append((key, value))
+                default: break
+                }
+            }
+        }
+        return .success(())
+    }
+
+    /// TLS settings that came in a URI: applied when the application allows it (`uri-tls`, or
+    /// SWIFTMOQ_URI_TLS=1), otherwise ignored with a warning that says how to allow them.
+    func applyURITLS() {
+        let allowedByEnvironment = getenv("SWIFTMOQ_URI_TLS").map { String(cString: $0) == "1" } ?? false
+        let (keys, allowed) = settings.withLock { s -> ([(String, String)], Bool) in
+            let allowed = s.uriTLS || allowedByEnvironment
+            if allowed {
+                for (key, value) in s.uriTLSKeys {
+                    if key == "tls-fingerprint" { s.connection.tlsFingerprint = value }
+                    if key == "tls-disable-verify" { s.connection.tlsDisableVerify = value == "true" || value == "1" }
+                }
+            }
+            return (s.uriTLSKeys, allowed)
+        }
+        guard !keys.isEmpty, !allowed else { return }
+        reporter.warning(
+            .resource(GST_RESOURCE_ERROR_SETTINGS),
+            "the URI's \(keys.map(\.0).joined(separator: " and ")) ignored: TLS settings come from properties "
+                + "(tls-fingerprint, tls-disable-verify); set uri-tls=true (or SWIFTMOQ_URI_TLS=1) to take them from URIs"
+        )
+    }
+
+    /// The URI of the current settings (the explicit `?broadcast=` form).
+    var uri: String? {
+        let s = settings.withLock { $0 }
+        guard let url = s.connection.url else { return nil }
+        return PlaybackURI.compose(url: url, broadcast: s.broadcast, prefix: s.prefix)
+    }
+}

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: MIT
+import CGStreamer
+import Dispatch
+import MoqCatalog
+import MoqMedia
+import MoqPlayback
+import MoqSync
+import MoqWire
+import SwiftMoQ
+import Synchronization
+
+/// The `stats` structure (property and periodic message).
+extension MoqSrc {
+
+    func makeStats(name: String) -> UnsafeMutablePointer<GstStructure> {
+        let run = self.run
+        let stats = lastStats.withLock { $0 }
+        let now = monotonicNow()
+        var fields: [(String, FieldValue)] = [
+            (
+                StatsKey.status.rawValue,
+                .string(
+                    ReconnectingSession.Status(rawValue: status.load(ordering: .relaxed))?.description ?? "disconnected"
+                )
+            ),
+            (StatsKey.broadcast.rawValue, .string(run?.broadcast ?? "")),
+            (StatsKey.reconnects.rawValue, .uint64(UInt64(run?.connection.reconnects ?? 0))),
+            (StatsKey.handovers.rawValue, .uint64(UInt64(run?.connection.handovers ?? 0))),
+            (StatsKey.roundTripTimeMs.rawValue, .double(Double(stats?.rttMicros ?? 0) / 1000)),
+            (StatsKey.bytesReceived.rawValue, .uint64(stats?.bytesReceived ?? 0)),
+            (StatsKey.packetsLost.rawValue, .uint64(stats?.packetsLost ?? 0)),
+            (StatsKey.targetLatencyMs.rawValue, .uint64(latencyMs)),
+        ]
+        for kind in [MediaKind.video, .audio] {
+            guard let pad = run?.pads[kind] else { continue }
+            let s = pad.counters.snapshot(now: now)
+            let k = kind.rawValue
+            fields += [
+                (StatsKey.PerKind.track.name(k), .string(pad.trackName ?? "")),
+                (StatsKey.PerKind.latencyMs.name(k), .double(s.latencyMs)),
+                (StatsKey.PerKind.fps.name(k), .double(s.fps)),
+                (StatsKey.PerKind.bitrateKbps.name(k), .double(s.bitrateKbps)),
+                (StatsKey.PerKind.frames.name(k), .uint64(s.frames)),
+                (StatsKey.PerKind.framesDropped.name(k), .uint64(s.framesDropped)),
+                (StatsKey.PerKind.groupsSkipped.name(k), .uint64(s.groupsSkipped)),
+                (StatsKey.PerKind.stalls.name(k), .uint64(s.stalls)),
+                (StatsKey.PerKind.stallDurationMs.name(k), .double(s.stallDurationMs)),
+                (StatsKey.PerKind.bufferMs.name(k), .double(s.bufferMs)),
+            ]
+            if let first = s.timeToFirstFrameMs { fields.append((StatsKey.timeToFirstFrameMs(k), .double(first))) }
+        }
+        fields.append((StatsKey.retargets.rawValue, .uint64(UInt64(timeline.withLock { $0.retargets }))))
+        return makeStructure(name, fields)
+    }
+}
