@@ -112,20 +112,47 @@ public enum BroadcastFollower {
         return stream
     }
 
+    /// How long after a failed catalog subscription the next one is made, while the broadcast
+    /// stays announced (a relay still announcing a publisher that has just reconnected resets the
+    /// old session's subscriptions; the new publisher answers the next one).
+    static let catalogRetryDelay: Duration = .milliseconds(500)
+
     private static func followCatalog(
         _ session: MoqSession, path: String, into continuation: AsyncStream<FollowEvent>.Continuation
     ) async {
+        var reported = false
+        while !Task.isCancelled, session.closeReason == nil {
+            guard let (reason, gotCatalog) = await followCatalogOnce(session, path: path, into: continuation) else {
+                return
+            }
+            if Task.isCancelled { return }
+            // One report per run of failures; a catalog in between starts a new run.
+            if gotCatalog { reported = false }
+            if !reported {
+                reported = true
+                continuation.yield(.catalogFailed(path: path, error: reason))
+            }
+            try? await Task.sleep(for: catalogRetryDelay)
+        }
+    }
+
+    /// One catalog subscription: nil when the track ended or the task was cancelled; otherwise why
+    /// it failed and whether a catalog had arrived first.
+    private static func followCatalogOnce(
+        _ session: MoqSession, path: String, into continuation: AsyncStream<FollowEvent>.Continuation
+    ) async -> (reason: String, gotCatalog: Bool)? {
         // Each group is one complete snapshot: only the newest matters.
         let remote = session.subscribe(
             broadcast: path, track: HangCatalog.trackName, range: SubscriptionRange(priority: 255, maxLatencyMs: 0))
         let consumer = remote.consumer(maxLatencyMs: 0)
         defer { remote.cancel() }
+        var gotCatalog = false
         do {
             while let group = try await withTaskCancellationHandler(
                 operation: { try await consumer.nextGroup() }, onCancel: { consumer.cancel() })
             {
                 guard let frame = try await group.nextFrame() else { continue }
-                if Task.isCancelled { return }
+                if Task.isCancelled { return nil }
                 guard frame.payload.count <= maxCatalogBytes else {
                     continuation.yield(
                         .malformedCatalog(path: path, error: "catalog of \(frame.payload.count) bytes is too large"))
@@ -135,15 +162,16 @@ public enum BroadcastFollower {
                     let catalog = try frame.payload.withUnsafeBytes { bytes throws(CatalogError) in
                         try HangCatalog(json: bytes)
                     }
+                    gotCatalog = true
                     continuation.yield(.catalog(path: path, catalog))
                 } catch {
                     continuation.yield(.malformedCatalog(path: path, error: error.description))
                 }
             }
+            return nil
         } catch {
-            if Task.isCancelled { return }
-            let reason = remote.error?.description ?? "\(error)"
-            continuation.yield(.catalogFailed(path: path, error: reason))
+            if Task.isCancelled { return nil }
+            return (remote.error?.description ?? "\(error)", gotCatalog)
         }
     }
 }
