@@ -321,13 +321,15 @@ private func verifyPeer(_ session: OpaquePointer, _ tls: (config: TLSClientConfi
     guard let list = gnutls_certificate_get_peers(session, &n), n > 0, let leafData = list[0].data else {
         return "the server sent no certificate"
     }
-    let fingerprint = Hex.encode(sha256(UnsafeRawBufferPointer(start: leafData, count: Int(list[0].size))))
+    let digest = sha256(UnsafeRawBufferPointer(start: leafData, count: Int(list[0].size)))
+    let fingerprint = Hex.encode(digest)
     let hostname = tls.config.serverName ?? tls.host
     switch tls.config.verification {
     case .disabled:
         return nil
     case .fingerprints(let pins):
-        if pins.contains(where: { Hex.encode($0) == fingerprint }) { return nil }
+        // Pins are digests (validated as 32 bytes once, when the configuration was made): compared as bytes.
+        if pins.contains(digest) { return nil }
         let expected = pins.map { Hex.encode($0) }.joined(separator: " or ")
         return "certificate fingerprint mismatch: server sent sha256 \(fingerprint), expected \(expected)"
     case .system, .roots:

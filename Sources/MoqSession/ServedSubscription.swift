@@ -177,6 +177,12 @@ final class ServedSubscription: StreamHandler, Pumpable {
         pump()
     }
 
+    /// How long a subscription to a relayed track waits for the upstream's START once a group is
+    /// there (ns).
+    static let upstreamStartWaitNs: UInt64 = 250_000_000
+    private var startRecheck: (any Cancellable)?
+    private var awaitingUpstreamStartSince: UInt64?
+
     // MARK: Sending
 
     func pump() {
@@ -187,6 +193,26 @@ final class ServedSubscription: StreamHandler, Pumpable {
             return end(resetWith: code == .cancel || code == .sessionClosed ? .internal : code)
         }
         if floor == nil {
+            // A relayed track whose upstream START is still on its way: the upstream's groups travel
+            // on streams of their own and can overtake it, and starting at the first one to arrive
+            // would skip the upstream's first group for good. Wait for START a moment.
+            if track.latestGroup != nil, track.subscriptionStart.awaiting {
+                // Measured on the session's clock, which its timers run on.
+                let now = session.scheduler.clock.now()
+                let since = awaitingUpstreamStartSince ?? now
+                awaitingUpstreamStartSince = since
+                let due = since &+ Self.upstreamStartWaitNs
+                if now < due {
+                    if startRecheck == nil {
+                        let box = WeakReference(self)
+                        startRecheck = session.scheduler.schedule(after: .nanoseconds(Int64(due - now))) {
+                            box.value?.startRecheck = nil
+                            box.value?.pump()
+                        }
+                    }
+                    return
+                }
+            }
             guard let start = resolveStart(track: track, range: range) else {
                 return finishIfEnded(track)
             }

@@ -128,6 +128,32 @@ import Testing
         #expect(Frame(timestamp: 1 << 61, payload: Bytes()).encodedHeader(previous: 0) == nil)
     }
 
+    @Test(
+        "a relay serving a group that overtook the upstream's START starts its subscriber at the upstream's first group"
+    )
+    func relayWaitsForUpstreamStart() {
+        let (pair, raw) = rawPublisher()
+        let upstream = pair.remoteTrack("t")
+        pair.client.subscribe(broadcast: "b", track: upstream, range: SubscriptionRange(maxLatencyMs: 10_000))
+        pair.run()
+        // The relay's subscriber is there before anything arrives.
+        let relay = SessionPair()
+        let relayed = relay.serverBroadcast("b")
+        relayed.onTrackRequest { $0 == upstream.name ? upstream : nil }
+        let downstream = relay.remoteTrack("t")
+        relay.client.subscribe(broadcast: "b", track: downstream, range: SubscriptionRange(maxLatencyMs: 10_000))
+        relay.run()
+        // Group 1's stream overtakes the control stream's START and group 0.
+        raw.writeRaw(7, [0x00] + GroupHeader(subscribeID: 0, sequence: 1).encoded() + [0x00, 0x01, 0x42], fin: true)
+        pair.run()
+        relay.run()
+        raw.writeRaw(4, SubscribeResponse.start(group: 0).encoded())
+        raw.writeRaw(11, [0x00] + GroupHeader(subscribeID: 0, sequence: 0).encoded() + [0x00, 0x01, 0x41], fin: true)
+        pair.run()
+        relay.run()
+        #expect(relay.contents(downstream).map(\.0) == [0, 1])
+    }
+
     @Test("a DROP code at the ceiling reaches the transport inside the WebTransport range")
     func peerCodesAreClamped() {
         let (pair, raw) = rawPublisher()
