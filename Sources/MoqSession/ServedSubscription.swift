@@ -177,6 +177,9 @@ final class ServedSubscription: StreamHandler, Pumpable {
         pump()
     }
 
+    /// Groups waiting for a stream (back-pressure).
+    var queuedGroupCount: Int { queue.count }
+
     /// How long a subscription to a relayed track waits for the upstream's START once a group is
     /// there (ns).
     static let upstreamStartWaitNs: UInt64 = 250_000_000

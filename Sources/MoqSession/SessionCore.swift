@@ -83,11 +83,16 @@ public final class SessionCore {
     public var isReady: Bool { phase == .ready }
     /// True once closed.
     public var isClosed: Bool { phase == .closed }
-    /// Groups we are still sending (or waiting to open a stream for).
+    /// Groups we are still sending, waiting to open a stream for, or holding in a subscription's
+    /// queue (back-pressure).
     public var activeServedGroups: Int {
         pendingUniOpens.count
             + handlers.values.reduce(0) { n, h in
-                n + ((h as? GroupWriter).map { $0.send.isClosed || $0.send.finWritten ? 0 : 1 } ?? 0)
+                if let writer = h as? GroupWriter {
+                    return n + (writer.send.isClosed || writer.send.finWritten ? 0 : 1)
+                }
+                if let subscription = h as? ServedSubscription { return n + subscription.queuedGroupCount }
+                return n
             }
     }
     var clock: any MoqClock { scheduler.clock }

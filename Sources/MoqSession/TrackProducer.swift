@@ -488,6 +488,10 @@ public final class TrackProducer: @unchecked Sendable {
     public func frameCount(of group: GroupState) -> Int { state.withLock { _ in group.frames.count } }
 
     /// Registers an observer; keep the token to remove it.
+    /// How many observers were ever added (readers and served subscriptions): grows by one with
+    /// each, so a caller can tell whether the track was read since a moment it recorded.
+    public var observersAdded: UInt64 { state.withLock { UInt64($0.nextObserverID) } }
+
     public func addObserver(_ observer: any TrackObserver) -> UInt64 {
         state.withLock { s in
             let id = s.nextObserverID

@@ -294,6 +294,11 @@ final class MoqSink: @unchecked Sendable {
     /// the relay, asked by its subscribers, subscribes again.
     private static func deliver(_ run: Running, reporter: ElementReporter) async {
         let deadline = ContinuousClock.now + eosDeliveryTimeout
+        let tracks = run.broadcast.trackNames.filter { $0 != HangCatalog.trackName }.compactMap {
+            run.broadcast.existingTrack($0)
+        }.filter { $0.latestGroup != nil }
+        // Who had read each track before the outage ended: a new reader after it is the relay asking again.
+        let readersBefore = tracks.map(\.observersAdded)
         // A session told to go away by a relay shutting down stays until it closes: only an open one counts.
         func open() -> MoqSession? { run.connection.session.flatMap { $0.closeReason == nil ? $0 : nil } }
         var session = open()
@@ -313,10 +318,10 @@ final class MoqSink: @unchecked Sendable {
         if wasReconnecting {
             reporter.log(GST_LEVEL_INFO, "EOS while reconnecting: delivering what was captured during the outage")
             // The relay subscribes again once its subscribers have (each reconnects on its own).
-            let tracks = run.broadcast.trackNames.filter { $0 != HangCatalog.trackName }.compactMap {
-                run.broadcast.existingTrack($0)
-            }
-            while ContinuousClock.now < deadline, !tracks.contains(where: { $0.observerCount > 0 }) {
+            // Every track that holds something read again since (a track nobody reads any more keeps
+            // EOS waiting until the deadline).
+            func allReadAgain() -> Bool { zip(tracks, readersBefore).allSatisfy { $0.observersAdded > $1 } }
+            while ContinuousClock.now < deadline, !allReadAgain() {
                 try? await Task.sleep(for: .milliseconds(20))
             }
             // Its first groups go out on the session's loop right after the subscription.
