@@ -166,10 +166,11 @@ final class AnnounceIngest: @unchecked Sendable {
                 logger.debug("\(label): subscribed upstream to \(path)/\(name) (\(upstream.budgetMs) ms)")
             }
         }
-        // A track only asked about (TRACK_INFO, which our subscribers send just before SUBSCRIBE)
-        // is subscribed with the default range if no subscription says otherwise within 100 ms.
-        let weakUpstream = WeakReference(upstream)
-        _ = loop.schedule(after: .milliseconds(100)) { _ = weakUpstream.value?.demand(nil) }
+        // Subscribed at once with the default range (a TRACK request needs the upstream's info, and
+        // a publisher keeps only so much: waiting for a subscriber's range lost moq-rs publishers'
+        // first groups under load); the first subscriber's budget follows as SUBSCRIBE_UPDATE, and
+        // the publisher drops what it had queued beyond it.
+        upstream.demand(nil)
         let weakTrack = WeakReference(track)
         let weakBroadcast = WeakReference(broadcast)
         let weakSelf = WeakReference(self)

@@ -4,13 +4,15 @@ import MoqSync
 import MoqWire
 
 /// The upstream subscription of one relayed track, shaped by what its subscribers ask for: made
-/// with the first subscriber's latency budget, raised (SUBSCRIBE_UPDATE) when a later one asks for
-/// more, never lowered while the track is relayed. A request without a range (TRACK_INFO) gets
-/// the relay's default.
+/// at once with the relay's default budget (TRACK_INFO needs it, and a publisher keeps only so
+/// much), set by SUBSCRIBE_UPDATE to the first subscriber's budget (lower or higher: the
+/// publisher then drops what it had queued beyond it) and raised when a later one asks for more.
 final class UpstreamDemand: Sendable {
     private struct State {
         var remote: RemoteTrack?
         var range: SubscriptionRange?
+        /// A subscriber's range has set the budget (until then it is the relay's default).
+        var demanded = false
         var cancelled = false
     }
 
@@ -46,9 +48,15 @@ final class UpstreamDemand: Sendable {
             guard var range = s.range else {
                 let range = SubscriptionRange(priority: defaultRange.priority, maxLatencyMs: budget)
                 s.range = range
+                s.demanded = wanted != nil
                 return .subscribe(range)
             }
-            guard wanted != nil, budget > range.maxLatencyMs else { return .none }
+            // The first subscriber's budget replaces the default, lower or higher; later ones only raise it.
+            let first = wanted != nil && !s.demanded
+            if wanted != nil { s.demanded = true }
+            guard wanted != nil, first ? budget != range.maxLatencyMs : budget > range.maxLatencyMs else {
+                return .none
+            }
             range.maxLatencyMs = budget
             s.range = range
             // Not subscribed yet (another thread is subscribing): it applies the new range.
