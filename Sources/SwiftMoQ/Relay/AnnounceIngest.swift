@@ -76,6 +76,9 @@ final class AnnounceIngest: @unchecked Sendable {
     /// Number of upstream subscriptions open.
     var upstreamCount: Int { state.withLock { $0.upstreams.count } }
 
+    /// The latency budgets asked upstream, in ms (tests).
+    var upstreamBudgetsMs: [UInt64] { state.withLock { $0.upstreams.values.map(\.budgetMs) } }
+
     private func handle(_ event: AnnounceEvent) {
         switch event {
         case .active(let path, let route):
@@ -156,21 +159,13 @@ final class AnnounceIngest: @unchecked Sendable {
         let upstream = UpstreamDemand(
             session: session, peerPath: peerPath, track: track, defaultRange: upstreamRange)
         state.withLock { $0.upstreams[ObjectIdentifier(track)] = upstream }
-        // The first subscriber's budget is the upstream subscription's (as moq-relay forwards its
-        // subscribers' preferences): a player with a 300 ms budget that reconnects before its
-        // publisher must not make the publisher send its whole cache, oldest first, ahead of the
-        // live edge. A later subscriber that wants more raises it.
-        let path = broadcast.path  // not the broadcast: it holds the track, which holds this handler
-        track.onDemand { [label, logger] range in
-            if upstream.demand(range) {
-                logger.debug("\(label): subscribed upstream to \(path)/\(name) (\(upstream.budgetMs) ms)")
-            }
-        }
         // Subscribed at once with the default range (a TRACK request needs the upstream's info, and
         // a publisher keeps only so much: waiting for a subscriber's range lost moq-rs publishers'
-        // first groups under load); the first subscriber's budget follows as SUBSCRIBE_UPDATE, and
-        // the publisher drops what it had queued beyond it.
+        // first groups under load); the first subscriber's budget follows as SUBSCRIBE_UPDATE (as
+        // moq-relay forwards its subscribers' preferences), and later ones raise it.
+        track.onDemand { range in upstream.demand(range) }
         upstream.demand(nil)
+        logger.debug("\(label): subscribed upstream to \(broadcast.path)/\(name)")
         let weakTrack = WeakReference(track)
         let weakBroadcast = WeakReference(broadcast)
         let weakSelf = WeakReference(self)

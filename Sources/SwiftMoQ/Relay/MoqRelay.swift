@@ -94,6 +94,12 @@ public final class MoqRelay: @unchecked Sendable {
 
     /// Sessions currently open.
     public var sessionCount: Int { server.openSessions.count }
+    /// The latency budgets its upstream subscriptions ask for, in ms (tests).
+    var upstreamBudgetsMs: [UInt64] {
+        ingests.withLock { $0.values.flatMap(\.upstreamBudgetsMs) }
+            + (upstreamIngest.withLock { $0?.upstreamBudgetsMs } ?? [])
+    }
+
     /// Upstream subscriptions currently open (one per relayed track in use).
     public var upstreamSubscriptionCount: Int {
         ingests.withLock { $0.values.reduce(0) { $0 + $1.upstreamCount } }

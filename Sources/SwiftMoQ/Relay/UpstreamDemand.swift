@@ -33,10 +33,9 @@ final class UpstreamDemand: Sendable {
     /// The budget asked of the publisher so far (ms).
     var budgetMs: UInt64 { state.withLock { $0.range?.maxLatencyMs ?? 0 } }
 
-    /// A subscriber wants `wanted` (nil: no range). Subscribes upstream on the first demand and
-    /// returns true then; raises the budget afterwards when `wanted` asks for more.
-    @discardableResult
-    func demand(_ wanted: SubscriptionRange?) -> Bool {
+    /// A subscriber wants `wanted` (nil: the relay's default). Subscribes upstream on the first
+    /// call; afterwards the first subscriber's budget replaces the default and later ones raise it.
+    func demand(_ wanted: SubscriptionRange?) {
         let budget = wanted?.maxLatencyMs ?? defaultRange.maxLatencyMs
         enum Action {
             case none
@@ -65,12 +64,11 @@ final class UpstreamDemand: Sendable {
         }
         switch action {
         case .none:
-            return false
+            return
         case .update(let remote, let range):
             remote.update(range)
-            return false
         case .subscribe(let range):
-            guard let track = track.value else { return false }
+            guard let track = track.value else { return }
             let remote = session.subscribe(broadcast: peerPath, range: range, into: track)
             let (cancelled, raised) = state.withLock { s -> (Bool, SubscriptionRange?) in
                 s.remote = remote
@@ -81,7 +79,6 @@ final class UpstreamDemand: Sendable {
             } else if let raised {
                 remote.update(raised)
             }
-            return true
         }
     }
 
