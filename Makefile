@@ -129,7 +129,7 @@ fuzz-build:
 		Sources/MoqWire/*.swift Sources/MoqCatalog/*.swift Fuzz/FuzzCatalog/FuzzCatalog.swift \
 		-o $(BUILD)/fuzz/fuzz-catalog
 	swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name FuzzSession \
-		Sources/MoqSync/*.swift Sources/MoqWire/*.swift Sources/MoqSession/*.swift Fuzz/FuzzSession/Harness/*.swift \
+		Sources/MoqSync/*.swift Sources/MoqWire/*.swift Sources/MoqModel/*.swift Sources/MoqSession/*.swift Fuzz/FuzzSession/Harness/*.swift \
 		Fuzz/FuzzSession/FuzzSession.swift -o $(BUILD)/fuzz/fuzz-session
 
 # FUZZ_SECONDS is split between the three targets (the session fuzzer gets what is left over).

@@ -25,6 +25,7 @@ let package = Package(
     products: [
         .library(name: "SwiftMoQ", targets: ["SwiftMoQ"]),
         .library(name: "MoqWire", targets: ["MoqWire"]),
+        .library(name: "MoqModel", targets: ["MoqModel"]),
         .library(name: "MoqSession", targets: ["MoqSession"]),
         .executable(name: "swiftmoq", targets: ["swiftmoq"]),
         .executable(name: "moqbench", targets: ["moqbench"]),
@@ -51,7 +52,10 @@ let package = Package(
         // The one lock type (pthread-based, so that ThreadSanitizer sees it: `make tsan`).
         .target(name: "MoqSync", swiftSettings: swiftSettings),
         .target(name: "MoqWire", swiftSettings: swiftSettings),
-        .target(name: "MoqSession", dependencies: ["MoqSync", "MoqWire"], swiftSettings: swiftSettings),
+        // Origins, broadcasts, tracks and their readers: what sessions serve and fill, with no protocol in it.
+        .target(name: "MoqModel", dependencies: ["MoqSync", "MoqWire"], swiftSettings: swiftSettings),
+        // moq-lite's session: the SETUP exchange and one handler per stream, sans-IO (no sockets, no timers of its own).
+        .target(name: "MoqSession", dependencies: ["MoqSync", "MoqWire", "MoqModel"], swiftSettings: swiftSettings),
         // hang catalog JSON and the legacy frame container: pure Swift, fuzzed (Fuzz/FuzzCatalog).
         .target(name: "MoqCatalog", dependencies: ["MoqWire"], swiftSettings: swiftSettings),
         // GStreamer caps <-> catalog renditions, through GStreamer's own codec utilities.

@@ -25,7 +25,20 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
     /// Lowercase hex SHA-256 of the peer's leaf certificate DER (clients; nil before the handshake completes).
     public internal(set) var peerCertificateFingerprint: String?
 
-    enum Phase { case starting, handshaking, established, closing, draining, closed }
+    enum Phase {
+        case starting, handshaking, established, closing, draining, closed
+
+        /// The application has heard `didCloseWith` (closing and draining report on entry).
+        var hasReported: Bool { self == .closing || self == .draining || self == .closed }
+    }
+
+    /// A close waiting for the write path.
+    enum PendingClose {
+        /// CONNECTION_CLOSE with an application error.
+        case application(code: UInt64, reason: String)
+        /// CONNECTION_CLOSE with a TLS alert (crypto error), for `reason`.
+        case tlsAlert(UInt8, reason: QUICCloseReason)
+    }
     var phase: Phase = .starting
 
     let settings: QUICSettings
@@ -67,13 +80,12 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
     var batchBytes = 0
     var batchSegment = 0
     var batchCount = 0
-    var pendingClose: (code: UInt64, reason: String)?
-    /// A TLS-level failure detected inside a callback, carried out by flush(): (alert, reason).
-    var pendingFailure: (alert: UInt8, reason: QUICCloseReason)?
+    /// A close asked for (by the application, or by a callback that found a TLS-level failure),
+    /// carried out by the next flush(). A TLS failure replaces an application close.
+    var pendingClose: PendingClose?
     var closePacket: [UInt8] = []
     var closeDeadline: UInt64 = .max
     var closeReason: QUICCloseReason?
-    var reported = false
     var counters = QUICStats()
     var lostOnClosedStreams: UInt64 = 0
     var rng: UInt64
@@ -250,7 +262,7 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
     public func close(code: UInt64, reason: String) {
         loop.assertOnLoop()
         guard isOpen, pendingClose == nil else { return }
-        pendingClose = (code, reason)
+        pendingClose = .application(code: code, reason: reason)
         loop.markDirty(self)
     }
 

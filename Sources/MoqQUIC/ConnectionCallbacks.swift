@@ -17,7 +17,7 @@ extension QUICConnection {
         if isClient { peerCertificateFingerprint = tls?.peerFingerprint }
         guard let alpn = negotiatedALPN, settings.alpn.contains(alpn) else {
             // Cannot write from inside a callback: flush() closes right after this packet.
-            pendingFailure = (120, .alpn("the peer selected no protocol from \(settings.alpn)"))
+            pendingClose = .tlsAlert(120, reason: .alpn("the peer selected no protocol from \(settings.alpn)"))
             loop.markDirty(self)
             return 0
         }

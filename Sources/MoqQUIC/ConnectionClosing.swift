@@ -94,10 +94,9 @@ extension QUICConnection {
         report(reason)
     }
 
-    /// Delivers `didCloseWith` once and drops per-stream state (ngtcp2 sends no more stream data).
+    /// Delivers `didCloseWith` and drops per-stream state (ngtcp2 sends no more stream data).
+    /// Called once: on leaving an open phase for closing or draining.
     private func report(_ reason: QUICCloseReason) {
-        guard !reported else { return }
-        reported = true
         closeReason = reason
         for s in streams.values { s.dropSendBuffer() }
         sendable.removeAll()
@@ -111,9 +110,8 @@ extension QUICConnection {
     /// Frees everything now. `reason` is reported if nothing was reported yet.
     func terminate(_ reason: QUICCloseReason?) {
         guard phase != .closed else { return }
-        let wasReported = reported
+        let wasReported = phase.hasReported
         phase = .closed
-        reported = true
         server?.forget(self)
         loop.remove(self)
         if isClient { socket?.close() }

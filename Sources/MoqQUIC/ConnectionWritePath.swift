@@ -9,21 +9,20 @@ extension QUICConnection {
     /// Writes whatever ngtcp2 allows now: pending close, stream data by send order, datagrams.
     func flush() {
         guard isOpen, let conn else { return }
-        if let failure = pendingFailure {
-            pendingFailure = nil
-            var ccerr = ngtcp2_ccerr()
-            ngtcp2_ccerr_set_tls_alert(&ccerr, failure.alert, nil, 0)
-            startClosing(ccerr, reason: failure.reason)
-            return
-        }
         if let close = pendingClose {
             pendingClose = nil
             var ccerr = ngtcp2_ccerr()
-            ngtcp2_ccerr_default(&ccerr)
-            let reasonBytes = Array(close.reason.utf8.prefix(1024))
-            reasonBytes.withUnsafeBufferPointer { r in
-                ngtcp2_ccerr_set_application_error(&ccerr, close.code, r.baseAddress, r.count)
-                startClosing(ccerr, reason: .application(code: close.code, reason: close.reason, byPeer: false))
+            switch close {
+            case .tlsAlert(let alert, let reason):
+                ngtcp2_ccerr_set_tls_alert(&ccerr, alert, nil, 0)
+                startClosing(ccerr, reason: reason)
+            case .application(let code, let reason):
+                ngtcp2_ccerr_default(&ccerr)
+                let reasonBytes = Array(reason.utf8.prefix(1024))
+                reasonBytes.withUnsafeBufferPointer { r in
+                    ngtcp2_ccerr_set_application_error(&ccerr, code, r.baseAddress, r.count)
+                    startClosing(ccerr, reason: .application(code: code, reason: reason, byPeer: false))
+                }
             }
             return
         }

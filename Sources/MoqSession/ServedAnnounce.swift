@@ -19,8 +19,9 @@ final class ServedAnnounce: StreamHandler {
     /// Announce ids by full path; ids count STARTs on this stream from 0.
     private var active: [ByteKey: UInt64] = [:]
     private var nextID: UInt64 = 0
-    private var done = false
-    private var counted = false
+    /// Counted against ``SessionLimits/maxServedAnnounces`` until stopped.
+    private var served = ServedRequest(.announce)
+    private var done: Bool { served.isDone }
 
     init(session: SessionCore, stream: Int64, buffer: StreamBuffer) {
         self.session = session
@@ -53,13 +54,7 @@ final class ServedAnnounce: StreamHandler {
     }
 
     private func begin(prefix: String) {
-        guard session.servedAnnounceCount < session.config.limits.maxServedAnnounces else {
-            session.counters.refusedRequests += 1
-            session.hitLimit(.servedAnnounces(session.config.limits.maxServedAnnounces))
-            return stop(.internal)
-        }
-        session.servedAnnounceCount += 1
-        counted = true
+        guard served.admit(session) else { return stop(.internal) }
         let normalized = BroadcastPath.normalize(prefix)
         self.prefix = normalized
         session.transport.setSendOrder(stream, SendOrder.control)
@@ -140,13 +135,9 @@ final class ServedAnnounce: StreamHandler {
     }
 
     private func cleanup() {
-        done = true
+        served.release(session)
         if let token = observation { directory?.stopObserving(token) }
         observation = nil
-        if counted {
-            session.servedAnnounceCount -= 1
-            counted = false
-        }
     }
 
     func sessionClosed() {

@@ -13,13 +13,11 @@ final class ServedFetch: StreamHandler, Pumpable {
     private var request: Fetch?
     private var track: TrackProducer?
     private var group: GroupState?
-    private var trigger: PumpTrigger?
-    private var token: UInt64?
     private var nextFrame = 0
     private var lastTimestamp: UInt64 = 0
-    private var done = false
     /// Counted against ``SessionLimits/maxServedFetches`` until finished.
-    private var counted = false
+    private var served = ServedRequest(.fetch)
+    private var done: Bool { served.isDone }
 
     init(session: SessionCore, stream: Int64, buffer: StreamBuffer) {
         self.session = session
@@ -38,11 +36,7 @@ final class ServedFetch: StreamHandler, Pumpable {
             self.request = request
             session.transport.setSendOrder(
                 stream, SendOrder.group(priority: request.priority, subscribeID: 0, sequence: request.group))
-            guard session.servedFetchCount < session.config.limits.maxServedFetches else {
-                session.counters.refusedRequests += 1
-                session.hitLimit(.servedFetches(session.config.limits.maxServedFetches))
-                return finish(.internal)
-            }
+            guard served.admit(session) else { return finish(.internal) }
             guard let broadcast = session.publishOrigin?.broadcast(request.broadcast) else {
                 session.counters.refusedRequests += 1
                 return finish(.unroutable)
@@ -55,12 +49,8 @@ final class ServedFetch: StreamHandler, Pumpable {
             }
             self.track = track
             self.group = group
-            session.servedFetchCount += 1
-            counted = true
-            nextFrame = Int(request.frameStart)
-            let trigger = PumpTrigger(scheduler: session.scheduler, target: self)
-            self.trigger = trigger
-            token = track.addObserver(trigger)
+            nextFrame = Int(clamping: request.frameStart)
+            served.observe(track, pumping: self, on: session)
             pump()
         } catch {
             session.counters.malformedStreams += 1
@@ -92,24 +82,10 @@ final class ServedFetch: StreamHandler, Pumpable {
     func peerStopSending(wireCode: UInt64) { finish(.cancel) }
 
     private func finish(_ code: StreamErrorCode?) {
-        guard !done else { return }
-        done = true
-        release()
+        guard served.release(session) else { return }
         if let code { session.abortStream(stream, code) }
         session.install(DrainingStream(session: session, stream: stream), on: stream)
     }
 
-    func sessionClosed() {
-        done = true
-        release()
-    }
-
-    private func release() {
-        if let token { track?.removeObserver(token) }
-        token = nil
-        if counted {
-            counted = false
-            session.servedFetchCount -= 1
-        }
-    }
+    func sessionClosed() { served.release(session) }
 }

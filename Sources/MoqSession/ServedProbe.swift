@@ -13,7 +13,9 @@ final class ServedProbe: StreamHandler {
     private var timer: (any Cancellable)?
     private var last: Probe?
     private var lastSentAt: UInt64 = 0
-    private var done = false
+    /// Counted against ``SessionLimits/maxServedProbes`` until stopped.
+    private var served = ServedRequest(.probe)
+    private var done: Bool { served.isDone }
 
     static let pollInterval = Duration.milliseconds(100)
     static let refreshNanos: UInt64 = 10_000_000_000
@@ -23,36 +25,24 @@ final class ServedProbe: StreamHandler {
         self.stream = stream
         guard session.config.serveProbe else {
             session.abortStream(stream, .cancel)
-            done = true
+            served.release(session)
             return
         }
         if buffer.buffered > 0 {
             session.abortStream(stream, .malformedTrack)
-            done = true
+            served.release(session)
             return
         }
-        guard session.servedProbeCount < session.config.limits.maxServedProbes else {
-            // Each probe stream polls the transport ten times a second: a peer gets a few.
-            session.hitLimit(.servedProbes(session.config.limits.maxServedProbes))
+        // Each probe stream polls the transport ten times a second: a peer gets a few.
+        guard served.admit(session) else {
             session.abortStream(stream, .internal)
-            done = true
+            served.release(session)
             return
         }
-        session.servedProbeCount += 1
-        counted = true
         session.transport.setSendOrder(stream, SendOrder.control)
         tick()
     }
 
-    /// Counted against ``SessionLimits/maxServedProbes`` until stopped.
-    private var counted = false
-
-    private func release() {
-        if counted {
-            counted = false
-            session.servedProbeCount -= 1
-        }
-    }
 
     func received(_ data: UnsafeRawBufferPointer, fin: Bool) {
         guard !done else { return }
@@ -92,10 +82,8 @@ final class ServedProbe: StreamHandler {
     }
 
     private func stop(_ code: StreamErrorCode?) {
-        guard !done else { return }
-        done = true
+        guard served.release(session) else { return }
         timer?.cancel()
-        release()
         if let code {
             session.abortStream(stream, code, stopReceive: code != .cancel)
         } else {
@@ -105,8 +93,7 @@ final class ServedProbe: StreamHandler {
     }
 
     func sessionClosed() {
-        done = true
+        served.release(session)
         timer?.cancel()
-        release()
     }
 }

@@ -46,8 +46,6 @@ final class ServedSubscription: StreamHandler, Pumpable {
     var bufferedBytes: Int { buffer.buffered }
     private var subscribe: Subscribe?
     private var track: TrackProducer?
-    private var trigger: PumpTrigger?
-    private var observerToken: UInt64?
     /// The lowest sequence served, once resolved (SUBSCRIBE_START, or lower for a relayed track).
     private var floor: UInt64?
     /// Sequences queued, started or dropped; every sequence below its watermark is.
@@ -58,7 +56,6 @@ final class ServedSubscription: StreamHandler, Pumpable {
     /// The highest sequence for which a stream was opened (END never goes at or below it).
     private var highestStarted: UInt64?
     private var drops = DropRuns()
-    private var endSent = false
     /// A pending re-check while written groups still wait in the transport.
     private var recheck: (any Cancellable)?
     /// How soon a backed-up subscription looks at the transport again when nothing else wakes
@@ -69,8 +66,21 @@ final class ServedSubscription: StreamHandler, Pumpable {
     static let maxDrainPoll = Duration.seconds(1)
     /// What the last look saw: whether the next one backs off.
     private var lastProgress: (active: Int, queued: Int, unsent: Int) = (0, 0, 0)
-    private var done = false
-    private var counted = false
+    /// Where the subscription stands; one value instead of flags that could disagree.
+    private enum Phase {
+        /// Waiting for SUBSCRIBE (or refusing it).
+        case requested
+        /// Serving a track.
+        case serving
+        /// END written; written groups still draining.
+        case ended
+        /// Finished, reset or the session closed: nothing more happens.
+        case done
+    }
+    private var phase = Phase.requested
+    /// The subscription's slot under ``SessionLimits/maxServedSubscriptions`` and its track observer.
+    private var served = ServedRequest(.subscription)
+    private var done: Bool { phase == .done }
 
     init(session: SessionCore, stream: Int64, buffer: StreamBuffer) {
         self.session = session
@@ -121,7 +131,7 @@ final class ServedSubscription: StreamHandler, Pumpable {
     /// already written in full are left to the transport.
     private func peerCancelled() {
         guard !done else { return }
-        if endSent { return finishByPeer() }
+        if phase == .ended { return finishByPeer() }
         end(resetWith: .cancel)
     }
 
@@ -133,7 +143,7 @@ final class ServedSubscription: StreamHandler, Pumpable {
         for send in active where !send.finWritten { cancel(send, code: .cancel) }
         active = []
         queue = []
-        if endSent { session.counters.servedSubscriptionsCompleted += 1 }
+        if phase == .ended { session.counters.servedSubscriptionsCompleted += 1 }
         if session.phase != .closed { session.transport.finish(stream) }
         cleanup()
     }
@@ -141,11 +151,7 @@ final class ServedSubscription: StreamHandler, Pumpable {
     private func begin(_ request: Subscribe) {
         subscribe = request
         session.transport.setSendOrder(stream, SendOrder.control)
-        guard session.servedSubscriptionCount < session.config.limits.maxServedSubscriptions else {
-            session.counters.refusedRequests += 1
-            session.hitLimit(.servedSubscriptions(session.config.limits.maxServedSubscriptions))
-            return end(resetWith: .internal)
-        }
+        guard served.admit(session) else { return end(resetWith: .internal) }
         guard let origin = session.publishOrigin, let broadcast = origin.broadcast(request.broadcast) else {
             session.counters.refusedRequests += 1
             return end(resetWith: .unroutable)
@@ -154,13 +160,10 @@ final class ServedSubscription: StreamHandler, Pumpable {
             session.counters.refusedRequests += 1
             return end(resetWith: .notFound)
         }
-        session.servedSubscriptionCount += 1
-        counted = true
+        phase = .serving
         self.track = track
         track.demand(request.range)
-        let trigger = PumpTrigger(scheduler: session.scheduler, target: self)
-        self.trigger = trigger
-        observerToken = track.addObserver(trigger)
+        served.observe(track, pumping: self, on: session)
         pump()
     }
 
@@ -569,8 +572,8 @@ final class ServedSubscription: StreamHandler, Pumpable {
             handled.raiseWatermark(to: end)
         }
         flushDrops()
-        if !endSent {
-            endSent = true
+        if phase == .serving {
+            phase = .ended
             writeControl(SubscribeResponse.end(group: end).encoded())
         }
         guard active.isEmpty, queue.isEmpty else { return }
@@ -613,15 +616,10 @@ final class ServedSubscription: StreamHandler, Pumpable {
 
     private func cleanup() {
         guard !done else { return }
-        done = true
+        phase = .done
+        served.release(session)
         recheck?.cancel()
         recheck = nil
-        if let token = observerToken { track?.removeObserver(token) }
-        observerToken = nil
-        if counted {
-            session.servedSubscriptionCount -= 1
-            counted = false
-        }
     }
 
     func sessionClosed() {

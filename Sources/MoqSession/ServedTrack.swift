@@ -11,11 +11,9 @@ final class ServedTrack: StreamHandler, Pumpable {
     private var buffer: StreamBuffer
     var bufferedBytes: Int { buffer.buffered }
     private var track: TrackProducer?
-    private var trigger: PumpTrigger?
-    private var token: UInt64?
-    private var done = false
     /// Counted against ``SessionLimits/maxServedTrackRequests`` until finished.
-    private var counted = false
+    private var request = ServedRequest(.trackRequest)
+    private var done: Bool { request.isDone }
 
     init(session: SessionCore, stream: Int64, buffer: StreamBuffer) {
         self.session = session
@@ -32,11 +30,7 @@ final class ServedTrack: StreamHandler, Pumpable {
                 return
             }
             session.transport.setSendOrder(stream, SendOrder.control)
-            guard session.servedTrackCount < session.config.limits.maxServedTrackRequests else {
-                session.counters.refusedRequests += 1
-                session.hitLimit(.servedTrackRequests(session.config.limits.maxServedTrackRequests))
-                return finish(.internal)
-            }
+            guard self.request.admit(session) else { return finish(.internal) }
             guard let broadcast = session.publishOrigin?.broadcast(request.broadcast) else {
                 session.counters.refusedRequests += 1
                 return finish(.unroutable)
@@ -46,11 +40,7 @@ final class ServedTrack: StreamHandler, Pumpable {
                 return finish(.notFound)
             }
             self.track = track
-            session.servedTrackCount += 1
-            counted = true
-            let trigger = PumpTrigger(scheduler: session.scheduler, target: self)
-            self.trigger = trigger
-            token = track.addObserver(trigger)
+            self.request.observe(track, pumping: self, on: session)
             pump()
         } catch {
             session.counters.malformedStreams += 1
@@ -74,24 +64,10 @@ final class ServedTrack: StreamHandler, Pumpable {
     func peerStopSending(wireCode: UInt64) { finish(.cancel) }
 
     private func finish(_ code: StreamErrorCode?) {
-        guard !done else { return }
-        done = true
-        release()
+        guard request.release(session) else { return }
         if let code { session.abortStream(stream, code) }
         session.install(DrainingStream(session: session, stream: stream), on: stream)
     }
 
-    func sessionClosed() {
-        done = true
-        release()
-    }
-
-    private func release() {
-        if let token { track?.removeObserver(token) }
-        token = nil
-        if counted {
-            counted = false
-            session.servedTrackCount -= 1
-        }
-    }
+    func sessionClosed() { request.release(session) }
 }

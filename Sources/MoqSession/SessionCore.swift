@@ -44,7 +44,6 @@ public final class SessionCore {
     var preSetupStreams = 0
     /// The peer opened its Setup stream.
     var setupStreamSeen = false
-    var setupReceived = false
     var setupTimer: (any Cancellable)?
     /// Peer request streams that arrived before the SETUP exchange completed.
     var earlyStreams: [Int64] = []
@@ -57,11 +56,8 @@ public final class SessionCore {
     /// Our subscriptions by id (group streams and datagrams find them here).
     var ownSubscriptions: [UInt64: RequestedSubscription] = [:]
     var nextSubscribeID: UInt64 = 0
-    var servedSubscriptionCount = 0
-    var servedTrackCount = 0
-    var servedFetchCount = 0
-    var servedAnnounceCount = 0
-    var servedProbeCount = 0
+    /// Requests served to the peer, by kind (each capped by ``SessionLimits``).
+    var served = ServedCounts()
     /// Broadcasts the peer announced to us, across our announce requests.
     var announcedCount = 0
     /// Requests made before the session was ready.
@@ -168,9 +164,9 @@ public final class SessionCore {
         SessionResourceUsage(
             incomingBufferedBytes: incomingBufferedBytes,
             incomingCreditHeldBytes: held.values.reduce(0) { $0 + ($1.holdsCredit ? $1.bytes : 0) },
-            streamHandlers: handlers.count, servedSubscriptions: servedSubscriptionCount,
-            servedTrackRequests: servedTrackCount, servedFetches: servedFetchCount,
-            servedAnnounces: servedAnnounceCount, servedProbes: servedProbeCount, announcedBroadcasts: announcedCount,
+            streamHandlers: handlers.count, servedSubscriptions: served[.subscription],
+            servedTrackRequests: served[.trackRequest], servedFetches: served[.fetch],
+            servedAnnounces: served[.announce], servedProbes: served[.probe], announcedBroadcasts: announcedCount,
             ownSubscriptions: ownSubscriptions.count, pendingGroupOpens: pendingUniOpens.count,
             pendingRequestOpens: pendingBidiOpens.count)
     }
@@ -350,11 +346,10 @@ public final class SessionCore {
     }
 
     func setupArrived(_ setup: Setup) {
-        guard !setupReceived else {
+        guard peerSetup == nil else {
             close(.protocolViolation, reason: "second SETUP")
             return
         }
-        setupReceived = true
         peerSetup = setup
         counters.setupReceived = true
         setupTimer?.cancel()

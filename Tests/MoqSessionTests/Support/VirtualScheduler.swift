@@ -81,4 +81,9 @@ final class VirtualScheduler: SessionScheduler, @unchecked Sendable {
         }
         if target > virtualClock.now() { virtualClock.advance(by: target - virtualClock.now()) }
     }
+
+    /// Timers scheduled and neither fired nor cancelled.
+    var pendingTimers: Int {
+        timers.withLock { $0.filter { !$0.handle.cancelled.load(ordering: .relaxed) }.count }
+    }
 }

@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: MIT
-import Dispatch
 import Synchronization
 
 #if canImport(MoqWire)
@@ -64,16 +63,14 @@ final class ChangeWaiter: TrackObserver, @unchecked Sendable {
     }
 
     /// Returns once the track's version differs from `seen`, `deadline` (track clock ns)
-    /// passes, or on cancellation. The timer is a dispatch source cancelled as soon as
-    /// the wait ends (a cancelled `Task.sleep` keeps its timer, and its memory, until
-    /// the deadline: thousands of short waits would pile up).
-    func wait(since seen: UInt64, until deadline: UInt64) async {
+    /// passes, or on cancellation. The deadline is a timer on `timers` (the session's
+    /// scheduler: the event loop, or virtual time in tests), cancelled as soon as the wait
+    /// ends, so that thousands of short waits leave nothing behind.
+    func wait(since seen: UInt64, until deadline: UInt64, timers: any SessionScheduler) async {
         let now = track.clock.now()
         guard deadline > now else { return }
-        let timer = DispatchSource.makeTimerSource(queue: .global())
-        timer.schedule(deadline: .now() + .nanoseconds(Int(min(deadline - now, UInt64(Int.max)))))
-        timer.setEventHandler { [weak self] in self?.wake() }
-        timer.resume()
+        let delay = Duration.nanoseconds(Int64(clamping: deadline - now))
+        let timer = timers.schedule(after: delay) { [weak self] in self?.wake() }
         await wait(since: seen)
         timer.cancel()
     }
@@ -104,6 +101,7 @@ public final class TrackConsumer: @unchecked Sendable {
     /// The budget in ms; nil delivers every group.
     public let maxLatencyMs: UInt64?
     private let waiter: ChangeWaiter
+    private let timers: (any SessionScheduler)?
     private let token: UInt64
     private let cursor = Lock<UInt64?>(nil)
     private let skipped = Atomic<UInt64>(0)
@@ -112,9 +110,16 @@ public final class TrackConsumer: @unchecked Sendable {
     ///   - startAt: the first sequence wanted; nil picks the oldest cached group
     ///     within the budget (the newest when the budget is 0).
     ///   - maxLatencyMs: the skipping budget; nil never skips.
-    public init(track: TrackProducer, startAt: UInt64? = nil, maxLatencyMs: UInt64? = nil) {
+    ///   - timers: what times ``nextGroup()``'s wait for a missing group (the session's
+    ///     scheduler). Readers that only ``poll()`` pass nil; without it, an async read that
+    ///     waits for a missing group looks again only when the track next changes.
+    public init(
+        track: TrackProducer, startAt: UInt64? = nil, maxLatencyMs: UInt64? = nil,
+        timers: (any SessionScheduler)? = nil
+    ) {
         self.track = track
         self.maxLatencyMs = maxLatencyMs
+        self.timers = timers
         waiter = ChangeWaiter(track: track)
         token = track.addObserver(waiter)
         cursor.withLock { $0 = startAt }
@@ -223,8 +228,8 @@ public final class TrackConsumer: @unchecked Sendable {
             case .ended: return nil
             case .failed(let e): throw e
             case .wait(let version, let deadline):
-                if let deadline {
-                    await waiter.wait(since: version, until: deadline)
+                if let deadline, let timers {
+                    await waiter.wait(since: version, until: deadline, timers: timers)
                 } else {
                     await waiter.wait(since: version)
                 }

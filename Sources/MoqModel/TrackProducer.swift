@@ -103,7 +103,7 @@ public final class GroupState: @unchecked Sendable {  // mutable fields: under t
         set { datagram.store(newValue, ordering: .relaxed) }
     }
     /// True while the track's cache holds the group (set on insert, cleared on eviction).
-    fileprivate(set) var isCached: Bool {
+    package fileprivate(set) var isCached: Bool {
         get { cached.load(ordering: .relaxed) }
         set { cached.store(newValue, ordering: .relaxed) }
     }

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: MIT
+import MoqSession
+import MoqWire
+import Synchronization
+import Testing
+
+/// The async reader's wait for a missing group is a timer on the session's scheduler, so virtual
+/// time drives it (it was a wall-clock dispatch source).
+@Suite("TrackConsumer: gap waits on the session scheduler")
+struct TrackConsumerTimerTests {
+    @Test("a missing group is given up after the reorder window of virtual time, not before")
+    func missingGroupGivenUpOnVirtualTime() async throws {
+        let scheduler = VirtualScheduler()
+        let track = TrackProducer(name: "t", clock: scheduler.virtualClock)
+        let consumer = TrackConsumer(track: track, startAt: 0, timers: scheduler)
+        _ = track.createGroup(sequence: 0)?.finish()
+        _ = track.createGroup(sequence: 2)?.finish()
+        #expect(try await consumer.nextGroup()?.sequence == 0)
+
+        let got = Atomic<UInt64>(.max)
+        let reader = Task {
+            let g = try await consumer.nextGroup()
+            got.store(g?.sequence ?? 99, ordering: .releasing)
+        }
+        // The reader parks on group 1 (missing) until the window passes on the virtual clock.
+        try await waitUntil { scheduler.pendingTimers > 0 }
+        scheduler.advance(by: .milliseconds(Int64(TrackConsumer.defaultReorderWindowMs) - 1))
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(got.load(ordering: .acquiring) == .max)
+        scheduler.advance(by: .milliseconds(1))
+        try await reader.value
+        #expect(got.load(ordering: .acquiring) == 2)
+        #expect(consumer.groupsSkipped == 1)
+    }
+
+    @Test("an arrival ends the wait and cancels its timer")
+    func arrivalCancelsTheTimer() async throws {
+        let scheduler = VirtualScheduler()
+        let track = TrackProducer(name: "t", clock: scheduler.virtualClock)
+        let consumer = TrackConsumer(track: track, startAt: 0, timers: scheduler)
+        _ = track.createGroup(sequence: 1)?.finish()
+        let reader = Task { try await consumer.nextGroup()?.sequence }
+        try await waitUntil { scheduler.pendingTimers > 0 }
+        _ = track.createGroup(sequence: 0)?.finish()
+        #expect(try await reader.value == 0)
+        #expect(scheduler.pendingTimers == 0)
+    }
+
+    /// Polls a condition set by another task, yielding between looks (never blocks the pool).
+    private func waitUntil(_ condition: () -> Bool) async throws {
+        for _ in 0..<500 where !condition() { try await Task.sleep(for: .milliseconds(2)) }
+        try #require(condition())
+    }
+}
