@@ -43,7 +43,6 @@ final class ServedProbe: StreamHandler {
         tick()
     }
 
-
     func received(_ data: UnsafeRawBufferPointer, fin: Bool) {
         guard !done else { return }
         if !data.isEmpty {

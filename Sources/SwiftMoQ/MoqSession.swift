@@ -405,7 +405,8 @@ public final class RemoteTrack: @unchecked Sendable {
 
     /// A reader of the received groups (see ``TrackConsumer``).
     public func consumer(maxLatencyMs: UInt64? = nil, startAt: UInt64? = nil) -> TrackConsumer {
-        TrackConsumer(track: track, startAt: startAt, maxLatencyMs: maxLatencyMs, timers: LoopScheduler(loop: session.loop))
+        TrackConsumer(
+            track: track, startAt: startAt, maxLatencyMs: maxLatencyMs, timers: LoopScheduler(loop: session.loop))
     }
 
     /// Changes priority, latency budget or bounds (SUBSCRIBE_UPDATE).
