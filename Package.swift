@@ -59,10 +59,12 @@ let package = Package(
         // hang catalog JSON and the legacy frame container: pure Swift, fuzzed (Fuzz/FuzzCatalog).
         .target(name: "MoqCatalog", dependencies: ["MoqWire"], swiftSettings: swiftSettings),
         // GStreamer caps <-> catalog renditions, through GStreamer's own codec utilities.
+        // GStreamer wrapped once: one initialisation, owned caps and strings, GValue and structure writing.
+        .target(name: "GstSupport", dependencies: ["CGStreamer"], swiftSettings: swiftSettings),
         .target(
             name: "MoqMedia",
             dependencies: [
-                "CGStreamer", "CGstBase", "CGstVideo", "CGstAudio", "CGstPbutils", "MoqCatalog", "MoqWire",
+                "GstSupport", "CGStreamer", "CGstBase", "CGstVideo", "CGstAudio", "CGstPbutils", "MoqCatalog", "MoqWire",
             ],
             swiftSettings: swiftSettings),
         .target(name: "MoqQUIC", dependencies: ["MoqSync", "CNgtcp2", "MoqWire"], swiftSettings: swiftSettings),
@@ -77,7 +79,7 @@ let package = Package(
         // scripts/bench.py runs side by side with the Rust peer's (Tests/Interop/moqpeer.py bench-*).
         .executableTarget(
             name: "moqbench",
-            dependencies: ["MoqSync", "SwiftMoQ", "MoqPipeline", "MoqTestKit", "MoqCatalog", "CGStreamer"],
+            dependencies: ["MoqSync", "SwiftMoQ", "MoqPipeline", "MoqTestKit", "MoqCatalog", "GstSwiftMoQ", "CGStreamer"],
             swiftSettings: swiftSettings),
         // The Swift API in moq-kit's shape: Session, broadcasts and catalogs, Player, Publisher.
         .target(
@@ -85,7 +87,7 @@ let package = Package(
             dependencies: [
                 "MoqSync",
                 "SwiftMoQ", "MoqSession", "MoqWire", "MoqCatalog", "MoqMedia", "MoqPipeline", "MoqPlayback",
-                "CGStreamer",
+                "GstSwiftMoQ", "GstSupport", "CGStreamer",
                 "CGstApp",
             ],
             swiftSettings: swiftSettings),
@@ -98,7 +100,8 @@ let package = Package(
             name: "GstSwiftMoQ",
             dependencies: [
                 "MoqSync",
-                "SwiftMoQ", "MoqCatalog", "MoqMedia", "MoqPlayback", "CGStreamer", "CGstBase", "CGstApp", "CGstVideo",
+                "SwiftMoQ", "MoqCatalog", "MoqMedia", "MoqPlayback", "GstSupport", "CGStreamer", "CGstBase", "CGstApp",
+                "CGstVideo",
                 "CGstAudio", "CGstPbutils",
             ],
             swiftSettings: swiftSettings),
@@ -110,13 +113,14 @@ let package = Package(
 
         // A typed, declarative gst-launch builder that also runs what it builds.
         .target(
-            name: "MoqPipeline", dependencies: ["MoqSync", "CGStreamer", "GstSwiftMoQ"], swiftSettings: swiftSettings),
+            name: "MoqPipeline", dependencies: ["MoqSync", "CGStreamer", "GstSupport"], swiftSettings: swiftSettings),
         // Pipeline test harness: in-process relay, UDP impairment proxy, appsrc/appsink, GstHarness, latency probe.
         .target(
             name: "MoqTestKit",
             dependencies: [
                 "MoqSync",
-                "MoqPipeline", "SwiftMoQ", "MoqQUIC", "MoqCatalog", "CGStreamer", "CGstApp", "CGstCheck",
+                "MoqPipeline", "SwiftMoQ", "MoqQUIC", "MoqCatalog", "GstSwiftMoQ", "GstSupport", "CGStreamer", "CGstApp",
+                "CGstCheck",
             ],
             swiftSettings: swiftSettings),
 
@@ -145,16 +149,18 @@ let package = Package(
         .testTarget(
             name: "MoqCatalogTests", dependencies: ["MoqCatalog", "MoqWire"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "MoqMediaTests", dependencies: ["MoqMedia", "MoqCatalog", "MoqWire", "CGStreamer", "CGstApp"],
+            name: "MoqMediaTests", dependencies: ["MoqMedia", "GstSupport", "MoqCatalog", "MoqWire", "CGStreamer", "CGstApp"],
             swiftSettings: swiftSettings),
         .testTarget(name: "SwiftMoQTests", dependencies: ["SwiftMoQ"], swiftSettings: swiftSettings),
         .testTarget(
             name: "MoqPlaybackTests", dependencies: ["MoqPlayback", "MoqCatalog", "MoqSession", "MoqWire", "SwiftMoQ"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "MoqPipelineTests", dependencies: ["MoqPipeline", "CGStreamer"], swiftSettings: swiftSettings),
+            name: "MoqPipelineTests", dependencies: ["MoqPipeline", "GstSwiftMoQ", "CGStreamer"],
+            swiftSettings: swiftSettings),
         .testTarget(
-            name: "MoqTestKitTests", dependencies: ["MoqTestKit", "MoqPipeline", "SwiftMoQ", "MoqKit", "MoqSync"],
+            name: "MoqTestKitTests",
+            dependencies: ["MoqTestKit", "MoqPipeline", "SwiftMoQ", "MoqKit", "MoqSync", "GstSwiftMoQ"],
             swiftSettings: swiftSettings),
         .testTarget(name: "RelayTests", dependencies: ["MoqSync", "SwiftMoQ"], swiftSettings: swiftSettings),
         .testTarget(
@@ -175,7 +181,9 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "FaultMatrixTests",
-            dependencies: ["MoqTestKit", "MoqPipeline", "MoqSync", "SwiftMoQ", "MoqKit", "MoqInteropSupport"],
+            dependencies: [
+                "MoqTestKit", "MoqPipeline", "MoqSync", "SwiftMoQ", "MoqKit", "MoqInteropSupport", "GstSwiftMoQ",
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "InteropTests",

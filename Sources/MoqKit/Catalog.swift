@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import GstSupport
 import CGStreamer
 import MoqCatalog
 import MoqMedia
@@ -128,7 +129,7 @@ private func zip2<A, B>(_ a: A?, _ b: B?) -> (A, B)? {
 /// Which caps this machine's GStreamer can decode.
 enum DecoderRegistry {
     static func hasDecoder(forCaps text: String) -> Bool {
-        ensureGStreamer()
+        GstInitialization.ensure()
         guard let caps = gst_caps_from_string(text) else { return false }
         defer { gst_caps_unref(caps) }
         // GST_ELEMENT_FACTORY_TYPE_DECODER is a macro: bit 0.

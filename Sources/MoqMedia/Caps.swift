@@ -1,43 +1,5 @@
 // SPDX-License-Identifier: MIT
-package import CGStreamer
-
-/// Initialises GStreamer once if the host application has not (tests, tools); a
-/// no-op inside a plugin, where GStreamer is already running.
-///
-/// Every entry point calls it first: caps parsed before `gst_init` crash in
-/// `gst_value_deserialize` (seen with a cold registry). Callers wait on one Swift
-/// once-token, so none proceeds while another thread is still inside `gst_init`.
-package func ensureGStreamer() { _ = gstInitialized }
-
-private let gstInitialized: Void = {
-    if gst_is_initialized() == 0 { gst_init(nil, nil) }
-}()
-
-/// An owned `GstCaps` reference, released when dropped.
-final class OwnedCaps {
-    let pointer: UnsafeMutablePointer<GstCaps>
-
-    /// Adopts a reference (transfer full).
-    init(adopting pointer: UnsafeMutablePointer<GstCaps>) { self.pointer = pointer }
-
-    /// Parses a caps string; nil when GStreamer cannot parse it.
-    convenience init?(parsing text: String) {
-        ensureGStreamer()
-        guard let caps = gst_caps_from_string(text) else { return nil }
-        self.init(adopting: caps)
-    }
-
-    deinit { gst_caps_unref(pointer) }
-
-    var string: String { capsString(pointer) }
-}
-
-/// `gst_caps_to_string`, as a Swift string.
-package func capsString(_ caps: UnsafePointer<GstCaps>) -> String {
-    guard let text = gst_caps_to_string(caps) else { return "" }
-    defer { g_free(text) }
-    return String(cString: text)
-}
+import CGStreamer
 
 /// A caps string short enough for an error message (codec_data can be long).
 func abbreviated(_ caps: String) -> String {

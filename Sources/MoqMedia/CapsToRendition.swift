@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import GstSupport
 package import CGStreamer
 import CGstPbutils
 import CGstVideo
@@ -39,7 +40,7 @@ public enum MediaFormat {
     package static func rendition(forCaps caps: UnsafeMutablePointer<GstCaps>) throws(MediaFormatError)
         -> MediaRendition
     {
-        ensureGStreamer()
+        GstInitialization.ensure()
         let text = capsString(caps)
         guard gst_caps_is_fixed(caps) != 0 else { throw .notFixed(caps: text) }
         guard let fields = CapsFields(caps) else { throw .unsupportedCaps(caps: text, reason: "empty caps") }
@@ -64,10 +65,8 @@ public enum MediaFormat {
 extension MediaFormat {
     /// GStreamer's own codec string for `caps` (`gst_codec_utils_caps_get_mime_codec`), uncorrected.
     package static func mimeCodec(_ caps: UnsafeMutablePointer<GstCaps>) -> String? {
-        ensureGStreamer()
-        guard let codec = gst_codec_utils_caps_get_mime_codec(caps) else { return nil }
-        defer { g_free(codec) }
-        return String(cString: codec)
+        GstInitialization.ensure()
+        return takeString(gst_codec_utils_caps_get_mime_codec(caps))
     }
 }
 
@@ -361,7 +360,7 @@ struct OpusHead {
     /// Checks the size first: `gst_codec_utils_opus_parse_header` asserts (g_critical) on short input.
     static func parse(_ bytes: [UInt8]) -> OpusHead? {
         guard bytes.count >= 19, bytes.starts(with: Array("OpusHead".utf8)) else { return nil }
-        ensureGStreamer()
+        GstInitialization.ensure()
         let buffer = makeBuffer(bytes)
         defer { gst_buffer_unref(buffer) }
         var head = OpusHead(rate: 0, channels: 0, family: 0, streams: 0, coupled: 0, mapping: [])
@@ -387,7 +386,7 @@ final class H265Profiles: Sendable {
     private let table: [String: [UInt8]]
 
     private init() {
-        ensureGStreamer()
+        GstInitialization.ensure()
         var table: [String: [UInt8]] = [:]
         for idc in UInt8(1)...11 {
             // Main is also decodable as Main 10 (the flags encoders set: compat "6").

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import GstSupport
 package import CGStreamer
 import CGstPbutils
 public import MoqCatalog
@@ -24,7 +25,7 @@ extension MediaFormat {
     /// The caps of a rendition (transfer full: the caller unrefs them).
     package static func makeCaps(for config: RenditionConfig) throws(MediaFormatError) -> UnsafeMutablePointer<GstCaps>
     {
-        ensureGStreamer()
+        GstInitialization.ensure()
         return try CapsBuilder(config).build()
     }
 
@@ -83,7 +84,7 @@ private struct CapsBuilder {
     let layout: BufferLayout
 
     init(_ config: RenditionConfig) throws(MediaFormatError) {
-        ensureGStreamer()
+        GstInitialization.ensure()
         self.config = config
         let name = config.codec
         guard config.container.kind == .legacy else {

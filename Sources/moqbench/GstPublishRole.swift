@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import GstSwiftMoQ
 import Foundation
 import MoqPipeline
 import MoqTestKit
@@ -34,7 +35,7 @@ enum GstPublishRole {
         let path = try options.required("broadcast")
         let seconds = try options.double("seconds", default: 10)
         let fps = max(1, try options.int("fps", default: 30))
-        GStreamer.initialize(registeringSwiftMoQ: true)
+        SwiftMoQElements.register()
         let clip = try await EncodedClip.encode(
             width: try options.int("width", default: 1920), height: try options.int("height", default: 1080),
             fps: fps, frames: max(1, try options.int("clip-frames", default: 60)),

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import GstSwiftMoQ
 import Foundation
 import MoqPipeline
 
@@ -30,7 +31,7 @@ enum GstSubscribeRole {
         }
         let seconds = try options.double("seconds", default: 10)
         let warmup = try options.double("warmup-s", default: 1)
-        GStreamer.initialize(registeringSwiftMoQ: true)
+        SwiftMoQElements.register()
         let pipeline = Pipeline {
             Element("moqsrc", name: "src").set("url", client.url).set("broadcast", path).set(
                 "tls-fingerprint", client.fingerprint

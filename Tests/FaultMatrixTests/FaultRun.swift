@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import GstSwiftMoQ
 import Foundation
 import MoqInteropSupport
 import MoqPipeline
@@ -29,7 +30,7 @@ struct FaultRun {
     }
 
     func run() async throws -> FaultResult {
-        GStreamer.initialize(registeringSwiftMoQ: true)
+        SwiftMoQElements.register()
         var swiftRelay: TestRelay?
         var rustRelay: RustRelay?
         let port: UInt16

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import GstSwiftMoQ
 import Foundation
 import MoqInteropSupport
 import MoqPipeline
@@ -57,7 +58,7 @@ struct SoakTests {
     @Test("memory flat, no leaked sessions, threads or descriptors", .enabled(if: seconds != nil))
     func soak() async throws {
         let total = Duration.seconds(Self.seconds ?? 0)
-        GStreamer.initialize(registeringSwiftMoQ: true)
+        SwiftMoQElements.register()
         let relay = try TestRelay.start()
         // The proxy forgets a flow after 5 s idle, so the sockets of clients that reconnected from
         // a new port are closed before a cycle ends and do not count as ours.

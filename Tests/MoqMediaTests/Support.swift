@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 import CGStreamer
 import CGstApp
+import GstSupport
 import MoqCatalog
 import MoqWire
 import Testing
@@ -8,7 +9,7 @@ import Testing
 @testable import MoqMedia
 
 /// GStreamer is initialised once for the whole test process, by the same once-token MoqMedia uses.
-let gstReady: Void = ensureGStreamer()
+let gstReady: Void = GstInitialization.ensure()
 
 struct PipelineError: Error, CustomStringConvertible {
     let description: String

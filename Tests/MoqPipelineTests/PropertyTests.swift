@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import GstSwiftMoQ
 import MoqPipeline
 import Testing
 
@@ -57,7 +58,7 @@ struct PropertyTests {
 
     @Test("the SwiftMoQ elements registered in-process; child-proxy properties by path")
     func swiftMoQElements() throws {
-        GStreamer.initialize(registeringSwiftMoQ: true)
+        SwiftMoQElements.register()
         #expect(GStreamer.hasElement("moqsink"))
         let p = Pipeline {
             Element("moqsink", name: "m").set("url", "moql://127.0.0.1:9/anon").set("broadcast", "x")

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import GstSwiftMoQ
 import Foundation
 import MoqPipeline
 import Testing
@@ -163,7 +164,7 @@ struct RecipeTests {
 
     @Test("every recipe parses and links (moqsink and moqsrc registered in-process)")
     func recipesParse() throws {
-        GStreamer.initialize(registeringSwiftMoQ: true)
+        SwiftMoQElements.register()
         var parsed: [String] = []
         for (name, pipeline) in Self.all {
             let needed = pipeline.description.split(separator: " ").compactMap { word -> String? in

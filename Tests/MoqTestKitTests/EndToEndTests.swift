@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import GstSwiftMoQ
 import MoqPipeline
 import MoqTestKit
 import Testing
@@ -6,7 +7,7 @@ import Testing
 /// videotestsrc ! x264enc ! h264parse ! moqsink → in-process relay → SwiftMoQ subscriber, with faults.
 @Suite("moqsink through the in-process relay", .serialized, .timeLimit(.minutes(2)))
 struct EndToEndTests {
-    init() { GStreamer.initialize(registeringSwiftMoQ: true) }
+    init() { SwiftMoQElements.register() }
 
     @Test("through the UDP proxy: frames flow, stop during a blackhole, and flow again after it")
     func blackholeAndRecovery() async throws {

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import GstSwiftMoQ
 import Foundation
 import MoqKit
 import MoqPipeline
@@ -17,7 +18,7 @@ import Testing
 /// Run alone (`SOLO_TESTS` in the Makefile): they judge delivery against a latency budget.
 @Suite("Reconnects that lose nothing", .serialized, .timeLimit(.minutes(3)))
 struct LosslessReconnectTests {
-    init() { GStreamer.initialize(registeringSwiftMoQ: true) }
+    init() { SwiftMoQElements.register() }
 
     /// The audio frame duration (opusenc's default, µs); the first frame is shorter (the encoder's
     /// pre-skip), so a frame's publisher timestamp is its sample counter (× 48 kHz).

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import GstSwiftMoQ
 import MoqPipeline
 import MoqSync
 import MoqTestKit
@@ -10,7 +11,7 @@ import Testing
 /// so they run alone (`SOLO_TESTS` in the Makefile), not beside the parallel suite.
 @Suite("Media under network faults (short)", .serialized, .timeLimit(.minutes(2)))
 struct NetworkFaultTests {
-    init() { GStreamer.initialize(registeringSwiftMoQ: true) }
+    init() { SwiftMoQElements.register() }
 
     private static func player(_ relay: TestRelay, _ broadcast: String, via proxy: UDPProxy, latency: Int = 300)
         -> Pipeline

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import GstSupport
 import CGStreamer
 import MoqCatalog
 import MoqMedia
@@ -131,7 +132,7 @@ final class SinkPad: @unchecked Sendable {
         let newFormat: PadFormat
         switch PadFormat.from(caps: caps) {
         case .failure(let error):
-            let text = MoqMedia.capsString(caps)
+            let text = GstSupport.capsString(caps)
             sink.reporter.error(.stream(GST_STREAM_ERROR_FORMAT), "\(name): unsupported caps: \(error)", debug: text)
             return false
         case .success(let f): newFormat = f

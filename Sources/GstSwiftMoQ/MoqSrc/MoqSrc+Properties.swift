@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import GstSupport
 import CGStreamer
 import Dispatch
 import MoqCatalog

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import GstSupport
 import CGStreamer
 import MoqCatalog
 import MoqMedia
@@ -271,7 +272,7 @@ final class SrcPad: @unchecked Sendable {
             return
         }
         defer { gst_caps_unref(caps) }
-        let text = MoqMedia.capsString(caps)
+        let text = GstSupport.capsString(caps)
         if streamID != id {
             streamID = id
             let start = gst_event_new_stream_start(gst_pad_create_stream_id(pad, src.element, id))!

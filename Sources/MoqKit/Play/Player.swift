@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import GstSwiftMoQ
 import CGStreamer
 package import MoqPipeline
 import MoqSync
@@ -89,7 +90,7 @@ public final class Player: Sendable {
             } ?? (.zero, false)
         guard latency != .zero || state.withLock({ $0.pipeline == nil }) else { return }
         events.yield(PlayerEvent(resume ? .playbackResume : .playbackRequest))
-        GStreamer.initialize(registeringSwiftMoQ: true)
+        SwiftMoQElements.register()
         let pipeline = makePipeline(latency: latency)
         let messages = pipeline.messages
         do { try pipeline.start() } catch { throw .invalidConfiguration(error.description) }

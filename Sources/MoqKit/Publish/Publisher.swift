@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import GstSwiftMoQ
 import CGStreamer
 import CGstApp
 package import MoqPipeline
@@ -159,7 +160,7 @@ public final class Publisher: Sendable {
             s.pipeline = pipeline
             return pipeline
         }
-        GStreamer.initialize(registeringSwiftMoQ: true)
+        SwiftMoQElements.register()
         let messages = pipeline.messages
         do { try pipeline.start() } catch {
             finish(.error(error.description))

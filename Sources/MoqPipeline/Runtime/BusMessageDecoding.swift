@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import GstSupport
 import CGStreamer
 
 extension BusMessage {
@@ -78,10 +79,7 @@ extension BusMessage {
             }
             var caps: String?
             if let c = gst_stream_get_caps(stream) {
-                if let text = gst_caps_to_string(c) {
-                    caps = String(cString: text)
-                    g_free(text)
-                }
+                caps = capsString(c)
                 gst_caps_unref(c)
             }
             return StreamInfo(id: id, types: types, caps: caps)

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+package import GstSupport
 package import CGStreamer
 
 /// An element of a running pipeline, found by name: its properties can be read and changed.
@@ -23,11 +24,8 @@ public final class ElementHandle: Sendable {
 
     /// The element's factory name (`moqsink`), if it was made by a factory.
     public var factoryName: String? {
-        guard let factory = gst_element_get_factory(object.pointer),
-            let name = gst_object_get_name(UnsafeMutableRawPointer(factory).assumingMemoryBound(to: GstObject.self))
-        else { return nil }
-        defer { g_free(name) }
-        return String(cString: name)
+        guard let factory = gst_element_get_factory(object.pointer) else { return nil }
+        return takeString(gst_object_get_name(UnsafeMutableRawPointer(factory).assumingMemoryBound(to: GstObject.self)))
     }
 
     /// The current value of a property, converted to a Swift value (nil for a NULL string, caps or object).

@@ -1,28 +1,14 @@
 // SPDX-License-Identifier: MIT
 import CGStreamer
-import GstSwiftMoQ
+import GstSupport
 
 /// Process-wide GStreamer set-up.
 public enum GStreamer {
-    private static let initialized: Bool = {
-        gst_init(nil, nil)
-        return true
-    }()
-
-    private static let registeredSwiftMoQ: Bool = {
-        _ = initialized
-        gst_plugin_swiftmoq_register()
-        return true
-    }()
-
     /// Initialises GStreamer once per process (later calls do nothing, from any thread).
     ///
-    /// - Parameter registeringSwiftMoQ: also register this package's elements (`moqsink`, …) statically,
-    ///   so that pipelines can use them without `libgstswiftmoq.so` being installed.
-    public static func initialize(registeringSwiftMoQ: Bool = false) {
-        _ = initialized
-        if registeringSwiftMoQ { _ = registeredSwiftMoQ }
-    }
+    /// The builder is generic: it knows no element of its own. An application that links
+    /// SwiftMoQ's elements in registers them with `SwiftMoQElements.register()`.
+    public static func initialize() { GstInitialization.ensure() }
 
     /// The GStreamer version in use (`1.22.0`).
     public static var version: String {

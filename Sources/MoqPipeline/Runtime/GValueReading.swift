@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import CGStreamer
+import GstSupport
 
 /// `GValue` → ``PipelineValue``, for properties, structure fields and message payloads.
 enum GValueReading {
@@ -33,9 +34,8 @@ enum GValueReading {
         case swiftmoq_type_fraction():
             return .fraction(Fraction(gst_value_get_fraction_numerator(v), gst_value_get_fraction_denominator(v)))
         case swiftmoq_type_caps():
-            guard let caps = gst_value_get_caps(v), let text = gst_caps_to_string(caps) else { return nil }
-            defer { g_free(text) }
-            return .caps(Caps(String(cString: text)))
+            guard let caps = gst_value_get_caps(v) else { return nil }
+            return .caps(Caps(capsString(caps)))
         case swiftmoq_type_structure():
             return gst_value_get_structure(v).map { .structure(structure($0)) }
         case swiftmoq_type_list():
@@ -79,9 +79,7 @@ enum GValueReading {
             else { continue }
             fields.append(NamedValue(String(cString: fieldName), converted))
         }
-        let text = gst_structure_to_string(s)
-        defer { g_free(text) }
-        return Structure(name: name, fields: fields, serialized: text.map { String(cString: $0) } ?? name)
+        return Structure(name: name, fields: fields, serialized: takeString(gst_structure_to_string(s)) ?? name)
     }
 
     /// The nick of an enum value.
@@ -97,8 +95,6 @@ enum GValueReading {
 
     /// `gst_value_serialize`.
     static func serialized(_ v: UnsafePointer<GValue>) -> String? {
-        guard let text = gst_value_serialize(v) else { return nil }
-        defer { g_free(text) }
-        return String(cString: text)
+        takeString(gst_value_serialize(v))
     }
 }

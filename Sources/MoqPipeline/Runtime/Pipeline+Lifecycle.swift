@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+package import GstSupport
 package import CGStreamer
 
 extension Pipeline {

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import GstSupport
 import CGStreamer
 
 /// An event a test sends into a ``Harness``.
@@ -43,15 +44,9 @@ public struct ReceivedEvent: Sendable, Hashable, CustomStringConvertible {
         if eventType == GST_EVENT_CAPS {
             var c: UnsafeMutablePointer<GstCaps>?
             gst_event_parse_caps(event, &c)
-            if let c, let text = gst_caps_to_string(c) {
-                caps = String(cString: text)
-                g_free(text)
-            }
+            if let c { caps = capsString(c) }
         }
-        if let s = gst_event_get_structure(event), let text = gst_structure_to_string(s) {
-            structure = String(cString: text)
-            g_free(text)
-        }
+        if let s = gst_event_get_structure(event) { structure = takeString(gst_structure_to_string(s)) }
     }
 
     /// `type` and its caps or structure.

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import GstSupport
 import CGStreamer
 
 /// ``Sample`` ↔ `GstBuffer`, and `GstClockTime` ↔ `Duration?`.
@@ -19,10 +20,7 @@ enum BufferConversion {
         var bytes = [UInt8](repeating: 0, count: Int(gst_buffer_get_size(buffer)))
         bytes.withUnsafeMutableBytes { _ = gst_buffer_extract(buffer, 0, $0.baseAddress, gsize($0.count)) }
         var capsText: String?
-        if let caps, let text = gst_caps_to_string(caps) {
-            capsText = String(cString: text)
-            g_free(text)
-        }
+        if let caps { capsText = capsString(caps) }
         var sample = Sample(
             bytes, pts: duration(swiftmoq_buffer_pts(buffer)), dts: duration(swiftmoq_buffer_dts(buffer)),
             duration: duration(swiftmoq_buffer_duration(buffer)),

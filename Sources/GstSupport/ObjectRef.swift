@@ -19,9 +19,6 @@ package final class ObjectRef<Object>: @unchecked Sendable {
 
     /// The object's name (`gst_object_get_name`).
     package var name: String {
-        guard let n = gst_object_get_name(UnsafeMutableRawPointer(pointer).assumingMemoryBound(to: GstObject.self))
-        else { return "" }
-        defer { g_free(n) }
-        return String(cString: n)
+        takeString(gst_object_get_name(UnsafeMutableRawPointer(pointer).assumingMemoryBound(to: GstObject.self))) ?? ""
     }
 }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-import CGStreamer
+package import CGStreamer
 
 /// A typed value for a GstStructure field or a property.
-enum FieldValue {
+package enum FieldValue {
     case string(String)
     case bool(Bool)
     case int(Int32)
@@ -13,7 +13,7 @@ enum FieldValue {
     case structure(UnsafeMutablePointer<GstStructure>)  // taken (copied in)
 
     /// Initialises `value` (which must be zeroed) to this value.
-    func store(into value: UnsafeMutablePointer<GValue>) {
+    package func store(into value: UnsafeMutablePointer<GValue>) {
         switch self {
         case .string(let s):
             swiftmoq_value_init(value, swiftmoq_type_string())
@@ -44,7 +44,7 @@ enum FieldValue {
 }
 
 /// Builds a GstStructure from ordered fields.
-func makeStructure(_ name: String, _ fields: [(String, FieldValue)]) -> UnsafeMutablePointer<GstStructure> {
+package func makeStructure(_ name: String, _ fields: [(String, FieldValue)]) -> UnsafeMutablePointer<GstStructure> {
     let structure = gst_structure_new_empty(name)!
     for (key, field) in fields {
         var value = GValue()
@@ -55,7 +55,7 @@ func makeStructure(_ name: String, _ fields: [(String, FieldValue)]) -> UnsafeMu
 }
 
 /// Reads a string property value (copying it).
-func string(from value: UnsafePointer<GValue>?) -> String? {
+package func string(from value: UnsafePointer<GValue>?) -> String? {
     guard let p = g_value_get_string(value) else { return nil }
     return String(cString: p)
 }
