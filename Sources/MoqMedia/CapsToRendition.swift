@@ -1,8 +1,8 @@
-// SPDX-License-Identifier: MIT
-import GstSupport
 package import CGStreamer
 import CGstPbutils
 import CGstVideo
+// SPDX-License-Identifier: MIT
+import GstSupport
 import MoqCatalog
 import MoqWire
 

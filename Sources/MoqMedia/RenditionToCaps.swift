@@ -1,7 +1,7 @@
-// SPDX-License-Identifier: MIT
-import GstSupport
 package import CGStreamer
 import CGstPbutils
+// SPDX-License-Identifier: MIT
+import GstSupport
 public import MoqCatalog
 import MoqWire
 

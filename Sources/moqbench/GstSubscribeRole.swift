@@ -1,6 +1,6 @@
+import Foundation
 // SPDX-License-Identifier: MIT
 import GstSwiftMoQ
-import Foundation
 import MoqPipeline
 
 /// `moqbench gst-subscribe`: `moqsrc latency=0 ! appsink sync=false`, timing each buffer against the

@@ -1,6 +1,6 @@
+import Foundation
 // SPDX-License-Identifier: MIT
 import GstSwiftMoQ
-import Foundation
 import MoqInteropSupport
 import MoqPipeline
 import MoqSync

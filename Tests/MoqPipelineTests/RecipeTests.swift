@@ -1,6 +1,6 @@
+import Foundation
 // SPDX-License-Identifier: MIT
 import GstSwiftMoQ
-import Foundation
 import MoqPipeline
 import Testing
 

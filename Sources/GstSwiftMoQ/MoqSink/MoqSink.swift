@@ -1,7 +1,7 @@
-// SPDX-License-Identifier: MIT
-import GstSupport
 import CGStreamer
 import FoundationEssentials
+// SPDX-License-Identifier: MIT
+import GstSupport
 import MoqCatalog
 import MoqPlayback
 import MoqSync

@@ -1,6 +1,6 @@
+import CGStreamer
 // SPDX-License-Identifier: MIT
 import GstSupport
-import CGStreamer
 import MoqSync
 
 /// `GstMoqSinkPad`: a sink pad with a `track` property naming its track.

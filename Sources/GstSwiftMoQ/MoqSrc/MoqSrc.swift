@@ -1,7 +1,7 @@
-// SPDX-License-Identifier: MIT
-import GstSupport
 import CGStreamer
 import Dispatch
+// SPDX-License-Identifier: MIT
+import GstSupport
 import MoqCatalog
 import MoqMedia
 import MoqPlayback

@@ -1,6 +1,6 @@
+import CGStreamer
 // SPDX-License-Identifier: MIT
 import GstSupport
-import CGStreamer
 import MoqCatalog
 
 /// Posts moq-kit's player events as element messages: the structure's name is the

@@ -1,6 +1,6 @@
+import CGStreamer
 // SPDX-License-Identifier: MIT
 import GstSwiftMoQ
-import CGStreamer
 package import MoqPipeline
 import MoqSync
 

@@ -1,7 +1,7 @@
-// SPDX-License-Identifier: MIT
-import GstSwiftMoQ
 import CGStreamer
 import CGstApp
+// SPDX-License-Identifier: MIT
+import GstSwiftMoQ
 package import MoqPipeline
 import MoqSync
 

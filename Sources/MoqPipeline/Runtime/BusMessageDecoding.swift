@@ -1,6 +1,6 @@
+import CGStreamer
 // SPDX-License-Identifier: MIT
 import GstSupport
-import CGStreamer
 
 extension BusMessage {
     /// The Swift form of a GStreamer message.

@@ -1,7 +1,7 @@
-// SPDX-License-Identifier: MIT
-import GstSupport
 import CGStreamer
 import Glibc
+// SPDX-License-Identifier: MIT
+import GstSupport
 import MoqSync
 import Synchronization
 

@@ -1,6 +1,6 @@
+package import CGStreamer
 // SPDX-License-Identifier: MIT
 package import GstSupport
-package import CGStreamer
 
 /// An element of a running pipeline, found by name: its properties can be read and changed.
 ///

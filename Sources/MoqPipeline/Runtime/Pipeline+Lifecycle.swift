@@ -1,6 +1,6 @@
+package import CGStreamer
 // SPDX-License-Identifier: MIT
 package import GstSupport
-package import CGStreamer
 
 extension Pipeline {
     /// Builds the GStreamer pipeline (`gst_parse_launch_full` with fatal errors) and sets it to `state`.

@@ -1,6 +1,6 @@
+import CGStreamer
 // SPDX-License-Identifier: MIT
 import GstSupport
-import CGStreamer
 import MoqSync
 
 /// A pipeline: described with the ``PipelineBuilder`` DSL (or given as a gst-launch string), rendered to

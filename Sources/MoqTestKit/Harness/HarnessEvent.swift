@@ -1,6 +1,6 @@
+import CGStreamer
 // SPDX-License-Identifier: MIT
 import GstSupport
-import CGStreamer
 
 /// An event a test sends into a ``Harness``.
 public enum HarnessEvent: Sendable, Hashable {
