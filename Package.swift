@@ -64,7 +64,8 @@ let package = Package(
         .target(
             name: "MoqMedia",
             dependencies: [
-                "GstSupport", "CGStreamer", "CGstBase", "CGstVideo", "CGstAudio", "CGstPbutils", "MoqCatalog", "MoqWire",
+                "GstSupport", "CGStreamer", "CGstBase", "CGstVideo", "CGstAudio", "CGstPbutils", "MoqCatalog",
+                "MoqWire",
             ],
             swiftSettings: swiftSettings),
         .target(name: "MoqQUIC", dependencies: ["MoqSync", "CNgtcp2", "MoqWire"], swiftSettings: swiftSettings),
@@ -79,7 +80,9 @@ let package = Package(
         // scripts/bench.py runs side by side with the Rust peer's (Tests/Interop/moqpeer.py bench-*).
         .executableTarget(
             name: "moqbench",
-            dependencies: ["MoqSync", "SwiftMoQ", "MoqPipeline", "MoqTestKit", "MoqCatalog", "GstSwiftMoQ", "CGStreamer"],
+            dependencies: [
+                "MoqSync", "SwiftMoQ", "MoqPipeline", "MoqTestKit", "MoqCatalog", "GstSwiftMoQ", "CGStreamer",
+            ],
             swiftSettings: swiftSettings),
         // The Swift API in moq-kit's shape: Session, broadcasts and catalogs, Player, Publisher.
         .target(
@@ -119,7 +122,8 @@ let package = Package(
             name: "MoqTestKit",
             dependencies: [
                 "MoqSync",
-                "MoqPipeline", "SwiftMoQ", "MoqQUIC", "MoqCatalog", "GstSwiftMoQ", "GstSupport", "CGStreamer", "CGstApp",
+                "MoqPipeline", "SwiftMoQ", "MoqQUIC", "MoqCatalog", "GstSwiftMoQ", "GstSupport", "CGStreamer",
+                "CGstApp",
                 "CGstCheck",
             ],
             swiftSettings: swiftSettings),
@@ -149,7 +153,8 @@ let package = Package(
         .testTarget(
             name: "MoqCatalogTests", dependencies: ["MoqCatalog", "MoqWire"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "MoqMediaTests", dependencies: ["MoqMedia", "GstSupport", "MoqCatalog", "MoqWire", "CGStreamer", "CGstApp"],
+            name: "MoqMediaTests",
+            dependencies: ["MoqMedia", "GstSupport", "MoqCatalog", "MoqWire", "CGStreamer", "CGstApp"],
             swiftSettings: swiftSettings),
         .testTarget(name: "SwiftMoQTests", dependencies: ["SwiftMoQ"], swiftSettings: swiftSettings),
         .testTarget(

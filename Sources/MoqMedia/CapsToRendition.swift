@@ -1,7 +1,7 @@
+// SPDX-License-Identifier: MIT
 package import CGStreamer
 import CGstPbutils
 import CGstVideo
-// SPDX-License-Identifier: MIT
 import GstSupport
 import MoqCatalog
 import MoqWire

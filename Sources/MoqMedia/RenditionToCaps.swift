@@ -1,6 +1,6 @@
+// SPDX-License-Identifier: MIT
 package import CGStreamer
 import CGstPbutils
-// SPDX-License-Identifier: MIT
 import GstSupport
 public import MoqCatalog
 import MoqWire

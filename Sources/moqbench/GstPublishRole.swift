@@ -1,5 +1,5 @@
-import Foundation
 // SPDX-License-Identifier: MIT
+import Foundation
 import GstSwiftMoQ
 import MoqPipeline
 import MoqTestKit

@@ -1,6 +1,6 @@
+// SPDX-License-Identifier: MIT
 import CGStreamer
 import FoundationEssentials
-// SPDX-License-Identifier: MIT
 import GstSupport
 import MoqCatalog
 import MoqPlayback

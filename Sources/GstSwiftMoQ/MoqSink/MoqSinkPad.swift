@@ -1,5 +1,5 @@
-import CGStreamer
 // SPDX-License-Identifier: MIT
+import CGStreamer
 import GstSupport
 import MoqSync
 

@@ -1,6 +1,6 @@
+// SPDX-License-Identifier: MIT
 import CGStreamer
 import Dispatch
-// SPDX-License-Identifier: MIT
 import GstSupport
 import MoqCatalog
 import MoqMedia

@@ -1,6 +1,6 @@
+// SPDX-License-Identifier: MIT
 import CGStreamer
 import CGstApp
-// SPDX-License-Identifier: MIT
 import GstSwiftMoQ
 package import MoqPipeline
 import MoqSync

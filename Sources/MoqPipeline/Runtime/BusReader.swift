@@ -1,6 +1,6 @@
+// SPDX-License-Identifier: MIT
 import CGStreamer
 import Glibc
-// SPDX-License-Identifier: MIT
 import GstSupport
 import MoqSync
 import Synchronization

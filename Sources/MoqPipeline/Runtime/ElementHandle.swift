@@ -1,5 +1,5 @@
-package import CGStreamer
 // SPDX-License-Identifier: MIT
+package import CGStreamer
 package import GstSupport
 
 /// An element of a running pipeline, found by name: its properties can be read and changed.

@@ -1,5 +1,5 @@
-package import CGStreamer
 // SPDX-License-Identifier: MIT
+package import CGStreamer
 package import GstSupport
 
 extension Pipeline {
