@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The layering rules of ARCHITECTURE.md, checked on the package's target graph (`make lint`).
+
+Each rule names a target and what it must never reach, directly or through another target.
+"""
+import json
+import subprocess
+import sys
+
+RULES = {
+    # The wire codec stands alone.
+    "MoqWire": {"MoqSync", "MoqModel", "MoqSession", "MoqQUIC", "CNgtcp2", "CGStreamer"},
+    # The model knows no protocol, no transport and no media framework.
+    "MoqModel": {"MoqSession", "MoqQUIC", "CNgtcp2", "CGStreamer"},
+    # The session is sans-IO: no sockets, no TLS, no GStreamer.
+    "MoqSession": {"MoqQUIC", "CNgtcp2", "CGStreamer", "SwiftMoQ"},
+    # The transport carries bytes; it knows nothing of moq-lite's model or session.
+    "MoqQUIC": {"MoqModel", "MoqSession", "CGStreamer"},
+    # The builder is generic: no elements of ours, no QUIC.
+    "MoqPipeline": {"GstSwiftMoQ", "SwiftMoQ", "MoqQUIC", "CNgtcp2", "MoqSession"},
+    # GStreamer support wraps GStreamer only.
+    "GstSupport": {"MoqWire", "MoqSession", "MoqQUIC", "SwiftMoQ", "GstSwiftMoQ"},
+    # Caps and catalogs translate; they do not connect.
+    "MoqMedia": {"MoqQUIC", "SwiftMoQ", "MoqSession"},
+    "MoqCatalog": {"MoqQUIC", "SwiftMoQ", "MoqSession", "CGStreamer"},
+}
+
+
+def main() -> int:
+    described = subprocess.run(
+        ["swift", "package", "describe", "--type", "json"], check=True, capture_output=True, text=True
+    ).stdout
+    targets = {t["name"]: t.get("target_dependencies") or [] for t in json.loads(described)["targets"]}
+
+    def closure(name: str) -> set[str]:
+        seen: set[str] = set()
+        stack = list(targets.get(name, []))
+        while stack:
+            dep = stack.pop()
+            if dep not in seen:
+                seen.add(dep)
+                stack.extend(targets.get(dep, []))
+        return seen
+
+    failures = []
+    for name, forbidden in RULES.items():
+        if name not in targets:
+            failures.append(f"{name}: no such target (update scripts/check-layers.py)")
+            continue
+        reached = closure(name) & forbidden
+        if reached:
+            failures.append(f"{name} must not depend on {', '.join(sorted(reached))}")
+    for f in failures:
+        print(f"layering: {f}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
