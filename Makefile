@@ -125,12 +125,12 @@ test: setup build lint check-element-docs unit-test consumer-test
 fuzz-build:
 	@mkdir -p $(BUILD)/fuzz
 	swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name FuzzWire \
-		Sources/MoqWire/*.swift Fuzz/FuzzWire/FuzzWire.swift -o $(BUILD)/fuzz/fuzz-wire
+		Sources/MoqBase/*.swift Sources/MoqWire/*.swift Fuzz/FuzzWire/FuzzWire.swift -o $(BUILD)/fuzz/fuzz-wire
 	swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name FuzzCatalog \
-		Sources/MoqWire/*.swift Sources/MoqCatalog/*.swift Fuzz/FuzzCatalog/FuzzCatalog.swift \
+		Sources/MoqBase/*.swift Sources/MoqWire/*.swift Sources/MoqCatalog/*.swift Fuzz/FuzzCatalog/FuzzCatalog.swift \
 		-o $(BUILD)/fuzz/fuzz-catalog
 	swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name FuzzSession \
-		Sources/MoqSync/*.swift Sources/MoqWire/*.swift Sources/MoqModel/*.swift Sources/MoqSession/*.swift Fuzz/FuzzSession/Harness/*.swift \
+		Sources/MoqSync/*.swift Sources/MoqBase/*.swift Sources/MoqWire/*.swift Sources/MoqModel/*.swift Sources/MoqSession/*.swift Fuzz/FuzzSession/Harness/*.swift \
 		Fuzz/FuzzSession/FuzzSession.swift -o $(BUILD)/fuzz/fuzz-session
 
 # FUZZ_SECONDS is split between the three targets (the session fuzzer gets what is left over).

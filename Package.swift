@@ -51,7 +51,9 @@ let package = Package(
         // MARK: - Layers
         // The one lock type (pthread-based, so that ThreadSanitizer sees it: `make tsan`).
         .target(name: "MoqSync", swiftSettings: swiftSettings),
-        .target(name: "MoqWire", swiftSettings: swiftSettings),
+        // Byte views, hex, percent-encoding and a seeded generator: what every layer shares, nothing more.
+        .target(name: "MoqBase", swiftSettings: swiftSettings),
+        .target(name: "MoqWire", dependencies: ["MoqBase"], swiftSettings: swiftSettings),
         // Origins, broadcasts, tracks and their readers: what sessions serve and fill, with no protocol in it.
         .target(name: "MoqModel", dependencies: ["MoqSync", "MoqWire"], swiftSettings: swiftSettings),
         // moq-lite's session: the SETUP exchange and one handler per stream, sans-IO (no sockets, no timers of its own).
@@ -64,11 +66,11 @@ let package = Package(
         .target(
             name: "MoqMedia",
             dependencies: [
-                "GstSupport", "CGStreamer", "CGstBase", "CGstVideo", "CGstAudio", "CGstPbutils", "MoqCatalog",
-                "MoqWire",
+                "GstSupport", "CGStreamer", "CGstBase", "CGstVideo", "CGstAudio", "CGstPbutils", "MoqBase",
+                "MoqCatalog", "MoqWire",
             ],
             swiftSettings: swiftSettings),
-        .target(name: "MoqQUIC", dependencies: ["MoqSync", "CNgtcp2", "MoqWire"], swiftSettings: swiftSettings),
+        .target(name: "MoqQUIC", dependencies: ["MoqSync", "CNgtcp2", "MoqBase"], swiftSettings: swiftSettings),
         .target(
             name: "SwiftMoQ", dependencies: ["MoqSync", "MoqWire", "MoqSession", "MoqQUIC"],
             swiftSettings: swiftSettings),
@@ -122,7 +124,8 @@ let package = Package(
             name: "MoqTestKit",
             dependencies: [
                 "MoqSync",
-                "MoqPipeline", "SwiftMoQ", "MoqQUIC", "MoqCatalog", "GstSwiftMoQ", "GstSupport", "CGStreamer",
+                "MoqBase", "MoqPipeline", "SwiftMoQ", "MoqQUIC", "MoqCatalog", "GstSwiftMoQ", "GstSupport",
+                "CGStreamer",
                 "CGstApp",
                 "CGstCheck",
             ],
@@ -144,7 +147,8 @@ let package = Package(
             name: "SessionFuzzHarness", dependencies: ["MoqWire", "MoqSession"], path: "Fuzz/FuzzSession/Harness",
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "MoqSessionTests", dependencies: ["MoqSync", "MoqWire", "MoqSession", "SessionFuzzHarness"],
+            name: "MoqSessionTests",
+            dependencies: ["MoqSync", "MoqBase", "MoqWire", "MoqSession", "SessionFuzzHarness"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "MoqQUICTests", dependencies: ["MoqSync", "MoqQUIC", "MoqWire"],

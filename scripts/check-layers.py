@@ -16,7 +16,7 @@ RULES = {
     # The session is sans-IO: no sockets, no TLS, no GStreamer.
     "MoqSession": {"MoqQUIC", "CNgtcp2", "CGStreamer", "SwiftMoQ"},
     # The transport carries bytes; it knows nothing of moq-lite's model or session.
-    "MoqQUIC": {"MoqModel", "MoqSession", "CGStreamer"},
+    "MoqQUIC": {"MoqWire", "MoqModel", "MoqSession", "CGStreamer"},
     # The builder is generic: no elements of ours, no QUIC.
     "MoqPipeline": {"GstSwiftMoQ", "SwiftMoQ", "MoqQUIC", "CNgtcp2", "MoqSession"},
     # GStreamer support wraps GStreamer only.

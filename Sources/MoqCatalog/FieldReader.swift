@@ -108,50 +108,10 @@ struct FieldReader {
     /// A lowercase or uppercase hex string (no separators), as the Rust `hex` crate accepts.
     mutating func optionalHex(_ key: String) throws(CatalogError) -> Bytes? {
         guard let text = try optionalString(key) else { return nil }
-        guard let bytes = HexCoding.decode(text) else {
+        guard let bytes = Hex.decode(text) else {
             throw .invalidValue(path: fieldPath(key), reason: "expected an even number of hex digits")
         }
         return Bytes(bytes)
-    }
-}
-
-/// Strict hex (the catalog's `description` encoding).
-enum HexCoding {
-    static func decode(_ text: String) -> [UInt8]? {
-        let utf8 = text.utf8
-        guard utf8.count % 2 == 0 else { return nil }
-        var out = [UInt8]()
-        out.reserveCapacity(utf8.count / 2)
-        var high: UInt8?
-        for c in utf8 {
-            let v: UInt8
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): v = c - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): v = c - UInt8(ascii: "A") + 10
-            default: return nil
-            }
-            if let h = high {
-                out.append(h << 4 | v)
-                high = nil
-            } else {
-                high = v
-            }
-        }
-        return out
-    }
-
-    static func encode(_ bytes: Bytes) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(bytes.count * 2)
-        bytes.withUnsafeBytes { buffer in
-            for b in buffer {
-                out.append(digits[Int(b >> 4)])
-                out.append(digits[Int(b & 0xf)])
-            }
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 }
 

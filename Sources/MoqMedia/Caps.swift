@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import CGStreamer
+import MoqBase
 
 /// A caps string short enough for an error message (codec_data can be long).
 func abbreviated(_ caps: String) -> String {
@@ -84,4 +85,4 @@ func makeBuffer(_ bytes: [UInt8]) -> UnsafeMutablePointer<GstBuffer> {
 }
 
 /// Lowercase hex, as caps strings write `(buffer)` values.
-func hexString(_ bytes: [UInt8]) -> String { bytes.map(hex2).joined() }
+func hexString(_ bytes: [UInt8]) -> String { Hex.encode(bytes) }

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import MoqBase
 
 // WebCodecs codec strings in the exact form the Rust implementation (hang) writes
 // and parses. GStreamer's `gst_codec_utils_caps_get_mime_codec` output is parsed
@@ -311,10 +312,7 @@ let h264Profiles: [String: (idc: UInt8, constraints: UInt8)] = [
 
 // MARK: - Helpers
 
-func hex2(_ v: UInt8) -> String {
-    let digits = Array("0123456789abcdef".utf8)
-    return String(decoding: [digits[Int(v >> 4)], digits[Int(v & 0xf)]], as: UTF8.self)
-}
+func hex2(_ v: UInt8) -> String { Hex.encode([v]) }
 
 func dec2(_ v: UInt8) -> String { v < 10 ? "0\(v)" : "\(v)" }
 

@@ -42,7 +42,7 @@ public struct PlaybackURI: Sendable, Equatable {
         for pair in (parsed.query ?? "").split(separator: "&") where !pair.isEmpty {
             let parts = pair.split(separator: "=", maxSplits: 1)
             let key = String(parts[0])
-            let value = Self.percentDecoded(parts.count > 1 ? String(parts[1]) : "")
+            let value = PercentEncoding.decode(parts.count > 1 ? String(parts[1]) : "")
             switch key {
             case "broadcast": broadcast = value
             case "prefix": prefix = value
@@ -59,10 +59,10 @@ public struct PlaybackURI: Sendable, Equatable {
             }
             if segments.count == 1 {
                 connectionPath = "/"
-                broadcast = Self.percentDecoded(String(segments[0]))
+                broadcast = PercentEncoding.decode(String(segments[0]))
             } else {
                 connectionPath = "/" + segments[0]
-                broadcast = Self.percentDecoded(segments.dropFirst().joined(separator: "/"))
+                broadcast = PercentEncoding.decode(segments.dropFirst().joined(separator: "/"))
             }
         }
         let host = parsed.host.contains(":") ? "[\(parsed.host)]" : parsed.host
@@ -80,42 +80,10 @@ public struct PlaybackURI: Sendable, Equatable {
         guard let parsed = try? MoqURL(url) else { return nil }
         let host = parsed.host.contains(":") ? "[\(parsed.host)]" : parsed.host
         var query = parsed.query.map { [$0] } ?? []
-        if let broadcast { query.append("broadcast=\(percentEncoded(broadcast))") }
-        if let prefix { query.append("prefix=\(percentEncoded(prefix))") }
+        if let broadcast { query.append("broadcast=\(PercentEncoding.encode(broadcast))") }
+        if let prefix { query.append("prefix=\(PercentEncoding.encode(prefix))") }
         return "\(parsed.scheme)://\(host):\(parsed.port)\(parsed.path)"
             + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
-    }
-
-    static func percentDecoded(_ text: String) -> String {
-        guard text.contains("%") || text.contains("+") else { return text }
-        var bytes: [UInt8] = []
-        var utf8 = Array(text.utf8)[...]
-        while let byte = utf8.popFirst() {
-            if byte == UInt8(ascii: "%"), utf8.count >= 2,
-                let value = UInt8(String(decoding: utf8.prefix(2), as: UTF8.self), radix: 16)
-            {
-                bytes.append(value)
-                utf8 = utf8.dropFirst(2)
-            } else {
-                bytes.append(byte)
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
-    static func percentEncoded(_ text: String) -> String {
-        var out = ""
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."),
-                UInt8(ascii: "~"), UInt8(ascii: "/"):
-                out.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                out += "%" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
-            }
-        }
-        return out
     }
 
     public static func == (lhs: PlaybackURI, rhs: PlaybackURI) -> Bool {

@@ -3,7 +3,7 @@
 // connection credit, datagrams, closing/draining periods. Loop thread only.
 internal import CNgtcp2
 internal import Glibc
-public import MoqWire
+public import MoqBase
 
 /// A QUIC connection, client or server side.
 ///
@@ -48,10 +48,8 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
     weak var server: QUICServer?
     var conn: OpaquePointer?
     var tls: TLSSession?
-    /// Client TLS configuration, read by the certificate verification callback.
+    /// Client TLS configuration, handed to the TLS session when the client starts.
     var tlsClient: (config: TLSClientConfiguration, host: String)?
-    /// Why certificate verification failed (set during the handshake).
-    var tlsFailure: String?
     let connRef: UnsafeMutablePointer<ngtcp2_crypto_conn_ref>
     let pathStorage: UnsafeMutablePointer<ngtcp2_path_storage>
     let txBuffer: UnsafeMutableRawBufferPointer

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 internal import CNgtcp2
 internal import Glibc
-internal import MoqWire
+internal import MoqBase
 
 /// What ngtcp2 calls back into, inside `read`, `expiry` and `write` (loop thread).
 extension QUICConnection {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 internal import CNgtcp2
 internal import Glibc
-internal import MoqWire
+internal import MoqBase
 
 /// Closing: the application's close, the peer's, idle and handshake timeouts, draining, and the report to the delegate.
 extension QUICConnection {
@@ -25,7 +25,7 @@ extension QUICConnection {
             var ccerr = ngtcp2_ccerr()
             ngtcp2_ccerr_set_tls_alert(&ccerr, alert, nil, 0)
             let reason: QUICCloseReason
-            if let failure = tlsFailure {
+            if let failure = tls?.verificationFailure {
                 reason = .tls(failure)
             } else if alert == 120 {
                 reason = .alpn(

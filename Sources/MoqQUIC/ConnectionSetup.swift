@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 internal import CNgtcp2
 internal import Glibc
-internal import MoqWire
+internal import MoqBase
 
 /// Setup, called by QUICClient and QUICServer: the ngtcp2 connection, TLS, transport parameters.
 extension QUICConnection {

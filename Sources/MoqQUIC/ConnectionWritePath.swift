@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 internal import CNgtcp2
 internal import Glibc
-internal import MoqWire
+internal import MoqBase
 
 /// The write path: stream data by send order, datagrams, and segmentation-offload batches to the socket.
 extension QUICConnection {

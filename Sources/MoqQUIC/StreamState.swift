@@ -2,7 +2,7 @@
 // Per-stream state: the send buffer of `Bytes` chunks that ngtcp2 points into until the peer acknowledges
 // them (ngtcp2 never copies stream data), plus the receive-side bookkeeping for credit.
 internal import CNgtcp2
-import MoqWire
+import MoqBase
 
 /// Bytes written to a connection's streams and not yet handed to ngtcp2, kept as a running
 /// total so that asking costs O(1) whatever the number of streams. Loop thread only.

@@ -3,7 +3,7 @@
 // (CA chain + host name, or SHA-256 pinning) done during the handshake.
 internal import CNgtcp2
 internal import Glibc
-import MoqWire
+import MoqBase
 
 /// TLS 1.3 only, QUIC-friendly (no middlebox compatibility mode), the groups and ciphers that interoperate
 /// with the Rust moq peers (measured: X25519 + AES-128-GCM with the Rust server, AES-256-GCM with its client).
@@ -157,11 +157,16 @@ func sha256(_ bytes: [UInt8]) -> [UInt8] {
     bytes.withUnsafeBytes { sha256($0) }
 }
 
-/// One GnuTLS session plus the client credentials it owns. Loop thread only.
+/// One GnuTLS session plus the client credentials it owns, and — for a client — how the server's
+/// certificate is verified and why it was refused. Loop thread only.
 final class TLSSession {
     let session: OpaquePointer
     private let ownedCredentials: OpaquePointer?
     private let identity: ServerIdentity?
+    /// What a client checks the server's certificate against (nil for a server session).
+    private let verification: (config: TLSClientConfiguration, host: String)?
+    /// Why the server's certificate was refused, once it was (an actionable message).
+    private(set) var verificationFailure: String?
 
     /// A client session. `connRef` is what ngtcp2's crypto layer finds through `gnutls_session_get_ptr`.
     init(
@@ -220,6 +225,7 @@ final class TLSSession {
         }
         ownedCredentials = cred
         identity = nil
+        verification = (tls, host)
     }
 
     /// A server session presenting `identity`.
@@ -248,6 +254,7 @@ final class TLSSession {
         }
         ownedCredentials = nil
         self.identity = identity
+        verification = nil
     }
 
     deinit {
@@ -308,11 +315,22 @@ private let verifyTrampoline: @convention(c) (OpaquePointer?) -> Int32 = { sessi
     let connRef = ref.assumingMemoryBound(to: ngtcp2_crypto_conn_ref.self)
     guard let userData = connRef.pointee.user_data else { return GNUTLS_E_CERTIFICATE_ERROR }
     let connection = Unmanaged<QUICConnection>.fromOpaque(userData).takeUnretainedValue()
-    if let failure = verifyPeer(session, connection.tlsClient!) {
-        connection.tlsFailure = failure
-        return GNUTLS_E_CERTIFICATE_ERROR
+    // Only client sessions install this callback, and the connection holds its session throughout
+    // the handshake: a session that is not there refuses the certificate instead of trapping.
+    guard let tls = connection.tls else { return GNUTLS_E_CERTIFICATE_ERROR }
+    return tls.verifyServerCertificate() ? 0 : GNUTLS_E_CERTIFICATE_ERROR
+}
+
+extension TLSSession {
+    /// Checks the server's certificate; on refusal, keeps the reason in ``verificationFailure``.
+    func verifyServerCertificate() -> Bool {
+        guard let verification else {
+            verificationFailure = "no verification settings for a client session"
+            return false
+        }
+        verificationFailure = verifyPeer(session, verification)
+        return verificationFailure == nil
     }
-    return 0
 }
 
 /// Checks the peer certificate per `tls`. Returns nil when accepted, else an actionable message.

@@ -203,6 +203,6 @@ final class PayloadAssembler {
             owned.deallocate()
             return Bytes()
         }
-        return Bytes(storage: ByteStorage(adopting: owned), offset: 0, count: size)
+        return Bytes(adopting: owned, count: size)
     }
 }

@@ -36,7 +36,7 @@ public struct TLSOptions: Sendable, Equatable {
                 "choose one of tls-fingerprint, tls-root-file and tls-disable-verify: they exclude each other")
         }
         if let fingerprint {
-            guard let bytes = Hex.decode(fingerprint), bytes.count == 32 else {
+            guard let bytes = Hex.decode(fingerprint, allowingColons: true), bytes.count == 32 else {
                 throw .configuration(
                     "tls-fingerprint must be the SHA-256 of the certificate: 64 hex digits (got '\(fingerprint)')")
             }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import Foundation
+import MoqBase
 import SessionFuzzHarness
 import Testing
 
@@ -33,7 +34,7 @@ import Testing
     func generated() throws {
         let environment = ProcessInfo.processInfo.environment
         let seed = environment["SWIFTMOQ_FUZZ_SEED"].flatMap { UInt64($0) } ?? 0x5EED_0010
-        var random = SplitMix64(seed: seed)
+        var random = SeededGenerator(seed: seed)
         for n in 0..<5000 {
             let count = Int(random.next() % 2048)
             let input = (0..<count).map { _ in UInt8(truncatingIfNeeded: random.next()) }
@@ -45,18 +46,5 @@ import Testing
                 return
             }
         }
-    }
-}
-
-/// A small, fast, seedable generator (Steele, Lea, Flood 2014).
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import MoqBase
 
 /// One direction's memory between datagrams: the bursty-loss state, when the bottleneck is free
 /// again, and when the last datagram leaves (for jitter without reordering). Times are

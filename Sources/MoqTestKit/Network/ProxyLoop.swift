@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import Glibc
+import MoqBase
 
 /// The proxy's thread: sockets, client flows, the delay line and the generator live here and nowhere else
 /// (which is why this class is not `Sendable`: it is handed to its thread once and only used there).

@@ -96,7 +96,7 @@ public struct RelayAuth: Sendable {
             for pair in full[full.index(after: q)...].split(separator: "&") {
                 let parts = pair.split(separator: "=", maxSplits: 1)
                 if parts.count == 2, parts[0] == "jwt", !parts[1].isEmpty {
-                    jwt = Self.percentDecoded(String(parts[1]))
+                    jwt = PercentEncoding.decode(String(parts[1]))
                 }
             }
         } else {
@@ -118,23 +118,6 @@ public struct RelayAuth: Sendable {
         }
         return Self.finalize(
             root: root, claims: JWT.Claims(root: "", publish: publicPrefixes, subscribe: publicPrefixes))
-    }
-
-    /// `%XX` sequences decoded (a token in a URL may be escaped).
-    static func percentDecoded(_ text: String) -> String {
-        var out: [UInt8] = []
-        var bytes = Array(text.utf8)[...]
-        while let b = bytes.popFirst() {
-            if b == UInt8(ascii: "%"), bytes.count >= 2,
-                let v = UInt8(String(decoding: bytes.prefix(2), as: UTF8.self), radix: 16)
-            {
-                out.append(v)
-                bytes = bytes.dropFirst(2)
-            } else {
-                out.append(b)
-            }
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// Re-bases the claims' prefixes onto the connection root (the two must overlap)

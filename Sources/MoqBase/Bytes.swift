@@ -35,6 +35,13 @@ public struct Bytes: Sendable {
         }
     }
 
+    /// Takes ownership of `count` bytes at `memory`, which came from
+    /// `UnsafeMutableRawPointer.allocate` and is deallocated when the last view goes (no copy:
+    /// a frame assembled in place becomes a view of itself).
+    public init(adopting memory: UnsafeMutableRawPointer, count: Int) {
+        self.init(storage: ByteStorage(adopting: memory), offset: 0, count: count)
+    }
+
     /// Copies the elements of `bytes` into new storage.
     public init(_ bytes: some Collection<UInt8>) {
         let array = Array(bytes)
@@ -139,42 +146,5 @@ final class ByteStorage: @unchecked Sendable {
 
     deinit {
         if owner == nil { UnsafeMutableRawPointer(mutating: base).deallocate() }
-    }
-}
-
-/// Hexadecimal helpers used for fingerprints, catalogs and logs.
-public enum Hex {
-    private static let digits = Array("0123456789abcdef".utf8)
-
-    /// Lowercase hex of `bytes`.
-    public static func encode(_ bytes: some Sequence<UInt8>) -> String {
-        var out = [UInt8]()
-        for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0xf)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    /// Parses hex (either case; `:` separators allowed). Returns nil on any other character or an odd length.
-    public static func decode(_ text: String) -> [UInt8]? {
-        var out = [UInt8]()
-        var high: UInt8?
-        for c in text.utf8 where c != UInt8(ascii: ":") {
-            let v: UInt8
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): v = c - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): v = c - UInt8(ascii: "A") + 10
-            default: return nil
-            }
-            if let h = high {
-                out.append(h << 4 | v)
-                high = nil
-            } else {
-                high = v
-            }
-        }
-        return high == nil ? out : nil
     }
 }
