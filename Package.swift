@@ -74,16 +74,21 @@ let package = Package(
         .target(
             name: "SwiftMoQ", dependencies: ["MoqSync", "MoqWire", "MoqSession", "MoqQUIC"],
             swiftSettings: swiftSettings),
+        // Argument parsing and subcommand dispatch shared by swiftmoq and moqbench.
+        .target(name: "MoqCommandLine", swiftSettings: swiftSettings),
         .executableTarget(
             name: "swiftmoq",
-            dependencies: ["MoqSync", "SwiftMoQ", "MoqKit", "MoqPipeline", "MoqCatalog", "CGStreamer"],
+            dependencies: [
+                "MoqCommandLine", "MoqSync", "SwiftMoQ", "MoqKit", "MoqPipeline", "MoqCatalog", "CGStreamer",
+            ],
             swiftSettings: swiftSettings),
         // `make bench`: the Swift roles (publish, subscribe, fan-out load, GStreamer path) that
         // scripts/bench.py runs side by side with the Rust peer's (Tests/Interop/moqpeer.py bench-*).
         .executableTarget(
             name: "moqbench",
             dependencies: [
-                "MoqSync", "SwiftMoQ", "MoqPipeline", "MoqTestKit", "MoqCatalog", "GstSwiftMoQ", "CGStreamer",
+                "MoqCommandLine", "MoqSync", "SwiftMoQ", "MoqPipeline", "MoqTestKit", "MoqCatalog", "GstSwiftMoQ",
+                "CGStreamer",
             ],
             swiftSettings: swiftSettings),
         // The Swift API in moq-kit's shape: Session, broadcasts and catalogs, Player, Publisher.

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import MoqCommandLine
 import SwiftMoQ
 
 /// The relay a role talks to: `--url` and `--tls-fingerprint` (pinned, as the tests do).
@@ -12,7 +13,7 @@ struct Client {
     let url: String
     let fingerprint: String
 
-    init(_ options: Options) throws(BenchError) {
+    init(_ options: Arguments) throws(BenchError) {
         url = try options.required("url")
         fingerprint = try options.required("tls-fingerprint")
     }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import Foundation
+import MoqCommandLine
 import MoqSync
 import SwiftMoQ
 
@@ -38,17 +39,17 @@ enum FanoutRole {
     }
 
     static func run(_ argv: [String]) async throws(BenchError) {
-        let options = try Options(argv, known: known)
+        let options = try Arguments(argv, options: known, flags: [])
         let client = try Client(options)
         let path = try options.required("broadcast")
-        let trackName = options.string("track") ?? "bench"
-        let count = try options.int("sessions", default: 0)
+        let trackName = options.value("track") ?? "bench"
+        let count = try options.integer("sessions", default: 0)
         guard count > 0 else { throw .usage("--sessions must be at least 1") }
-        let budget = UInt64(max(0, try options.int("max-latency-ms", default: 10_000)))
-        let limit = UInt64(max(0, try options.int("frames", default: 0)))
-        let warmup = UInt64(max(0, try options.int("warmup-frames", default: 0)))
+        let budget = UInt64(max(0, try options.integer("max-latency-ms", default: 10_000)))
+        let limit = UInt64(max(0, try options.integer("frames", default: 0)))
+        let warmup = UInt64(max(0, try options.integer("warmup-frames", default: 0)))
         let deadline = try options.double("deadline-s", default: 120)
-        let concurrency = max(1, try options.int("connect-concurrency", default: 16))
+        let concurrency = max(1, try options.integer("connect-concurrency", default: 16))
 
         let readers = await subscribeAll(
             count: count, concurrency: concurrency, client: client, path: path, track: trackName, budget: budget)

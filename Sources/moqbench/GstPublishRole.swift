@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 import Foundation
 import GstSwiftMoQ
+import MoqCommandLine
 import MoqPipeline
 import MoqTestKit
 
@@ -30,17 +31,17 @@ enum GstPublishRole {
     ])
 
     static func run(_ argv: [String]) async throws(BenchError) {
-        let options = try Options(argv, known: known)
+        let options = try Arguments(argv, options: known, flags: [])
         let client = try Client(options)
         let path = try options.required("broadcast")
         let seconds = try options.double("seconds", default: 10)
-        let fps = max(1, try options.int("fps", default: 30))
+        let fps = max(1, try options.integer("fps", default: 30))
         SwiftMoQElements.register()
         let clip = try await EncodedClip.encode(
-            width: try options.int("width", default: 1920), height: try options.int("height", default: 1080),
-            fps: fps, frames: max(1, try options.int("clip-frames", default: 60)),
-            keyInterval: max(1, try options.int("key-interval", default: 30)),
-            bitrateKbps: try options.int("bitrate-kbps", default: 4000))
+            width: try options.integer("width", default: 1920), height: try options.integer("height", default: 1080),
+            fps: fps, frames: max(1, try options.integer("clip-frames", default: 60)),
+            keyInterval: max(1, try options.integer("key-interval", default: 30)),
+            bitrateKbps: try options.integer("bitrate-kbps", default: 4000))
         let mediaSeconds = Double(clip.samples.count) / Double(fps)
         Events.emit(
             "encoded",

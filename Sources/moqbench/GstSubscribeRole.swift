@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 import Foundation
 import GstSwiftMoQ
+import MoqCommandLine
 import MoqPipeline
 
 /// `moqbench gst-subscribe`: `moqsrc latency=0 ! appsink sync=false`, timing each buffer against the
@@ -23,7 +24,7 @@ enum GstSubscribeRole {
     private static let known = Client.options.union(["broadcast", "publisher-base-ns", "seconds", "warmup-s"])
 
     static func run(_ argv: [String]) async throws(BenchError) {
-        let options = try Options(argv, known: known)
+        let options = try Arguments(argv, options: known, flags: [])
         let client = try Client(options)
         let path = try options.required("broadcast")
         guard let base = UInt64(try options.required("publisher-base-ns")) else {

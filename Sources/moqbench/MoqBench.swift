@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import Foundation
+import MoqCommandLine
 
 /// `moqbench`: the Swift roles of `make bench` (scripts/bench.py runs them next to the Rust peer's).
 ///
@@ -21,52 +22,33 @@ enum MoqBench {
         """
 
     static func main() async {
-        var argv = Array(CommandLine.arguments.dropFirst())
-        guard let role = argv.first else {
+        let argv = Array(CommandLine.arguments.dropFirst())
+        let roles: [String: Subcommand] = [
+            "publish": Subcommand(usage: PublishRole.usage, run: PublishRole.run),
+            "subscribe": Subcommand(usage: SubscribeRole.usage, run: SubscribeRole.run),
+            "fanout-subscribers": Subcommand(usage: FanoutRole.usage, run: FanoutRole.run),
+            "gst-publish": Subcommand(usage: GstPublishRole.usage, run: GstPublishRole.run),
+            "gst-subscribe": Subcommand(usage: GstSubscribeRole.usage, run: GstSubscribeRole.run),
+        ]
+        switch await Subcommands.dispatch(argv, among: roles) {
+        case .missing:
             FileHandle.standardError.write(Data((usage + "\n").utf8))
             exit(2)
-        }
-        argv.removeFirst()
-        let roles: [String: (usage: String, run: ([String]) async throws(BenchError) -> Void)] = [
-            "publish": (PublishRole.usage, PublishRole.run),
-            "subscribe": (SubscribeRole.usage, SubscribeRole.run),
-            "fanout-subscribers": (FanoutRole.usage, FanoutRole.run),
-            "gst-publish": (GstPublishRole.usage, GstPublishRole.run),
-            "gst-subscribe": (GstSubscribeRole.usage, GstSubscribeRole.run),
-        ]
-        guard let entry = roles[role] else {
+        case .unknown(let role):
             Events.emit("error", ["message": .string("unknown role '\(role)'")])
             FileHandle.standardError.write(Data((usage + "\n").utf8))
             exit(2)
-        }
-        if argv.contains("--help") || argv.contains("-h") {
-            print(entry.usage)
+        case .help(let role):
+            print(role.usage)
             exit(0)
-        }
-        do {
-            try await entry.run(argv)
+        case .completed:
             exit(0)
-        } catch {
-            Events.emit("error", ["message": .string(error.description)])
-            exit(error.isUsage ? 2 : 1)
+        case .failed(_, let failure):
+            Events.emit("error", ["message": .string(failure.isUsage ? "usage: \(failure)" : failure.description)])
+            exit(failure.exitCode)
         }
     }
 }
 
-/// How a role failed: usage errors exit 2, runtime errors 1.
-enum BenchError: Error, CustomStringConvertible {
-    case usage(String)
-    case runtime(String)
-
-    var description: String {
-        switch self {
-        case .usage(let text): "usage: \(text)"
-        case .runtime(let text): text
-        }
-    }
-
-    var isUsage: Bool {
-        if case .usage = self { return true }
-        return false
-    }
-}
+/// How a role failed: usage errors exit 2, runtime errors 1 (shared with swiftmoq).
+typealias BenchError = CommandFailure

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import Foundation
+import MoqCommandLine
 import SwiftMoQ
 
 /// `moqbench publish`: stamped frames on one track, paced (`--fps`), as fast as the subscriber's
@@ -46,17 +47,17 @@ enum PublishRole {
     }
 
     static func run(_ argv: [String]) async throws(BenchError) {
-        let options = try Options(argv, known: known)
+        let options = try Arguments(argv, options: known, flags: [])
         let client = try Client(options)
         let path = try options.required("broadcast")
-        let trackName = options.string("track") ?? "bench"
-        let explicitFrames = try options.int("frames", default: -1)
+        let trackName = options.value("track") ?? "bench"
+        let explicitFrames = try options.integer("frames", default: -1)
         var plan = Plan(
-            frameSize: try options.int("frame-size", default: 1000), fps: try options.double("fps", default: 100),
-            framesPerGroup: max(1, try options.int("frames-per-group", default: 1)),
+            frameSize: try options.integer("frame-size", default: 1000), fps: try options.double("fps", default: 100),
+            framesPerGroup: max(1, try options.integer("frames-per-group", default: 1)),
             frames: explicitFrames >= 0 ? UInt64(explicitFrames) : nil,
             seconds: try options.double("seconds", default: 10),
-            window: UInt64(max(0, try options.int("window", default: 32))), ackFifo: options.string("ack-fifo"))
+            window: UInt64(max(0, try options.integer("window", default: 32))), ackFifo: options.value("ack-fifo"))
         guard plan.fps > 0 || plan.ackFifo != nil || plan.window == 0 else {
             throw .usage("--fps 0 needs --ack-fifo (or --window 0 for an open-loop publisher)")
         }
@@ -65,7 +66,7 @@ enum PublishRole {
         }
         if plan.frames == nil && plan.fps > 0 { plan.frames = UInt64(plan.seconds * plan.fps) }
         let linger = try options.double("linger-s", default: 2)
-        let maxAge = UInt64(max(0, try options.int("max-age-ms", default: 10_000)))
+        let maxAge = UInt64(max(0, try options.integer("max-age-ms", default: 10_000)))
 
         let session = try await client.connect(role: .publisher)
         let broadcast = BroadcastProducer(path: path)
@@ -74,7 +75,7 @@ enum PublishRole {
         session.publish(broadcast)
         Events.emit("announced", ["broadcast": .string(path), "track": .string(trackName)])
         let acks = Unsendable(try plan.ackFifo.map { path throws(BenchError) in try AckReader(path: path) })
-        await waitForGoFile(options.string("go-file"))
+        await waitForGoFile(options.value("go-file"))
         Events.emit("started", ["ns": .int(Int(Monotonic.now()))])
         let outcome = await onDedicatedThread(name: "publish") { [plan] in write(plan, to: track, acks: acks.value) }
         Events.emit(

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import Foundation
+import MoqCommandLine
 import SwiftMoQ
 
 /// `moqbench subscribe`: one subscription through the public consumer API (`nextGroup` / `nextFrame`),
@@ -31,16 +32,16 @@ enum SubscribeRole {
 
     static func run(_ argv: [String]) async throws(BenchError) {
         signal(SIGPIPE, SIG_IGN)
-        let options = try Options(argv, known: known)
+        let options = try Arguments(argv, options: known, flags: [])
         let client = try Client(options)
         let path = try options.required("broadcast")
-        let trackName = options.string("track") ?? "bench"
-        let budget = UInt64(max(0, try options.int("max-latency-ms", default: 10_000)))
-        let limit = try options.int("frames", default: 0)
-        let progressEvery = UInt64(max(0, try options.int("progress-every", default: 0)))
+        let trackName = options.value("track") ?? "bench"
+        let budget = UInt64(max(0, try options.integer("max-latency-ms", default: 10_000)))
+        let limit = try options.integer("frames", default: 0)
+        let progressEvery = UInt64(max(0, try options.integer("progress-every", default: 0)))
         let deadline = try options.double("deadline-s", default: 120)
-        var recorder = FrameRecorder(warmupFrames: UInt64(max(0, try options.int("warmup-frames", default: 0))))
-        let acks = try options.string("ack-fifo").map { path throws(BenchError) in try AckWriter(path: path) }
+        var recorder = FrameRecorder(warmupFrames: UInt64(max(0, try options.integer("warmup-frames", default: 0))))
+        let acks = try options.value("ack-fifo").map { path throws(BenchError) in try AckWriter(path: path) }
 
         let session = try await client.connect(role: .subscriber)
         do { try await session.waitForBroadcast(path, timeout: .seconds(30)) } catch {

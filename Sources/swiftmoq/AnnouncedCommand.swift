@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import MoqCommandLine
 import SwiftMoQ
 
 /// `swiftmoq announced`: one line per announce / unannounce under a prefix.

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import MoqCommandLine
 import MoqSync
 import SwiftMoQ
 
@@ -119,8 +120,5 @@ final class FollowedSessions: @unchecked Sendable {
     func stop() { connection.stop() }
 }
 
-/// How a command failed: usage errors exit 2, runtime errors exit 1.
-enum CommandError: Error {
-    case usage(String)
-    case runtime(String)
-}
+/// How a command failed: usage errors exit 2, runtime errors exit 1 (shared with moqbench).
+typealias CommandError = CommandFailure

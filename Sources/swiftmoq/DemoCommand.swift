@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import Foundation
+import MoqCommandLine
 import MoqKit
 
 /// `swiftmoq demo`: publishes a test pattern and a tone through moqsink and plays them back through

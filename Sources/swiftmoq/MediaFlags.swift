@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import MoqCommandLine
 import MoqKit
 import SwiftMoQ
 

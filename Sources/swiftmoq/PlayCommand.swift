@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import Foundation
+import MoqCommandLine
 import MoqKit
 
 /// `swiftmoq play`: plays a broadcast (MoqKit's Player on moqsrc) to a window, a file, or nowhere.

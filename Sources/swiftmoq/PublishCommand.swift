@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import Foundation
+import MoqCommandLine
 import MoqKit
 
 /// `swiftmoq publish`: captures, encodes and publishes a broadcast (MoqKit's Publisher on moqsink).

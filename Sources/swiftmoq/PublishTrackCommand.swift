@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import Foundation
+import MoqCommandLine
 import SwiftMoQ
 
 /// `swiftmoq publish-track`: each stdin line becomes one frame.

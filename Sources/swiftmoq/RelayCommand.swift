@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 import Dispatch
 import Foundation
+import MoqCommandLine
 import SwiftMoQ
 
 /// `swiftmoq relay`: a moq-lite-06 relay.

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import Foundation
+import MoqCommandLine
 import MoqKit
 
 /// `swiftmoq screen-share`: publishes an X11 display, tuned for text and motion.

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import Foundation
+import MoqCommandLine
 import SwiftMoQ
 
 /// `swiftmoq subscribe-track`: prints each frame of a track.

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import Foundation
+import MoqCommandLine
 import SwiftMoQ
 
 @main
@@ -30,23 +31,8 @@ enum SwiftMoQCommand {
         sigaddset(&mask, SIGINT)
         sigaddset(&mask, SIGTERM)
         pthread_sigmask(SIG_UNBLOCK, &mask, nil)
-        var argv = Array(CommandLine.arguments.dropFirst())
-        guard let command = argv.first else {
-            Output.error("a command is required\n\n" + usage)
-            exit(2)
-        }
-        argv.removeFirst()
-        let commands: [String: (usage: String, run: ([String]) async throws(CommandError) -> Void)] = [
-            "announced": (AnnouncedCommand.usage, AnnouncedCommand.run),
-            "publish-track": (PublishTrackCommand.usage, PublishTrackCommand.run),
-            "subscribe-track": (SubscribeTrackCommand.usage, SubscribeTrackCommand.run),
-            "relay": (RelayCommand.usage, RelayCommand.run),
-            "publish": (PublishCommand.usage, PublishCommand.run),
-            "play": (PlayCommand.usage, PlayCommand.run),
-            "screen-share": (ScreenShareCommand.usage, ScreenShareCommand.run),
-            "demo": (DemoCommand.usage, DemoCommand.run),
-        ]
-        switch command {
+        let argv = Array(CommandLine.arguments.dropFirst())
+        switch argv.first {
         case "-h", "--help", "help":
             print(usage)
             exit(0)
@@ -56,26 +42,31 @@ enum SwiftMoQCommand {
         default:
             break
         }
-        guard let entry = commands[command] else {
+        let commands: [String: Subcommand] = [
+            "announced": Subcommand(usage: AnnouncedCommand.usage, run: AnnouncedCommand.run),
+            "publish-track": Subcommand(usage: PublishTrackCommand.usage, run: PublishTrackCommand.run),
+            "subscribe-track": Subcommand(usage: SubscribeTrackCommand.usage, run: SubscribeTrackCommand.run),
+            "relay": Subcommand(usage: RelayCommand.usage, run: RelayCommand.run),
+            "publish": Subcommand(usage: PublishCommand.usage, run: PublishCommand.run),
+            "play": Subcommand(usage: PlayCommand.usage, run: PlayCommand.run),
+            "screen-share": Subcommand(usage: ScreenShareCommand.usage, run: ScreenShareCommand.run),
+            "demo": Subcommand(usage: DemoCommand.usage, run: DemoCommand.run),
+        ]
+        switch await Subcommands.dispatch(argv, among: commands) {
+        case .missing:
+            Output.error("a command is required\n\n" + usage)
+            exit(2)
+        case .unknown(let command):
             Output.error("unknown command '\(command)'\n\n" + usage)
             exit(2)
-        }
-        if argv.contains("--help") || argv.contains("-h") {
-            print(entry.usage)
+        case .help(let command):
+            print(command.usage)
             exit(0)
-        }
-        do {
-            try await entry.run(argv)
+        case .completed:
             exit(0)
-        } catch {
-            switch error {
-            case .usage(let text):
-                Output.error(text + "\n\n" + entry.usage)
-                exit(2)
-            case .runtime(let text):
-                Output.error(text)
-                exit(1)
-            }
+        case .failed(let command, let failure):
+            Output.error(failure.isUsage ? failure.description + "\n\n" + command.usage : failure.description)
+            exit(failure.exitCode)
         }
     }
 }
