@@ -13,4 +13,11 @@ enum ConnectionStatusType {
             (ReconnectingSession.Status.reconnecting.rawValue, "Reconnecting after a loss", "reconnecting"),
             (ReconnectingSession.Status.failed.rawValue, "Failed (will not retry)", "failed"),
         ])
+
+    /// The read-only `status` property both elements install (notify::status on every change).
+    static func spec() -> UnsafeMutablePointer<GParamSpec> {
+        Property.enumeration(
+            "status", "Status", "Connection status (notify::status when it changes)", type: type, default: 0,
+            flags: ParamFlags.readable)
+    }
 }

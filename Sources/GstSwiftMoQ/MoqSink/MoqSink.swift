@@ -43,11 +43,13 @@ final class MoqSink: @unchecked Sendable {
     private let running = Lock<Running?>(nil)
     private let pads = Lock<[SinkPad]>([])
     private let nextIndex = Lock(0)
-    private let status = Atomic<Int32>(ReconnectingSession.Status.disconnected.rawValue)
-    private let lastStats = Lock<SessionStats?>(nil)
+    private let link: ElementConnection
 
     init(element: UnsafeMutablePointer<GstElement>) {
         self.element = element
+        link = ElementConnection(
+            reporter: ElementReporter(element: element, category: MoqSinkType.category), role: .publisher,
+            statusSpec: MoqSinkType.statusSpec)
     }
 
     func finalize() {
@@ -65,14 +67,10 @@ final class MoqSink: @unchecked Sendable {
             return
         }
         settings.withLock { s in
-            switch prop {
-            case .url: s.connection.url = string(from: value)
-            case .broadcast: s.broadcast = string(from: value)
-            case .tlsDisableVerify: s.connection.tlsDisableVerify = g_value_get_boolean(value) != 0
-            case .tlsFingerprint: s.connection.tlsFingerprint = string(from: value)
-            case .tlsRootFile: s.connection.tlsRootFile = string(from: value)
-            case .authToken: s.connection.authToken = string(from: value)
-            default: break
+            if let connection = prop.connection {
+                s.connection.set(connection, from: value)
+            } else if prop == .broadcast {
+                s.broadcast = string(from: value)
             }
         }
     }
@@ -80,23 +78,14 @@ final class MoqSink: @unchecked Sendable {
     func getProperty(_ id: guint, _ value: UnsafeMutablePointer<GValue>) {
         guard let prop = MoqSinkType.Prop(rawValue: id) else { return }
         let s = settings.withLock { $0 }
+        if let connection = prop.connection { return s.connection.get(connection, into: value) }
         switch prop {
-        case .url: g_value_set_string(value, s.connection.url)
         case .broadcast: g_value_set_string(value, s.broadcast)
-        case .tlsDisableVerify: g_value_set_boolean(value, s.connection.tlsDisableVerify ? 1 : 0)
-        case .tlsFingerprint: g_value_set_string(value, s.connection.tlsFingerprint)
-        case .tlsRootFile: g_value_set_string(value, s.connection.tlsRootFile)
-        case .authToken: g_value_set_string(value, s.connection.authToken)
-        case .status: g_value_set_enum(value, status.load(ordering: .relaxed))
-        case .connected:
-            g_value_set_boolean(
-                value, status.load(ordering: .relaxed) == ReconnectingSession.Status.connected.rawValue ? 1 : 0)
-        case .moqVersion:
-            g_value_set_string(
-                value,
-                status.load(ordering: .relaxed) == ReconnectingSession.Status.connected.rawValue
-                    ? MoqVersion.lite06.rawValue : nil)
+        case .status: link.getStatus(into: value)
+        case .connected: g_value_set_boolean(value, link.status == .connected ? 1 : 0)
+        case .moqVersion: g_value_set_string(value, link.negotiatedVersion)
         case .stats: g_value_take_boxed(value, makeStats())
+        case .url, .tlsDisableVerify, .tlsFingerprint, .tlsRootFile, .authToken: break
         }
     }
 
@@ -115,14 +104,7 @@ final class MoqSink: @unchecked Sendable {
 
     private func start() -> Bool {
         let s = settings.withLock { $0 }
-        let url: MoqURL
-        let options: ClientOptions
-        switch s.connection.resolve() {
-        case .failure(let e):
-            reporter.error(.resource(GST_RESOURCE_ERROR_SETTINGS), e.description)
-            return false
-        case .success(let r): (url, options) = r
-        }
+        guard let target = link.resolve(s.connection) else { return false }
         guard let path = s.broadcast, !path.isEmpty else {
             reporter.error(
                 .resource(GST_RESOURCE_ERROR_SETTINGS),
@@ -133,40 +115,21 @@ final class MoqSink: @unchecked Sendable {
             reporter.error(.resource(GST_RESOURCE_ERROR_SETTINGS), "invalid broadcast property '\(path)': \(problem)")
             return false
         }
-        if options.tls.disableVerify {
-            reporter.warning(
-                .resource(GST_RESOURCE_ERROR_SETTINGS),
-                "TLS certificate verification is disabled (tls-disable-verify): the relay is not authenticated")
-        }
         let broadcast = BroadcastProducer(path: path)
+        let reporter = self.reporter
+        let connection = link.open(target) { session, _ in
+            session.publish(broadcast)
+            reporter.log(GST_LEVEL_INFO, "connected: publishing \(broadcast.path)")
+        }
         let catalogTrack = broadcast.createTrack(
             HangCatalog.trackName, info: TrackInfo(priority: 100, maxAgeMs: 5000, timescale: 1000))
-        let weakSelf = WeakReference(self)
-        var handlers = ReconnectingSession.Handlers()
-        handlers.status = { status in weakSelf.value?.statusChanged(status) }
-        handlers.transientError = { error in
-            weakSelf.value?.reporter.warning(
-                .resource(GST_RESOURCE_ERROR_OPEN_WRITE), "cannot publish to the relay, retrying: \(error)")
-        }
-        handlers.fatalError = { error in
-            weakSelf.value?.reporter.error(
-                .resource(error.isAuthentication ? GST_RESOURCE_ERROR_NOT_AUTHORIZED : GST_RESOURCE_ERROR_OPEN_WRITE),
-                error.description)
-        }
-        handlers.session = { session, _ in
-            session.publish(broadcast)
-            weakSelf.value?.reporter.log(GST_LEVEL_INFO, "connected: publishing \(broadcast.path)")
-        }
-        let connection = ReconnectingSession(url: url, options: options, handlers: handlers)
         let run = Running(connection: connection, broadcast: broadcast, catalogTrack: catalogTrack)
         running.withLock { $0 = run }
         for pad in pads.withLock({ $0 }) { pad.attach(to: self) }
-        run.statsTask = Task { [weak self] in
+        let link = self.link
+        run.statsTask = Task {
             while !Task.isCancelled {
-                if let session = connection.session {
-                    let stats = await session.stats()
-                    self?.lastStats.withLock { $0 = stats }
-                }
+                await link.refreshStats(connection)
                 try? await Task.sleep(for: .milliseconds(500))
             }
         }
@@ -187,13 +150,6 @@ final class MoqSink: @unchecked Sendable {
     }
 
     var run: Running? { running.withLock { $0 } }
-
-    private func statusChanged(_ new: ReconnectingSession.Status) {
-        status.store(new.rawValue, ordering: .relaxed)
-        g_object_notify_by_pspec(
-            UnsafeMutableRawPointer(element).assumingMemoryBound(to: GObject.self), MoqSinkType.statusSpec)
-        reporter.log(GST_LEVEL_INFO, "status: \(new)")
-    }
 
     // MARK: Pads
 
@@ -336,14 +292,9 @@ final class MoqSink: @unchecked Sendable {
 
     private func makeStats() -> UnsafeMutablePointer<GstStructure> {
         let run = self.run
-        let stats = lastStats.withLock { $0 }
+        let stats = link.lastStats
         var fields: [(String, FieldValue)] = [
-            (
-                StatsKey.status.rawValue,
-                .string(
-                    ReconnectingSession.Status(rawValue: status.load(ordering: .relaxed))?.description ?? "disconnected"
-                )
-            ),
+            (StatsKey.status.rawValue, .string(link.status.description)),
             (StatsKey.reconnects.rawValue, .uint64(UInt64(run?.connection.reconnects ?? 0))),
             (StatsKey.handovers.rawValue, .uint64(UInt64(run?.connection.handovers ?? 0))),
             (StatsKey.roundTripTimeMs.rawValue, .double(Double(stats?.rttMicros ?? 0) / 1000)),
@@ -377,13 +328,5 @@ final class MoqSink: @unchecked Sendable {
                 ))
         }
         return makeStructure("application/x-moqsink-stats", fields)
-    }
-}
-
-extension MoqError {
-    /// True for refusals of the credentials (the ERROR is NOT_AUTHORIZED).
-    var isAuthentication: Bool {
-        if case .refused(let code, _) = self { return code == SessionErrorCode.unauthorized.rawValue }
-        return false
     }
 }

@@ -11,6 +11,18 @@ enum MoqSinkType {
     enum Prop: UInt32 {
         case url = 1, broadcast, tlsDisableVerify, tlsFingerprint, tlsRootFile, authToken, status, connected,
             moqVersion, stats
+
+        /// The shared connection property this is, if it is one.
+        var connection: ConnectionProperty? {
+            switch self {
+            case .url: .url
+            case .tlsDisableVerify: .tlsDisableVerify
+            case .tlsFingerprint: .tlsFingerprint
+            case .tlsRootFile: .tlsRootFile
+            case .authToken: .authToken
+            default: nil
+            }
+        }
     }
 
     /// Accepted caps: what the catalog can describe (stream layouts the sink can frame).
@@ -66,37 +78,14 @@ enum MoqSinkType {
         }
         let rw = ParamFlags.readWrite | ParamFlags.mutableReady | ParamFlags.showDefault
         let ro = ParamFlags.readable
-        g_object_class_install_property(
-            gobject, Prop.url.rawValue,
-            Property.string(
-                "url", "URL",
-                "Relay URL: moql://host:port/path (the path is the root the relay scopes the session to; e.g. moql://localhost:4443/anon)",
-                flags: rw))
+        for prop in [Prop.url, .tlsDisableVerify, .tlsFingerprint, .tlsRootFile, .authToken] {
+            guard let connection = prop.connection else { continue }
+            g_object_class_install_property(gobject, prop.rawValue, connection.spec())
+        }
         g_object_class_install_property(
             gobject, Prop.broadcast.rawValue,
             Property.string("broadcast", "Broadcast", "Broadcast path to publish, e.g. room/cam", flags: rw))
-        g_object_class_install_property(
-            gobject, Prop.tlsDisableVerify.rawValue,
-            Property.bool(
-                "tls-disable-verify", "Disable TLS verification",
-                "Do not verify the relay's certificate. INSECURE: for testing only", default: false, flags: rw))
-        g_object_class_install_property(
-            gobject, Prop.tlsFingerprint.rawValue,
-            Property.string(
-                "tls-fingerprint", "TLS fingerprint",
-                "Pin the relay's certificate by its SHA-256 (64 hex digits) instead of checking it against CAs",
-                flags: rw))
-        g_object_class_install_property(
-            gobject, Prop.tlsRootFile.rawValue,
-            Property.string(
-                "tls-root-file", "TLS root file", "PEM file of CA certificates to trust instead of the system's",
-                flags: rw))
-        g_object_class_install_property(
-            gobject, Prop.authToken.rawValue,
-            Property.string("auth-token", "Auth token", "Token sent to the relay as ?jwt=", flags: rw))
-        statusSpec = Property.enumeration(
-            "status", "Status", "Connection status (notify::status when it changes)", type: ConnectionStatusType.type,
-            default: 0, flags: ro)
+        statusSpec = ConnectionStatusType.spec()
         g_object_class_install_property(gobject, Prop.status.rawValue, statusSpec)
         g_object_class_install_property(
             gobject, Prop.connected.rawValue,

@@ -34,14 +34,10 @@ extension MoqSrc {
             return
         }
         settings.withLock { s in
+            if let connection = prop.connection { return s.connection.set(connection, from: value) }
             switch prop {
-            case .url: s.connection.url = string(from: value)
             case .broadcast: s.broadcast = string(from: value)
             case .prefix: s.prefix = string(from: value)
-            case .tlsDisableVerify: s.connection.tlsDisableVerify = g_value_get_boolean(value) != 0
-            case .tlsFingerprint: s.connection.tlsFingerprint = string(from: value)
-            case .tlsRootFile: s.connection.tlsRootFile = string(from: value)
-            case .authToken: s.connection.authToken = string(from: value)
             case .timeout: s.timeoutS = g_value_get_uint(value)
             case .uriTLS: s.uriTLS = g_value_get_boolean(value) != 0
             default: break
@@ -52,25 +48,18 @@ extension MoqSrc {
     func getProperty(_ id: guint, _ value: UnsafeMutablePointer<GValue>) {
         guard let prop = MoqSrcType.Prop(rawValue: id) else { return }
         let s = settings.withLock { $0 }
+        if let connection = prop.connection { return s.connection.get(connection, into: value) }
         switch prop {
-        case .url: g_value_set_string(value, s.connection.url)
+        case .url, .tlsDisableVerify, .tlsFingerprint, .tlsRootFile, .authToken: break
         case .broadcast: g_value_set_string(value, s.broadcast)
         case .prefix: g_value_set_string(value, s.prefix)
-        case .tlsDisableVerify: g_value_set_boolean(value, s.connection.tlsDisableVerify ? 1 : 0)
-        case .tlsFingerprint: g_value_set_string(value, s.connection.tlsFingerprint)
-        case .tlsRootFile: g_value_set_string(value, s.connection.tlsRootFile)
-        case .authToken: g_value_set_string(value, s.connection.authToken)
         case .latency: g_value_set_uint(value, s.latencyMs)
         case .videoTrack: g_value_set_string(value, s.videoTrack)
         case .audioTrack: g_value_set_string(value, s.audioTrack)
         case .timeout: g_value_set_uint(value, s.timeoutS)
         case .uriTLS: g_value_set_boolean(value, s.uriTLS ? 1 : 0)
-        case .status: g_value_set_enum(value, status.load(ordering: .relaxed))
-        case .moqVersion:
-            g_value_set_string(
-                value,
-                status.load(ordering: .relaxed) == ReconnectingSession.Status.connected.rawValue
-                    ? MoqVersion.lite06.rawValue : nil)
+        case .status: link.getStatus(into: value)
+        case .moqVersion: g_value_set_string(value, link.negotiatedVersion)
         case .stats: g_value_take_boxed(value, makeStats(name: "application/x-moqsrc-stats"))
         }
     }

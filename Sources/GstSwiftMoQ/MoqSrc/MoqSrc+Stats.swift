@@ -15,15 +15,10 @@ extension MoqSrc {
 
     func makeStats(name: String) -> UnsafeMutablePointer<GstStructure> {
         let run = self.run
-        let stats = lastStats.withLock { $0 }
+        let stats = link.lastStats
         let now = monotonicNow()
         var fields: [(String, FieldValue)] = [
-            (
-                StatsKey.status.rawValue,
-                .string(
-                    ReconnectingSession.Status(rawValue: status.load(ordering: .relaxed))?.description ?? "disconnected"
-                )
-            ),
+            (StatsKey.status.rawValue, .string(link.status.description)),
             (StatsKey.broadcast.rawValue, .string(run?.broadcast ?? "")),
             (StatsKey.reconnects.rawValue, .uint64(UInt64(run?.connection.reconnects ?? 0))),
             (StatsKey.handovers.rawValue, .uint64(UInt64(run?.connection.handovers ?? 0))),

@@ -116,34 +116,47 @@ final class MoqSrc: @unchecked Sendable {
     }
 
     let settings = Lock(Settings())
-    let status = Atomic<Int32>(ReconnectingSession.Status.disconnected.rawValue)
-    let lastStats = Lock<SessionStats?>(nil)
+    /// The relay link: connection properties, status, statistics.
+    let link: ElementConnection
     let control = DispatchQueue(label: "moqsrc.control")
     private let onControl = DispatchSpecificKey<Bool>()
     /// Set on the control queue; read by the pads' threads.
     private let runningBox = Lock<Running?>(nil)
-    private let playbackStarted = Atomic(false)
-    private let hasPlayed = Atomic(false)
-    private let groupIDValue = Atomic<UInt32>(0)
-    private let startedAtValue = Atomic<UInt64>(0)
-    private let pipelineLatencyNs = Atomic<UInt64>(0)
+    /// One playback's facts, reset at READY→PAUSED: one lock instead of five atomics that a reader
+    /// could see half-reset.
+    private struct Playback {
+        /// The first buffer was pushed (`playback.start` posted).
+        var started = false
+        /// PLAYING was reached once (a later PAUSED→PLAYING re-anchors the timeline).
+        var hasPlayed = false
+        /// The group id of the current broadcast's streams.
+        var groupID: UInt32 = 0
+        /// When playback was requested (monotonic ns).
+        var startedAt: UInt64 = 0
+        /// The pipeline's latency (LATENCY event).
+        var pipelineLatencyNs: UInt64 = 0
+    }
+    private let playback = Lock(Playback())
     /// How long after its running time a buffer is rendered: the pipeline's latency
     /// (LATENCY event), at least ours.
-    var renderDelayNs: UInt64 { max(pipelineLatencyNs.load(ordering: .relaxed), latencyMs * 1_000_000) }
+    var renderDelayNs: UInt64 { max(playback.withLock { $0.pipelineLatencyNs }, latencyMs * 1_000_000) }
     /// The broadcast's timeline, shared by the pads.
     let timeline = Lock(PlayoutTimeline())
 
     init(element: UnsafeMutablePointer<GstElement>) {
         self.element = element
+        link = ElementConnection(
+            reporter: ElementReporter(element: element, category: MoqSrcType.category), role: .player,
+            statusSpec: MoqSrcType.statusSpec)
         control.setSpecific(key: onControl, value: true)
     }
 
     func finalize() { stop() }
 
     /// The group id of the current broadcast's streams.
-    var groupID: guint { guint(groupIDValue.load(ordering: .relaxed)) }
+    var groupID: guint { guint(playback.withLock { $0.groupID }) }
     /// When playback was requested (monotonic ns).
-    var startedAt: UInt64 { startedAtValue.load(ordering: .relaxed) }
+    var startedAt: UInt64 { playback.withLock { $0.startedAt } }
     var currentState: GstState { swiftmoq_element_current_state(element) }
     var latencyMs: UInt64 { UInt64(settings.withLock { $0.latencyMs }) }
 
@@ -154,7 +167,9 @@ final class MoqSrc: @unchecked Sendable {
         case GST_STATE_CHANGE_READY_TO_PAUSED:
             guard start() else { return GST_STATE_CHANGE_FAILURE }
         case GST_STATE_CHANGE_PAUSED_TO_PLAYING:
-            if hasPlayed.exchange(true, ordering: .relaxed) {
+            if playback.withLock({ p in
+                defer { p.hasPlayed = true }; return p.hasPlayed
+            }) {
                 timeline.withLock { $0.reanchorOnNextFrame() }
             }
         case GST_STATE_CHANGE_PAUSED_TO_READY:
@@ -173,14 +188,7 @@ final class MoqSrc: @unchecked Sendable {
     private func start() -> Bool {
         applyURITLS()
         let s = settings.withLock { $0 }
-        let url: MoqURL
-        let options: ClientOptions
-        switch s.connection.resolve() {
-        case .failure(let e):
-            reporter.error(.resource(GST_RESOURCE_ERROR_SETTINGS), e.description)
-            return false
-        case .success(let r): (url, options) = r
-        }
+        guard let relay = link.resolve(s.connection) else { return false }
         let target: BroadcastTarget
         switch (s.broadcast.flatMap { $0.isEmpty ? nil : $0 }, s.prefix) {
         case (let b?, nil):
@@ -201,46 +209,23 @@ final class MoqSrc: @unchecked Sendable {
                 .resource(GST_RESOURCE_ERROR_SETTINGS), "set either broadcast or prefix, not both")
             return false
         }
-        if options.tls.disableVerify {
-            reporter.warning(
-                .resource(GST_RESOURCE_ERROR_SETTINGS),
-                "TLS certificate verification is disabled (tls-disable-verify): the relay is not authenticated")
-        }
-        startedAtValue.store(monotonicNow(), ordering: .relaxed)
-        playbackStarted.store(false, ordering: .relaxed)
-        hasPlayed.store(false, ordering: .relaxed)
+        let fresh = Playback(groupID: UInt32(gst_util_group_id_next()), startedAt: monotonicNow())
+        playback.withLock { $0 = fresh }
         timeline.withLock { $0.reset() }
-        pipelineLatencyNs.store(0, ordering: .relaxed)
-        groupIDValue.store(UInt32(gst_util_group_id_next()), ordering: .relaxed)
 
         let weakSelf = WeakReference(self)
-        var handlers = ReconnectingSession.Handlers()
-        handlers.status = { status in weakSelf.value?.statusChanged(status) }
-        handlers.transientError = { error in
-            weakSelf.value?.reporter.warning(
-                .resource(GST_RESOURCE_ERROR_OPEN_READ), "cannot play from the relay, retrying: \(error)")
-        }
-        handlers.fatalError = { error in
-            weakSelf.value?.reporter.error(
-                .resource(error.isAuthentication ? GST_RESOURCE_ERROR_NOT_AUTHORIZED : GST_RESOURCE_ERROR_OPEN_READ),
-                error.description)
-        }
-        handlers.session = { session, start in
+        let connection = link.open(relay) { session, start in
             guard let me = weakSelf.value else { return }
             me.onControlQueue { me.sessionUp(session, handover: start == .handover) }
         }
-        let connection = ReconnectingSession(url: url, options: options, handlers: handlers)
         let run = Running(connection: connection, target: target)
         runningBox.withLock { $0 = run }
         run.statsTask = Task { [weak self] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(1))
                 guard let self, !Task.isCancelled else { return }
-                if let session = connection.session {
-                    let stats = await session.stats()
-                    self.lastStats.withLock { $0 = stats }
-                }
-                if self.playbackStarted.load(ordering: .relaxed) {
+                await self.link.refreshStats(connection)
+                if self.playback.withLock({ $0.started }) {
                     self.reporter.elementMessage(self.makeStats(name: "stats"))
                 }
             }
@@ -272,13 +257,6 @@ final class MoqSrc: @unchecked Sendable {
         control.async(execute: work)
     }
 
-    private func statusChanged(_ new: ReconnectingSession.Status) {
-        status.store(new.rawValue, ordering: .relaxed)
-        g_object_notify_by_pspec(
-            UnsafeMutableRawPointer(element).assumingMemoryBound(to: GObject.self), MoqSrcType.statusSpec)
-        reporter.log(GST_LEVEL_INFO, "status: \(new)")
-    }
-
     /// The pipeline clock and the running time, when PLAYING (the caller unrefs the clock).
     func playingClock() -> PipelineTime? {
         guard currentState == GST_STATE_PLAYING, let clock = gst_element_get_clock(element) else { return nil }
@@ -292,7 +270,11 @@ final class MoqSrc: @unchecked Sendable {
 
     /// Called by a pad after each push: the first one is `playback.start`.
     func firstBufferPushed() {
-        guard !playbackStarted.exchange(true, ordering: .relaxed) else { return }
+        guard
+            !playback.withLock({ p in
+                defer { p.started = true }; return p.started
+            })
+        else { return }
         let s = settings.withLock { $0 }
         let run = self.run
         var fields: [(String, FieldValue)] = [
@@ -341,7 +323,7 @@ final class MoqSrc: @unchecked Sendable {
         case GST_EVENT_LATENCY:
             var latency: GstClockTime = 0
             gst_event_parse_latency(event, &latency)
-            pipelineLatencyNs.store(UInt64(latency), ordering: .relaxed)
+            playback.withLock { $0.pipelineLatencyNs = UInt64(latency) }
             reporter.log(GST_LEVEL_DEBUG, "pipeline latency \(UInt64(latency) / 1_000_000) ms")
             return gst_pad_event_default(
                 pad, UnsafeMutableRawPointer(element).assumingMemoryBound(to: GstObject.self), event)

@@ -13,6 +13,18 @@ enum MoqSrcType {
     enum Prop: UInt32 {
         case url = 1, broadcast, prefix, tlsDisableVerify, tlsFingerprint, tlsRootFile, authToken, latency,
             videoTrack, audioTrack, timeout, status, moqVersion, stats, uriTLS
+
+        /// The shared connection property this is, if it is one.
+        var connection: ConnectionProperty? {
+            switch self {
+            case .url: .url
+            case .tlsDisableVerify: .tlsDisableVerify
+            case .tlsFingerprint: .tlsFingerprint
+            case .tlsRootFile: .tlsRootFile
+            case .authToken: .authToken
+            default: nil
+            }
+        }
     }
 
     /// What the pads carry: the parsers' input caps for each codec the catalog can name.
@@ -89,13 +101,7 @@ enum MoqSrcType {
         let live = ParamFlags.readWrite | ParamFlags.mutablePlaying | ParamFlags.showDefault
         let ro = ParamFlags.readable
         let specs: [(Prop, UnsafeMutablePointer<GParamSpec>)] = [
-            (
-                .url,
-                Property.string(
-                    "url", "URL",
-                    "Relay URL: moql://host:port/path (the path is the root the relay scopes the session to; e.g. moql://localhost:4443/anon)",
-                    flags: rw)
-            ),
+            (.url, ConnectionProperty.url.spec()),
             (
                 .broadcast,
                 Property.string(
@@ -109,26 +115,10 @@ enum MoqSrcType {
                     "Instead of broadcast: play the first broadcast announced under this path; when it ends, the next one",
                     flags: rw)
             ),
-            (
-                .tlsDisableVerify,
-                Property.bool(
-                    "tls-disable-verify", "Disable TLS verification",
-                    "Do not verify the relay's certificate. INSECURE: for testing only", default: false, flags: rw)
-            ),
-            (
-                .tlsFingerprint,
-                Property.string(
-                    "tls-fingerprint", "TLS fingerprint",
-                    "Pin the relay's certificate by its SHA-256 (64 hex digits) instead of checking it against CAs",
-                    flags: rw)
-            ),
-            (
-                .tlsRootFile,
-                Property.string(
-                    "tls-root-file", "TLS root file", "PEM file of CA certificates to trust instead of the system's",
-                    flags: rw)
-            ),
-            (.authToken, Property.string("auth-token", "Auth token", "Token sent to the relay as ?jwt=", flags: rw)),
+            (.tlsDisableVerify, ConnectionProperty.tlsDisableVerify.spec()),
+            (.tlsFingerprint, ConnectionProperty.tlsFingerprint.spec()),
+            (.tlsRootFile, ConnectionProperty.tlsRootFile.spec()),
+            (.authToken, ConnectionProperty.authToken.spec()),
             (
                 .uriTLS,
                 Property.bool(
@@ -177,9 +167,7 @@ enum MoqSrcType {
                     flags: ro)
             ),
         ]
-        statusSpec = Property.enumeration(
-            "status", "Status", "Connection status (notify::status when it changes)", type: ConnectionStatusType.type,
-            default: 0, flags: ro)
+        statusSpec = ConnectionStatusType.spec()
         for (prop, spec) in specs + [(.status, statusSpec)] {
             g_object_class_install_property(gobject, prop.rawValue, spec)
         }

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: MIT
+import CGStreamer
+import GstSupport
+
+/// The connection properties moqsrc and moqsink both install: one name, blurb and reader/writer
+/// each, so the two elements cannot drift apart.
+enum ConnectionProperty: CaseIterable {
+    case url, tlsDisableVerify, tlsFingerprint, tlsRootFile, authToken
+
+    /// The property's spec (read-write, changeable in NULL and READY).
+    func spec() -> UnsafeMutablePointer<GParamSpec> {
+        let rw = ParamFlags.readWrite | ParamFlags.mutableReady | ParamFlags.showDefault
+        switch self {
+        case .url:
+            return Property.string(
+                "url", "URL",
+                "Relay URL: moql://host:port/path (the path is the root the relay scopes the session to; e.g. moql://localhost:4443/anon)",
+                flags: rw)
+        case .tlsDisableVerify:
+            return Property.bool(
+                "tls-disable-verify", "Disable TLS verification",
+                "Do not verify the relay's certificate. INSECURE: for testing only", default: false, flags: rw)
+        case .tlsFingerprint:
+            return Property.string(
+                "tls-fingerprint", "TLS fingerprint",
+                "Pin the relay's certificate by its SHA-256 (64 hex digits) instead of checking it against CAs",
+                flags: rw)
+        case .tlsRootFile:
+            return Property.string(
+                "tls-root-file", "TLS root file", "PEM file of CA certificates to trust instead of the system's",
+                flags: rw)
+        case .authToken:
+            return Property.string("auth-token", "Auth token", "Token sent to the relay as ?jwt=", flags: rw)
+        }
+    }
+}
+
+extension ConnectionSettings {
+    /// Stores a property value.
+    mutating func set(_ property: ConnectionProperty, from value: UnsafePointer<GValue>) {
+        switch property {
+        case .url: url = string(from: value)
+        case .tlsDisableVerify: tlsDisableVerify = g_value_get_boolean(value) != 0
+        case .tlsFingerprint: tlsFingerprint = string(from: value)
+        case .tlsRootFile: tlsRootFile = string(from: value)
+        case .authToken: authToken = string(from: value)
+        }
+    }
+
+    /// Reads a property value.
+    func get(_ property: ConnectionProperty, into value: UnsafeMutablePointer<GValue>) {
+        switch property {
+        case .url: g_value_set_string(value, url)
+        case .tlsDisableVerify: g_value_set_boolean(value, tlsDisableVerify ? 1 : 0)
+        case .tlsFingerprint: g_value_set_string(value, tlsFingerprint)
+        case .tlsRootFile: g_value_set_string(value, tlsRootFile)
+        case .authToken: g_value_set_string(value, authToken)
+        }
+    }
+}

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: MIT
+import CGStreamer
+import GstSupport
+import MoqSync
+import SwiftMoQ
+import Synchronization
+
+/// What moqsrc and moqsink share about their link to a relay: opening a reconnecting session from
+/// the connection properties (with what to fix when they are wrong), the TLS warning, the handlers
+/// that report retries and failures on the bus, the `status` property and its notification, the
+/// negotiated version, and the latest session statistics. Each element owns one.
+final class ElementConnection: @unchecked Sendable {
+    /// Which way media flows: it words the messages and picks the resource error code.
+    enum Role {
+        case publisher, player
+
+        var retryWarning: String {
+            self == .publisher ? "cannot publish to the relay, retrying" : "cannot play from the relay, retrying"
+        }
+        var openError: GstResourceError {
+            self == .publisher ? GST_RESOURCE_ERROR_OPEN_WRITE : GST_RESOURCE_ERROR_OPEN_READ
+        }
+    }
+
+    private let element: UnsafeMutablePointer<GstElement>
+    private let reporter: ElementReporter
+    private let role: Role
+    private let statusSpec: UnsafeMutablePointer<GParamSpec>?
+    private let statusValue = Atomic<Int32>(ReconnectingSession.Status.disconnected.rawValue)
+    private let stats = Lock<SessionStats?>(nil)
+
+    /// - Parameter statusSpec: the element class's `status` spec (notified when the status changes).
+    init(reporter: ElementReporter, role: Role, statusSpec: UnsafeMutablePointer<GParamSpec>?) {
+        self.element = reporter.element
+        self.reporter = reporter
+        self.role = role
+        self.statusSpec = statusSpec
+    }
+
+    /// The connection status.
+    var status: ReconnectingSession.Status {
+        ReconnectingSession.Status(rawValue: statusValue.load(ordering: .relaxed)) ?? .disconnected
+    }
+
+    /// The negotiated protocol while connected (`moq-version`).
+    var negotiatedVersion: String? { status == .connected ? MoqVersion.lite06.rawValue : nil }
+
+    /// The session statistics last collected by ``refreshStats(_:)``.
+    var lastStats: SessionStats? { stats.withLock { $0 } }
+
+    /// Writes the `status` property.
+    func getStatus(into value: UnsafeMutablePointer<GValue>) {
+        g_value_set_enum(value, statusValue.load(ordering: .relaxed))
+    }
+
+    /// The relay and client options the connection properties name; nil after posting an ERROR
+    /// that says what to fix.
+    func resolve(_ settings: ConnectionSettings) -> (url: MoqURL, options: ClientOptions)? {
+        switch settings.resolve() {
+        case .failure(let e):
+            reporter.error(.resource(GST_RESOURCE_ERROR_SETTINGS), e.description)
+            return nil
+        case .success(let r): return r
+        }
+    }
+
+    /// A reconnecting session to `target` (from ``resolve(_:)``), not started yet. A disabled
+    /// certificate check is warned about.
+    ///
+    /// - Parameter session: called for every session that comes up (first connect, reconnects and
+    ///   handovers), on a network task.
+    func open(
+        _ target: (url: MoqURL, options: ClientOptions),
+        session: @escaping @Sendable (MoqSession, ReconnectingSession.SessionStart) -> Void
+    ) -> ReconnectingSession {
+        if target.options.tls.disableVerify {
+            reporter.warning(
+                .resource(GST_RESOURCE_ERROR_SETTINGS),
+                "TLS certificate verification is disabled (tls-disable-verify): the relay is not authenticated")
+        }
+        let weakSelf = WeakReference(self)
+        let role = self.role
+        var handlers = ReconnectingSession.Handlers()
+        handlers.status = { status in weakSelf.value?.statusChanged(status) }
+        handlers.transientError = { error in
+            weakSelf.value?.reporter.warning(.resource(role.openError), "\(role.retryWarning): \(error)")
+        }
+        handlers.fatalError = { error in
+            weakSelf.value?.reporter.error(
+                .resource(error.isAuthentication ? GST_RESOURCE_ERROR_NOT_AUTHORIZED : role.openError),
+                error.description)
+        }
+        handlers.session = session
+        return ReconnectingSession(url: target.url, options: target.options, handlers: handlers)
+    }
+
+    /// Collects the current session's statistics (kept for the `stats` property).
+    func refreshStats(_ connection: ReconnectingSession) async {
+        guard let session = connection.session else { return }
+        let latest = await session.stats()
+        stats.withLock { $0 = latest }
+    }
+
+    private func statusChanged(_ new: ReconnectingSession.Status) {
+        statusValue.store(new.rawValue, ordering: .relaxed)
+        if let spec = statusSpec {
+            g_object_notify_by_pspec(UnsafeMutableRawPointer(element).assumingMemoryBound(to: GObject.self), spec)
+        }
+        reporter.log(GST_LEVEL_INFO, "status: \(new)")
+    }
+}
+
+extension MoqError {
+    /// True for refusals of the credentials (the ERROR is NOT_AUTHORIZED).
+    var isAuthentication: Bool {
+        if case .refused(let code, _) = self { return code == SessionErrorCode.unauthorized.rawValue }
+        return false
+    }
+}
