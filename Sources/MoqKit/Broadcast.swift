@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import MoqCatalog
+import MoqPlayback
 import MoqSession
 import MoqSync
 import MoqWire
@@ -17,47 +18,63 @@ public final class Broadcast: Sendable {
     let session: MoqSession
     let url: String
     let options: SessionOptions
+    /// The Session's connection, which Players of this broadcast share.
+    let connection: ReconnectingSession?
     private let lifetime = Lifetime()
 
-    init(path: String, absolutePath: String, session: MoqSession, url: String, options: SessionOptions) {
+    init(
+        path: String, absolutePath: String, session: MoqSession, url: String, options: SessionOptions,
+        connection: ReconnectingSession?
+    ) {
         self.path = path
         self.absolutePath = absolutePath
         self.session = session
         self.url = url
         self.options = options
+        self.connection = connection
     }
 
     /// True once the broadcast was unannounced (or its session ended).
     public var hasEnded: Bool { lifetime.hasEnded }
 
     /// Catalog updates: each element replaces the previous one; the stream ends with the broadcast.
+    /// Snapshots that cannot be used are left out (``catalogUpdates()`` says why).
     public func catalogs() -> AsyncStream<Catalog> {
         let (stream, continuation) = AsyncStream<Catalog>.makeStream(bufferingPolicy: .bufferingNewest(8))
-        let remote = session.subscribe(
-            broadcast: absolutePath, track: MoqCatalog.HangCatalog.trackName,
-            range: SubscriptionRange(priority: 255, maxLatencyMs: 0))
-        let consumer = remote.consumer(maxLatencyMs: 0)
+        let updates = catalogUpdates()
         let task = Task {
-            defer { continuation.finish() }
-            while let group = try? await consumer.nextGroup() {
-                guard let frame = try? await group.nextFrame() else { continue }
-                guard
-                    let raw = try? frame.payload.withUnsafeBytes({ bytes throws(CatalogError) in
-                        try MoqCatalog.HangCatalog(json: bytes)
-                    })
-                else { continue }
-                continuation.yield(Catalog(raw, broadcast: self))
+            for await update in updates {
+                if case .catalog(let catalog) = update { continuation.yield(catalog) }
             }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+
+    /// Catalog snapshots and what went wrong between them: a snapshot that could not be decoded
+    /// (or exceeds ``BroadcastFollower/maxCatalogBytes``), or a catalog subscription that failed
+    /// (it is made again while the broadcast is announced). Ends with the broadcast.
+    public func catalogUpdates() -> AsyncStream<CatalogUpdate> {
+        let (stream, continuation) = AsyncStream<CatalogUpdate>.makeStream(bufferingPolicy: .bufferingNewest(16))
+        let events = BroadcastFollower.catalogs(session, path: absolutePath)
+        let task = Task {
+            for await event in events {
+                switch event {
+                case .catalog(_, let raw): continuation.yield(.catalog(Catalog(raw, broadcast: self)))
+                case .malformedCatalog(_, let error): continuation.yield(.malformed(error))
+                case .catalogFailed(_, let error): continuation.yield(.failed(error))
+                case .found, .ended, .notFound: break
+                }
+            }
+            continuation.finish()
         }
         let token = lifetime.onEnd {
             task.cancel()
-            consumer.cancel()
             continuation.finish()
         }
         continuation.onTermination = { [lifetime] _ in
             task.cancel()
-            consumer.cancel()
-            remote.cancel()
             lifetime.remove(token)
         }
         return stream
@@ -99,6 +116,16 @@ public final class Broadcast: Sendable {
     }
 
     func end() { lifetime.end() }
+}
+
+/// A catalog snapshot, or why there is no new one (``Broadcast/catalogUpdates()``).
+public enum CatalogUpdate: Sendable {
+    /// A complete catalog: it replaces the previous one.
+    case catalog(Catalog)
+    /// A snapshot could not be used (malformed JSON, a wrong field, too large); the previous one holds.
+    case malformed(String)
+    /// The catalog subscription failed (it is made again while the broadcast is announced).
+    case failed(String)
 }
 
 /// The newest catalog seen and when.

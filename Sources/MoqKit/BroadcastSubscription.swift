@@ -18,7 +18,7 @@ public final class BroadcastSubscription: Sendable {
     private let finished = Lock(false)
     private weak let session: Session?
 
-    init(prefix: String, session: Session) {
+    init(prefix: String, session: Session, connection: ReconnectingSession?) {
         self.prefix = prefix
         self.session = session
         (broadcasts, continuation) = AsyncStream<Broadcast>.makeStream()
@@ -35,7 +35,8 @@ public final class BroadcastSubscription: Sendable {
                             continue
                         }
                         let broadcast = Broadcast(
-                            path: relative, absolutePath: path, session: moq, url: url, options: options)
+                            path: relative, absolutePath: path, session: moq, url: url, options: options,
+                            connection: connection)
                         live[path] = broadcast
                         continuation.yield(broadcast)
                     case .ended(let path):

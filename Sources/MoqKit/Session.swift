@@ -9,8 +9,9 @@ import Synchronization
 /// Differences from moq-kit (Linux, GStreamer):
 /// - The session reconnects after a loss (``SessionOptions/reconnect``); subscriptions
 ///   continue on the new connection and re-announced broadcasts are yielded again.
-/// - ``Player`` and ``Publisher`` run GStreamer pipelines (`moqsrc`, `moqsink`) that open
-///   their own connection to the same relay with the same options.
+/// - ``Player`` and ``Publisher`` run GStreamer pipelines (`moqsrc`, `moqsink`) on the session's
+///   own connection (handed to the elements as a `swiftmoq.connection` GstContext): one QUIC
+///   connection per relay, whatever plays and publishes through it.
 public actor Session {
     /// The relay URL (`moql://host:port/root`).
     public nonisolated let url: String
@@ -92,7 +93,7 @@ public actor Session {
         guard current != .closed else { throw .alreadyClosed }
         let key = BroadcastPath.normalize(prefix)
         if let existing = subscriptions[key], !existing.isFinished { throw .alreadySubscribed(prefix: prefix) }
-        let subscription = BroadcastSubscription(prefix: key, session: self)
+        let subscription = BroadcastSubscription(prefix: key, session: self, connection: connection)
         subscriptions[key] = subscription
         return subscription
     }
@@ -119,7 +120,7 @@ public actor Session {
             throw .invalidConfiguration("broadcast path: \(problem)")
         }
         if publishers[path] != nil { throw .invalidState("a publisher is already published at \(path)") }
-        try publisher.attach(url: url, options: options, path: path)
+        try publisher.attach(url: url, options: options, path: path, connection: connection)
         publishers[path] = publisher
     }
 

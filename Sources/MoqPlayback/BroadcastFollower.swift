@@ -112,6 +112,20 @@ public enum BroadcastFollower {
         return stream
     }
 
+    /// Follows the catalog of `path` on `session` (a broadcast known to be announced): every
+    /// snapshot, each malformed or oversized one, and each run of failures (after which it
+    /// subscribes again every ``catalogRetryDelay``). The stream ends when the catalog track
+    /// ends, the session closes, or the iteration is cancelled.
+    public static func catalogs(_ session: MoqSession, path: String) -> AsyncStream<FollowEvent> {
+        let (stream, continuation) = AsyncStream<FollowEvent>.makeStream(bufferingPolicy: .bufferingNewest(64))
+        let task = Task {
+            await followCatalog(session, path: BroadcastPath.normalize(path), into: continuation)
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+
     /// How long after a failed catalog subscription the next one is made, while the broadcast
     /// stays announced (a relay still announcing a publisher that has just reconnected resets the
     /// old session's subscriptions; the new publisher answers the next one).

@@ -144,30 +144,36 @@ public final class MoqSession: @unchecked Sendable {
     /// announcements filling its memory.
     public static let maxBufferedAnnouncements = 10_000
 
-    /// Announcements under `prefix` from the peer; the stream ends when the announce
-    /// stream or the session closes (or when the reader falls ``maxBufferedAnnouncements`` behind).
+    /// Announcements under `prefix` from the peer, and of this session's own broadcasts
+    /// (``publish(_:)``): a relay does not echo a publisher's broadcasts back to it, and an
+    /// application that shares one connection between publishing and playing sees both. The
+    /// stream ends when the announce stream or the session closes (or when the reader falls
+    /// ``maxBufferedAnnouncements`` behind).
     public func announced(prefix: String = "") -> AsyncStream<AnnounceEvent> {
         let (stream, continuation) = AsyncStream<AnnounceEvent>.makeStream(
             bufferingPolicy: .bufferingOldest(Self.maxBufferedAnnouncements))
         let conn = connection
         let box = CancelBox()
+        let loop = self.loop
+        let merge = AnnounceMerge(continuation) { loop.execute { box.run() } }
+        let origin = self.origin
+        let (token, current) = origin.observe(prefix: BroadcastPath.normalize(prefix)) { event in
+            switch event {
+            case .announced(let path, let route): merge.local(.active(path: path, route: route))
+            case .unannounced(let path): merge.local(.ended(path: path))
+            }
+        }
+        for item in current { merge.local(.active(path: item.path, route: item.route)) }
         loop.execute {
             guard let core = conn.value.core, !core.isClosed else {
-                continuation.yield(.closed(.sessionClosed))
-                continuation.finish()
+                merge.remote(.closed(.sessionClosed))
                 return
             }
-            let handle = core.requestAnnounces(prefix: prefix) { event in
-                if case .dropped = continuation.yield(event) {
-                    box.run()
-                    continuation.finish()
-                }
-                if case .closed = event { continuation.finish() }
-            }
+            let handle = core.requestAnnounces(prefix: prefix) { event in merge.remote(event) }
             box.set(handle)
         }
-        let loop = self.loop
         continuation.onTermination = { _ in
+            origin.stopObserving(token)
             loop.execute { box.run() }
         }
         return stream
@@ -200,10 +206,20 @@ public final class MoqSession: @unchecked Sendable {
 
     /// Subscribes to a track of the peer. Frames arrive in ``RemoteTrack/track``;
     /// failures (unknown broadcast or track, publisher gone) end it with a code.
+    ///
+    /// A broadcast this session publishes itself is read where it is made, without the network
+    /// (a relay would not route it back): the track is the published one.
     public func subscribe(broadcast: String, track name: String, range: SubscriptionRange = SubscriptionRange())
         -> RemoteTrack
     {
-        subscribe(broadcast: broadcast, range: range, into: TrackProducer(name: name, info: nil))
+        let path = BroadcastPath.normalize(broadcast)
+        if let local = origin.broadcast(path) {
+            if let track = local.track(name) { return RemoteTrack(session: self, broadcast: path, track: track) }
+            let missing = TrackProducer(name: name, info: nil)
+            missing.abort(.notFound)
+            return RemoteTrack(session: self, broadcast: path, track: missing)
+        }
+        return subscribe(broadcast: broadcast, range: range, into: TrackProducer(name: name, info: nil))
     }
 
     /// Subscribes to the peer's track named like `track`, writing what arrives into
@@ -453,5 +469,59 @@ final class CancelBox: @unchecked Sendable {
         cancelled = true
         handle?.cancel()
         handle = nil
+    }
+}
+
+/// One announce stream from two sources, the peer's announcements and the session's own
+/// broadcasts: a path is active while either source has it, and ends when the last one drops it.
+final class AnnounceMerge: @unchecked Sendable {
+    private struct State {
+        var local: Set<String> = []
+        var remote: Set<String> = []
+        var closed = false
+    }
+    private let state = Lock(State())
+    private let continuation: AsyncStream<AnnounceEvent>.Continuation
+    private let onOverflow: @Sendable () -> Void
+
+    init(_ continuation: AsyncStream<AnnounceEvent>.Continuation, onOverflow: @escaping @Sendable () -> Void) {
+        self.continuation = continuation
+        self.onOverflow = onOverflow
+    }
+
+    /// An event about the session's own broadcasts.
+    func local(_ event: AnnounceEvent) { apply(event, local: true) }
+
+    /// An event from the peer.
+    func remote(_ event: AnnounceEvent) { apply(event, local: false) }
+
+    private func apply(_ event: AnnounceEvent, local: Bool) {
+        // Decided and yielded under the lock, so the two sources' events keep their order; the
+        // stream is finished outside it (finishing runs the reader's termination handler).
+        let finish = state.withLock { s -> (finish: Bool, overflow: Bool) in
+            guard !s.closed else { return (false, false) }
+            switch event {
+            case .active(let path, _):
+                let known = s.local.contains(path) || s.remote.contains(path)
+                if local { s.local.insert(path) } else { s.remote.insert(path) }
+                // A route update from the peer for a path it announced still goes through.
+                if known && local { return (false, false) }
+            case .ended(let path):
+                if local { s.local.remove(path) } else { s.remote.remove(path) }
+                if s.local.contains(path) || s.remote.contains(path) { return (false, false) }
+            case .closed:
+                // The peer's announce stream ended: the stream ends with it.
+                s.closed = true
+                continuation.yield(event)
+                return (true, false)
+            }
+            if case .dropped = continuation.yield(event) {
+                s.closed = true
+                return (true, true)
+            }
+            return (false, false)
+        }
+        if finish.overflow { onOverflow() }
+        if finish.finish { continuation.finish() }
     }
 }

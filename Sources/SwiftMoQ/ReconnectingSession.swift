@@ -13,7 +13,9 @@ import MoqSync
 /// is the old one closed.
 ///
 /// The GStreamer elements and the Player/Publisher API build on it; each new session
-/// is handed to `onSession` so the owner can publish and subscribe again.
+/// is handed to `onSession` so the owner can publish and subscribe again. Several owners may
+/// share one connection (``addListener(_:)``): MoqKit's Session, its Players and Publishers
+/// use one QUIC connection per relay.
 public final class ReconnectingSession: @unchecked Sendable {
     /// Where the connection stands.
     public enum Status: Int32, Sendable, CustomStringConvertible {
@@ -66,10 +68,32 @@ public final class ReconnectingSession: @unchecked Sendable {
     public let url: MoqURL
     /// Connection options.
     public let options: ClientOptions
-    private let handlers: Handlers
-    private let state = Lock<
-        (status: Status, session: MoqSession?, reconnects: Int, handovers: Int, task: Task<Void, Never>?)
-    >((.disconnected, nil, 0, 0, nil))
+    private struct State {
+        var status = Status.disconnected
+        var session: MoqSession?
+        var reconnects = 0
+        var handovers = 0
+        var task: Task<Void, Never>?
+        /// Who hears the connection's events, in the order they were added; id 0 is the owner's.
+        var listeners: [(id: UInt64, handlers: Handlers)] = []
+        var nextListener: UInt64 = 1
+    }
+    private let state = Lock(State())
+
+    /// Every listener's handlers at once (a snapshot: taken under the same lock as the change it reports).
+    private static func fanout(_ listeners: [(id: UInt64, handlers: Handlers)]) -> Handlers {
+        let all = listeners.map(\.handlers)
+        var h = Handlers()
+        h.status = { status in for l in all { l.status(status) } }
+        h.transientError = { error in for l in all { l.transientError(error) } }
+        h.fatalError = { error in for l in all { l.fatalError(error) } }
+        h.session = { session, start in for l in all { l.session(session, start) } }
+        h.goaway = { uri in for l in all { l.goaway(uri) } }
+        return h
+    }
+
+    /// The current listeners' handlers.
+    private var handlers: Handlers { Self.fanout(state.withLock { $0.listeners }) }
 
     /// The backoff delays, in order; the last repeats. Each wait is drawn from the upper half
     /// of its delay (``jittered(_:)``). Short on purpose: an attempt costs the relay one
@@ -99,8 +123,30 @@ public final class ReconnectingSession: @unchecked Sendable {
     public init(url: MoqURL, options: ClientOptions, handlers: Handlers, retryAfterLoss: Bool = true) {
         self.url = url
         self.options = options
-        self.handlers = handlers
+        state.withLock { $0.listeners = [(0, handlers)] }
         self.retryAfterLoss = retryAfterLoss
+    }
+
+    /// Adds another owner's callbacks to a connection someone else started and stops (an element
+    /// or a player sharing it). The listener hears the current status at once and, when a session
+    /// is up, that session (as ``SessionStart/first``); then every event like the owner, exactly
+    /// once each. Returns the token for ``removeListener(_:)``.
+    public func addListener(_ listener: Handlers) -> UInt64 {
+        let (id, status, session) = state.withLock { s -> (UInt64, Status, MoqSession?) in
+            let id = s.nextListener
+            s.nextListener += 1
+            s.listeners.append((id, listener))
+            return (id, s.status, s.session)
+        }
+        listener.status(status)
+        if let session { listener.session(session, .first) }
+        return id
+    }
+
+    /// Stops calling a listener added with ``addListener(_:)`` (an event already being delivered
+    /// may still reach it).
+    public func removeListener(_ id: UInt64) {
+        state.withLock { $0.listeners.removeAll { $0.id == id } }
     }
 
     /// A wait of between half and all of `delay` ("equal jitter"): reconnecting clients spread out.
@@ -143,12 +189,12 @@ public final class ReconnectingSession: @unchecked Sendable {
     }
 
     private func set(_ status: Status) {
-        let changed = state.withLock { s -> Bool in
-            guard s.status != status else { return false }
+        let listeners = state.withLock { s -> [(id: UInt64, handlers: Handlers)]? in
+            guard s.status != status else { return nil }
             s.status = status
-            return true
+            return s.listeners
         }
-        if changed { handlers.status(status) }
+        if let listeners { Self.fanout(listeners).status(status) }
     }
 
     private func run() async {
@@ -197,14 +243,17 @@ public final class ReconnectingSession: @unchecked Sendable {
                 attempt = 0
                 timedOut = 0
                 lastReport = nil
-                state.withLock {
+                // The session and the listeners it is announced to are taken together: a listener
+                // added at the same time hears of it exactly once (here, or from addListener).
+                let listeners = state.withLock {
                     $0.session = session
                     if everConnected { $0.reconnects += 1 }
+                    return $0.listeners
                 }
                 let start: SessionStart = everConnected ? .reconnect : .first
                 everConnected = true
                 set(.connected)
-                handlers.session(session, start)
+                Self.fanout(listeners).session(session, start)
                 // Live until the session ends; GOAWAY hands over to a successor on the way.
                 var reason: SessionCloseReason
                 while true {
@@ -224,11 +273,12 @@ public final class ReconnectingSession: @unchecked Sendable {
                         reason = await session.closed()
                         break
                     }
-                    state.withLock {
+                    let listeners = state.withLock {
                         $0.session = next
                         $0.handovers += 1
+                        return $0.listeners
                     }
-                    handlers.session(next, .handover)
+                    Self.fanout(listeners).session(next, .handover)
                     session.close()  // after the successor took over
                     session = next
                 }

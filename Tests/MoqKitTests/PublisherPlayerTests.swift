@@ -44,6 +44,9 @@ struct PublisherPlayerTests {
         defer { Task { await relay.stop() } }
         let session = Session(url: relay.url(), options: relay.sessionOptions)
         try await session.connect()
+        // Another application plays: what it reads comes through the relay.
+        let viewer = Session(url: relay.url(), options: relay.sessionOptions)
+        try await viewer.connect()
         let publisher = Publisher()
         let video = try publisher.addVideoTrack(source: TestPattern(pattern: "ball"), config: Self.small)
         try publisher.addAudioTrack(source: TestPattern(), config: AudioEncoderConfig(channels: 2))
@@ -57,7 +60,7 @@ struct PublisherPlayerTests {
         }
         #expect(video.currentState == .active)
 
-        let subscription = try await session.subscribe(prefix: "studio")
+        let subscription = try await viewer.subscribe(prefix: "studio")
         var broadcasts = subscription.broadcasts.makeAsyncIterator()
         let broadcast = try #require(await broadcasts.next())
         #expect(broadcast.path == "main")
@@ -79,6 +82,9 @@ struct PublisherPlayerTests {
         try await player.play()
         try await waitUntil("30 decoded frames", timeout: .seconds(45)) { frames.value >= 30 }
         try await waitUntil("stats", timeout: .seconds(20)) { player.stats.videoFps != nil }
+        // Each Session shares its connection: the publisher's with its Publisher (moqsink), the
+        // viewer's with its Player (moqsrc) — two connections, not four.
+        #expect(relay.relay?.sessionCount == 2)
 
         let messages = broadcast.subscribeTrack(name: "chat")
         try await Task.sleep(for: .milliseconds(300))
@@ -94,6 +100,17 @@ struct PublisherPlayerTests {
         try await player.play()
         await player.stop()
         await events.finished()
+        // Stopping the player left the viewer's shared connection open: its subscriptions go on.
+        #expect(relay.relay?.sessionCount == 2)
+        let later = broadcast.subscribeTrack(name: "chat")
+        try await Task.sleep(for: .milliseconds(300))
+        chat.send(Data("still here".utf8))
+        var receivedLater: [String] = []
+        for try await object in later.objects {
+            receivedLater.append(String(decoding: object.payload, as: UTF8.self))
+            if receivedLater.last == "still here" || receivedLater.count > 5 { break }
+        }
+        #expect(receivedLater.last == "still here", "\(receivedLater)")
         let names = events.all.map(\.name.rawValue)
         #expect(names.first == "playback.request", "\(names)")
         let order = [
@@ -108,6 +125,34 @@ struct PublisherPlayerTests {
             }
             position = found
         }
+        publisher.stop()
+        await viewer.close()
+        await session.close()
+    }
+
+    @Test("one Session publishes and plays its own broadcast on one connection: read where it is made")
+    func playOwnBroadcast() async throws {
+        let relay = try TestRelay.start()
+        defer { Task { await relay.stop() } }
+        let session = Session(url: relay.url(), options: relay.sessionOptions)
+        try await session.connect()
+        let publisher = Publisher()
+        try publisher.addVideoTrack(source: TestPattern(pattern: "ball"), config: Self.small)
+        try await session.publish(path: "self/cam", publisher: publisher)
+        try await publisher.start()
+        // The relay does not announce a publisher's broadcast back to it: the session's own are merged in.
+        let subscription = try await session.subscribe(prefix: "self")
+        var broadcasts = subscription.broadcasts.makeAsyncIterator()
+        let broadcast = try #require(await broadcasts.next())
+        #expect(broadcast.path == "cam")
+        let catalog = try #require(await broadcast.settledCatalog(timeout: .seconds(20)))
+        let frames = SyncBox(0)
+        let player = try Player(
+            catalog: catalog, output: .callbacks(video: { _ in frames.mutate { $0 += 1 } }, audio: nil))
+        try await player.play()
+        try await waitUntil("10 decoded frames", timeout: .seconds(30)) { frames.value >= 10 }
+        #expect(relay.relay?.sessionCount == 1)
+        await player.stop()
         publisher.stop()
         await session.close()
     }

@@ -194,6 +194,39 @@ struct SessionTests {
         await session.close()
     }
 
+    @Test("catalogUpdates(): a malformed or oversized snapshot is reported, catalogs() skips it and goes on")
+    func catalogProblemsAreReported() async throws {
+        let relay = try TestRelay.start()
+        defer { Task { await relay.stop() } }
+        let session = Session(url: relay.url(), options: relay.sessionOptions)
+        try await session.connect()
+        let subscription = try await session.subscribe(prefix: "")
+        let publisher = try await HandPublisher(relay, path: "odd")
+        publisher.catalog.writeSingleFrameGroup(Bytes(utf8: "{not json"), timestamp: 0)
+        var iterator = subscription.broadcasts.makeAsyncIterator()
+        let broadcast = try #require(await iterator.next())
+        let updates = Collected(broadcast.catalogUpdates())
+        let catalogs = Collected(broadcast.catalogs())
+        try await waitUntil("the malformed snapshot reported") {
+            updates.all.contains { if case .malformed = $0 { true } else { false } }
+        }
+        // Too large to be a catalog: refused before it is parsed.
+        let huge = "{\"video\":{\"renditions\":{}},\"pad\":\"" + String(repeating: "x", count: 1 << 20) + "\"}"
+        publisher.catalog.writeSingleFrameGroup(Bytes(utf8: huge), timestamp: 0)
+        try await waitUntil("the oversized snapshot reported") {
+            updates.all.contains { if case .malformed(let why) = $0 { why.contains("too large") } else { false } }
+        }
+        var good = MoqCatalog.HangCatalog()
+        good.set("0.avc3", .video(VideoConfig(codec: "avc3.42c01e")))
+        publisher.publish(good)
+        try await waitUntil("the good catalog") { catalogs.all.count == 1 }
+        #expect(catalogs.all[0].videoTracks.map(\.name) == ["0.avc3"])
+        publisher.close()
+        await catalogs.finished()
+        await updates.finished()
+        await session.close()
+    }
+
     @Test("subscribeTrack: monotonic delivery in sequence order; arrival delivery as frames land")
     func rawTracks() async throws {
         let relay = try TestRelay.start()

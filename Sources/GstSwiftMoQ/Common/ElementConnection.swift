@@ -28,6 +28,23 @@ final class ElementConnection: @unchecked Sendable {
     private let statusSpec: UnsafeMutablePointer<GParamSpec>?
     private let statusValue = Atomic<Int32>(ReconnectingSession.Status.disconnected.rawValue)
     private let stats = Lock<SessionStats?>(nil)
+    /// The connection a `swiftmoq.connection` context handed the element, if any.
+    private let shared = Lock<ReconnectingSession?>(nil)
+
+    /// The connection an element runs on between READY→PAUSED and PAUSED→READY: its own (started
+    /// and stopped with it), or a shared one it only listens to.
+    final class Use: Sendable {
+        let connection: ReconnectingSession
+        fileprivate let handlers: ReconnectingSession.Handlers
+        fileprivate let isShared: Bool
+        fileprivate let token = Lock<UInt64?>(nil)
+
+        fileprivate init(connection: ReconnectingSession, handlers: ReconnectingSession.Handlers, isShared: Bool) {
+            self.connection = connection
+            self.handlers = handlers
+            self.isShared = isShared
+        }
+    }
 
     /// - Parameter statusSpec: the element class's `status` spec (notified when the status changes).
     init(reporter: ElementReporter, role: Role, statusSpec: UnsafeMutablePointer<GParamSpec>?) {
@@ -53,9 +70,21 @@ final class ElementConnection: @unchecked Sendable {
         g_value_set_enum(value, statusValue.load(ordering: .relaxed))
     }
 
-    /// The relay and client options the connection properties name; nil after posting an ERROR
-    /// that says what to fix.
+    /// Takes the shared connection a `swiftmoq.connection` context names (the element's
+    /// `set_context`); false for other contexts.
+    func adopt(_ context: OpaquePointer) -> Bool {
+        guard let connection = SharedConnection.connection(in: context) else { return false }
+        shared.withLock { $0 = connection }
+        reporter.log(GST_LEVEL_INFO, "sharing the application's connection to \(connection.url.redacted)")
+        return true
+    }
+
+    /// The relay and client options the connection properties name (a shared connection's when the
+    /// `url` property is unset); nil after posting an ERROR that says what to fix.
     func resolve(_ settings: ConnectionSettings) -> (url: MoqURL, options: ClientOptions)? {
+        if settings.url?.isEmpty ?? true, let connection = shared.withLock({ $0 }) {
+            return (connection.url, connection.options)
+        }
         switch settings.resolve() {
         case .failure(let e):
             reporter.error(.resource(GST_RESOURCE_ERROR_SETTINGS), e.description)
@@ -64,15 +93,15 @@ final class ElementConnection: @unchecked Sendable {
         }
     }
 
-    /// A reconnecting session to `target` (from ``resolve(_:)``), not started yet. A disabled
-    /// certificate check is warned about.
+    /// The connection to `target` (from ``resolve(_:)``), not started yet: the shared one when it
+    /// goes to the same relay, else a new one. A disabled certificate check is warned about.
     ///
     /// - Parameter session: called for every session that comes up (first connect, reconnects and
     ///   handovers), on a network task.
     func open(
         _ target: (url: MoqURL, options: ClientOptions),
         session: @escaping @Sendable (MoqSession, ReconnectingSession.SessionStart) -> Void
-    ) -> ReconnectingSession {
+    ) -> Use {
         if target.options.tls.disableVerify {
             reporter.warning(
                 .resource(GST_RESOURCE_ERROR_SETTINGS),
@@ -91,7 +120,36 @@ final class ElementConnection: @unchecked Sendable {
                 error.description)
         }
         handlers.session = session
-        return ReconnectingSession(url: target.url, options: target.options, handlers: handlers)
+        if let connection = shared.withLock({ $0 }), connection.url == target.url {
+            return Use(connection: connection, handlers: handlers, isShared: true)
+        }
+        let connection = ReconnectingSession(url: target.url, options: target.options, handlers: handlers)
+        return Use(connection: connection, handlers: handlers, isShared: false)
+    }
+
+    /// Starts the element's own connection, or starts listening to the shared one (which may be
+    /// connected already: its session is handed over at once).
+    func start(_ use: Use) {
+        if use.isShared {
+            let token = use.connection.addListener(use.handlers)
+            use.token.withLock { $0 = token }
+        } else {
+            use.connection.start()
+        }
+    }
+
+    /// Stops the element's own connection, or stops listening to the shared one (left open for its owner).
+    func stop(_ use: Use) {
+        if use.isShared {
+            if let token = use.token.withLock({ t -> UInt64? in
+                defer { t = nil }; return t
+            }) {
+                use.connection.removeListener(token)
+            }
+            statusChanged(.disconnected)
+        } else {
+            use.connection.stop()
+        }
     }
 
     /// Collects the current session's statistics (kept for the `stats` property).

@@ -25,15 +25,16 @@ final class MoqSink: @unchecked Sendable {
 
     /// What exists between READY→PAUSED and PAUSED→READY.
     final class Running: @unchecked Sendable {
-        let connection: ReconnectingSession
+        let use: ElementConnection.Use
+        var connection: ReconnectingSession { use.connection }
         let broadcast: BroadcastProducer
         let catalogTrack: TrackProducer
         let catalog = Lock(HangCatalog())
         let eosPosted = Atomic(false)
         var statsTask: Task<Void, Never>?
 
-        init(connection: ReconnectingSession, broadcast: BroadcastProducer, catalogTrack: TrackProducer) {
-            self.connection = connection
+        init(use: ElementConnection.Use, broadcast: BroadcastProducer, catalogTrack: TrackProducer) {
+            self.use = use
             self.broadcast = broadcast
             self.catalogTrack = catalogTrack
         }
@@ -54,6 +55,11 @@ final class MoqSink: @unchecked Sendable {
 
     func finalize() {
         stop()
+    }
+
+    /// A context from the application or a neighbour: a shared connection is taken.
+    func setContext(_ context: OpaquePointer) {
+        _ = link.adopt(context)
     }
 
     // MARK: Properties
@@ -117,13 +123,14 @@ final class MoqSink: @unchecked Sendable {
         }
         let broadcast = BroadcastProducer(path: path)
         let reporter = self.reporter
-        let connection = link.open(target) { session, _ in
+        let use = link.open(target) { session, _ in
             session.publish(broadcast)
             reporter.log(GST_LEVEL_INFO, "connected: publishing \(broadcast.path)")
         }
         let catalogTrack = broadcast.createTrack(
             HangCatalog.trackName, info: TrackInfo(priority: 100, maxAgeMs: 5000, timescale: 1000))
-        let run = Running(connection: connection, broadcast: broadcast, catalogTrack: catalogTrack)
+        let run = Running(use: use, broadcast: broadcast, catalogTrack: catalogTrack)
+        let connection = use.connection
         running.withLock { $0 = run }
         for pad in pads.withLock({ $0 }) { pad.attach(to: self) }
         let link = self.link
@@ -133,7 +140,7 @@ final class MoqSink: @unchecked Sendable {
                 try? await Task.sleep(for: .milliseconds(500))
             }
         }
-        connection.start()
+        link.start(use)
         return true
     }
 
@@ -146,7 +153,7 @@ final class MoqSink: @unchecked Sendable {
         run.statsTask?.cancel()
         for pad in pads.withLock({ $0 }) { pad.detach() }
         run.broadcast.close()
-        run.connection.stop()
+        link.stop(run.use)
     }
 
     var run: Running? { running.withLock { $0 } }

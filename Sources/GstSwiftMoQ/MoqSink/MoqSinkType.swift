@@ -121,6 +121,10 @@ enum MoqSinkType {
         element.pointee.change_state = { element, transition in
             MoqSinkType.sink(UnsafeMutableRawPointer(element)).changeState(transition)
         }
+        element.pointee.set_context = { element, context in
+            if let context { MoqSinkType.sink(UnsafeMutableRawPointer(element)).setContext(context) }
+            cast(MoqSinkType.info.parentClass, GstElementClass.self).pointee.set_context?(element, context)
+        }
     }
 
     /// Chains a state change to GstElement's implementation.

@@ -91,7 +91,8 @@ final class MoqSrc: @unchecked Sendable {
         }
 
         // The rest is touched on the control queue only.
-        let connection: ReconnectingSession
+        let use: ElementConnection.Use
+        var connection: ReconnectingSession { use.connection }
         let target: BroadcastTarget
         var follow: Task<Void, Never>?
         var statsTask: Task<Void, Never>?
@@ -109,8 +110,8 @@ final class MoqSrc: @unchecked Sendable {
         var collectionKey: [String] = []
         var selection: [MediaKind: String] = [:]
 
-        init(connection: ReconnectingSession, target: BroadcastTarget) {
-            self.connection = connection
+        init(use: ElementConnection.Use, target: BroadcastTarget) {
+            self.use = use
             self.target = target
         }
     }
@@ -152,6 +153,11 @@ final class MoqSrc: @unchecked Sendable {
     }
 
     func finalize() { stop() }
+
+    /// A context from the application or a neighbour: a shared connection is taken.
+    func setContext(_ context: OpaquePointer) {
+        _ = link.adopt(context)
+    }
 
     /// The group id of the current broadcast's streams.
     var groupID: guint { guint(playback.withLock { $0.groupID }) }
@@ -214,11 +220,12 @@ final class MoqSrc: @unchecked Sendable {
         timeline.withLock { $0.reset() }
 
         let weakSelf = WeakReference(self)
-        let connection = link.open(relay) { session, start in
+        let use = link.open(relay) { session, start in
             guard let me = weakSelf.value else { return }
             me.onControlQueue { me.sessionUp(session, handover: start == .handover) }
         }
-        let run = Running(connection: connection, target: target)
+        let run = Running(use: use, target: target)
+        let connection = use.connection
         runningBox.withLock { $0 = run }
         run.statsTask = Task { [weak self] in
             while !Task.isCancelled {
@@ -230,7 +237,7 @@ final class MoqSrc: @unchecked Sendable {
                 }
             }
         }
-        connection.start()
+        link.start(use)
         return true
     }
 
@@ -243,7 +250,7 @@ final class MoqSrc: @unchecked Sendable {
             else { return }
             run.follow?.cancel()
             run.statsTask?.cancel()
-            run.connection.stop()
+            link.stop(run.use)
             for pad in run.pads.values { remove(pad) }
             run.pads = [:]
             run.replaceCollection(nil)

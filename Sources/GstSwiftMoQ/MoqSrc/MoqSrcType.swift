@@ -91,6 +91,10 @@ enum MoqSrcType {
         element.pointee.change_state = { element, transition in
             MoqSrcType.src(UnsafeMutableRawPointer(element)).changeState(transition)
         }
+        element.pointee.set_context = { element, context in
+            if let context { MoqSrcType.src(UnsafeMutableRawPointer(element)).setContext(context) }
+            cast(MoqSrcType.info.parentClass, GstElementClass.self).pointee.set_context?(element, context)
+        }
         element.pointee.send_event = { element, event in
             MoqSrcType.src(UnsafeMutableRawPointer(element)).sendEvent(event!) ? 1 : 0
         }

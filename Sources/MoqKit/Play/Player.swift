@@ -3,14 +3,15 @@ import CGStreamer
 import GstSwiftMoQ
 package import MoqPipeline
 import MoqSync
+import SwiftMoQ
 
 /// Plays a broadcast's video and audio (moq-kit's `Player`), through a GStreamer pipeline that
 /// starts with `moqsrc`: one live timeline, target buffering as `moqsrc`'s `latency`, reconnects,
 /// moq-kit's events and stats.
 ///
 /// Differences from moq-kit: it renders where ``PlayerOutput`` says (a window, a file, app
-/// callbacks, or nowhere) instead of an `AVSampleBufferDisplayLayer`; it opens its own connection
-/// with the session's URL and options; ``pause()`` stops the pipeline and ``play()`` resumes at
+/// callbacks, or nowhere) instead of an `AVSampleBufferDisplayLayer`; it plays on its Session's
+/// connection (no connection of its own); ``pause()`` stops the pipeline and ``play()`` resumes at
 /// the live edge, as moq-kit's.
 public final class Player: Sendable {
     /// The catalog it plays from.
@@ -92,6 +93,10 @@ public final class Player: Sendable {
         events.yield(PlayerEvent(resume ? .playbackResume : .playbackRequest))
         SwiftMoQElements.register()
         let pipeline = makePipeline(latency: latency)
+        // moqsrc plays on the Session's connection instead of opening one of its own.
+        if let connection = catalog.broadcast.connection {
+            pipeline.provide(SharedConnection.context(for: connection))
+        }
         let messages = pipeline.messages
         do { try pipeline.start() } catch { throw .invalidConfiguration(error.description) }
         let taps = attachTaps(pipeline)

@@ -4,6 +4,7 @@ import CGstApp
 import GstSwiftMoQ
 package import MoqPipeline
 import MoqSync
+import SwiftMoQ
 
 /// Where a ``Publisher`` stands (moq-kit's `PublisherState`).
 public enum PublisherState: Sendable, Equatable {
@@ -44,6 +45,8 @@ public final class Publisher: Sendable {
         var branches: [[PipelineNode]] = []
         var dataPads: [(pad: String, track: String, emitter: DataTrackEmitter)] = []
         var target: (url: String, options: SessionOptions, path: String)?
+        /// The Session's connection, shared by moqsink.
+        var connection: ReconnectingSession?
         var phase: PublisherState = .idle
         var pipeline: Pipeline?
         var watcher: Task<Void, Never>?
@@ -121,11 +124,14 @@ public final class Publisher: Sendable {
     }
 
     /// Called by ``Session/publish(path:publisher:)``.
-    func attach(url: String, options: SessionOptions, path: String) throws(SessionError) {
+    func attach(url: String, options: SessionOptions, path: String, connection: ReconnectingSession?)
+        throws(SessionError)
+    {
         try setup.withLock { s throws(SessionError) in
             guard s.phase == .idle else { throw .invalidState("the publisher was already started") }
             guard s.target == nil else { throw .invalidState("the publisher is already published") }
             s.target = (url, options, path)
+            s.connection = connection
         }
     }
 
@@ -150,7 +156,7 @@ public final class Publisher: Sendable {
     ///   before; ``SessionError/invalidConfiguration(_:)`` when the pipeline cannot be built (a source
     ///   element missing, bad settings), with GStreamer's message.
     public func start() async throws(SessionError) {
-        let pipeline = try setup.withLock { s throws(SessionError) -> Pipeline in
+        let (pipeline, connection) = try setup.withLock { s throws(SessionError) -> (Pipeline, ReconnectingSession?) in
             guard s.phase == .idle else { throw .invalidState("a publisher is single-use: it was already started") }
             guard s.target != nil else {
                 throw .invalidState("call session.publish(path:publisher:) before start()")
@@ -158,9 +164,11 @@ public final class Publisher: Sendable {
             guard let pipeline = Self.pipeline(for: s) else { throw .invalidState("add a track before start()") }
             s.phase = .publishing
             s.pipeline = pipeline
-            return pipeline
+            return (pipeline, s.connection)
         }
         SwiftMoQElements.register()
+        // moqsink publishes on the Session's connection instead of opening one of its own.
+        if let connection { pipeline.provide(SharedConnection.context(for: connection)) }
         let messages = pipeline.messages
         do { try pipeline.start() } catch {
             finish(.error(error.description))

@@ -14,6 +14,7 @@ extension Pipeline {
         GStreamer.initialize()
         if isRunning { return try setState(state) }
         let element = try Self.parse(description)
+        for context in contexts.withLock({ $0 }) { gst_element_set_context(element.pointer, context.pointer) }
         hub.begin()
         let reader: BusReader
         do { reader = try BusReader(pipeline: element, hub: hub) } catch {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 import CGStreamer
-import GstSupport
+package import GstSupport
 import MoqSync
 
 /// A pipeline: described with the ``PipelineBuilder`` DSL (or given as a gst-launch string), rendered to
@@ -30,6 +30,8 @@ public final class Pipeline: Sendable, CustomStringConvertible {
 
     let hub = MessageHub()
     let current = Lock<Run?>(nil)
+    /// Contexts set on the pipeline when it is built, before any state change (``provide(_:)``).
+    let contexts = Lock<[OwnedContext]>([])
 
     /// A parsed, running GStreamer pipeline and its bus thread.
     final class Run: Sendable {
@@ -74,4 +76,10 @@ public final class Pipeline: Sendable, CustomStringConvertible {
     /// The bus messages of the current run from its first one, then live until ``stop()``. Asked before
     /// ``start(_:)``, the stream carries the next run.
     public var messages: AsyncStream<BusMessage> { hub.stream() }
+
+    /// Hands `context` to the pipeline's elements each time it is built, before it leaves NULL (what
+    /// GStreamer's `gst_element_set_context` does for a display or a shared connection).
+    package func provide(_ context: OwnedContext) {
+        contexts.withLock { $0.append(context) }
+    }
 }
