@@ -124,12 +124,12 @@ test: setup build lint check-element-docs unit-test consumer-test
 # script in Fuzz/FuzzSession/Harness, which the session tests also replay).
 fuzz-build:
 	@mkdir -p $(BUILD)/fuzz
-	swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name FuzzWire \
+	swiftc -sanitize=fuzzer,address -parse-as-library -O -package-name swiftmoq -module-name FuzzWire \
 		Sources/MoqBase/*.swift Sources/MoqWire/*.swift Fuzz/FuzzWire/FuzzWire.swift -o $(BUILD)/fuzz/fuzz-wire
-	swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name FuzzCatalog \
+	swiftc -sanitize=fuzzer,address -parse-as-library -O -package-name swiftmoq -module-name FuzzCatalog \
 		Sources/MoqBase/*.swift Sources/MoqWire/*.swift Sources/MoqCatalog/*.swift Fuzz/FuzzCatalog/FuzzCatalog.swift \
 		-o $(BUILD)/fuzz/fuzz-catalog
-	swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name FuzzSession \
+	swiftc -sanitize=fuzzer,address -parse-as-library -O -package-name swiftmoq -module-name FuzzSession \
 		Sources/MoqSync/*.swift Sources/MoqBase/*.swift Sources/MoqWire/*.swift Sources/MoqModel/*.swift Sources/MoqSession/*.swift Fuzz/FuzzSession/Harness/*.swift \
 		Fuzz/FuzzSession/FuzzSession.swift -o $(BUILD)/fuzz/fuzz-session
 

@@ -35,7 +35,7 @@ final class IncomingUniStream: StreamHandler {
             parseSetup(fin: fin)
         case .group:
             // Hand the rest of the stream to a group reader.
-            let reader = GroupReader(session: session, stream: stream)
+            let reader = GroupReader(session: session.context, stream: stream)
             session.handlers[stream] = reader
             let rest = buffer.drain()
             rest.withUnsafeBytes { reader.received($0, fin: fin) }
@@ -110,11 +110,11 @@ final class IncomingRequestStream: StreamHandler {
         }
         let handler: (any StreamHandler)?
         switch BidiStreamType(rawValue: raw) {
-        case .announce: handler = ServedAnnounce(session: session, stream: stream, buffer: buffer)
-        case .subscribe: handler = ServedSubscription(session: session, stream: stream, buffer: buffer)
-        case .fetch: handler = ServedFetch(session: session, stream: stream, buffer: buffer)
-        case .track: handler = ServedTrack(session: session, stream: stream, buffer: buffer)
-        case .probe: handler = ServedProbe(session: session, stream: stream, buffer: buffer)
+        case .announce: handler = ServedAnnounce(session: session.context, stream: stream, buffer: buffer)
+        case .subscribe: handler = ServedSubscription(session: session.context, stream: stream, buffer: buffer)
+        case .fetch: handler = ServedFetch(session: session.context, stream: stream, buffer: buffer)
+        case .track: handler = ServedTrack(session: session.context, stream: stream, buffer: buffer)
+        case .probe: handler = ServedProbe(session: session.context, stream: stream, buffer: buffer)
         case .goaway: handler = GoawayReader(session: session, stream: stream, buffer: buffer)
         case .session, nil:
             // Unknown (and lite-01/02 session) streams are reset with CANCEL; the session survives.

@@ -5,7 +5,7 @@
 
 /// Our Announce stream to the peer: which broadcasts exist under a prefix.
 final class RequestedAnnounce: StreamHandler {
-    unowned let session: SessionCore
+    let session: HandlerContext
     let prefix: String
     private let handler: (AnnounceEvent) -> Void
     private var stream: Int64?
@@ -19,7 +19,7 @@ final class RequestedAnnounce: StreamHandler {
     private var nextID: UInt64 = 0
     private var done = false
 
-    init(session: SessionCore, prefix: String, handler: @escaping (AnnounceEvent) -> Void) {
+    init(session: HandlerContext, prefix: String, handler: @escaping (AnnounceEvent) -> Void) {
         self.session = session
         self.prefix = BroadcastPath.normalize(prefix)
         self.handler = handler
@@ -32,9 +32,9 @@ final class RequestedAnnounce: StreamHandler {
                 return
             }
             self.stream = stream
-            session.handlers[stream] = self
-            session.transport.setSendOrder(stream, SendOrder.control)
-            session.transport.write(
+            session.adopt(stream, by: self)
+            session.setSendOrder(stream, SendOrder.control)
+            session.write(
                 stream, Bytes([UInt8(BidiStreamType.announce.rawValue)] + AnnounceRequest(prefix: prefix).encoded()),
                 fin: false)
         }
@@ -118,7 +118,7 @@ final class RequestedAnnounce: StreamHandler {
         done = true
         releaseAll()
         if let stream {
-            if code == nil { session.transport.finish(stream) }
+            if code == nil { session.finish(stream) }
             session.detach(stream)
         }
         handler(.closed(code))

@@ -5,7 +5,7 @@
 
 /// Our FETCH: the reply is frames until FIN, or a reset with a code.
 final class RequestedFetch: StreamHandler {
-    unowned let session: SessionCore
+    let session: HandlerContext
     let request: Fetch
     private let completion: (Result<[Frame], StreamErrorCode>) -> Void
     private var stream: Int64?
@@ -17,7 +17,7 @@ final class RequestedFetch: StreamHandler {
     var bufferedBytes: Int { done ? 0 : decoder.bufferedBytes + frameBytes }
     var holdsCredit: Bool { false }
 
-    init(session: SessionCore, request: Fetch, completion: @escaping (Result<[Frame], StreamErrorCode>) -> Void) {
+    init(session: HandlerContext, request: Fetch, completion: @escaping (Result<[Frame], StreamErrorCode>) -> Void) {
         self.session = session
         var normalized = request
         normalized.broadcast = BroadcastPath.normalize(request.broadcast)
@@ -29,10 +29,10 @@ final class RequestedFetch: StreamHandler {
     func start() {
         session.openStream(bidirectional: true, isCancelled: { [weak self] in self?.done ?? true }) { [self] stream in
             self.stream = stream
-            session.handlers[stream] = self
-            session.transport.setSendOrder(stream, SendOrder.control)
+            session.adopt(stream, by: self)
+            session.setSendOrder(stream, SendOrder.control)
             // Kept open until the reply ends (an early FIN reads as a cancellation).
-            session.transport.write(
+            session.write(
                 stream, Bytes([UInt8(BidiStreamType.fetch.rawValue)] + request.encoded()), fin: false)
         }
     }
@@ -60,7 +60,7 @@ final class RequestedFetch: StreamHandler {
         guard !done else { return }
         done = true
         if let stream {
-            if case .success = result, !session.isClosed { session.transport.finish(stream) }
+            if case .success = result, !session.isClosed { session.finish(stream) }
             session.detach(stream)
         }
         completion(result)

@@ -5,14 +5,14 @@
 
 /// Our Probe stream: we write only its type and read the peer's reports.
 final class RequestedProbe: StreamHandler {
-    unowned let session: SessionCore
+    let session: HandlerContext
     private let handler: (Probe) -> Void
     private var stream: Int64?
     private var buffer = StreamBuffer()
     var bufferedBytes: Int { buffer.buffered }
     private var done = false
 
-    init(session: SessionCore, handler: @escaping (Probe) -> Void) {
+    init(session: HandlerContext, handler: @escaping (Probe) -> Void) {
         self.session = session
         self.handler = handler
     }
@@ -20,10 +20,10 @@ final class RequestedProbe: StreamHandler {
     func start() {
         session.openStream(bidirectional: true, isCancelled: { [weak self] in self?.done ?? true }) { [self] stream in
             self.stream = stream
-            session.handlers[stream] = self
-            session.transport.setSendOrder(stream, SendOrder.control)
+            session.adopt(stream, by: self)
+            session.setSendOrder(stream, SendOrder.control)
             // Only the stream type: any further byte is malformed for the peer.
-            session.transport.write(stream, Bytes([UInt8(BidiStreamType.probe.rawValue)]), fin: false)
+            session.write(stream, Bytes([UInt8(BidiStreamType.probe.rawValue)]), fin: false)
         }
     }
 

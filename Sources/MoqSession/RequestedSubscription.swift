@@ -8,7 +8,7 @@
 /// START/END/DROP on it, groups on uni streams (or datagrams) written into a
 /// local ``TrackProducer`` that consumers read.
 final class RequestedSubscription: StreamHandler {
-    unowned let session: SessionCore
+    let session: HandlerContext
     let id: UInt64
     let broadcast: String
     let track: TrackProducer
@@ -29,7 +29,7 @@ final class RequestedSubscription: StreamHandler {
     /// How long to wait for group streams still in flight after the publisher's FIN.
     static let endGrace = Duration.seconds(2)
 
-    init(session: SessionCore, id: UInt64, broadcast: String, track: TrackProducer, range: SubscriptionRange) {
+    init(session: HandlerContext, id: UInt64, broadcast: String, track: TrackProducer, range: SubscriptionRange) {
         self.session = session
         self.id = id
         self.broadcast = broadcast
@@ -51,10 +51,10 @@ final class RequestedSubscription: StreamHandler {
         }
         session.openStream(bidirectional: true, isCancelled: { [weak self] in self?.done ?? true }) { [self] stream in
             self.stream = stream
-            session.handlers[stream] = self
-            session.transport.setSendOrder(stream, SendOrder.control)
+            session.adopt(stream, by: self)
+            session.setSendOrder(stream, SendOrder.control)
             let request = Subscribe(id: id, broadcast: broadcast, track: track.name, range: range)
-            session.transport.write(
+            session.write(
                 stream, Bytes([UInt8(BidiStreamType.subscribe.rawValue)] + request.encoded()), fin: false)
         }
     }
@@ -62,7 +62,7 @@ final class RequestedSubscription: StreamHandler {
     func update(_ range: SubscriptionRange) {
         self.range = range
         guard !done, let stream else { return }
-        session.transport.write(stream, Bytes(SubscribeUpdate(range: range).encoded()), fin: false)
+        session.write(stream, Bytes(SubscribeUpdate(range: range).encoded()), fin: false)
     }
 
     // MARK: Replies
@@ -182,7 +182,7 @@ final class RequestedSubscription: StreamHandler {
         graceTimer?.cancel()
         track.finish(end: endGroup ?? VarInt.saturatingAdd(track.latestSequence ?? 0, 1))
         if let stream {
-            session.transport.finish(stream)
+            session.finish(stream)
             session.detach(stream)
         }
         session.ownSubscriptions[id] = nil
@@ -220,7 +220,7 @@ final class RequestedSubscription: StreamHandler {
 /// An incoming Group stream: its header names our subscription, its frames go
 /// into that subscription's track.
 final class GroupReader: StreamHandler {
-    unowned let session: SessionCore
+    let session: HandlerContext
     let stream: Int64
     private var decoder: FrameDecoder
     private var subscription: RequestedSubscription?
@@ -232,7 +232,7 @@ final class GroupReader: StreamHandler {
     /// assembly is bounded by the session's budget instead.
     var holdsCredit: Bool { false }
 
-    init(session: SessionCore, stream: Int64) {
+    init(session: HandlerContext, stream: Int64) {
         self.session = session
         self.stream = stream
         decoder = FrameDecoder(expectHeader: true, frameLimit: session.config.limits.maxFrameBytes)

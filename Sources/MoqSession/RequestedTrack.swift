@@ -5,7 +5,7 @@
 
 /// Our TRACK request: the answer is TRACK_INFO (then FIN), or a reset with a code.
 final class RequestedTrack: StreamHandler {
-    unowned let session: SessionCore
+    let session: HandlerContext
     let request: TrackRequest
     private let completion: (Result<TrackInfo, StreamErrorCode>) -> Void
     private var stream: Int64?
@@ -14,7 +14,8 @@ final class RequestedTrack: StreamHandler {
     private var done = false
 
     init(
-        session: SessionCore, request: TrackRequest, completion: @escaping (Result<TrackInfo, StreamErrorCode>) -> Void
+        session: HandlerContext, request: TrackRequest,
+        completion: @escaping (Result<TrackInfo, StreamErrorCode>) -> Void
     ) {
         self.session = session
         self.request = request
@@ -24,11 +25,11 @@ final class RequestedTrack: StreamHandler {
     func start() {
         session.openStream(bidirectional: true, isCancelled: { [weak self] in self?.done ?? true }) { [self] stream in
             self.stream = stream
-            session.handlers[stream] = self
-            session.transport.setSendOrder(stream, SendOrder.control)
+            session.adopt(stream, by: self)
+            session.setSendOrder(stream, SendOrder.control)
             // Our side stays open until the answer arrives: the Rust publisher takes an
             // early FIN as a cancellation.
-            session.transport.write(
+            session.write(
                 stream, Bytes([UInt8(BidiStreamType.track.rawValue)] + request.encoded()), fin: false)
         }
     }
@@ -55,7 +56,7 @@ final class RequestedTrack: StreamHandler {
         guard !done else { return }
         done = true
         if let stream {
-            if case .success = result, !session.isClosed { session.transport.finish(stream) }
+            if case .success = result, !session.isClosed { session.finish(stream) }
             session.detach(stream)
         }
         completion(result)

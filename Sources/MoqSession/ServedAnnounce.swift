@@ -9,7 +9,7 @@ import Synchronization
 /// An Announce stream the peer opened: we tell it which of our broadcasts exist
 /// under its prefix, then every change, until it closes the stream.
 final class ServedAnnounce: StreamHandler {
-    unowned let session: SessionCore
+    let session: HandlerContext
     let stream: Int64
     private var buffer: StreamBuffer
     var bufferedBytes: Int { buffer.buffered }
@@ -23,7 +23,7 @@ final class ServedAnnounce: StreamHandler {
     private var served = ServedRequest(.announce)
     private var done: Bool { served.isDone }
 
-    init(session: SessionCore, stream: Int64, buffer: StreamBuffer) {
+    init(session: HandlerContext, stream: Int64, buffer: StreamBuffer) {
         self.session = session
         self.stream = stream
         self.buffer = buffer
@@ -57,7 +57,7 @@ final class ServedAnnounce: StreamHandler {
         guard served.admit(session) else { return stop(.internal) }
         let normalized = BroadcastPath.normalize(prefix)
         self.prefix = normalized
-        session.transport.setSendOrder(stream, SendOrder.control)
+        session.setSendOrder(stream, SendOrder.control)
         guard let origin = session.publishOrigin else {
             write(AnnounceOk(hopID: session.config.hopID, activeCount: 0).encoded())
             return
@@ -93,7 +93,7 @@ final class ServedAnnounce: StreamHandler {
     }
 
     private func originChanged(_ event: OriginEvent) {
-        guard !done, session.phase == .ready else { return }
+        guard !done, session.isReady else { return }
         switch event {
         case .announced(let path, let route):
             guard isVisible(path: path, route: route) else {
@@ -114,9 +114,9 @@ final class ServedAnnounce: StreamHandler {
 
     private func write(_ bytes: [UInt8]) {
         guard !done else { return }
-        session.transport.write(stream, Bytes(bytes), fin: false)
+        session.write(stream, Bytes(bytes), fin: false)
         let limit = session.config.limits.maxControlBacklogBytes
-        if session.transport.unsentBytes(stream) > limit {
+        if session.unsentBytes(stream) > limit {
             // A watcher that does not read: its backlog would grow with every change.
             session.hitLimit(.controlBacklog(limit))
             stop(.tooFarBehind)
@@ -129,7 +129,7 @@ final class ServedAnnounce: StreamHandler {
         if let code {
             session.abortStream(stream, code)
         } else {
-            session.transport.finish(stream)
+            session.finish(stream)
         }
         session.detach(stream)
     }

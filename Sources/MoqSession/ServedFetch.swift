@@ -6,7 +6,7 @@
 /// A FETCH from the peer: the frames of one cached group, then FIN (following the
 /// group while it is still open). Unknown groups are reset with NOT_FOUND.
 final class ServedFetch: StreamHandler, Pumpable {
-    unowned let session: SessionCore
+    let session: HandlerContext
     let stream: Int64
     private var buffer: StreamBuffer
     var bufferedBytes: Int { buffer.buffered }
@@ -19,7 +19,7 @@ final class ServedFetch: StreamHandler, Pumpable {
     private var served = ServedRequest(.fetch)
     private var done: Bool { served.isDone }
 
-    init(session: SessionCore, stream: Int64, buffer: StreamBuffer) {
+    init(session: HandlerContext, stream: Int64, buffer: StreamBuffer) {
         self.session = session
         self.stream = stream
         self.buffer = buffer
@@ -34,7 +34,7 @@ final class ServedFetch: StreamHandler, Pumpable {
                 return
             }
             self.request = request
-            session.transport.setSendOrder(
+            session.setSendOrder(
                 stream, SendOrder.group(priority: request.priority, subscribeID: 0, sequence: request.group))
             guard served.admit(session) else { return finish(.internal) }
             guard let broadcast = session.publishOrigin?.broadcast(request.broadcast) else {
@@ -64,8 +64,8 @@ final class ServedFetch: StreamHandler, Pumpable {
         for frame in frames {
             if let end = request.frameEnd, UInt64(nextFrame) > end { break }
             guard let header = frame.encodedHeader(previous: lastTimestamp) else { return finish(.timestampMismatch) }
-            session.transport.write(stream, Bytes(header), fin: false)
-            if !frame.payload.isEmpty { session.transport.write(stream, frame.payload, fin: false) }
+            session.write(stream, Bytes(header), fin: false)
+            if !frame.payload.isEmpty { session.write(stream, frame.payload, fin: false) }
             lastTimestamp = frame.timestamp
             nextFrame += 1
         }
@@ -73,7 +73,7 @@ final class ServedFetch: StreamHandler, Pumpable {
         switch status {
         case .aborted(let code) where !reachedEnd: finish(code)
         case .finished where nextFrame >= track.frameCount(of: group), _ where reachedEnd:
-            session.transport.finish(stream)
+            session.finish(stream)
             finish(nil)
         default: break
         }
@@ -84,7 +84,7 @@ final class ServedFetch: StreamHandler, Pumpable {
     private func finish(_ code: StreamErrorCode?) {
         guard served.release(session) else { return }
         if let code { session.abortStream(stream, code) }
-        session.install(DrainingStream(session: session, stream: stream), on: stream)
+        session.drain(stream)
     }
 
     func sessionClosed() { served.release(session) }

@@ -8,7 +8,7 @@
 /// `PROBE{bitrate, rtt}` when a value moves by 25 % or more, or every 10 s
 /// (polled every 100 ms). The opener must not write; any byte is malformed.
 final class ServedProbe: StreamHandler {
-    unowned let session: SessionCore
+    let session: HandlerContext
     let stream: Int64
     private var timer: (any Cancellable)?
     private var last: Probe?
@@ -20,7 +20,7 @@ final class ServedProbe: StreamHandler {
     static let pollInterval = Duration.milliseconds(100)
     static let refreshNanos: UInt64 = 10_000_000_000
 
-    init(session: SessionCore, stream: Int64, buffer: StreamBuffer) {
+    init(session: HandlerContext, stream: Int64, buffer: StreamBuffer) {
         self.session = session
         self.stream = stream
         guard session.config.serveProbe else {
@@ -39,7 +39,7 @@ final class ServedProbe: StreamHandler {
             served.release(session)
             return
         }
-        session.transport.setSendOrder(stream, SendOrder.control)
+        session.setSendOrder(stream, SendOrder.control)
         tick()
     }
 
@@ -57,12 +57,12 @@ final class ServedProbe: StreamHandler {
     func peerStopSending(wireCode: UInt64) { stop(.cancel) }
 
     private func tick() {
-        guard !done, session.phase == .ready else { return }
-        let estimates = session.transport.transportEstimates
+        guard !done, session.isReady else { return }
+        let estimates = session.transportEstimates
         let report = Probe(bitrate: estimates.sendRateBps, rttMs: (estimates.smoothedRTTMicros + 500) / 1000)
         let now = session.clock.now()
         if shouldSend(report, now: now) {
-            session.transport.write(stream, Bytes(report.encoded()), fin: false)
+            session.write(stream, Bytes(report.encoded()), fin: false)
             last = report
             lastSentAt = now
         }
@@ -86,7 +86,7 @@ final class ServedProbe: StreamHandler {
         if let code {
             session.abortStream(stream, code, stopReceive: code != .cancel)
         } else {
-            session.transport.finish(stream)
+            session.finish(stream)
         }
         session.detach(stream)
     }

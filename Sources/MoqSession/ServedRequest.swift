@@ -74,7 +74,7 @@ struct ServedRequest {
     var isDone: Bool { phase == .done }
 
     /// Takes a slot. At the limit, counts a refusal, reports the limit and returns false.
-    mutating func admit(_ session: SessionCore) -> Bool {
+    mutating func admit(_ session: HandlerContext) -> Bool {
         guard phase == .pending else { return phase == .admitted }
         let limit = kind.limit(session.config.limits)
         guard session.served[kind] < limit else {
@@ -88,7 +88,7 @@ struct ServedRequest {
     }
 
     /// Pumps `target` on the session thread (coalesced) whenever `track` changes, until released.
-    mutating func observe(_ track: TrackProducer, pumping target: any Pumpable, on session: SessionCore) {
+    mutating func observe(_ track: TrackProducer, pumping target: any Pumpable, on session: HandlerContext) {
         if let old = observation { old.track.removeObserver(old.token) }
         let trigger = PumpTrigger(scheduler: session.scheduler, target: target)
         observation = (track, track.addObserver(trigger), trigger)
@@ -96,7 +96,7 @@ struct ServedRequest {
 
     /// Gives back the slot and the observer. Returns false when already released.
     @discardableResult
-    mutating func release(_ session: SessionCore) -> Bool {
+    mutating func release(_ session: HandlerContext) -> Bool {
         guard phase != .done else { return false }
         if phase == .admitted { session.served[kind] -= 1 }
         phase = .done

@@ -40,7 +40,7 @@ final class ServedSubscription: StreamHandler, Pumpable {
         }
     }
 
-    unowned let session: SessionCore
+    let session: HandlerContext
     let stream: Int64
     private var buffer: StreamBuffer
     var bufferedBytes: Int { buffer.buffered }
@@ -82,7 +82,7 @@ final class ServedSubscription: StreamHandler, Pumpable {
     private var served = ServedRequest(.subscription)
     private var done: Bool { phase == .done }
 
-    init(session: SessionCore, stream: Int64, buffer: StreamBuffer) {
+    init(session: HandlerContext, stream: Int64, buffer: StreamBuffer) {
         self.session = session
         self.stream = stream
         self.buffer = buffer
@@ -144,13 +144,13 @@ final class ServedSubscription: StreamHandler, Pumpable {
         active = []
         queue = []
         if phase == .ended { session.counters.servedSubscriptionsCompleted += 1 }
-        if session.phase != .closed { session.transport.finish(stream) }
+        if !session.isClosed { session.finish(stream) }
         cleanup()
     }
 
     private func begin(_ request: Subscribe) {
         subscribe = request
-        session.transport.setSendOrder(stream, SendOrder.control)
+        session.setSendOrder(stream, SendOrder.control)
         guard served.admit(session) else { return end(resetWith: .internal) }
         guard let origin = session.publishOrigin, let broadcast = origin.broadcast(request.broadcast) else {
             session.counters.refusedRequests += 1
@@ -174,7 +174,7 @@ final class ServedSubscription: StreamHandler, Pumpable {
         track?.demand(range)
         for send in active {
             if let s = send.stream {
-                session.transport.setSendOrder(s, order(for: send.group.sequence))
+                session.setSendOrder(s, order(for: send.group.sequence))
             }
         }
         pump()
@@ -363,7 +363,7 @@ final class ServedSubscription: StreamHandler, Pumpable {
 
     /// Bytes this subscription has written and the transport has not sent yet.
     private var ownUnsentBytes: Int {
-        active.reduce(0) { n, send in n + (send.stream.map { session.transport.unsentBytes($0) } ?? 0) }
+        active.reduce(0) { n, send in n + (send.stream.map { session.unsentBytes($0) } ?? 0) }
     }
 
     /// Whether another group stream may open: nothing of ours waits for stream credit, ours
@@ -372,7 +372,7 @@ final class ServedSubscription: StreamHandler, Pumpable {
         if active.contains(where: { $0.stream == nil && !$0.isClosed }) { return .waitingForCredit }
         let limits = session.config.limits
         let unsent = ownUnsentBytes
-        guard session.transport.totalUnsentBytes < limits.maxUnsentBytes else {
+        guard session.totalUnsentBytes < limits.maxUnsentBytes else {
             session.hitLimit(.unsentBytes(limits.maxUnsentBytes))
             return .waitingForDrain(unsent)
         }
@@ -405,14 +405,14 @@ final class ServedSubscription: StreamHandler, Pumpable {
             }
         ) { [weak self] stream in
             guard let self, !self.done, !send.isClosed else {
-                self?.session.transport.resetStream(stream, code: StreamErrorCode.cancel.wireValue)
+                self?.session.resetStream(stream, code: StreamErrorCode.cancel.wireValue)
                 return
             }
             send.stream = stream
-            self.session.transport.setSendOrder(stream, self.order(for: group.sequence))
+            self.session.setSendOrder(stream, self.order(for: group.sequence))
             let header = GroupHeader(subscribeID: id, sequence: group.sequence, frameStart: UInt64(send.nextFrame))
             let bytes = [UInt8(UniStreamType.group.rawValue)] + header.encoded()
-            self.session.transport.write(stream, Bytes(bytes), fin: false)
+            self.session.write(stream, Bytes(bytes), fin: false)
             send.bytesWritten += bytes.count
             self.session.install(GroupWriter(owner: self, send: send), on: stream)
             if let track = self.track { self.flush(send, track: track) }
@@ -431,8 +431,8 @@ final class ServedSubscription: StreamHandler, Pumpable {
         let datagram = Datagram(
             subscribeID: id, sequence: send.group.sequence, timestamp: frame.timestamp, payload: frame.payload)
         let encoded = datagram.encoded()
-        guard encoded.count <= session.transport.maxDatagramPayload,
-            session.transport.sendDatagram(Bytes(encoded))
+        guard encoded.count <= session.maxDatagramPayload,
+            session.sendDatagram(Bytes(encoded))
         else { return false }
         session.counters.datagramsSent += 1
         send.isClosed = true
@@ -447,12 +447,12 @@ final class ServedSubscription: StreamHandler, Pumpable {
             if let end = send.frameEnd, UInt64(send.nextFrame) > end { break }
             guard let header = frame.encodedHeader(previous: send.lastTimestamp) else {
                 // A timestamp that cannot be expressed as a delta on this stream (see Frame).
-                session.transport.resetStream(stream, code: StreamErrorCode.timestampMismatch.wireValue)
+                session.resetStream(stream, code: StreamErrorCode.timestampMismatch.wireValue)
                 send.isClosed = true
                 return
             }
-            session.transport.write(stream, Bytes(header), fin: false)
-            if !frame.payload.isEmpty { session.transport.write(stream, frame.payload, fin: false) }
+            session.write(stream, Bytes(header), fin: false)
+            if !frame.payload.isEmpty { session.write(stream, frame.payload, fin: false) }
             send.bytesWritten += header.count + frame.payload.count
             send.lastTimestamp = frame.timestamp
             send.nextFrame += 1
@@ -462,14 +462,14 @@ final class ServedSubscription: StreamHandler, Pumpable {
         let reachedEnd = send.frameEnd.map { UInt64(send.nextFrame) > $0 } ?? false
         switch status {
         case .finished where send.nextFrame >= track.frameCount(of: send.group) || reachedEnd:
-            session.transport.finish(stream)
+            session.finish(stream)
             send.finWritten = true
         case .aborted(let code):
-            session.transport.resetStream(stream, code: code.wireValue)
+            session.resetStream(stream, code: code.wireValue)
             send.isClosed = true
         default:
             if reachedEnd {
-                session.transport.finish(stream)
+                session.finish(stream)
                 send.finWritten = true
             }
         }
@@ -483,7 +483,7 @@ final class ServedSubscription: StreamHandler, Pumpable {
         active.removeAll { send in
             if send.isClosed { return true }
             guard send.finWritten, let stream = send.stream else { return false }
-            if session.transport.unsentBytes(stream) == 0 { return true }
+            if session.unsentBytes(stream) == 0 { return true }
             waiting = true
             return false
         }
@@ -513,7 +513,7 @@ final class ServedSubscription: StreamHandler, Pumpable {
         let budget = budget(range)
         for send in active where send.group !== newest {
             guard let stream = send.stream, !send.isClosed else { continue }
-            let unsent = session.transport.unsentBytes(stream)
+            let unsent = session.unsentBytes(stream)
             if unsent > 0 && newest.staleness(of: send.group) > budget {
                 cancel(send, code: .old)
                 session.counters.groupsResetAsOld += 1
@@ -528,8 +528,8 @@ final class ServedSubscription: StreamHandler, Pumpable {
     private func cancel(_ send: GroupSend, code: StreamErrorCode) {
         guard !send.isClosed else { return }
         send.isClosed = true
-        if let s = send.stream, session.phase != .closed {
-            session.transport.resetStream(s, code: code.wireValue)
+        if let s = send.stream, !session.isClosed {
+            session.resetStream(s, code: code.wireValue)
             session.detach(s)
         }
     }
@@ -577,11 +577,11 @@ final class ServedSubscription: StreamHandler, Pumpable {
             writeControl(SubscribeResponse.end(group: end).encoded())
         }
         guard active.isEmpty, queue.isEmpty else { return }
-        session.transport.finish(stream)
+        session.finish(stream)
         session.counters.servedSubscriptionsCompleted += 1
         cleanup()
         // Keep listening until the peer closes its side.
-        session.install(DrainingStream(session: session, stream: stream), on: stream)
+        session.drain(stream)
     }
 
     /// Writes the DROP runs collected so far.
@@ -592,10 +592,10 @@ final class ServedSubscription: StreamHandler, Pumpable {
     }
 
     private func writeControl(_ bytes: [UInt8]) {
-        guard session.phase != .closed, !done else { return }
-        session.transport.write(stream, Bytes(bytes), fin: false)
+        guard !session.isClosed, !done else { return }
+        session.write(stream, Bytes(bytes), fin: false)
         let limit = session.config.limits.maxControlBacklogBytes
-        if session.transport.unsentBytes(stream) > limit {
+        if session.unsentBytes(stream) > limit {
             // A subscriber that never reads its subscribe stream: end this subscription only.
             session.hitLimit(.controlBacklog(limit))
             end(resetWith: .tooFarBehind)

@@ -6,7 +6,7 @@
 /// A TRACK request from the peer: answer TRACK_INFO and FIN, waiting for the info
 /// when a relay does not know it yet; reset with UNROUTABLE / NOT_FOUND otherwise.
 final class ServedTrack: StreamHandler, Pumpable {
-    unowned let session: SessionCore
+    let session: HandlerContext
     let stream: Int64
     private var buffer: StreamBuffer
     var bufferedBytes: Int { buffer.buffered }
@@ -15,7 +15,7 @@ final class ServedTrack: StreamHandler, Pumpable {
     private var request = ServedRequest(.trackRequest)
     private var done: Bool { request.isDone }
 
-    init(session: SessionCore, stream: Int64, buffer: StreamBuffer) {
+    init(session: HandlerContext, stream: Int64, buffer: StreamBuffer) {
         self.session = session
         self.stream = stream
         self.buffer = buffer
@@ -29,7 +29,7 @@ final class ServedTrack: StreamHandler, Pumpable {
                 if fin { finish(.cancel) }
                 return
             }
-            session.transport.setSendOrder(stream, SendOrder.control)
+            session.setSendOrder(stream, SendOrder.control)
             guard self.request.admit(session) else { return finish(.internal) }
             guard let broadcast = session.publishOrigin?.broadcast(request.broadcast) else {
                 session.counters.refusedRequests += 1
@@ -52,7 +52,7 @@ final class ServedTrack: StreamHandler, Pumpable {
         guard !done, let track else { return }
         if case .aborted(let code)? = track.end { return finish(code) }
         guard let info = track.info else { return }
-        session.transport.write(stream, Bytes(info.encoded()), fin: true)
+        session.write(stream, Bytes(info.encoded()), fin: true)
         finish(nil)
     }
 
@@ -66,7 +66,7 @@ final class ServedTrack: StreamHandler, Pumpable {
     private func finish(_ code: StreamErrorCode?) {
         guard request.release(session) else { return }
         if let code { session.abortStream(stream, code) }
-        session.install(DrainingStream(session: session, stream: stream), on: stream)
+        session.drain(stream)
     }
 
     func sessionClosed() { request.release(session) }

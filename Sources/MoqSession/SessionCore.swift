@@ -37,6 +37,8 @@ public final class SessionCore {
     public internal(set) var counters = SessionCounters()
 
     var phase = Phase.idle
+    /// What the stream handlers may do with this core.
+    var context: HandlerContext { HandlerContext(self) }
     var handlers: [Int64: any StreamHandler] = [:]
     /// What each stream's handler held after its last event (see ``settle(_:arrived:)``).
     var held: [Int64: (bytes: Int, holdsCredit: Bool)] = [:]
@@ -268,7 +270,7 @@ public final class SessionCore {
     /// Asks the peer which broadcasts exist under `prefix`; `handler` gets every change.
     @discardableResult
     public func requestAnnounces(prefix: String, handler: @escaping (AnnounceEvent) -> Void) -> AnnounceRequestHandle {
-        let request = RequestedAnnounce(session: self, prefix: prefix, handler: handler)
+        let request = RequestedAnnounce(session: context, prefix: prefix, handler: handler)
         whenReady { request.start() }
         return AnnounceRequestHandle(request: request)
     }
@@ -282,7 +284,7 @@ public final class SessionCore {
         let id = nextSubscribeID
         nextSubscribeID += 1
         let sub = RequestedSubscription(
-            session: self, id: id, broadcast: BroadcastPath.normalize(broadcast), track: track, range: range)
+            session: context, id: id, broadcast: BroadcastPath.normalize(broadcast), track: track, range: range)
         if ownSubscriptions.count >= config.limits.maxOwnRequests {
             track.abort(.internal)
         } else {
@@ -296,7 +298,7 @@ public final class SessionCore {
     public func fetch(
         _ request: Fetch, completion: @escaping (Result<[Frame], StreamErrorCode>) -> Void
     ) {
-        let fetch = RequestedFetch(session: self, request: request, completion: completion)
+        let fetch = RequestedFetch(session: context, request: request, completion: completion)
         whenReady { fetch.start() }
     }
 
@@ -305,14 +307,14 @@ public final class SessionCore {
         broadcast: String, track: String, completion: @escaping (Result<TrackInfo, StreamErrorCode>) -> Void
     ) {
         let request = RequestedTrack(
-            session: self, request: TrackRequest(broadcast: BroadcastPath.normalize(broadcast), track: track),
+            session: context, request: TrackRequest(broadcast: BroadcastPath.normalize(broadcast), track: track),
             completion: completion)
         whenReady { request.start() }
     }
 
     /// Opens a Probe stream: the peer reports its estimated bitrate and RTT.
     public func requestProbe(handler: @escaping (Probe) -> Void) {
-        let probe = RequestedProbe(session: self, handler: handler)
+        let probe = RequestedProbe(session: context, handler: handler)
         whenReady { probe.start() }
     }
 
