@@ -56,6 +56,29 @@ struct PropertyTests {
         }
     }
 
+    @Test("moqsrc and moqsink share their connection properties: each one set is read back, on both")
+    func sharedConnectionProperties() throws {
+        SwiftMoQElements.register()
+        let p = Pipeline(launch: "moqsrc name=src ! fakesink  videotestsrc ! x264enc ! h264parse ! moqsink name=sink")
+        try p.start(.null)
+        defer { p.stop() }
+        for name in ["src", "sink"] {
+            let element = try p.element(named: name)
+            let values: [(String, PipelineValue)] = [
+                ("url", .string("moql://relay.example:4443/room")),
+                ("tls-fingerprint", .string(String(repeating: "ab", count: 32))),
+                ("tls-root-file", .string("/etc/ssl/roots.pem")),
+                ("auth-token", .string("secret")),
+                ("tls-disable-verify", .bool(true)),
+            ]
+            for (property, value) in values {
+                try element.set(property, value)
+                #expect(try element.property(property) == value, "\(name).\(property)")
+            }
+            #expect(try element.property("status")?.stringValue == "disconnected")
+        }
+    }
+
     @Test("the SwiftMoQ elements registered in-process; child-proxy properties by path")
     func swiftMoQElements() throws {
         SwiftMoQElements.register()

@@ -4,7 +4,7 @@ import GstSupport
 
 /// The connection properties moqsrc and moqsink both install: one name, blurb and reader/writer
 /// each, so the two elements cannot drift apart.
-enum ConnectionProperty: CaseIterable {
+enum ConnectionProperty: String, CaseIterable {
     case url, tlsDisableVerify, tlsFingerprint, tlsRootFile, authToken
 
     /// The property's spec (read-write, changeable in NULL and READY).
@@ -33,6 +33,15 @@ enum ConnectionProperty: CaseIterable {
             return Property.string("auth-token", "Auth token", "Token sent to the relay as ?jwt=", flags: rw)
         }
     }
+}
+
+/// An element's property ids. Those named like a ``ConnectionProperty`` case are that shared
+/// property (`Prop.url` is ``ConnectionProperty/url``).
+protocol ElementPropertyID {}
+
+extension ElementPropertyID {
+    /// The shared connection property this id is, if it is one.
+    var connection: ConnectionProperty? { ConnectionProperty(rawValue: String(describing: self)) }
 }
 
 extension ConnectionSettings {

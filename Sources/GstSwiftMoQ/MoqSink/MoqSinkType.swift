@@ -8,21 +8,9 @@ enum MoqSinkType {
     nonisolated(unsafe) static var category: UnsafeMutablePointer<GstDebugCategory>!
     nonisolated(unsafe) static var statusSpec: UnsafeMutablePointer<GParamSpec>!
 
-    enum Prop: UInt32 {
+    enum Prop: UInt32, ElementPropertyID {
         case url = 1, broadcast, tlsDisableVerify, tlsFingerprint, tlsRootFile, authToken, status, connected,
             moqVersion, stats
-
-        /// The shared connection property this is, if it is one.
-        var connection: ConnectionProperty? {
-            switch self {
-            case .url: .url
-            case .tlsDisableVerify: .tlsDisableVerify
-            case .tlsFingerprint: .tlsFingerprint
-            case .tlsRootFile: .tlsRootFile
-            case .authToken: .authToken
-            default: nil
-            }
-        }
     }
 
     /// Accepted caps: what the catalog can describe (stream layouts the sink can frame).

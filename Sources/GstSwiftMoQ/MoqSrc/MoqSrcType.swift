@@ -10,21 +10,9 @@ enum MoqSrcType {
     nonisolated(unsafe) static var videoTemplate: UnsafeMutablePointer<GstPadTemplate>!
     nonisolated(unsafe) static var audioTemplate: UnsafeMutablePointer<GstPadTemplate>!
 
-    enum Prop: UInt32 {
+    enum Prop: UInt32, ElementPropertyID {
         case url = 1, broadcast, prefix, tlsDisableVerify, tlsFingerprint, tlsRootFile, authToken, latency,
             videoTrack, audioTrack, timeout, status, moqVersion, stats, uriTLS
-
-        /// The shared connection property this is, if it is one.
-        var connection: ConnectionProperty? {
-            switch self {
-            case .url: .url
-            case .tlsDisableVerify: .tlsDisableVerify
-            case .tlsFingerprint: .tlsFingerprint
-            case .tlsRootFile: .tlsRootFile
-            case .authToken: .authToken
-            default: nil
-            }
-        }
     }
 
     /// What the pads carry: the parsers' input caps for each codec the catalog can name.
