@@ -32,6 +32,8 @@ let package = Package(
         .library(name: "MoqPipeline", targets: ["MoqPipeline"]),
         .library(name: "MoqKit", targets: ["MoqKit"]),
         .library(name: "MoqTestKit", targets: ["MoqTestKit"]),
+        // moqsrc and moqsink linked into an application (SwiftMoQElements.register()), no plugin installed.
+        .library(name: "GstSwiftMoQ", targets: ["GstSwiftMoQ"]),
         // Product name must be gst<plugin>: GStreamer looks up gst_plugin_swiftmoq_get_desc.
         .library(name: "gstswiftmoq", type: .dynamic, targets: ["GstSwiftMoQPlugin"]),
     ],

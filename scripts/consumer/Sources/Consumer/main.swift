@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import Foundation
+import GstSwiftMoQ
 import MoqKit
 import MoqPipeline
 import SwiftMoQ
@@ -14,6 +15,13 @@ func fail(_ text: String) -> Never {
 }
 
 func run() async throws {
+    // The elements linked in, for pipelines of the user's own.
+    SwiftMoQElements.register()
+    let own = Pipeline(launch: "videotestsrc num-buffers=1 ! x264enc ! h264parse ! moqsink url=moql://127.0.0.1:9/x broadcast=b")
+    try own.start(.null)
+    own.stop()
+    print("consumer: moqsink in a pipeline of its own")
+
     let relay = try MoqRelay.start(
         MoqRelay.Configuration(host: "127.0.0.1", port: 0, auth: RelayAuth(publicPrefixes: [""]), logger: .silent))
     let options = SessionOptions(tls: TLSOptions(fingerprint: relay.fingerprint))
@@ -26,7 +34,10 @@ func run() async throws {
     try await session.publish(path: "consumer/demo", publisher: publisher)
     try await publisher.start()
 
-    var broadcasts = try await session.subscribe(prefix: "consumer").broadcasts.makeAsyncIterator()
+    // Another application watches: through the relay.
+    let viewer = Session(url: "moql://127.0.0.1:\(relay.port)/anon", options: options)
+    try await viewer.connect()
+    var broadcasts = try await viewer.subscribe(prefix: "consumer").broadcasts.makeAsyncIterator()
     guard let broadcast = await broadcasts.next() else { fail("no broadcast announced") }
     print("consumer: discovered \(broadcast.path)")
     guard let catalog = await broadcast.settledCatalog(), let video = catalog.playableVideoTracks.first else {
@@ -44,6 +55,7 @@ func run() async throws {
     print("consumer: playing, \(player.stats.videoFps ?? 0) fps")
     await player.stop()
     publisher.stop()
+    await viewer.close()
     await session.close()
     await relay.shutdown(grace: .zero)
     print("consumer: ok")
