@@ -44,8 +44,11 @@ enum DemoCommand {
         if let moq = try? publisher.runningPipeline?.element(named: "moq") { meter.attachPublisher(moq, pad: "sink_0") }
         print("[demo] publishing \(path) (test pattern H.264 640x360 + 440 Hz Opus) to \(flags.url)")
 
+        // The player is another application: its own session, so what it plays comes through the
+        // relay (a session reads its own broadcasts locally).
+        let viewer = try await flags.connect()
         let catalog: Catalog
-        do { catalog = try await firstCatalog(session, path: path) } catch { throw .runtime("\(error)") }
+        do { catalog = try await firstCatalog(viewer, path: path) } catch { throw .runtime("\(error)") }
         let headless = args.has("headless") || (ProcessInfoDisplay.current == nil && getenv("WAYLAND_DISPLAY") == nil)
         let player: Player
         do {
@@ -77,6 +80,7 @@ enum DemoCommand {
         await player.stop()
         publisher.stop()
         for await _ in publisher.state {}
+        await viewer.close()
         await session.close()
         let median = latencies.sorted().dropFirst(latencies.count / 2).first
         print(
