@@ -125,7 +125,8 @@ test: setup build lint check-element-docs unit-test consumer-test
 fuzz-build:
 	@mkdir -p $(BUILD)/fuzz
 	swiftc -sanitize=fuzzer,address -parse-as-library -O -package-name swiftmoq -module-name FuzzWire \
-		Sources/MoqBase/*.swift Sources/MoqWire/*.swift Fuzz/FuzzWire/FuzzWire.swift -o $(BUILD)/fuzz/fuzz-wire
+		Sources/MoqBase/*.swift Sources/MoqWire/*.swift Sources/MoqWebTransport/*.swift Fuzz/FuzzWire/FuzzWire.swift \
+		-o $(BUILD)/fuzz/fuzz-wire
 	swiftc -sanitize=fuzzer,address -parse-as-library -O -package-name swiftmoq -module-name FuzzCatalog \
 		Sources/MoqBase/*.swift Sources/MoqWire/*.swift Sources/MoqCatalog/*.swift Fuzz/FuzzCatalog/FuzzCatalog.swift \
 		-o $(BUILD)/fuzz/fuzz-catalog

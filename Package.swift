@@ -73,6 +73,9 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
         .target(name: "MoqQUIC", dependencies: ["MoqSync", "CNgtcp2", "MoqBase"], swiftSettings: swiftSettings),
+        // WebTransport over HTTP/3 in Swift, sans-IO: HTTP/3 frames and SETTINGS, QPACK with the static table and
+        // literals (Huffman decoded), the extended CONNECT, stream preambles, capsules (ARCHITECTURE: why not nghttp3).
+        .target(name: "MoqWebTransport", dependencies: ["MoqBase", "MoqWire"], swiftSettings: swiftSettings),
         .target(
             name: "SwiftMoQ", dependencies: ["MoqSync", "MoqWire", "MoqSession", "MoqQUIC"],
             swiftSettings: swiftSettings),
@@ -148,6 +151,9 @@ let package = Package(
 
         // MARK: - Tests
         .testTarget(name: "MoqWireTests", dependencies: ["MoqWire"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "MoqWebTransportTests", dependencies: ["MoqWebTransport", "MoqInteropSupport"],
+            swiftSettings: swiftSettings),
         // The stateful session fuzzer's script (Fuzz/FuzzSession): libFuzzer runs it from `make fuzz`,
         // the session tests replay its corpus and every failure case it found.
         .target(

@@ -17,6 +17,8 @@ RULES = {
     "MoqSession": {"MoqQUIC", "CNgtcp2", "CGStreamer", "SwiftMoQ"},
     # The transport carries bytes; it knows nothing of moq-lite's model or session.
     "MoqQUIC": {"MoqWire", "MoqModel", "MoqSession", "CGStreamer"},
+    # WebTransport over HTTP/3 is sans-IO framing: no transport, no session, no media.
+    "MoqWebTransport": {"MoqQUIC", "CNgtcp2", "MoqSession", "MoqModel", "SwiftMoQ", "CGStreamer"},
     # The builder is generic: no elements of ours, no QUIC.
     "MoqPipeline": {"GstSwiftMoQ", "SwiftMoQ", "MoqQUIC", "CNgtcp2", "MoqSession"},
     # GStreamer support wraps GStreamer only.

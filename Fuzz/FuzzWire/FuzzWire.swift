@@ -12,6 +12,12 @@ public func fuzzWire(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     guard count > 0 else { return 0 }
     let selector = start.load(as: UInt8.self)
     let input = Bytes(copying: UnsafeRawBufferPointer(start: start + 1, count: count - 1))
+    // Selectors 240…255: the WebTransport/HTTP/3 decoders (the sources of MoqWebTransport are in
+    // this module too). Below 240 the moq-lite decoders keep their selectors (and the corpus its meaning).
+    if selector >= 240 {
+        fuzzHTTP3(selector - 240, input.withUnsafeBytes { Array($0) })
+        return 0
+    }
     switch selector % 12 {
     case 0: roundTrip(Setup.self, input)
     case 1: roundTrip(AnnounceRequest.self, input)
@@ -79,4 +85,51 @@ private func roundTrip<M: WireMessage>(_ type: M.Type, _ input: Bytes) {
     guard let message = try? M.decodeFramed(from: &r) else { return }
     var again = WireReader(Bytes(message.encoded()))
     precondition((try? M.decodeFramed(from: &again)) == message, "\(M.self) round trip")
+}
+
+/// HTTP/3 frames (split where the input says), QPACK field sections, Huffman strings, capsules and
+/// the CONNECT check: typed errors only; whatever decodes re-encodes to the same fields.
+private func fuzzHTTP3(_ which: UInt8, _ bytes: [UInt8]) {
+    switch which % 5 {
+    case 0:
+        var reader = HTTP3FrameReader()
+        var offset = 0
+        while offset < bytes.count {
+            let step = Int(bytes[offset]) % 5 + 1
+            reader.append(bytes[offset..<min(bytes.count, offset + step)])
+            offset += step
+            do {
+                while try reader.next() != nil {}
+            } catch {
+                return
+            }
+        }
+        precondition(reader.buffered <= HTTP3FrameReader.maxDataPayload + 32, "frame reader held too much")
+    case 1:
+        guard let fields = try? QPACK.decode(bytes) else { return }
+        precondition((try? QPACK.decode(QPACK.encode(fields))) == fields, "QPACK round trip")
+        _ = try? WebTransportConnect.Request(fields: fields)
+        _ = try? WebTransportConnect.Response(fields: fields)
+    case 2:
+        guard let decoded = try? Huffman.decode(bytes, limit: 4096) else { return }
+        precondition((try? Huffman.decode(Huffman.encode(decoded), limit: 4096)) == decoded, "Huffman round trip")
+    case 3:
+        var reader = CapsuleReader()
+        reader.append(bytes)
+        while let capsule = try? reader.next() {
+            if case .unknown = capsule { continue }
+            // A reason that is not UTF-8 is repaired (U+FFFD) and may be cut to 1024 bytes on the
+            // way back: one re-encoding normalises it, a second must change nothing.
+            var again = CapsuleReader()
+            again.append(capsule.encoded())
+            guard let normal = try? again.next() else { preconditionFailure("capsule does not re-decode") }
+            var third = CapsuleReader()
+            third.append(normal.encoded())
+            precondition((try? third.next()) == normal, "capsule round trip")
+        }
+        precondition(reader.buffered <= bytes.count, "capsule reader grew")
+    default:
+        _ = StructuredList.decode(String(decoding: bytes, as: UTF8.self))
+        _ = WebTransportWire.parseDatagram(bytes)
+    }
 }

@@ -38,20 +38,21 @@ package final class RustPeer: @unchecked Sendable {  // mutable state lives in `
 
     // MARK: Launching
 
-    /// Starts `moqpeer.py` with `arguments` (the subcommand first).
+    /// Starts `moqpeer.py` (or another script of `Tests/Interop`) with `arguments` (the subcommand first).
     ///
     /// - Parameters:
+    ///   - script: the script in `Tests/Interop` (they all speak the same JSON-lines protocol).
     ///   - python: the interpreter; defaults to `SWIFTMOQ_PYTHON` or `<root>/.venv/bin/python`.
     ///   - file: locates the package root (the nearest ancestor holding `Package.swift`).
     /// - Throws: ``RustPeerError/setupMissing(_:)`` when the virtualenv or the tool is absent.
-    package static func launch(_ arguments: [String], python: String? = nil, file: String = #filePath) throws
-        -> RustPeer
-    {
+    package static func launch(
+        _ arguments: [String], script name: String = "moqpeer.py", python: String? = nil, file: String = #filePath
+    ) throws -> RustPeer {
         let root = try packageRoot(from: file)
         let interpreter =
             python ?? ProcessInfo.processInfo.environment["SWIFTMOQ_PYTHON"]
             ?? root.appendingPathComponent(".venv/bin/python").path
-        let script = root.appendingPathComponent("Tests/Interop/moqpeer.py").path
+        let script = root.appendingPathComponent("Tests/Interop/\(name)").path
         guard FileManager.default.isExecutableFile(atPath: interpreter) else {
             throw RustPeerError.setupMissing(
                 "no Python virtualenv at \(interpreter): run `make setup` to install the Rust peer (moq-rs)")
