@@ -15,6 +15,8 @@ public enum WebTransportWire {
     public static let uniStreamType: UInt64 = 0x54
     /// A WebTransport bidirectional stream: the signal value 0x41, then the session id.
     public static let bidiSignal: UInt64 = 0x41
+    /// The stream error for a stream of a session that does not exist (WEBTRANSPORT_BUFFERED_STREAM_REJECTED).
+    public static let bufferedStreamRejected: UInt64 = 0x3994_bd84
 
     /// The preamble of a unidirectional stream of `session` (the CONNECT stream's id).
     public static func uniStreamHeader(session: UInt64) -> [UInt8] { header(uniStreamType, session) }
