@@ -40,6 +40,8 @@ enum RelayCommand {
           --retry-threshold N       handshakes in progress before new clients must answer a Retry (default 64)
           --max-handshakes-per-address N
                                     handshakes in progress from one IP address (default 32)
+          --no-http                 do not answer HTTP on TCP at the same port number (by default, as
+                                    moq-relay: GET /certificate.sha256, /announced[/PREFIX][?jwt=…], /health)
           --log-level LEVEL         debug, info, warning or error (default info)
 
         examples:
@@ -60,7 +62,7 @@ enum RelayCommand {
                     "max-subscriptions", "max-announces", "max-buffered-bytes", "max-incoming-bytes",
                     "retry-threshold", "max-handshakes-per-address", "log-level",
                 ],
-                flags: ["upstream-tls-disable-verify"])
+                flags: ["upstream-tls-disable-verify", "no-http"])
         } catch { throw .usage(error.description) }
 
         var config = MoqRelay.Configuration()
@@ -90,6 +92,7 @@ enum RelayCommand {
         }
         let logger = MoqLogger.standardError(level: level, label: "relay")
         config.logger = logger
+        config.serveHTTP = !args.has("no-http")
 
         var publicPrefixes = args.all("public")
         var key: [UInt8]?

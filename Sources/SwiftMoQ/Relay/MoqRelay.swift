@@ -41,6 +41,10 @@ public final class MoqRelay: @unchecked Sendable {
         public var maxHandshakesPerAddress: Int = 32
         /// Where log lines go.
         public var logger: MoqLogger
+        /// Answer HTTP on TCP at the same port number, as moq-relay does: `GET /certificate.sha256`
+        /// (the pin for self-signed development relays, what `http://` URLs fetch), `/announced[/prefix]`
+        /// (broadcasts under a prefix, one per line; `?jwt=` as for sessions) and `/health`.
+        public var serveHTTP = true
 
         public init(
             host: String = "0.0.0.0", port: UInt16 = MoqURL.defaultPort,
@@ -76,6 +80,7 @@ public final class MoqRelay: @unchecked Sendable {
     private let counter = Atomic<UInt64>(0)
     private let ingests = Lock<[ObjectIdentifier: AnnounceIngest]>([:])
     private var upstreamTask: Task<Void, Never>?
+    private var web: RelayWeb?
     private let upstreamIngest = Lock<AnnounceIngest?>(nil)
     private let stopping = Atomic(false)
 
@@ -136,6 +141,15 @@ public final class MoqRelay: @unchecked Sendable {
             box.value?.accept(session, setup: setup)
         }
         configuration.logger.info("listening on \(relay.url) (certificate sha256 \(relay.fingerprint))")
+        if configuration.serveHTTP {
+            do {
+                relay.web = try RelayWeb(host: configuration.host, port: relay.port) { head in
+                    box.value?.answer(head) ?? HTTPResponse(status: 503, body: "shutting down\n")
+                }
+            } catch {
+                configuration.logger.warning("\(error.description) (the relay runs without it)")
+            }
+        }
         if let upstream = configuration.upstream { relay.startUpstream(upstream) }
         return relay
     }
@@ -258,6 +272,36 @@ public final class MoqRelay: @unchecked Sendable {
         server.goaway(uri: uri)
     }
 
+    deinit { web?.stop() }
+
+    // MARK: HTTP (the endpoint's thread)
+
+    /// The TCP port of the HTTP endpoint, when it runs.
+    public var httpPort: UInt16? { web?.port }
+
+    func answer(_ head: HTTPRequestHead) -> HTTPResponse {
+        switch head.path {
+        case "/certificate.sha256":
+            return HTTPResponse(status: 200, body: fingerprint)
+        case "/health":
+            return HTTPResponse(status: 200, body: "ok\n")
+        case _ where head.path == "/announced" || head.path.hasPrefix("/announced/"):
+            let prefix = head.path == "/announced" ? "" : String(head.path.dropFirst("/announced/".count))
+            let query = head.query["jwt"].map { "?jwt=" + PercentEncoding.encode($0) } ?? ""
+            switch configuration.auth.authorize(setupPath: prefix + query) {
+            case .failure(let error):
+                return HTTPResponse(status: 401, body: "\(error.description)\n")
+            case .success(let permissions):
+                let scoped = ScopedOrigin(parent: origin, root: permissions.root, allowed: permissions.subscribe)
+                let (token, current) = scoped.observe(prefix: "") { _ in }
+                scoped.stopObserving(token)
+                return HTTPResponse(status: 200, body: current.map(\.path).joined(separator: "\n"))
+            }
+        default:
+            return HTTPResponse(status: 404, body: "Not found\n")
+        }
+    }
+
     // MARK: Shutdown
 
     /// Sends GOAWAY to every session, waits up to `grace` for them to leave, then
@@ -271,6 +315,7 @@ public final class MoqRelay: @unchecked Sendable {
             try? await Task.sleep(for: .milliseconds(20))
         }
         upstreamTask?.cancel()
+        web?.stop()
         server.close()
         for ingest in ingests.withLock({ Array($0.values) }) { ingest.close() }
         upstreamIngest.withLock { $0 }?.close()

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: MIT
+import MoqSync
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A small HTTP/1.1 endpoint on TCP beside a relay's QUIC port, as moq-relay's: one request per
+/// connection, answered by `handler` on this endpoint's own thread, then closed.
+///
+/// Hostile clients are bounded: at most ``maxConnections`` at once (more wait in the kernel's
+/// backlog), a request head of at most 8 KiB, 5 s to send it and to take the answer.
+final class RelayWeb: @unchecked Sendable {
+    static let maxConnections = 64
+    static let timeoutNs: UInt64 = 5_000_000_000
+
+    /// The TCP port it listens on.
+    let port: UInt16
+    private let listener: Int32
+    /// A pipe: ``stop()`` writes to its end 1 to wake the thread's poll.
+    private let wake: (read: Int32, write: Int32)
+    private let handler: @Sendable (HTTPRequestHead) -> HTTPResponse
+    private let stopping = Atomic(false)
+    private var thread: pthread_t?
+    private let finished = Lock(false)
+
+    private struct Client {
+        let fd: Int32
+        var input: [UInt8] = []
+        var output: [UInt8] = []
+        var written = 0
+        let deadline: UInt64
+    }
+
+    /// Listens on `host:port` (TCP).
+    /// - Throws: ``MoqError/configuration(_:)`` when the address cannot be bound (e.g. in use).
+    init(host: String, port: UInt16, handler: @escaping @Sendable (HTTPRequestHead) -> HTTPResponse) throws(MoqError) {
+        self.handler = handler
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
+        var info: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, String(port), &hints, &info) == 0, let first = info else {
+            throw .configuration("HTTP endpoint: cannot resolve \(host)")
+        }
+        defer { freeaddrinfo(info) }
+        let fd = socket(
+            first.pointee.ai_family,
+            Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        guard fd >= 0 else { throw .configuration("HTTP endpoint: socket: \(String(cString: strerror(errno)))") }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        guard bind(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0, listen(fd, 64) == 0 else {
+            let text = String(cString: strerror(errno))
+            close(fd)
+            throw .configuration("HTTP endpoint: cannot listen on TCP \(host):\(port): \(text)")
+        }
+        var address = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = getsockname(fd, $0, &length) }
+        }
+        // sin_port and sin6_port both sit at offset 2.
+        let boundPort = withUnsafeBytes(of: &address) { UInt16(bigEndian: $0.load(fromByteOffset: 2, as: UInt16.self)) }
+        listener = fd
+        self.port = boundPort
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0 else {
+            close(fd)
+            throw .configuration("HTTP endpoint: pipe: \(String(cString: strerror(errno)))")
+        }
+        for end in ends { Self.configure(end) }
+        wake = (ends[0], ends[1])
+        let box = Unmanaged.passRetained(self)
+        var t = pthread_t()
+        pthread_create(
+            &t, nil,
+            { raw in
+                let me = Unmanaged<RelayWeb>.fromOpaque(raw!).takeRetainedValue()
+                me.run()
+                return nil
+            }, box.toOpaque())
+        thread = t
+    }
+
+    /// Stops listening and closes every connection; returns once the thread has ended.
+    func stop() {
+        guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        var one: UInt8 = 1
+        _ = write(wake.write, &one, 1)
+        // Joined unless called from the endpoint's own thread (a handler that dropped the last
+        // reference to the relay): that thread then ends on its own.
+        if let thread, pthread_equal(thread, pthread_self()) == 0 { pthread_join(thread, nil) }
+    }
+
+    deinit {
+        close(listener)
+        close(wake.read)
+        close(wake.write)
+    }
+
+    /// Non-blocking and closed on exec.
+    private static func configure(_ fd: Int32) {
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+    }
+
+    private static func now() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    }
+
+    private func run() {
+        var clients: [Client] = []
+        defer { for c in clients { close(c.fd) } }
+        while !stopping.load(ordering: .acquiring) {
+            var fds = [pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
+            if clients.count < Self.maxConnections {
+                fds.append(pollfd(fd: listener, events: Int16(POLLIN), revents: 0))
+            }
+            let base = fds.count
+            for c in clients {
+                fds.append(pollfd(fd: c.fd, events: Int16(c.output.isEmpty ? POLLIN : POLLOUT), revents: 0))
+            }
+            _ = poll(&fds, nfds_t(fds.count), 250)
+            if stopping.load(ordering: .acquiring) { return }
+            let now = Self.now()
+            var keep: [Client] = []
+            for (i, var client) in clients.enumerated() {
+                let revents = fds[base + i].revents
+                var done = now > client.deadline || revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0
+                if !done && revents & Int16(POLLIN) != 0 { done = !read(&client) }
+                if !done && !client.output.isEmpty && revents & Int16(POLLOUT) != 0 { done = !flush(&client) }
+                if done { close(client.fd) } else { keep.append(client) }
+            }
+            clients = keep
+            if fds.count > 1, fds[1].fd == listener, fds[1].revents & Int16(POLLIN) != 0 {
+                while clients.count < Self.maxConnections {
+                    let fd = accept(listener, nil, nil)
+                    guard fd >= 0 else { break }
+                    Self.configure(fd)
+                    clients.append(Client(fd: fd, deadline: now + Self.timeoutNs))
+                }
+            }
+        }
+    }
+
+    /// Reads what arrived; answers once the head is complete. False when the connection is done.
+    private func read(_ client: inout Client) -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        let n = chunk.withUnsafeMutableBytes { recv(client.fd, $0.baseAddress, $0.count, 0) }
+        if n == 0 { return false }
+        if n < 0 { return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR }
+        client.input += chunk[..<n]
+        switch HTTPRequestHead.parse(client.input) {
+        case .incomplete: return true
+        case .invalid(let status):
+            client.output = HTTPResponse(status: status, body: "\(HTTPResponse.reason(status))\n").encoded()
+        case .request(let head):
+            var response: HTTPResponse
+            if head.method == "GET" || head.method == "HEAD" {
+                response = handler(head)
+            } else {
+                response = HTTPResponse(status: 405, body: "only GET\n")
+            }
+            client.output = response.encoded(includeBody: head.method != "HEAD")
+        }
+        client.input = []
+        return flush(&client)
+    }
+
+    /// Writes what is pending; false when all of it went out (the connection then closes) or it failed.
+    private func flush(_ client: inout Client) -> Bool {
+        while client.written < client.output.count {
+            let n = client.output.withUnsafeBytes {
+                send(client.fd, $0.baseAddress! + client.written, $0.count - client.written, Int32(MSG_NOSIGNAL))
+            }
+            if n < 0 { return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR }
+            client.written += n
+        }
+        shutdown(client.fd, Int32(SHUT_WR))
+        return false
+    }
+}

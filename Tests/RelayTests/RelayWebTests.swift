@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: MIT
+import Foundation
+import Testing
+
+@testable import SwiftMoQ
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+@Suite("Relay HTTP endpoint: /certificate.sha256, /announced, /health", .serialized, .timeLimit(.minutes(1)))
+struct RelayWebTests {
+    /// GET over TCP (URLSession: the request suspends, nothing blocks the pool).
+    static func get(_ relay: MoqRelay, _ path: String, headers: [String: String] = [:]) async throws
+        -> (status: Int, body: String, cors: String?)
+    {
+        let port = try #require(relay.httpPort)
+        var request = URLRequest(url: try #require(URL(string: "http://127.0.0.1:\(port)\(path)")))
+        for (k, v) in headers { request.setValue(v, forHTTPHeaderField: k) }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let http = try #require(response as? HTTPURLResponse)
+        return (
+            http.statusCode, String(decoding: data, as: UTF8.self),
+            http.value(forHTTPHeaderField: "Access-Control-Allow-Origin")
+        )
+    }
+
+    @Test("the fingerprint an http:// client pins, at the QUIC port's number, readable cross-origin")
+    func certificate() async throws {
+        let relay = try RelayTests.relay()
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        #expect(relay.httpPort == relay.port)
+        let (status, body, cors) = try await Self.get(relay, "/certificate.sha256")
+        #expect(status == 200 && body == relay.fingerprint && cors == "*")
+        #expect(Hex.decode(body)?.count == 32)
+        #expect(try await Self.get(relay, "/health").body == "ok\n")
+        #expect(try await Self.get(relay, "/nothing").status == 404)
+    }
+
+    @Test("/announced lists broadcasts under a prefix, one per line, as moq-relay does; tokens as for sessions")
+    func announced() async throws {
+        let relay = try RelayTests.relay(auth: RelayAuth(publicPrefixes: ["anon"], key: OwnershipTests.key))
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        let publisher = try await RelayTests.connect(relay, "anon")
+        for path in ["room/a", "room/b", "lobby"] { publisher.publish(BroadcastProducer(path: path)) }
+        let secret = try await OwnershipTests.connect(
+            relay, "secret", token: OwnershipTests.token(root: "secret", put: [""]))
+        secret.publish(BroadcastProducer(path: "hidden"))
+        try await Task.sleep(for: .milliseconds(300))
+
+        let all = try await Self.get(relay, "/announced/anon")
+        #expect(all.status == 200)
+        #expect(Set(all.body.split(separator: "\n").map(String.init)) == ["room/a", "room/b", "lobby"])
+        let room = try await Self.get(relay, "/announced/anon/room")
+        #expect(Set(room.body.split(separator: "\n").map(String.init)) == ["a", "b"])
+        // Not public: refused without a token, listed with one.
+        #expect(try await Self.get(relay, "/announced/secret").status == 401)
+        let token = OwnershipTests.token(root: "secret", put: [], get: [""])
+        #expect(try await Self.get(relay, "/announced/secret?jwt=\(token)").body == "hidden")
+        publisher.close()
+        secret.close()
+    }
+
+    @Test("request heads are bounded: an oversized one gets 431, a POST 405")
+    func bounds() async throws {
+        let relay = try RelayTests.relay()
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        let big = try await Self.get(relay, "/health", headers: ["x-pad": String(repeating: "a", count: 9000)])
+        #expect(big.status == 431)
+        let port = try #require(relay.httpPort)
+        var post = URLRequest(url: try #require(URL(string: "http://127.0.0.1:\(port)/health")))
+        post.httpMethod = "POST"
+        let (_, response) = try await URLSession.shared.data(for: post)
+        #expect((response as? HTTPURLResponse)?.statusCode == 405)
+    }
+
+    @Test("request heads parse in pieces; bad request lines are refused")
+    func parsing() {
+        let text = "GET /announced/a%20b?jwt=x%2By&z HTTP/1.1\r\nHost: h\r\nX-Y:  v \r\n\r\n"
+        let bytes = Array(text.utf8)
+        #expect(HTTPRequestHead.parse(Array(bytes.dropLast())) == .incomplete)
+        #expect(
+            HTTPRequestHead.parse(bytes)
+                == .request(
+                    HTTPRequestHead(
+                        method: "GET", path: "/announced/a b", query: ["jwt": "x+y", "z": ""],
+                        headers: ["host": "h", "x-y": "v"])))
+        #expect(HTTPRequestHead.parse(Array("GARBAGE\r\n\r\n".utf8)) == .invalid(status: 400))
+        #expect(HTTPRequestHead.parse(Array("GET / HTTP/1.1\r\nno colon\r\n\r\n".utf8)) == .invalid(status: 400))
+        #expect(HTTPRequestHead.parse([UInt8](repeating: 65, count: 9000)) == .invalid(status: 431))
+    }
+}
