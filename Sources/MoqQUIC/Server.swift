@@ -13,7 +13,8 @@ public final class QUICServer: @unchecked Sendable, DatagramReceiver {
     public let localPort: UInt16
 
     private let loop: QUICEventLoop
-    private let identity: ServerIdentity
+    /// What new connections present (replaced by ``replaceIdentity(_:)``; loop thread only).
+    private var identity: ServerIdentity
     private let settings: QUICSettings
     private let accept: (QUICConnection) -> (any QUICConnectionDelegate)?
     private let socket: UDPSocket
@@ -30,6 +31,13 @@ public final class QUICServer: @unchecked Sendable, DatagramReceiver {
     static let retryTokenLifetime: UInt64 = 10_000_000_000
     /// The smallest datagram an Initial (or anything answered with Version Negotiation) may come in.
     static let minInitialDatagram = 1200
+
+    /// Presents `identity` to connections that start from now on (a rotated certificate); those
+    /// already open keep theirs. Any thread.
+    public func replaceIdentity(_ identity: ServerIdentity) {
+        let box = WeakReference(self)
+        loop.execute { box.value?.identity = identity }
+    }
 
     /// What the server did with packets that were not connections yet (any thread).
     public var stats: QUICServerStats { counters.withLock { $0 } }

@@ -10,8 +10,9 @@ import MoqSync
 public final class MoqServer: @unchecked Sendable {
     /// The UDP port listened on.
     public let port: UInt16
-    /// SHA-256 of the certificate (hex), for clients to pin.
-    public let fingerprint: String
+    /// SHA-256 of the certificate new connections get (hex), for clients to pin.
+    public var fingerprint: String { currentFingerprint.withLock { $0 } }
+    private let currentFingerprint: Lock<String>
     /// What every session serves.
     public let origin: Origin
     let loop: QUICEventLoop
@@ -49,7 +50,7 @@ public final class MoqServer: @unchecked Sendable {
 
     private init(port: UInt16, fingerprint: String, origin: Origin, loop: QUICEventLoop, server: QUICServer) {
         self.port = port
-        self.fingerprint = fingerprint
+        currentFingerprint = Lock(fingerprint)
         self.origin = origin
         self.loop = loop
         self.server = server
@@ -150,5 +151,27 @@ extension MoqSession {
     public func goaway(uri: String = "") {
         let conn = connection
         loop.execute { conn.value.core?.sendGoaway(uri: uri) }
+    }
+}
+
+extension MoqServer {
+    /// Presents `certificate` to connections that start from now on; open sessions keep the one
+    /// they started with. Returns the new fingerprint.
+    /// - Throws: ``MoqError/configuration(_:)`` when it cannot be loaded or generated.
+    @discardableResult
+    public func replaceCertificate(_ certificate: ServerCertificate) throws(MoqError) -> String {
+        let identity: ServerIdentity
+        do {
+            switch certificate {
+            case .files(let chain, let key):
+                identity = try ServerIdentity(.files(certificateChain: chain, privateKey: key))
+            case .selfSigned(let names): identity = try ServerIdentity(.selfSigned(names: names))
+            }
+        } catch {
+            throw .configuration("cannot load the server certificate: \(error)")
+        }
+        server.replaceIdentity(identity)
+        currentFingerprint.withLock { $0 = identity.fingerprint }
+        return identity.fingerprint
     }
 }

@@ -18,7 +18,10 @@ enum RelayCommand {
 
           --listen HOST:PORT        address to listen on (default 0.0.0.0:4443)
           --tls-generate NAME       generate a self-signed ECDSA P-256 certificate for NAME
-                                    (repeatable; the default is --tls-generate localhost)
+                                    (repeatable; the default is --tls-generate localhost), valid
+                                    14 days as browsers require for serverCertificateHashes, and
+                                    replaced by a new one every 7 days without a restart (the
+                                    current fingerprint is at http://HOST:PORT/certificate.sha256)
           --tls-cert FILE           PEM certificate chain, with --tls-key FILE (its private key)
           --public PREFIX           paths under PREFIX are open without a token (repeatable);
                                     --public '' opens every path. With neither --public nor

@@ -89,4 +89,37 @@ struct RelayWebTests {
         #expect(HTTPRequestHead.parse(Array("GET / HTTP/1.1\r\nno colon\r\n\r\n".utf8)) == .invalid(status: 400))
         #expect(HTTPRequestHead.parse([UInt8](repeating: 65, count: 9000)) == .invalid(status: 431))
     }
+
+    @Test("a generated certificate rotates without a restart: new clients need the new pin, open sessions go on")
+    func rotation() async throws {
+        var configuration = MoqRelay.Configuration(host: "127.0.0.1", port: 0, logger: .silent)
+        configuration.certificateRotation = .seconds(1)
+        let relay = try MoqRelay.start(configuration)
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        let first = relay.fingerprint
+        let open = try await RelayTests.connect(relay)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while relay.fingerprint == first && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let second = relay.fingerprint
+        #expect(second != first)
+        #expect(try await Self.get(relay, "/certificate.sha256").body == second)
+        // The old pin no longer matches what new connections get; the new one does.
+        await #expect(throws: MoqError.self) {
+            _ = try await MoqSession.connect(
+                "moql://127.0.0.1:\(relay.port)/anon", options: ClientOptions(tls: TLSOptions(fingerprint: first)))
+        }
+        // (It rotates every second: a handshake that straddles a rotation tries again with the newer pin.)
+        var fresh: MoqSession?
+        for _ in 0..<5 where fresh == nil {
+            fresh = try? await MoqSession.connect(
+                "moql://127.0.0.1:\(relay.port)/anon",
+                options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
+        }
+        let session = try #require(fresh, "no session with the current pin")
+        #expect(open.closeReason == nil)
+        session.close()
+        open.close()
+    }
 }

@@ -45,6 +45,12 @@ public final class MoqRelay: @unchecked Sendable {
         /// (the pin for self-signed development relays, what `http://` URLs fetch), `/announced[/prefix]`
         /// (broadcasts under a prefix, one per line; `?jwt=` as for sessions) and `/health`.
         public var serveHTTP = true
+        /// How often a generated (self-signed) certificate is replaced by a new one: it is valid 14
+        /// days (what browsers accept for `serverCertificateHashes`), so the default, 7 days, keeps
+        /// the one new clients get at least 6 days from expiry. Open sessions keep theirs; the new
+        /// fingerprint is served at once (`/certificate.sha256`, ``fingerprint``). Certificates from
+        /// files are not rotated.
+        public var certificateRotation: Duration = .seconds(7 * 86_400)
 
         public init(
             host: String = "0.0.0.0", port: UInt16 = MoqURL.defaultPort,
@@ -81,6 +87,7 @@ public final class MoqRelay: @unchecked Sendable {
     private let ingests = Lock<[ObjectIdentifier: AnnounceIngest]>([:])
     private var upstreamTask: Task<Void, Never>?
     private var web: RelayWeb?
+    private var rotationTask: Task<Void, Never>?
     private let upstreamIngest = Lock<AnnounceIngest?>(nil)
     private let stopping = Atomic(false)
 
@@ -151,6 +158,7 @@ public final class MoqRelay: @unchecked Sendable {
             }
         }
         if let upstream = configuration.upstream { relay.startUpstream(upstream) }
+        if case .selfSigned = configuration.certificate { relay.startRotation() }
         return relay
     }
 
@@ -272,7 +280,29 @@ public final class MoqRelay: @unchecked Sendable {
         server.goaway(uri: uri)
     }
 
-    deinit { web?.stop() }
+    deinit {
+        web?.stop()
+        rotationTask?.cancel()
+    }
+
+    /// Replaces the generated certificate every ``Configuration/certificateRotation``.
+    private func startRotation() {
+        let interval = configuration.certificateRotation
+        let certificate = configuration.certificate
+        let logger = configuration.logger
+        rotationTask = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                guard !Task.isCancelled, let self else { return }
+                do {
+                    let fingerprint = try self.server.replaceCertificate(certificate)
+                    logger.info("certificate rotated: new connections get sha256 \(fingerprint)")
+                } catch {
+                    logger.warning("certificate rotation failed (the current one stays): \(error)")
+                }
+            }
+        }
+    }
 
     // MARK: HTTP (the endpoint's thread)
 
@@ -315,6 +345,7 @@ public final class MoqRelay: @unchecked Sendable {
             try? await Task.sleep(for: .milliseconds(20))
         }
         upstreamTask?.cancel()
+        rotationTask?.cancel()
         web?.stop()
         server.close()
         for ingest in ingests.withLock({ Array($0.values) }) { ingest.close() }
