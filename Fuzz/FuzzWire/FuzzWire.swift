@@ -90,7 +90,7 @@ private func roundTrip<M: WireMessage>(_ type: M.Type, _ input: Bytes) {
 /// HTTP/3 frames (split where the input says), QPACK field sections, Huffman strings, capsules and
 /// the CONNECT check: typed errors only; whatever decodes re-encodes to the same fields.
 private func fuzzHTTP3(_ which: UInt8, _ bytes: [UInt8]) {
-    switch which % 5 {
+    switch which % 6 {
     case 0:
         var reader = HTTP3FrameReader()
         var offset = 0
@@ -128,8 +128,41 @@ private func fuzzHTTP3(_ which: UInt8, _ bytes: [UInt8]) {
             precondition((try? third.next()) == normal, "capsule round trip")
         }
         precondition(reader.buffered <= bytes.count, "capsule reader grew")
-    default:
+    case 4:
         _ = StructuredList.decode(String(decoding: bytes, as: UTF8.self))
         _ = WebTransportWire.parseDatagram(bytes)
+    default:
+        // A server endpoint fed a hostile client's streams: each chunk is (stream id byte, length byte, bytes).
+        let sink = FuzzStreams()
+        let endpoint = WebTransportEndpoint(role: .server, streams: sink)
+        _ = try? endpoint.start()
+        var i = 0
+        while i + 2 <= bytes.count {
+            let stream = Int64(bytes[i] & 0x3f)
+            let count = min(Int(bytes[i + 1]), bytes.count - i - 2)
+            let chunk = Array(bytes[(i + 2)..<(i + 2 + count)])
+            i += 2 + count
+            guard let events = try? endpoint.received(stream: stream, chunk, fin: bytes[i - count - 2] & 0x40 != 0)
+            else {
+                return
+            }
+            if events.contains(where: { if case .connectRequest = $0 { true } else { false } }) {
+                _ = endpoint.accept(protocol: "moq-lite-06")
+            }
+        }
+        precondition(endpoint.trackedStreams <= 64 + 64, "endpoint tracks too many streams")
     }
+}
+
+/// Streams of a fuzzed endpoint: writes are dropped.
+private final class FuzzStreams: WebTransportStreams {
+    var next: Int64 = 3
+    func openStream(bidirectional: Bool) -> Int64? {
+        defer { next += 4 }
+        return next
+    }
+    func write(_ stream: Int64, _ bytes: [UInt8], fin: Bool) {}
+    func stopSending(_ stream: Int64, code: UInt64) {}
+    func resetStream(_ stream: Int64, code: UInt64) {}
+    func closeConnection(code: UInt64, reason: String) {}
 }

@@ -69,6 +69,9 @@ public final class WebTransportEndpoint {
     private var connectReader = HTTP3FrameReader()
     private var capsules = CapsuleReader()
     private var answered = false
+    private var closedReported = false
+    /// The session id the held streams named before the CONNECT arrived (server).
+    private var waitingFor: UInt64?
     public private(set) var isReady = false
     private var events: [Event] = []
 
@@ -135,7 +138,7 @@ public final class WebTransportEndpoint {
 
     /// The preamble our own streams of the session start with.
     public func preamble(bidirectional: Bool) -> [UInt8] {
-        let session = UInt64(sessionID ?? 0)
+        let session = UInt64(clamping: sessionID ?? 0)
         return bidirectional
             ? WebTransportWire.bidiStreamHeader(session: session) : WebTransportWire.uniStreamHeader(session: session)
     }
@@ -236,12 +239,14 @@ public final class WebTransportEndpoint {
             return
         }
         let initial = Array(pending[c...])
-        if let mine = sessionID, session == UInt64(mine), isReady {
+        if let mine = sessionID, session == UInt64(clamping: mine), isReady {
             peer[stream] = .session
             events.append(.sessionStream(id: stream, initial: initial, fin: fin))
-        } else if sessionID == nil || session == UInt64(sessionID ?? -1) {
+        } else if sessionID.map({ session == UInt64(clamping: $0) }) ?? ((waitingFor ?? session) == session) {
             // The peer may open streams as soon as it sent (or answered) the CONNECT; they can
-            // overtake the CONNECT stream's bytes. Held until the session opens.
+            // overtake the CONNECT stream's bytes. Held until the session opens — those of one
+            // session id only (one session per connection).
+            waitingFor = session
             peer[stream] = .waiting(initial: initial, fin: fin)
         } else {
             // A stream of a session that does not exist: refused.
@@ -252,6 +257,15 @@ public final class WebTransportEndpoint {
 
     /// The session opened: the streams that were waiting for it go to the application.
     private func releaseWaiting() {
+        if let held = waitingFor, let mine = sessionID, held != UInt64(clamping: mine) {
+            // They named another session: refused.
+            for (stream, state) in peer {
+                guard case .waiting = state else { continue }
+                streams.stopSending(stream, code: WebTransportWire.bufferedStreamRejected)
+                peer[stream] = .ignored
+            }
+            return
+        }
         for (stream, state) in peer.sorted(by: { $0.key < $1.key }) {
             guard case .waiting(let initial, let fin) = state else { continue }
             peer[stream] = .session
@@ -329,7 +343,10 @@ public final class WebTransportEndpoint {
                 capsules.append(payload)
                 while let capsule = try capsules.next() {
                     switch capsule {
-                    case .close(let code, let reason): events.append(.closed(code: code, reason: reason))
+                    case .close(let code, let reason):
+                        guard !closedReported else { break }
+                        closedReported = true
+                        events.append(.closed(code: code, reason: reason))
                     case .drain: events.append(.draining)
                     case .unknown: break
                     }
@@ -338,7 +355,8 @@ public final class WebTransportEndpoint {
                 throw HTTP3Error(HTTP3Error.frameUnexpected, "unexpected frame on the CONNECT stream")
             }
         }
-        if fin, !events.contains(where: { if case .closed = $0 { true } else { false } }) {
+        if fin, !closedReported {
+            closedReported = true
             events.append(.closed(code: 0, reason: ""))
         }
     }

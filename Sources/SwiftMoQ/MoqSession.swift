@@ -163,7 +163,8 @@ public final class MoqSession: @unchecked Sendable {
             case .unannounced(let path): merge.local(.ended(path: path))
             }
         }
-        for item in current { merge.local(.active(path: item.path, route: item.route)) }
+        // Changes that raced ahead of the snapshot wait for it (they come after it).
+        merge.replayLocal(current.map { AnnounceEvent.active(path: $0.path, route: $0.route) })
         loop.execute {
             guard let core = conn.value.core, !core.isClosed else {
                 merge.remote(.closed(.sessionClosed))
@@ -479,6 +480,8 @@ final class AnnounceMerge: @unchecked Sendable {
         var local: Set<String> = []
         var remote: Set<String> = []
         var closed = false
+        /// Local events that arrived before the snapshot was replayed (nil once it was).
+        var early: [AnnounceEvent]? = []
     }
     private let state = Lock(State())
     private let continuation: AsyncStream<AnnounceEvent>.Continuation
@@ -489,8 +492,29 @@ final class AnnounceMerge: @unchecked Sendable {
         self.onOverflow = onOverflow
     }
 
-    /// An event about the session's own broadcasts.
-    func local(_ event: AnnounceEvent) { apply(event, local: true) }
+    /// An event about the session's own broadcasts (held until ``replayLocal(_:)``).
+    func local(_ event: AnnounceEvent) {
+        let held = state.withLock { s -> Bool in
+            guard s.early != nil else { return false }
+            s.early?.append(event)
+            return true
+        }
+        if !held { apply(event, local: true) }
+    }
+
+    /// The session's own broadcasts when observing began, then the changes that came meanwhile.
+    func replayLocal(_ snapshot: [AnnounceEvent]) {
+        for event in snapshot { apply(event, local: true) }
+        while true {
+            let next = state.withLock { s -> [AnnounceEvent] in
+                let pending = s.early ?? []
+                s.early = pending.isEmpty ? nil : []
+                return pending
+            }
+            if next.isEmpty { return }
+            for event in next { apply(event, local: true) }
+        }
+    }
 
     /// An event from the peer.
     func remote(_ event: AnnounceEvent) { apply(event, local: false) }

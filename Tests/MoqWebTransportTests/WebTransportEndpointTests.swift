@@ -107,7 +107,21 @@ struct WebTransportEndpointTests {
         _ = server.accept(protocol: nil)
         _ = try deliver(sq.drain(), to: client)
         client.close(code: 0x11, reason: "timeout")
-        #expect(try deliver(cq.drain(), to: server) == [.closed(code: 0x11, reason: "timeout")])
+        // The capsule and the FIN in separate deliveries: one close, with the peer's code.
+        let closing = cq.drain()
+        let capsule = closing[0].bytes
+        #expect(try server.received(stream: 0, capsule, fin: false) == [.closed(code: 0x11, reason: "timeout")])
+        #expect(try server.received(stream: 0, [], fin: true).isEmpty)
+    }
+
+    @Test("streams held before the CONNECT that name another session are refused, not handed over")
+    func bogusSessionStreams() throws {
+        let (cq, _, sq, server) = try pair()
+        // A uni stream claiming session 8 arrives before the CONNECT (on stream 0).
+        #expect(try server.received(stream: 6, WebTransportWire.uniStreamHeader(session: 8) + [1], fin: false).isEmpty)
+        _ = try deliver(cq.drain(), to: server)
+        #expect(server.accept(protocol: nil) == [.ready(selectedProtocol: nil)])
+        #expect(sq.stopped.contains { $0.0 == 6 && $0.1 == WebTransportWire.bufferedStreamRejected })
     }
 
     @Test("a refused or malformed CONNECT: 400 from the server, a connect error at the client")

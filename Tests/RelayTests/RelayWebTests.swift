@@ -35,6 +35,12 @@ struct RelayWebTests {
         #expect(Hex.decode(body)?.count == 32)
         #expect(try await Self.get(relay, "/health").body == "ok\n")
         #expect(try await Self.get(relay, "/nothing").status == 404)
+        // Shut down: the port is released at once (clients are refused, not left hanging).
+        let port = try #require(relay.httpPort)
+        await relay.shutdown(grace: .zero)
+        await #expect(throws: (any Error).self) {
+            _ = try await URLSession.shared.data(from: try #require(URL(string: "http://127.0.0.1:\(port)/health")))
+        }
     }
 
     @Test("/announced lists broadcasts under a prefix, one per line, as moq-relay does; tokens as for sessions")

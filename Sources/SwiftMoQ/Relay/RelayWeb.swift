@@ -75,13 +75,17 @@ final class RelayWeb: @unchecked Sendable {
         wake = (ends[0], ends[1])
         let box = Unmanaged.passRetained(self)
         var t = pthread_t()
-        pthread_create(
+        let rc = pthread_create(
             &t, nil,
             { raw in
                 let me = Unmanaged<RelayWeb>.fromOpaque(raw!).takeRetainedValue()
                 me.run()
                 return nil
             }, box.toOpaque())
+        guard rc == 0 else {
+            box.release()
+            throw .configuration("HTTP endpoint: cannot start its thread (error \(rc))")
+        }
         thread = t
     }
 
@@ -91,12 +95,22 @@ final class RelayWeb: @unchecked Sendable {
         var one: UInt8 = 1
         _ = write(wake.write, &one, 1)
         // Joined unless called from the endpoint's own thread (a handler that dropped the last
-        // reference to the relay): that thread then ends on its own.
-        if let thread, pthread_equal(thread, pthread_self()) == 0 { pthread_join(thread, nil) }
+        // reference to the relay): that thread is detached and ends on its own.
+        if let thread {
+            if pthread_equal(thread, pthread_self()) == 0 {
+                pthread_join(thread, nil)
+            } else {
+                pthread_detach(thread)
+            }
+        }
+        // The port is released now, not when the object goes: clients are refused at once and a
+        // new relay in this process may listen there again.
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
     }
 
     deinit {
-        close(listener)
+        if !stopping.load(ordering: .acquiring) { close(listener) }
         close(wake.read)
         close(wake.write)
     }
@@ -116,9 +130,11 @@ final class RelayWeb: @unchecked Sendable {
     private func run() {
         var clients: [Client] = []
         defer { for c in clients { close(c.fd) } }
+        // Out of file descriptors: accepting pauses a little instead of spinning on a readable listener.
+        var acceptPausedUntil: UInt64 = 0
         while !stopping.load(ordering: .acquiring) {
             var fds = [pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
-            if clients.count < Self.maxConnections {
+            if clients.count < Self.maxConnections && Self.now() >= acceptPausedUntil {
                 fds.append(pollfd(fd: listener, events: Int16(POLLIN), revents: 0))
             }
             let base = fds.count
@@ -140,7 +156,12 @@ final class RelayWeb: @unchecked Sendable {
             if fds.count > 1, fds[1].fd == listener, fds[1].revents & Int16(POLLIN) != 0 {
                 while clients.count < Self.maxConnections {
                     let fd = accept(listener, nil, nil)
-                    guard fd >= 0 else { break }
+                    guard fd >= 0 else {
+                        if errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM {
+                            acceptPausedUntil = now + 100_000_000
+                        }
+                        break
+                    }
                     Self.configure(fd)
                     clients.append(Client(fd: fd, deadline: now + Self.timeoutNs))
                 }
