@@ -63,16 +63,7 @@ public final class MoqServer: @unchecked Sendable {
         origin: Origin = Origin(), options: Options = Options(),
         onSession: @escaping @Sendable (MoqSession, Setup) -> Void = { _, _ in }
     ) throws(MoqError) -> MoqServer {
-        let identity: ServerIdentity
-        do {
-            switch certificate {
-            case .files(let chain, let key):
-                identity = try ServerIdentity(.files(certificateChain: chain, privateKey: key))
-            case .selfSigned(let names): identity = try ServerIdentity(.selfSigned(names: names))
-            }
-        } catch {
-            throw .configuration("cannot load the server certificate: \(error)")
-        }
+        let identity = try Self.identity(for: certificate)
         let loop: QUICEventLoop
         do { loop = try QUICEventLoop(name: "swiftmoq-server") } catch {
             throw .configuration("cannot start the network thread: \(error)")
@@ -160,18 +151,21 @@ extension MoqServer {
     /// - Throws: ``MoqError/configuration(_:)`` when it cannot be loaded or generated.
     @discardableResult
     public func replaceCertificate(_ certificate: ServerCertificate) throws(MoqError) -> String {
-        let identity: ServerIdentity
+        let identity = try Self.identity(for: certificate)
+        server.replaceIdentity(identity)
+        currentFingerprint.withLock { $0 = identity.fingerprint }
+        return identity.fingerprint
+    }
+
+    /// Loads or generates the identity `certificate` names.
+    static func identity(for certificate: ServerCertificate) throws(MoqError) -> ServerIdentity {
         do {
             switch certificate {
-            case .files(let chain, let key):
-                identity = try ServerIdentity(.files(certificateChain: chain, privateKey: key))
-            case .selfSigned(let names): identity = try ServerIdentity(.selfSigned(names: names))
+            case .files(let chain, let key): return try ServerIdentity(.files(certificateChain: chain, privateKey: key))
+            case .selfSigned(let names): return try ServerIdentity(.selfSigned(names: names))
             }
         } catch {
             throw .configuration("cannot load the server certificate: \(error)")
         }
-        server.replaceIdentity(identity)
-        currentFingerprint.withLock { $0 = identity.fingerprint }
-        return identity.fingerprint
     }
 }

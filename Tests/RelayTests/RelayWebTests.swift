@@ -80,6 +80,36 @@ struct RelayWebTests {
         #expect((response as? HTTPURLResponse)?.statusCode == 405)
     }
 
+    @Test("64 clients that never send a request hold the endpoint at most 5 s: the next one is answered after")
+    func idleFlood() async throws {
+        let relay = try RelayTests.relay()
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        let port = try #require(relay.httpPort)
+        // 70 connections that stay silent (loopback: connect completes through the listen backlog at once).
+        var idle: [Int32] = []
+        defer { for fd in idle { close(fd) } }
+        for _ in 0..<70 {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = port.bigEndian
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let rc = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            try #require(rc == 0)
+            idle.append(fd)
+        }
+        let start = ContinuousClock.now
+        let answer = try await Self.get(relay, "/health")
+        #expect(answer.status == 200)
+        // Served only once the silent ones timed out: they held every slot until then.
+        let waited = ContinuousClock.now - start
+        #expect(waited > .seconds(3), "\(waited)")
+    }
+
     @Test("request heads parse in pieces; bad request lines are refused")
     func parsing() {
         let text = "GET /announced/a%20b?jwt=x%2By&z HTTP/1.1\r\nHost: h\r\nX-Y:  v \r\n\r\n"

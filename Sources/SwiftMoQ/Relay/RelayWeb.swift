@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import MoqSession
 import MoqSync
 import Synchronization
 
@@ -121,11 +122,7 @@ final class RelayWeb: @unchecked Sendable {
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
     }
 
-    private static func now() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-    }
+    private static func now() -> UInt64 { SystemClock().now() }
 
     private func run() {
         var clients: [Client] = []
