@@ -308,7 +308,7 @@ final class UDPSocket: LoopSource {
 }
 
 /// Runs `body` on a new detached thread (used for blocking name resolution).
-func spawnDetached(_ body: @escaping @Sendable () -> Void) {
+package func spawnDetached(_ body: @escaping @Sendable () -> Void) {
     final class Box: @unchecked Sendable {
         let body: @Sendable () -> Void
         init(_ body: @escaping @Sendable () -> Void) { self.body = body }

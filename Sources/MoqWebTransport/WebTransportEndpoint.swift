@@ -34,6 +34,9 @@ public final class WebTransportEndpoint {
         case closed(code: UInt32, reason: String)
         /// The peer asked for the session to end soon.
         case draining
+        /// Client: the server answered the CONNECT with a status outside 2xx (403: the path is
+        /// outside the token's grant, 404: no such root…); the session never opens.
+        case rejected(status: Int)
     }
 
     public enum Role: Equatable {
@@ -135,6 +138,15 @@ public final class WebTransportEndpoint {
 
     /// Streams of the peer tracked now (for tests and the owner's budget).
     public var trackedStreams: Int { peer.count }
+
+    /// True while a peer stream's bytes are held here (its type or preamble incomplete, or its
+    /// session not open yet): the owner keeps their flow-control credit until it is handed over.
+    public func holds(stream: Int64) -> Bool {
+        switch peer[stream] {
+        case .identifying?, .waiting?: true
+        default: false
+        }
+    }
 
     /// The preamble our own streams of the session start with.
     public func preamble(bidirectional: Bool) -> [UInt8] {
@@ -334,7 +346,9 @@ public final class WebTransportEndpoint {
                 }
                 let response = try WebTransportConnect.Response(fields: fields)
                 guard (200..<300).contains(response.status) else {
-                    throw HTTP3Error(HTTP3Error.connectError, "the server answered the CONNECT with \(response.status)")
+                    closedReported = true
+                    events.append(.rejected(status: response.status))
+                    return
                 }
                 isReady = true
                 events.append(.ready(selectedProtocol: response.selectedProtocol))

@@ -6,6 +6,8 @@
 /// The bytes WebTransport over HTTP/3 puts around a session's streams and datagrams
 /// (draft-ietf-webtrans-http3; the values moq-dev's implementation and browsers use).
 public enum WebTransportWire {
+    /// The ALPN of HTTP/3, which WebTransport runs over.
+    public static let alpn = "h3"
     /// HTTP/3 unidirectional stream types (RFC 9114 §6.2, RFC 9204 §4.2).
     public static let controlStreamType: UInt64 = 0x00
     public static let pushStreamType: UInt64 = 0x01

@@ -2,11 +2,14 @@
 import MoqQUIC
 public import MoqSession
 import MoqSync
+import MoqWebTransport
 
-/// Accepts moq-lite-06 sessions over raw QUIC.
+/// Accepts moq-lite-06 sessions over raw QUIC (ALPN `moq-lite-06`) and over WebTransport
+/// (ALPN `h3`, on the same UDP port; the ALPN decides).
 ///
 /// Every accepted session serves ``origin`` to its peer; `onSession` receives each
-/// session once its SETUP exchange completed (with the client's request path).
+/// session once its SETUP exchange completed, with the client's request path (for a
+/// WebTransport session, the CONNECT's path, since such clients put none in SETUP).
 public final class MoqServer: @unchecked Sendable {
     /// The UDP port listened on.
     public let port: UInt16
@@ -36,6 +39,12 @@ public final class MoqServer: @unchecked Sendable {
         public var retryThreshold: Int = 64
         /// Handshakes in progress from one IP address.
         public var maxHandshakesPerAddress: Int = 32
+        /// Whether WebTransport clients (ALPN `h3`, browsers, `https://` URLs) are accepted.
+        public var webTransport: Bool = true
+        /// Decides on a WebTransport CONNECT by its path and query (e.g. a token outside its
+        /// grant): returns the HTTP status that refuses it (401, 403, 404), or nil to accept.
+        /// Raw QUIC clients are judged after SETUP instead, where their path travels.
+        public var admitWebTransportPath: (@Sendable (String) -> Int?)?
 
         public init(
             role: SessionRole? = nil, idleTimeout: Duration = .seconds(10), maxConnections: Int = 1024,
@@ -69,7 +78,8 @@ public final class MoqServer: @unchecked Sendable {
             throw .configuration("cannot start the network thread: \(error)")
         }
         var settings = QUICSettings()
-        settings.alpn = MoqVersion.alpn
+        // Our order decides: raw QUIC first, so a client offering both (moq-dev's) gets it.
+        settings.alpn = MoqVersion.alpn + (options.webTransport ? [WebTransportWire.alpn] : [])
         settings.automaticFlowControlCredit = false  // the session core returns credit as it consumes
         settings.idleTimeout = options.idleTimeout
         settings.maxConnections = options.maxConnections
@@ -85,13 +95,18 @@ public final class MoqServer: @unchecked Sendable {
                 let endpoint = SessionConnection(
                     loop: loop, config: config, directory: origin, peerDescription: connection.remoteAddress)
                 endpoint.attach(connection)
+                if let admit = options.admitWebTransportPath { endpoint.admitWebTransport = { admit($0.path) } }
                 endpoint.startConnectTimer(.seconds(15))
                 endpoint.onReady = { result in
                     guard case .success = result, let server = holder.server, let core = endpoint.core else { return }
-                    let session = MoqSession(loop: loop, connection: endpoint, origin: origin, url: nil)
+                    let session = MoqSession(
+                        loop: loop, connection: endpoint, origin: origin, url: nil,
+                        binding: endpoint.web == nil ? .quic : .webTransport)
                     session.installHandlers()
                     server.track(session)
-                    onSession(session, core.peerSetup ?? Setup())
+                    var setup = core.peerSetup ?? Setup()
+                    if let path = endpoint.webTransportPath { setup.path = path }
+                    onSession(session, setup)
                 }
                 return endpoint
             }

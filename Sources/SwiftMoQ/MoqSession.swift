@@ -2,9 +2,10 @@
 import MoqQUIC
 public import MoqSession
 import MoqSync
+import MoqWebTransport
 public import MoqWire
 
-/// A moq-lite-06 session with a relay (or any moq-lite peer), over raw QUIC.
+/// A moq-lite-06 session with a relay (or any moq-lite peer), over raw QUIC or WebTransport.
 ///
 /// Publish by adding broadcasts to ``origin`` (the peer learns of them through its
 /// announce requests); subscribe with ``subscribe(broadcast:track:range:)``;
@@ -36,11 +37,15 @@ public final class MoqSession: @unchecked Sendable {
         case closed(SessionCloseReason)
     }
 
-    init(loop: QUICEventLoop, connection: SessionConnection, origin: Origin, url: MoqURL?) {
+    /// What the session runs over.
+    public let binding: SessionBinding
+
+    init(loop: QUICEventLoop, connection: SessionConnection, origin: Origin, url: MoqURL?, binding: SessionBinding) {
         self.loop = loop
         self.connection = LoopBound(connection)
         self.origin = origin
         self.url = url
+        self.binding = binding
     }
 
     /// Called on the loop thread once the connection is set up.
@@ -80,10 +85,17 @@ public final class MoqSession: @unchecked Sendable {
         answered: Lock<Bool>?
     ) async throws(MoqError) -> MoqSession {
         let target = options.authToken.map { url.addingToken($0) } ?? url
-        let verification = try options.tls.verification()
+        var verification = try options.tls.verification()
+        if target.fetchesCertificateHash, case .system = verification {
+            // http://: the relay publishes its self-signed certificate's hash; pin that one.
+            let hash = try await CertificateHashFetch.fetch(
+                host: target.host, port: target.port, timeout: options.connectTimeout)
+            verification = .fingerprints([hash])
+        }
+        let tls = TLSClientConfiguration(verification: verification)
         let loop = try SharedLoop.get()
         var settings = QUICSettings()
-        settings.alpn = MoqVersion.alpn
+        settings.alpn = target.isWebTransport ? [WebTransportWire.alpn] : MoqVersion.alpn
         settings.automaticFlowControlCredit = false  // the session core returns credit as it consumes
         settings.idleTimeout = options.idleTimeout
         // A client that only receives (a player) sends nothing until a packet arrives, and after
@@ -91,7 +103,12 @@ public final class MoqSession: @unchecked Sendable {
         // keep-alive PING is what reaches it. 3 s of frozen video became 1 s (docs/reliability.md).
         settings.keepAliveInterval = .seconds(1)
         settings.handshakeTimeout = options.connectTimeout
-        var sessionConfig = SessionConfig(role: options.role, path: target.setupPath)
+        // Over WebTransport the path travels in the CONNECT, never in SETUP (moq-dev's rule).
+        var sessionConfig = SessionConfig(role: options.role, path: target.isWebTransport ? nil : target.setupPath)
+        let webRequest =
+            target.isWebTransport
+            ? WebTransportConnect.Request(
+                authority: target.authority, path: target.setupPath, protocols: [MoqVersion.lite06.rawValue]) : nil
         if let hop = options.hopID { sessionConfig.hopID = hop }
         let config = sessionConfig
         let quicSettings = settings
@@ -106,8 +123,11 @@ public final class MoqSession: @unchecked Sendable {
             loop.execute {
                 let endpoint = SessionConnection(
                     loop: loop, config: config, directory: serving ?? origin, peerDescription: peer)
-                let session = MoqSession(loop: loop, connection: endpoint, origin: origin, url: target)
+                let session = MoqSession(
+                    loop: loop, connection: endpoint, origin: origin, url: target,
+                    binding: target.isWebTransport ? .webTransport : .quic)
                 endpoint.peerAnsweredBeforeTimeout = answered
+                endpoint.webTransportRequest = webRequest
                 endpoint.onReady = { result in
                     switch result {
                     case .success:
@@ -120,7 +140,7 @@ public final class MoqSession: @unchecked Sendable {
                 }
                 let connection = QUICClient.connect(
                     host: target.host, port: target.port,
-                    tls: TLSClientConfiguration(verification: verification), settings: quicSettings, loop: loop,
+                    tls: tls, settings: quicSettings, loop: loop,
                     delegate: endpoint)
                 endpoint.attach(connection)
                 endpoint.startConnectTimer(options.connectTimeout)
@@ -359,6 +379,7 @@ public final class MoqSession: @unchecked Sendable {
     /// Statistics of the session and its connection.
     public func stats() async -> SessionStats {
         let conn = connection
+        let binding = self.binding
         return await withCheckedContinuation { continuation in
             loop.execute {
                 let counters = conn.value.core?.counters ?? SessionCounters()
@@ -367,7 +388,7 @@ public final class MoqSession: @unchecked Sendable {
                     returning: SessionStats(
                         counters: counters, rttMicros: (q?.smoothedRTT.nanoseconds ?? 0) / 1000,
                         sendRateBps: q?.estimatedSendRate ?? 0, packetsLost: q?.packetsLost ?? 0,
-                        bytesSent: q?.bytesSent ?? 0, bytesReceived: q?.bytesReceived ?? 0))
+                        bytesSent: q?.bytesSent ?? 0, bytesReceived: q?.bytesReceived ?? 0, binding: binding))
             }
         }
     }
@@ -402,6 +423,18 @@ public struct SessionStats: Sendable, Equatable {
     public var bytesSent: UInt64
     /// Bytes received on the connection.
     public var bytesReceived: UInt64
+    /// Raw QUIC or WebTransport.
+    public var binding: SessionBinding = .quic
+}
+
+/// What a session runs over.
+public enum SessionBinding: String, Sendable, Equatable, CustomStringConvertible {
+    /// Raw QUIC, ALPN `moq-lite-06` (`moql://` URLs).
+    case quic = "QUIC"
+    /// WebTransport over HTTP/3, ALPN `h3` (`https://` and `http://` URLs, browsers).
+    case webTransport = "WebTransport"
+
+    public var description: String { rawValue }
 }
 
 /// A subscription to a peer's track.

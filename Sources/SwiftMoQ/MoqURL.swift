@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: MIT
 
-/// A relay address: `moql://host:port/path?query` (raw QUIC, ALPN `moq-lite-06`).
+/// A relay address, in the schemes moq-dev's clients take:
+/// - `moql://host:port/path?query` (`moqt://` is a synonym): raw QUIC, ALPN `moq-lite-06`; the
+///   path and query travel in the SETUP Path parameter.
+/// - `https://host:port/path?query`: WebTransport over HTTP/3 (ALPN `h3`); the path and query
+///   travel in the extended CONNECT's `:path`. The certificate is verified as for raw QUIC.
+/// - `http://host:port/path?query`: the same WebTransport session, pinned to the certificate
+///   hash the relay serves at `http://host:port/certificate.sha256` over TCP (moq-dev's
+///   convention for development relays with self-signed certificates).
 ///
-/// The path and query travel in the SETUP Path parameter, as moq-relay expects:
-/// the path is the root that scopes what the session publishes and sees, and
-/// `?jwt=` carries a token. `moqt://` is accepted as a synonym, as the Rust client does.
+/// Either way the path is the root that scopes what the session publishes and sees, and
+/// `?jwt=` carries a token.
 public struct MoqURL: Sendable, Equatable, CustomStringConvertible {
-    /// The scheme as written (`moql` or `moqt`).
+    /// The scheme as written, lowercased (`moql`, `moqt`, `https` or `http`).
     public let scheme: String
     /// Host name or IP literal (IPv6 without brackets).
     public let host: String
@@ -17,8 +23,20 @@ public struct MoqURL: Sendable, Equatable, CustomStringConvertible {
     /// The query without `?`, if any.
     public let query: String?
 
-    /// The default port when a URL names none (moq-relay's default).
+    /// The default port of a raw QUIC URL that names none (moq-relay's default).
     public static let defaultPort: UInt16 = 4443
+
+    /// True for `https://` and `http://`: the session runs over WebTransport.
+    public var isWebTransport: Bool { scheme == "https" || scheme == "http" }
+
+    /// True for `http://`: the certificate hash is fetched from the relay and pinned.
+    public var fetchesCertificateHash: Bool { scheme == "http" }
+
+    /// The URL where an `http://` relay publishes its certificate's SHA-256.
+    public var certificateHashURL: String {
+        let h = host.contains(":") ? "[\(host)]" : host
+        return "http://\(h):\(port)/certificate.sha256"
+    }
 
     /// Parses a URL; the error says what to fix.
     public init(_ string: String) throws(MoqError) {
@@ -26,13 +44,15 @@ public struct MoqURL: Sendable, Equatable, CustomStringConvertible {
             throw .invalidURL("'\(string)' is not a URL: expected moql://host:port/path")
         }
         let scheme = String(string[..<schemeEnd.lowerBound]).lowercased()
+        var port: UInt16
         switch scheme {
-        case "moql", "moqt": break
-        case "https", "http":
-            throw .invalidURL(
-                "'\(string)': WebTransport (\(scheme)://) is not supported; use moql://host:port/path (raw QUIC)")
+        case "moql", "moqt": port = MoqURL.defaultPort
+        case "https": port = 443
+        case "http": port = 80
         default:
-            throw .invalidURL("'\(string)': unsupported scheme '\(scheme)'; use moql://host:port/path")
+            throw .invalidURL(
+                "'\(string)': unsupported scheme '\(scheme)'; use moql://host:port/path (raw QUIC) or https://host:port/path (WebTransport)"
+            )
         }
         var rest = String(string[schemeEnd.upperBound...])
         var query: String?
@@ -73,7 +93,6 @@ public struct MoqURL: Sendable, Equatable, CustomStringConvertible {
             host = authority
         }
         guard !host.isEmpty else { throw .invalidURL("'\(string)': the host is missing") }
-        var port = MoqURL.defaultPort
         if let portText {
             guard let p = UInt16(portText), p != 0 else {
                 throw .invalidURL("'\(string)': '\(portText)' is not a valid port (1-65535)")
@@ -88,8 +107,15 @@ public struct MoqURL: Sendable, Equatable, CustomStringConvertible {
         self.query = query
     }
 
-    /// The SETUP Path parameter: the path, then `?query` if any.
+    /// The path, then `?query` if any: the SETUP Path parameter on raw QUIC, the CONNECT's
+    /// `:path` on WebTransport.
     public var setupPath: String { query.map { "\(path)?\($0)" } ?? path }
+
+    /// The `:authority` of a WebTransport CONNECT.
+    public var authority: String {
+        let h = host.contains(":") ? "[\(host)]" : host
+        return "\(h):\(port)"
+    }
 
     /// This URL with `jwt=<token>` added to the query.
     public func addingToken(_ token: String) -> MoqURL {

@@ -2,10 +2,11 @@
 import MoqQUIC
 import MoqSession
 import MoqSync
+import MoqWebTransport
 import MoqWire
 
 /// Adapts a QUIC connection to the session core's transport protocol.
-final class QUICSessionTransport: SessionTransport {
+class QUICSessionTransport: SessionTransport {
     let connection: QUICConnection
 
     init(_ connection: QUICConnection) { self.connection = connection }
@@ -32,13 +33,24 @@ final class QUICSessionTransport: SessionTransport {
     }
 }
 
-/// One moq-lite session over one QUIC connection: routes QUIC events into the
-/// session core and reports setup/close to the waiting API. Loop thread only.
+/// One moq-lite session over one QUIC connection, raw (ALPN `moq-lite-06`) or inside a
+/// WebTransport session (ALPN `h3`): routes QUIC events into the session core and reports
+/// setup/close to the waiting API. Loop thread only.
 final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate {
     let loop: QUICEventLoop
     var connection: QUICConnection?
-    var core: SessionCore?
+    /// Made when the handshake completes (the ALPN decides the transport).
+    private(set) var core: SessionCore?
     let config: SessionConfig
+    /// Client: the CONNECT to send when the session runs over WebTransport (nil: raw QUIC).
+    var webTransportRequest: WebTransportConnect.Request?
+    /// Server: decides on a WebTransport CONNECT; returns the HTTP status that refuses it, or
+    /// nil to accept it.
+    var admitWebTransport: ((WebTransportConnect.Request) -> Int?)?
+    /// Server: the accepted CONNECT's path and query (WebTransport clients send no SETUP path).
+    var webTransportPath: String?
+    /// The HTTP/3 side when the session runs over WebTransport.
+    var web: WebTransportRouter?
     /// What the session serves to its peer.
     let directory: (any BroadcastDirectory)?
     /// Called once: the session is usable, or failed before it was.
@@ -64,12 +76,19 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate {
 
     func attach(_ connection: QUICConnection) {
         self.connection = connection
+    }
+
+    @discardableResult
+    func makeCore(_ transport: any SessionTransport) -> SessionCore {
         let core = SessionCore(
-            config: config, transport: QUICSessionTransport(connection), scheduler: LoopScheduler(loop: loop),
-            publishOrigin: directory)
+            config: config, transport: transport, scheduler: LoopScheduler(loop: loop), publishOrigin: directory)
         core.delegate = self
         self.core = core
+        return core
     }
+
+    /// The peer the connection went to, and the path its session is scoped to.
+    var setupPathForRelay: String? { webTransportPath ?? core?.peerSetup?.path }
 
     func startConnectTimer(_ timeout: Duration) {
         let box = LoopBound(self)
@@ -83,7 +102,7 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate {
         }
     }
 
-    private func fail(_ error: MoqError) {
+    func fail(_ error: MoqError) {
         connectTimer?.cancel()
         let ready = onReady
         onReady = nil
@@ -93,41 +112,75 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate {
     // MARK: QUICConnectionDelegate
 
     func quicConnectionDidConnect(_ connection: QUICConnection) {
-        guard connection.negotiatedALPN == MoqVersion.lite06.rawValue else {
-            fail(
-                .tls(
-                    "the peer did not agree on \(MoqVersion.lite06.rawValue) (ALPN \(connection.negotiatedALPN ?? "none"))"
-                ))
+        switch connection.negotiatedALPN {
+        case MoqVersion.lite06.rawValue? where webTransportRequest == nil:
+            makeCore(QUICSessionTransport(connection)).connected()
+        case WebTransportWire.alpn?:
+            startWebTransport(connection)
+        default:
+            let wanted = webTransportRequest == nil ? MoqVersion.lite06.rawValue : WebTransportWire.alpn
+            fail(.tls("the peer did not agree on \(wanted) (ALPN \(connection.negotiatedALPN ?? "none"))"))
             connection.close(code: SessionErrorCode.version.rawValue, reason: "unsupported version")
-            return
         }
-        core?.connected()
     }
 
     func quicConnection(_ connection: QUICConnection, didOpenStream stream: Int64) {
+        // Over WebTransport a peer stream is the session's only once its preamble says so.
+        guard web == nil else { return }
         core?.streamOpened(stream)
     }
 
     func quicConnection(
         _ connection: QUICConnection, didReceive data: UnsafeRawBufferPointer, on stream: Int64, fin: Bool
     ) {
-        core?.received(stream: stream, data: data, fin: fin)
+        guard let web, web.route(stream) == .endpoint else {
+            core?.received(stream: stream, data: data, fin: fin)
+            return
+        }
+        let events: [WebTransportEndpoint.Event]
+        do { events = try web.received(stream, data, fin: fin) } catch {
+            webTransportFailed(error)
+            return
+        }
+        handle(events)
     }
 
     func quicConnection(_ connection: QUICConnection, didResetStream stream: Int64, code: UInt64) {
-        core?.streamReset(stream: stream, wireCode: code)
+        guard let web, web.route(stream) == .endpoint else {
+            core?.streamReset(stream: stream, wireCode: code)
+            return
+        }
+        if stream == web.endpoint.sessionID {
+            handle([.closed(code: 0, reason: "the peer reset the CONNECT stream")])
+        } else {
+            web.abandon(stream)
+        }
     }
 
     func quicConnection(_ connection: QUICConnection, didStopSending stream: Int64, code: UInt64) {
-        core?.stopSending(stream: stream, wireCode: code)
+        // The peer stopped reading one of the HTTP/3 side's streams: nothing of the session's.
+        guard let web, web.route(stream) == .endpoint else {
+            core?.stopSending(stream: stream, wireCode: code)
+            return
+        }
     }
 
     func quicConnection(_ connection: QUICConnection, didCloseStream stream: Int64) {
-        core?.streamClosed(stream: stream)
+        guard let web else {
+            core?.streamClosed(stream: stream)
+            return
+        }
+        if web.route(stream) == .core { core?.streamClosed(stream: stream) }
+        web.closed(stream)
     }
 
     func quicConnection(_ connection: QUICConnection, didReceiveDatagram data: UnsafeRawBufferPointer) {
-        core?.datagramReceived(data)
+        guard let web else {
+            core?.datagramReceived(data)
+            return
+        }
+        // A datagram of another (or no) session is dropped, as RFC 9297 allows.
+        if let payload = web.datagramPayload(data) { core?.datagramReceived(payload) }
     }
 
     func quicConnection(_ connection: QUICConnection, streamCreditAvailable bidirectional: Bool) {
@@ -142,7 +195,9 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate {
         let sessionReason: SessionCloseReason
         let error: MoqError
         switch reason {
-        case .application(let code, let text, let byPeer):
+        case .application(var code, let text, let byPeer):
+            // Over WebTransport the QUIC close carries the session code mapped into HTTP/3's range.
+            if web != nil, let mapped = StreamErrorCode(wireValue: code) { code = mapped.rawValue }
             sessionReason =
                 byPeer
                 ? .remote(SessionErrorCode(rawValue: code), text) : .local(SessionErrorCode(rawValue: code), text)
@@ -203,7 +258,7 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate {
         finishClose(reason)
     }
 
-    private func finishClose(_ reason: SessionCloseReason) {
+    func finishClose(_ reason: SessionCloseReason) {
         guard closeReason == nil else { return }
         closeReason = reason
         connectTimer?.cancel()

@@ -140,6 +140,15 @@ public final class MoqRelay: @unchecked Sendable {
         options.hopID = relay.hopID
         options.retryThreshold = configuration.retryThreshold
         options.maxHandshakesPerAddress = configuration.maxHandshakesPerAddress
+        let auth = configuration.auth
+        let logger = configuration.logger
+        options.admitWebTransportPath = { path in
+            // WebTransport clients are judged on their CONNECT, and refused with an HTTP status.
+            guard case .failure(let error) = auth.authorize(setupPath: path) else { return nil }
+            let status = path.contains("jwt=") ? 403 : 401
+            logger.warning("WebTransport session for \(path.split(separator: "?").first ?? "/") refused (\(status)): \(error)")
+            return status
+        }
         let box = WeakReference(relay)
         relay.server = try MoqServer.listen(
             host: configuration.host, port: configuration.port, certificate: configuration.certificate,
@@ -179,7 +188,8 @@ public final class MoqRelay: @unchecked Sendable {
         case .success(let p):
             permissions = p
         }
-        let label = "session \(id) (\(peer) /\(permissions.root))"
+        let over = session.binding == .webTransport ? ", WebTransport" : ""
+        let label = "session \(id) (\(peer) /\(permissions.root)\(over))"
         core.publishOrigin = ScopedOrigin(parent: origin, root: permissions.root, allowed: permissions.subscribe)
         conn.onLimit = { logger.warning("\(label): \($0)") }
         logger.info(
