@@ -241,7 +241,7 @@ struct MoqSrcCatalogTests {
     func badSettings() throws {
         let cases = [
             ("moqsrc broadcast=x", "set the url property"),
-            ("moqsrc url=https://relay.example/ broadcast=x", "WebTransport"),
+            ("moqsrc url=rtsp://relay.example/ broadcast=x", "unsupported scheme"),
             ("moqsrc url=moql://127.0.0.1:1/anon", "no broadcast"),
             ("moqsrc url=moql://127.0.0.1:1/anon broadcast=a prefix=b", "either broadcast or prefix"),
             ("moqsrc url=moql://127.0.0.1:1/anon broadcast=x tls-fingerprint=abc", "fingerprint"),

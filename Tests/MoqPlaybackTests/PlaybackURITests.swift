@@ -38,10 +38,12 @@ struct PlaybackURITests {
         #expect(parsed.url == "moql://relay:4443/anon?jwt=t")
     }
 
-    @Test("a URI without a broadcast, or not moql, is refused with what to write")
-    func errors() {
+    @Test("a URI without a broadcast, or of another scheme, is refused with what to write")
+    func errors() throws {
         #expect(throws: MoqError.self) { try PlaybackURI("moql://relay:4443/") }
-        #expect(throws: MoqError.self) { try PlaybackURI("https://relay/anon/cam") }
+        #expect(throws: MoqError.self) { try PlaybackURI("rtsp://relay/anon/cam") }
+        // WebTransport URLs split the same way (moqsrc's uri property; the URI handler claims only moql/moqt).
+        #expect(try PlaybackURI("https://relay/anon/cam").url == "https://relay:443/anon")
         do {
             _ = try PlaybackURI("moql://relay:4443")
             Issue.record("accepted a URI without a broadcast")

@@ -124,7 +124,7 @@ struct WebTransportEndpointTests {
         #expect(sq.stopped.contains { $0.0 == 6 && $0.1 == WebTransportWire.bufferedStreamRejected })
     }
 
-    @Test("a refused or malformed CONNECT: 400 from the server, a connect error at the client")
+    @Test("a refused or malformed CONNECT: 400 from the server, a rejection event at the client")
     func refused() throws {
         let (cq, client, sq, server) = try pair()
         var bad = Self.request.fields
@@ -134,7 +134,7 @@ struct WebTransportEndpointTests {
         #expect(try server.received(stream: 0, HTTP3Frame.headers(QPACK.encode(bad)).encoded(), fin: false).isEmpty)
         let answer = sq.drain().filter { $0.stream == 0 }
         #expect(answer.count == 1 && answer[0].fin)
-        #expect(throws: HTTP3Error.self) { try deliver(answer, to: client) }
+        #expect(try deliver(answer, to: client) == [.rejected(status: 400)])
     }
 
     @Test("hostile peers: a second control stream, SETTINGS twice, unknown stream types, a flood of half-open streams")

@@ -23,6 +23,18 @@ import Testing
         #expect(v6.description == "moql://[::1]:9000/x")
     }
 
+    @Test("https:// and http:// are WebTransport, with their schemes' default ports; http:// fetches the hash")
+    func webTransportSchemes() throws {
+        let https = try MoqURL("https://Relay.example/anon?jwt=t")
+        #expect(https.isWebTransport && !https.fetchesCertificateHash)
+        #expect(https.port == 443 && https.authority == "relay.example:443" && https.setupPath == "/anon?jwt=t")
+        let http = try MoqURL("http://[::1]:4443/anon")
+        #expect(http.isWebTransport && http.fetchesCertificateHash && http.port == 4443)
+        #expect(http.certificateHashURL == "http://[::1]:4443/certificate.sha256")
+        #expect(try MoqURL("http://localhost/").port == 80)
+        #expect(try !MoqURL("moql://h/").isWebTransport && MoqURL("moql://h/").port == 4443)
+    }
+
     @Test func tokensAreAppended() throws {
         #expect(try MoqURL("moql://h:1/a").addingToken("t").setupPath == "/a?jwt=t")
         #expect(try MoqURL("moql://h:1/a?x=1").addingToken("t").setupPath == "/a?x=1&jwt=t")
@@ -30,7 +42,7 @@ import Testing
 
     @Test(
         arguments: [
-            ("relay.example:4443", "not a URL"), ("https://relay.example/", "WebTransport"),
+            ("relay.example:4443", "not a URL"), ("ftp://relay.example/", "https://host:port/path (WebTransport)"),
             ("quic://h:1/", "unsupported scheme"),
             ("moql://:4443/", "host is missing"), ("moql://h:0/", "not a valid port"),
             ("moql://h:99999/", "not a valid port"),
