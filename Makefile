@@ -65,6 +65,7 @@ install: plugin
 lint:
 	$(SWIFT) format lint --strict -r Sources Tests Fuzz Plugins Package.swift
 	python3 scripts/check-layers.py
+	python3 scripts/embed-web.py --check
 	@# swift-format sorts imports with the comment above the first one: keep the licence line first.
 	@bad=$$(for f in $$(git ls-files '*.swift' | grep -v '^Package.swift$$'); do \
 		head -1 "$$f" | grep -q '^// SPDX-License-Identifier: MIT$$' || echo "$$f"; done); \

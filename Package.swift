@@ -184,7 +184,9 @@ let package = Package(
             name: "MoqTestKitTests",
             dependencies: ["MoqTestKit", "MoqPipeline", "SwiftMoQ", "MoqKit", "MoqSync", "GstSwiftMoQ"],
             swiftSettings: swiftSettings),
-        .testTarget(name: "RelayTests", dependencies: ["MoqSync", "SwiftMoQ"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "RelayTests", dependencies: ["MoqSync", "SwiftMoQ", "MoqQUIC", "MoqWebTransport"],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "MoqKitTests",
             dependencies: ["MoqKit", "MoqTestKit", "SwiftMoQ", "MoqSession", "MoqCatalog", "MoqWire"],

@@ -43,6 +43,8 @@ enum RelayCommand {
           --retry-threshold N       handshakes in progress before new clients must answer a Retry (default 64)
           --max-handshakes-per-address N
                                     handshakes in progress from one IP address (default 32)
+          --web                     serve a watch page at http://HOST:PORT/ (WebTransport + WebCodecs:
+                                    open it in Chromium to list and play the broadcasts)
           --no-http                 do not answer HTTP on TCP at the same port number (by default, as
                                     moq-relay: GET /certificate.sha256, /announced[/PREFIX][?jwt=…], /health)
           --log-level LEVEL         debug, info, warning or error (default info)
@@ -50,6 +52,7 @@ enum RelayCommand {
         examples:
           swiftmoq relay                                   # this machine only, every path public
           swiftmoq relay --listen 0.0.0.0:4443 --tls-generate relay.example --public anon --auth-key key.jwk
+          swiftmoq relay --web                             # then open http://localhost:4443/ in Chromium
           swiftmoq relay --listen 127.0.0.1:4444 --upstream moql://relay.example:4443/anon --public anon
         """
 
@@ -65,7 +68,7 @@ enum RelayCommand {
                     "max-subscriptions", "max-announces", "max-buffered-bytes", "max-incoming-bytes",
                     "retry-threshold", "max-handshakes-per-address", "log-level",
                 ],
-                flags: ["upstream-tls-disable-verify", "no-http"])
+                flags: ["upstream-tls-disable-verify", "no-http", "web"])
         } catch { throw .usage(error.description) }
 
         var config = MoqRelay.Configuration()
@@ -96,6 +99,8 @@ enum RelayCommand {
         let logger = MoqLogger.standardError(level: level, label: "relay")
         config.logger = logger
         config.serveHTTP = !args.has("no-http")
+        config.serveWatchPage = args.has("web")
+        if config.serveWatchPage && !config.serveHTTP { throw .usage("--web needs HTTP: drop --no-http") }
 
         var publicPrefixes = args.all("public")
         var key: [UInt8]?
@@ -148,6 +153,10 @@ enum RelayCommand {
         do { relay = try MoqRelay.start(config) } catch { throw .runtime(error.description) }
         Output.line("url \(relay.url)")
         Output.line("fingerprint \(relay.fingerprint)")
+        if config.serveWatchPage, let http = relay.httpPort {
+            let host = config.host == "0.0.0.0" || config.host == "::" ? "localhost" : config.host
+            Output.line("watch http://\(host.contains(":") ? "[\(host)]" : host):\(http)/")
+        }
 
         let stop = await signals.next()
         logger.info("received \(stop == SIGINT ? "SIGINT" : "SIGTERM")")

@@ -215,8 +215,14 @@ final class MoqSink: @unchecked Sendable {
     /// Sets (or removes) a pad's rendition and publishes the new catalog snapshot.
     func updateCatalog(track: String, config: RenditionConfig?) {
         guard let run else { return }
+        let epoch = clockEpochMicros()
         let json: [UInt8] = run.catalog.withLock { catalog in
             if let config { catalog.set(track, config) } else { catalog.remove(track) }
+            if let epoch {
+                // Where the timeline is on the wall clock, for viewers that show publish-to-render
+                // latency (the watch page). Hang readers ignore members they do not know.
+                catalog.extra["swiftmoq"] = .object(JSONObject([("clockEpochUs", .number(JSONNumber(epoch)))]))
+            }
             return catalog.jsonBytes()
         }
         // One complete snapshot per group; the timestamp is wall-clock ms since 2020-01-01 (hang's epoch).
@@ -224,6 +230,19 @@ final class MoqSink: @unchecked Sendable {
         let ms = UInt64(max(0, (Date().timeIntervalSince1970 - epoch2020) * 1000))
         run.catalogTrack.writeSingleFrameGroup(Bytes(json), timestamp: ms)
         reporter.log(GST_LEVEL_INFO, "catalog: \(String(decoding: json, as: UTF8.self))")
+    }
+
+    /// The Unix time in µs at running time 0: a frame's timestamp (its running time in µs) plus
+    /// this is when it was captured. Nil until the element runs on a clock.
+    func clockEpochMicros() -> UInt64? {
+        guard let clock = gst_element_get_clock(element) else { return nil }
+        defer { gst_object_unref(UnsafeMutableRawPointer(clock)) }
+        let now = UInt64(gst_clock_get_time(clock))
+        let base = UInt64(swiftmoq_element_base_time(element))
+        guard swiftmoq_clock_time_is_valid(GstClockTime(now)) != 0, base > 0, now >= base else { return nil }
+        let wallMicros = UInt64(max(0, Date().timeIntervalSince1970 * 1_000_000))
+        let runningMicros = (now - base) / 1000
+        return wallMicros >= runningMicros ? wallMicros - runningMicros : nil
     }
 
     /// How long EOS (gst-launch-1.0 -e and Ctrl-C) may wait for what was captured to be delivered:

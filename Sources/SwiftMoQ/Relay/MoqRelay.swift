@@ -45,6 +45,10 @@ public final class MoqRelay: @unchecked Sendable {
         /// (the pin for self-signed development relays, what `http://` URLs fetch), `/announced[/prefix]`
         /// (broadcasts under a prefix, one per line; `?jwt=` as for sessions) and `/health`.
         public var serveHTTP = true
+        /// Also serve the watch page at `/` (with ``serveHTTP``): a browser connects back over
+        /// WebTransport pinned to ``fingerprint``, lists the broadcasts, follows their hang catalog
+        /// and plays them with WebCodecs (`web/` in the repository: plain JavaScript modules).
+        public var serveWatchPage = false
         /// How often a generated (self-signed) certificate is replaced by a new one: it is valid 14
         /// days (what browsers accept for `serverCertificateHashes`), so the default, 7 days, keeps
         /// the one new clients get at least 6 days from expiry. Open sessions keep theirs; the new
@@ -325,6 +329,10 @@ public final class MoqRelay: @unchecked Sendable {
             return HTTPResponse(status: 200, body: fingerprint)
         case "/health":
             return HTTPResponse(status: 200, body: "ok\n")
+        case "/" where configuration.serveWatchPage:
+            return Self.asset("/index.html")
+        case _ where configuration.serveWatchPage && WebAssets.files[head.path] != nil:
+            return Self.asset(head.path)
         case _ where head.path == "/announced" || head.path.hasPrefix("/announced/"):
             let prefix = head.path == "/announced" ? "" : String(head.path.dropFirst("/announced/".count))
             let query = head.query["jwt"].map { "?jwt=" + PercentEncoding.encode($0) } ?? ""
@@ -340,6 +348,11 @@ public final class MoqRelay: @unchecked Sendable {
         default:
             return HTTPResponse(status: 404, body: "Not found\n")
         }
+    }
+
+    static func asset(_ path: String) -> HTTPResponse {
+        guard let file = WebAssets.files[path] else { return HTTPResponse(status: 404, body: "Not found\n") }
+        return HTTPResponse(status: 200, body: file.text, contentType: file.contentType)
     }
 
     // MARK: Shutdown
