@@ -132,7 +132,8 @@ fuzz-build:
 		Sources/MoqBase/*.swift Sources/MoqWire/*.swift Sources/MoqCatalog/*.swift Fuzz/FuzzCatalog/FuzzCatalog.swift \
 		-o $(BUILD)/fuzz/fuzz-catalog
 	swiftc -sanitize=fuzzer,address -parse-as-library -O -package-name swiftmoq -module-name FuzzSession \
-		Sources/MoqSync/*.swift Sources/MoqBase/*.swift Sources/MoqWire/*.swift Sources/MoqModel/*.swift Sources/MoqSession/*.swift Fuzz/FuzzSession/Harness/*.swift \
+		Sources/MoqSync/*.swift Sources/MoqBase/*.swift Sources/MoqWire/*.swift Sources/MoqModel/*.swift Sources/MoqSession/*.swift \
+		Sources/MoqWebTransport/*.swift Fuzz/FuzzSession/Harness/*.swift \
 		Fuzz/FuzzSession/FuzzSession.swift -o $(BUILD)/fuzz/fuzz-session
 
 # FUZZ_SECONDS is split between the three targets (the session fuzzer gets what is left over).

@@ -157,7 +157,8 @@ let package = Package(
         // The stateful session fuzzer's script (Fuzz/FuzzSession): libFuzzer runs it from `make fuzz`,
         // the session tests replay its corpus and every failure case it found.
         .target(
-            name: "SessionFuzzHarness", dependencies: ["MoqWire", "MoqSession"], path: "Fuzz/FuzzSession/Harness",
+            name: "SessionFuzzHarness", dependencies: ["MoqWire", "MoqSession", "MoqWebTransport"],
+            path: "Fuzz/FuzzSession/Harness",
             swiftSettings: swiftSettings),
         .testTarget(
             name: "MoqSessionTests",

@@ -55,7 +55,9 @@ async function fingerprint() {
   return bytes;
 }
 
-const wanted = params.get("broadcast") || null; // null: auto-play the first announced broadcast
+/** Broadcast paths as announcements carry them: no leading, trailing or repeated slashes. */
+const normalise = (path) => path.split("/").filter(Boolean).join("/");
+const wanted = params.get("broadcast") ? normalise(params.get("broadcast")) : null; // null: auto-play the first announced
 let chosen = wanted;
 let player = null;
 let session = null;
@@ -72,6 +74,7 @@ function play(path) {
     useHangClock: params.get("clock") === "hang",
   });
   player.start();
+  ui.status(`connected; playing ${path}`);
   renderList();
 }
 
@@ -99,6 +102,7 @@ function onAnnounce(path, active) {
     player.stop();
     player = null;
     if (!wanted) chosen = null;
+    ui.status(`connected; ${path} ended${wanted ? ", waiting for it to come back" : ""}`);
   }
   if (!player) {
     const next = chosen ?? state.broadcasts[0];
@@ -125,7 +129,11 @@ async function run() {
       backoff = 1000;
       ui.status(`connected to ${url}${wanted ? `, waiting for ${wanted}` : ""}`);
       const announced = session.announced("", onAnnounce);
-      announced.done.then((why) => log(`announcements: ${why}`), (e) => { state.error = `announcements: ${describe(e)}`; });
+      announced.done.then((why) => log(`announcements: ${why}`), (e) => {
+        if (!session || session.closed) return;
+        state.error = `announcements: ${describe(e)}`;
+        if (wanted && !player) play(wanted); // no discovery here: try the named broadcast anyway
+      });
       const why = await session.done;
       throw new Error(`session ${why}`);
     } catch (e) {

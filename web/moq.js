@@ -31,8 +31,12 @@ export async function connectTransport(url, certificateHash, log = () => {}) {
     // An older browser may reject `protocols`, or a server may refuse the header: try plain.
     log(`WebTransport with protocols failed (${describe(e)}); retrying without`);
     try { transport?.close(); } catch {}
-    transport = new WebTransport(url, base);
-    await transport.ready;
+    try {
+      transport = new WebTransport(url, base);
+      await transport.ready;
+    } catch (e2) {
+      throw new Error(`WebTransport to ${url} failed: ${describe(e2)} (is the relay up, and the fingerprint right?)`);
+    }
   }
   if (transport.protocol && transport.protocol !== ALPN) {
     transport.close({ closeCode: 0, reason: "unsupported protocol" });
@@ -41,12 +45,20 @@ export async function connectTransport(url, certificateHash, log = () => {}) {
   return transport;
 }
 
-/** Writes `bytes` on a writable stream; `finish` also sends FIN. */
+/**
+ * Writes `bytes` on a writable stream; `finish` also sends FIN. A finished stream's errors are ignored:
+ * the Rust side answers a FINed SETUP or TRACK request with STOP_SENDING (raw code 0) as soon as it
+ * has read it (§4.1), which may reject the write or close promise although everything arrived.
+ */
 async function send(writable, bytes, finish = false) {
   const w = writable.getWriter();
-  await w.write(bytes);
-  if (finish) await w.close();
-  else w.releaseLock();
+  if (!finish) {
+    await w.write(bytes);
+    w.releaseLock();
+    return;
+  }
+  w.write(bytes).catch(() => {});
+  await w.close().catch(() => {});
 }
 
 /** Resets a writable stream with a moq stream code (errors ignored: it may be closed already). */

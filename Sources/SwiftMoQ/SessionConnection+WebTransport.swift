@@ -15,7 +15,9 @@ extension SessionConnection {
         } else {
             role = .server
         }
-        let router = WebTransportRouter(connection: connection, role: role)
+        let io = QUICWebTransportStreams(connection)
+        let router = WebTransportRouter(connection: io, role: role)
+        webIO = io
         web = router
         makeCore(WebTransportSessionTransport(connection, endpoint: router.endpoint))
         do { handle(try router.endpoint.start()) } catch { webTransportFailed(error) }
@@ -37,7 +39,7 @@ extension SessionConnection {
                     continue
                 }
                 webTransportPath = request.path
-                handle(web.endpoint.accept(protocol: protocols.isEmpty ? nil : MoqVersion.lite06.rawValue))
+                handle(web.accept(protocol: protocols.isEmpty ? nil : MoqVersion.lite06.rawValue))
             case .ready(let selected):
                 if let selected, selected != MoqVersion.lite06.rawValue {
                     webTransportFailed(

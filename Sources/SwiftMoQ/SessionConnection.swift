@@ -51,6 +51,8 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate {
     var webTransportPath: String?
     /// The HTTP/3 side when the session runs over WebTransport.
     var web: WebTransportRouter?
+    /// What ``web`` reaches the connection through (the router holds it unowned).
+    var webIO: QUICWebTransportStreams?
     /// What the session serves to its peer.
     let directory: (any BroadcastDirectory)?
     /// Called once: the session is usable, or failed before it was.

@@ -5,8 +5,10 @@ import Testing
 
 /// Two endpoints over an in-memory stand-in for a QUIC connection: writes are queued per
 /// direction and delivered when the test says, in any order it wants.
-final class FakeQUIC: WebTransportStreams {
+final class FakeQUIC: WebTransportConnectionIO {
     let isClient: Bool
+    /// Credit returned per stream.
+    var consumed: [Int64: Int] = [:]
     var nextBidi: Int64
     var nextUni: Int64
     var written: [(stream: Int64, bytes: [UInt8], fin: Bool)] = []
@@ -30,6 +32,7 @@ final class FakeQUIC: WebTransportStreams {
     func stopSending(_ stream: Int64, code: UInt64) { stopped.append((stream, code)) }
     func resetStream(_ stream: Int64, code: UInt64) {}
     func closeConnection(code: UInt64, reason: String) { closed = (code, reason) }
+    func consume(_ stream: Int64, bytes: Int) { consumed[stream, default: 0] += bytes }
 
     /// Takes what was written so far.
     func drain() -> [(stream: Int64, bytes: [UInt8], fin: Bool)] {

@@ -88,6 +88,8 @@ final class Script {
     var injectedClose = false
     var violations: [String] = []
     let limits = SessionFuzz.limits
+    /// WebTransport mode: the peer's bytes reach the core through the HTTP/3 endpoint and router.
+    var web: FuzzWebTransport?
 
     init(_ bytes: [UInt8]) {
         input = FuzzInput(bytes)
@@ -113,6 +115,7 @@ final class Script {
         transport.core = core
         // The peer opens the other role's streams.
         peerNext = [true: isClient ? 1 : 0, false: isClient ? 3 : 2]
+        if input.int(4) == 0 { web = FuzzWebTransport(transport: transport, core: core, isClient: isClient) }
     }
 
     func play() {
@@ -133,11 +136,11 @@ final class Script {
     private func connect() {
         guard !connected else { return }
         connected = true
-        core.connected()
+        if let web { web.start() } else { core.connected() }
     }
 
     private func step() {
-        switch input.int(16) {
+        switch input.int(web == nil ? 16 : 18) {
         case 0: openPeerStream(bidirectional: false)
         case 1, 2: openPeerStream(bidirectional: true)
         case 3, 4: sendMore()
@@ -159,6 +162,8 @@ final class Script {
             } else {
                 connect()
             }
+        case 16: webTransportStream()
+        case 17: webTransportConnect()
         default: answerOwnRequest()
         }
     }
@@ -170,12 +175,19 @@ final class Script {
     // MARK: The peer's streams
 
     private func openPeerStream(bidirectional: Bool) {
+        var bytes = bidirectional ? request() : uniStream()
+        if let web { bytes = web.preamble(bidirectional: bidirectional, &input) + bytes }
+        openPeerStream(bidirectional: bidirectional, bytes)
+    }
+
+    /// The peer opens a stream with `bytes` (its first).
+    func openPeerStream(bidirectional: Bool, _ bytes: [UInt8]) {
         guard peerOpen.count < 64 else { return }
         let id = peerNext[bidirectional, default: 0]
         peerNext[bidirectional] = id + 4
         peerOpen.append(id)
-        if input.bool() { core.streamOpened(id) }
-        let bytes = bidirectional ? request() : uniStream()
+        // Over WebTransport a stream is the core's only once its preamble was read.
+        if web == nil, input.bool() { core.streamOpened(id) }
         deliver(id, bytes, fin: input.int(4) == 0)
     }
 
@@ -200,7 +212,7 @@ final class Script {
     }
 
     /// Bytes arrive, whole or split in up to three pieces (FIN on the last).
-    private func deliver(_ stream: Int64, _ bytes: [UInt8], fin: Bool) {
+    func deliver(_ stream: Int64, _ bytes: [UInt8], fin: Bool) {
         guard !peerDone.contains(stream), !closedStreams.contains(stream) else { return }
         var pieces: [[UInt8]] = [bytes]
         if bytes.count > 1, input.bool() {
@@ -210,7 +222,13 @@ final class Script {
         for (i, piece) in pieces.enumerated() {
             let last = i == pieces.count - 1
             transport.delivered += piece.count
-            piece.withUnsafeBytes { core.received(stream: stream, data: $0, fin: fin && last) }
+            piece.withUnsafeBytes { data in
+                if let web {
+                    web.received(stream, data, fin: fin && last)
+                } else {
+                    core.received(stream: stream, data: data, fin: fin && last)
+                }
+            }
             _ = scheduler.run()
         }
         if fin { peerDone.insert(stream) }
@@ -219,7 +237,7 @@ final class Script {
     private func peerReset() {
         guard let stream = anySendableStream() else { return }
         peerDone.insert(stream)
-        core.streamReset(stream: stream, wireCode: code())
+        if let web { web.reset(stream, code: code()) } else { core.streamReset(stream: stream, wireCode: code()) }
     }
 
     private func peerStopSending() {
@@ -243,8 +261,13 @@ final class Script {
         w.writeVarInt(input.value())
         w.writeVarInt(input.value())
         w.writeBytes(input.bytes(max: 32))
-        let bytes = input.bool() ? w.bytes : input.bytes(max: 16)
-        bytes.withUnsafeBytes { core.datagramReceived($0) }
+        var bytes = input.bool() ? w.bytes : input.bytes(max: 16)
+        if let web {
+            bytes = (input.int(4) == 0 ? input.bytes(max: 2) : [0]) + bytes
+            bytes.withUnsafeBytes { web.datagram($0) }
+        } else {
+            bytes.withUnsafeBytes { core.datagramReceived($0) }
+        }
     }
 
     private func advanceTime() {
@@ -268,7 +291,7 @@ final class Script {
             guard !done.isEmpty else { return }
             let stream = done[input.int(done.count)]
             closedStreams.insert(stream)
-            core.streamClosed(stream: stream)
+            if let web { web.closed(stream) } else { core.streamClosed(stream: stream) }
             transport.retire(stream)
         default:
             // One of the peer's streams is done on both sides.
@@ -279,116 +302,9 @@ final class Script {
             let stream = done[input.int(done.count)]
             closedStreams.insert(stream)
             peerOpen.removeAll { $0 == stream }
-            core.streamClosed(stream: stream)
+            if let web { web.closed(stream) } else { core.streamClosed(stream: stream) }
         }
     }
-
-    // MARK: What the peer sends
-
-    private func uniStream() -> [UInt8] {
-        switch input.int(5) {
-        case 0: return [0x01] + setup()
-        case 1, 2:
-            let header = GroupHeader(subscribeID: smallOrAny(), sequence: input.value(), frameStart: smallOrAny())
-            return [0x00] + header.encoded() + frames(count: input.int(4))
-        case 3:
-            var w = WireWriter()
-            w.writeVarInt(input.value())
-            return w.bytes + input.bytes(max: 16)
-        default: return input.bytes(max: 32)
-        }
-    }
-
-    private func setup() -> [UInt8] {
-        let s = Setup(
-            probe: input.bool() ? input.value() : nil, path: input.bool() ? input.name() : nil,
-            role: [SessionRole.both, .publisher, .subscriber, nil][input.int(4)],
-            cost: input.bool() ? input.value() : nil,
-            origin: input.bool() ? input.value() : nil)
-        return input.int(8) == 0 ? Array(s.encoded().dropLast(input.int(3))) : s.encoded()
-    }
-
-    private func request() -> [UInt8] {
-        switch input.int(9) {
-        case 0: return [0x01] + AnnounceRequest(prefix: input.name()).encoded()
-        case 1, 2:
-            return [0x02]
-                + Subscribe(id: smallOrAny(), broadcast: broadcastName(), track: trackName(), range: range()).encoded()
-        case 3:
-            return [0x03]
-                + Fetch(
-                    broadcast: broadcastName(), track: trackName(), priority: input.byte(), group: smallOrAny(),
-                    frameStart: smallOrAny(), frameEnd: input.bool() ? smallOrAny() : nil
-                ).encoded()
-        case 4: return [0x04] + (input.bool() ? [] : input.bytes(max: 8))
-        case 5: return [0x05] + Goaway(uri: input.name()).encoded()
-        case 6: return [0x06] + TrackRequest(broadcast: broadcastName(), track: trackName()).encoded()
-        case 7:
-            var w = WireWriter()
-            w.writeVarInt(input.value())
-            return w.bytes + input.bytes(max: 16)
-        default: return input.bytes(max: 64)
-        }
-    }
-
-    /// What the peer answers on a stream the core opened (by what the core asked there).
-    private func response(on stream: Int64) -> [UInt8] {
-        switch input.int(8) {
-        case 0: return AnnounceOk(hopID: input.value(), activeCount: smallOrAny()).encoded()
-        case 1: return announcement()
-        case 2:
-            switch input.int(4) {
-            case 0: return SubscribeResponse.start(group: smallOrAny()).encoded()
-            case 1: return SubscribeResponse.end(group: smallOrAny()).encoded()
-            case 2: return SubscribeResponse.drop(start: smallOrAny(), end: smallOrAny(), code: input.value()).encoded()
-            default: return SubscribeResponse.unknown(type: input.value()).encoded()
-            }
-        case 3:
-            var w = WireWriter()
-            w.writeSizePrefixed {
-                $0.writeUInt8(self.input.byte())
-                $0.writeVarInt(self.input.value())
-                $0.writeVarInt(self.input.bool() ? 1_000_000 : self.input.value())
-            }
-            return w.bytes
-        case 4: return frames(count: 1 + input.int(3))
-        case 5: return Probe(bitrate: input.value(), rttMs: input.value()).encoded()
-        default: return input.bytes(max: 48)
-        }
-    }
-
-    private func announcement() -> [UInt8] {
-        let route = AnnounceRoute(
-            hops: (0..<input.int(36)).map { _ in input.value() }, costWarm: input.value(), costCold: input.value())
-        switch input.int(4) {
-        case 0, 1: return Announcement.start(suffix: input.name(), route: route).encoded()
-        case 2: return Announcement.end(id: smallOrAny()).encoded()
-        default: return Announcement.update(id: smallOrAny(), route: route).encoded()
-        }
-    }
-
-    /// Frames `zigzag(Δ), size, payload`, the deltas and sizes from the edges.
-    private func frames(count: Int) -> [UInt8] {
-        var w = WireWriter()
-        for _ in 0..<count {
-            w.writeVarInt(input.bool() ? UInt64(input.byte()) : input.value())
-            let size = input.int(4) == 0 ? input.value() : UInt64(input.int(40))
-            w.writeVarInt(size)
-            w.writeBytes(input.bytes(max: Int(min(size, 64))))
-        }
-        return w.bytes
-    }
-
-    private func range() -> SubscriptionRange {
-        SubscriptionRange(
-            priority: input.byte(), maxLatencyMs: input.bool() ? UInt64(input.int(3000)) : input.value(),
-            groupStart: smallOrAny(), groupEnd: input.bool() ? smallOrAny() : nil, frameStart: smallOrAny(),
-            frameEnd: input.bool() ? smallOrAny() : nil)
-    }
-
-    private func smallOrAny() -> UInt64 { input.bool() ? UInt64(input.int(8)) : input.value() }
-    private func broadcastName() -> String { input.int(3) == 0 ? input.name() : "b" }
-    private func trackName() -> String { ["t", "d", "x1", "x2", "none"][input.int(5)] }
 
     // MARK: The core's own side
 
@@ -444,6 +360,27 @@ final class Script {
         }
     }
 
+    // MARK: The HTTP/3 side (WebTransport mode)
+
+    /// The peer opens an HTTP/3 stream of its own: control, QPACK, push or unknown, or a
+    /// WebTransport stream of another session.
+    private func webTransportStream() {
+        guard let web else { return }
+        let bidirectional = input.int(4) == 0
+        openPeerStream(bidirectional: bidirectional, web.http3Stream(bidirectional: bidirectional, &input))
+    }
+
+    /// The CONNECT: sent by the peer (the core is the server) or answered by it (the core is
+    /// the client), or either side's capsules after it.
+    private func webTransportConnect() {
+        guard let web else { return }
+        if let session = web.router.endpoint.sessionID, transport.isClient || input.bool() {
+            deliver(session, web.connectStreamBytes(&input), fin: input.int(6) == 0)
+        } else if !transport.isClient {
+            openPeerStream(bidirectional: true, web.connectStreamBytes(&input))
+        }
+    }
+
     private func answerOwnRequest() {
         let own = transport.ownStreams.filter {
             !StreamID.isUnidirectional($0) && !peerDone.contains($0) && !closedStreams.contains($0)
@@ -462,10 +399,14 @@ final class Script {
             violations.append(
                 "incoming bytes \(usage.incomingBufferedBytes) over the budget \(limits.maxIncomingBytes)")
         }
-        if !core.isClosed, transport.delivered - transport.consumedBytes != usage.incomingCreditHeldBytes {
+        let held = usage.incomingCreditHeldBytes + (web?.router.heldBytes ?? 0)
+        if !core.isClosed, transport.delivered - transport.consumedBytes != held {
             violations.append(
-                "credit: \(transport.delivered) delivered, \(transport.consumedBytes) returned, but handlers hold \(usage.incomingCreditHeldBytes)"
+                "credit: \(transport.delivered) delivered, \(transport.consumedBytes) returned, but handlers hold \(held)"
             )
+        }
+        if let web, web.router.endpoint.trackedStreams > 4 * 64 + 8 {
+            violations.append("the HTTP/3 side tracks \(web.router.endpoint.trackedStreams) streams")
         }
         if usage.servedSubscriptions > limits.maxServedSubscriptions
             || usage.servedTrackRequests > limits.maxServedTrackRequests
@@ -500,7 +441,7 @@ final class Script {
                 violations.append("closed with an unstated code \(code.rawValue)")
             }
         case .remote, .transport:
-            if !injectedClose { violations.append("closed by a peer/transport close the script never sent: \(reason)") }
+            if !injectedClose && !(web?.closedByPeer ?? false) { violations.append("closed by a peer/transport close the script never sent: \(reason)") }
         }
     }
 }

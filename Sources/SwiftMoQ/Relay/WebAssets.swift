@@ -4,5 +4,1245 @@
 
 /// The watch page `swiftmoq relay --web` serves: path → (content type, text).
 enum WebAssets {
-    static let files: [String: (contentType: String, text: String)] = [:]
+    static let files: [String: (contentType: String, text: String)] = [
+        "/catalog.js": (
+            "text/javascript; charset=utf-8",
+            ####"""
+            // SPDX-License-Identifier: MIT
+            // The hang catalog (`catalog.json`, docs: moq-lite-06.md §6): one complete JSON snapshot per group.
+            // Renditions are keyed by track name; unknown keys and unknown container kinds are ignored.
+
+            import { parseHex } from "./wire.js";
+
+            export const CATALOG_TRACK = "catalog.json";
+            /** Largest catalog accepted (SwiftMoQ's decoder uses the same bound). */
+            export const MAX_CATALOG = 1 << 20;
+            /** Unix time of hang's epoch, 2020-01-01T00:00:00Z, in µs. */
+            const HANG_EPOCH_US = 1577836800 * 1e6;
+
+            const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+            const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+            const isCount = (v) => Number.isSafeInteger(v) && v > 0;
+
+            /** Parses one catalog frame. Throws on anything but a JSON object of bounded size. */
+            export function parseCatalog(bytes) {
+              if (bytes.length > MAX_CATALOG) throw new Error(`catalog of ${bytes.length} bytes exceeds ${MAX_CATALOG}`);
+              const root = JSON.parse(utf8.decode(bytes));
+              if (!isObject(root)) throw new Error("catalog is not a JSON object");
+              return root;
+            }
+
+            /** RFC 7396 JSON merge patch (moq-json allows patch frames after a group's first frame). */
+            export function mergePatch(target, patch) {
+              if (!isObject(patch)) return patch;
+              const out = isObject(target) ? { ...target } : {};
+              for (const [k, v] of Object.entries(patch)) {
+                if (v === null) delete out[k];
+                else out[k] = mergePatch(out[k], v);
+              }
+              return out;
+            }
+
+            /** A rendition's container kind; hang's default is "legacy". */
+            function containerKind(config) {
+              const c = config.container;
+              if (c === undefined || c === null) return "legacy";
+              return isObject(c) && typeof c.kind === "string" ? c.kind : null;
+            }
+
+            /** The renditions of `section` ("video" / "audio") this page can read, best first. */
+            function renditions(catalog, section, rank) {
+              const list = catalog[section]?.renditions;
+              if (!isObject(list)) return [];
+              const out = [];
+              for (const [name, config] of Object.entries(list)) {
+                if (!isObject(config) || typeof config.codec !== "string" || !config.codec) continue;
+                if (containerKind(config) !== "legacy") continue; // cmaf, loc, unknown: not supported here
+                if (typeof config.broadcast === "string" && config.broadcast) continue; // lives in another broadcast
+                let description;
+                if (config.description !== undefined && config.description !== null) {
+                  description = typeof config.description === "string" ? parseHex(config.description) : null;
+                  if (!description || description.length === 0) continue; // malformed: skip the rendition
+                }
+                out.push({ name, config, description, rank: rank(config) });
+              }
+              return out.sort((a, b) => a.rank - b.rank || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+            }
+
+            /** Video candidates: H.264 first (smallest first, to decode cheaply in software), then anything else. */
+            export function videoRenditions(catalog) {
+              return renditions(catalog, "video", (c) =>
+                (/^(avc1|avc3)\./.test(c.codec) ? 0 : 1e9) + (c.codedWidth || 0) * (c.codedHeight || 0));
+            }
+
+            /** Audio candidates: Opus first. */
+            export function audioRenditions(catalog) {
+              return renditions(catalog, "audio", (c) => (c.codec === "opus" ? 0 : 1));
+            }
+
+            /** A WebCodecs VideoDecoderConfig for a video rendition. */
+            export function videoDecoderConfig(r) {
+              const c = r.config;
+              const config = { codec: c.codec, optimizeForLatency: true };
+              if (r.description) config.description = r.description;
+              if (isCount(c.codedWidth) && isCount(c.codedHeight)) {
+                config.codedWidth = c.codedWidth;
+                config.codedHeight = c.codedHeight;
+              }
+              return config;
+            }
+
+            /** A WebCodecs AudioDecoderConfig for an audio rendition (null when rate or channels are missing). */
+            export function audioDecoderConfig(r) {
+              const c = r.config;
+              if (!isCount(c.sampleRate) || !isCount(c.numberOfChannels)) return null;
+              const config = { codec: c.codec, sampleRate: c.sampleRate, numberOfChannels: c.numberOfChannels };
+              if (r.description) config.description = r.description;
+              return config;
+            }
+
+            /** What decides whether a rendition change needs a new subscription or decoder. */
+            export function renditionKey(r) {
+              if (!r) return "";
+              const c = r.config;
+              return JSON.stringify([r.name, c.codec, c.description ?? null, c.codedWidth ?? null, c.codedHeight ?? null,
+                c.sampleRate ?? null, c.numberOfChannels ?? null]);
+            }
+
+            /**
+             * The Unix time in µs of media timestamp 0, or null when the publisher sent no clock.
+             * SwiftMoQ's moqsink writes `"swiftmoq": {"clockEpochUs": N}`. With `useHangClock`, hang's own
+             * `"clock": {"wall": W, "timescale": T}` (W in 1/T s since 2020-01-01) is accepted as well.
+             */
+            export function clockEpochUs(catalog, useHangClock = false) {
+              const n = catalog.swiftmoq?.clockEpochUs;
+              if (Number.isSafeInteger(n) && n >= 0) return { epochUs: n, source: "swiftmoq.clockEpochUs" };
+              const clock = catalog.clock;
+              if (useHangClock && isObject(clock) && Number.isSafeInteger(clock.wall) && isCount(clock.timescale)) {
+                return { epochUs: HANG_EPOCH_US + (clock.wall * 1e6) / clock.timescale, source: "clock.wall" };
+              }
+              return null;
+            }
+            """####
+        ),
+        "/index.html": (
+            "text/html; charset=utf-8",
+            ####"""
+            <!DOCTYPE html>
+            <!-- SPDX-License-Identifier: MIT -->
+            <!-- SwiftMoQ watch page: plays a hang broadcast from the relay over WebTransport (moq-lite-06). -->
+            <html lang="en">
+            <head>
+            <meta charset="utf-8">
+            <meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>SwiftMoQ watch</title>
+            <link rel="icon" href="data:,">
+            <style>
+              body { font: 14px system-ui, sans-serif; margin: 1.5em; color: #222; background: #fafafa; }
+              h1 { font-size: 1.3em; margin: 0 0 .4em; }
+              #status { color: #555; margin-bottom: .8em; }
+              main { display: flex; gap: 1.5em; align-items: flex-start; flex-wrap: wrap; }
+              canvas { background: #000; max-width: 100%; width: 640px; image-rendering: auto; }
+              ul { list-style: none; padding: 0; margin: 0; min-width: 12em; }
+              li button { width: 100%; text-align: left; margin: 2px 0; padding: 4px 8px; border: 1px solid #ccc;
+                          background: #fff; border-radius: 4px; cursor: pointer; font: inherit; }
+              li button.playing { border-color: #2a7; background: #e8f6ee; }
+              .dim { color: #888; }
+              #latency { margin-top: .5em; font-variant-numeric: tabular-nums; }
+              #error { color: #b00; margin-top: .3em; min-height: 1.2em; }
+              pre { background: #f0f0f0; padding: .6em; font-size: 12px; max-width: 60em; overflow: auto; }
+              #log { color: #666; }
+            </style>
+            </head>
+            <body>
+            <h1>SwiftMoQ watch</h1>
+            <div id="status">loading…</div>
+            <main>
+              <section>
+                <h2 class="dim" style="font-size:1em;margin:0 0 .3em">Broadcasts</h2>
+                <ul id="broadcasts"></ul>
+              </section>
+              <section>
+                <canvas id="video" width="640" height="360" title="click to enable audio"></canvas>
+                <div id="latency">latency: –</div>
+                <div id="error"></div>
+              </section>
+            </main>
+            <pre id="state">{}</pre>
+            <pre id="log"></pre>
+            <script type="module" src="./main.js"></script>
+            </body>
+            </html>
+            """####
+        ),
+        "/main.js": (
+            "text/javascript; charset=utf-8",
+            ####"""
+            // SPDX-License-Identifier: MIT
+            // The watch page: reads its parameters, connects to the relay, lists announced broadcasts and plays one.
+            // Query string: url (WebTransport URL), fingerprint (hex SHA-256 of the relay certificate),
+            // broadcast (play this one), latency (subscription max latency in ms), clock=hang (also use hang's
+            // catalog clock for the latency readout).
+            // window.watchState is the machine-readable state (mirrored as JSON in <pre id="state">).
+
+            import { MoqSession, connectTransport } from "./moq.js";
+            import { Player } from "./player.js";
+            import { describe, parseHex } from "./wire.js";
+
+            const $ = (id) => document.getElementById(id);
+            const params = new URLSearchParams(location.search);
+
+            const state = (window.watchState = {
+              connected: false, broadcasts: [], playing: null, videoFrames: 0, audioFrames: 0,
+              latencyMs: null, pixel: [0, 0, 0], error: null,
+            });
+
+            const logLines = [];
+            function log(message) {
+              console.log(`[watch] ${message}`);
+              logLines.push(`${new Date().toISOString().slice(11, 23)} ${message}`);
+              if (logLines.length > 200) logLines.shift();
+            }
+
+            const ui = {
+              status(text) { $("status").textContent = text; },
+              latency(text) { $("latency").textContent = text; },
+            };
+
+            /** Mirrors the state into the page (4× a second; the object itself is always current). */
+            setInterval(() => {
+              $("state").textContent = JSON.stringify(state, null, 1);
+              $("error").textContent = state.error ? `error: ${state.error}` : "";
+              $("log").textContent = logLines.slice(-12).join("\n");
+            }, 250);
+
+            function defaultUrl() {
+              const port = location.port || (location.protocol === "https:" ? "443" : "80");
+              const host = location.hostname.includes(":") ? `[${location.hostname}]` : location.hostname;
+              return `https://${host}:${port}/anon`;
+            }
+
+            /** The certificate hash: the `fingerprint` parameter, or `/certificate.sha256` from this page's origin. */
+            async function fingerprint() {
+              let text = params.get("fingerprint");
+              if (!text) {
+                const response = await fetch("/certificate.sha256", { cache: "no-store" });
+                if (!response.ok) throw new Error(`GET /certificate.sha256: HTTP ${response.status}`);
+                text = (await response.text()).trim();
+              }
+              const bytes = parseHex(text);
+              if (!bytes || bytes.length !== 32) throw new Error(`fingerprint must be 64 hex digits, got "${text.slice(0, 80)}"`);
+              return bytes;
+            }
+
+            /** Broadcast paths as announcements carry them: no leading, trailing or repeated slashes. */
+            const normalise = (path) => path.split("/").filter(Boolean).join("/");
+            const wanted = params.get("broadcast") ? normalise(params.get("broadcast")) : null; // null: auto-play the first announced
+            let chosen = wanted;
+            let player = null;
+            let session = null;
+            const maxLatencyMs = Math.max(0, Math.min(60000, parseInt(params.get("latency") || "0", 10) || 0));
+
+            function play(path) {
+              if (player && player.path === path && !player.stopped) return;
+              player?.stop();
+              player = null;
+              if (!session || !path) return;
+              log(`playing ${path}`);
+              player = new Player({
+                session, path, canvas: $("video"), state, maxLatencyMs, log, ui,
+                useHangClock: params.get("clock") === "hang",
+              });
+              player.start();
+              ui.status(`connected; playing ${path}`);
+              renderList();
+            }
+
+            function renderList() {
+              const list = $("broadcasts");
+              list.replaceChildren(...state.broadcasts.map((path) => {
+                const item = document.createElement("li");
+                const button = document.createElement("button");
+                button.textContent = path;
+                button.className = path === state.playing ? "playing" : "";
+                button.onclick = () => { chosen = path; play(path); };
+                item.append(button);
+                return item;
+              }));
+              if (state.broadcasts.length === 0) list.innerHTML = "<li class=dim>no broadcast announced yet</li>";
+            }
+
+            /** ANNOUNCE START/END: keep the list; start or stop playback. */
+            function onAnnounce(path, active) {
+              log(`announce ${active ? "+" : "-"} ${path || "(root)"}`);
+              const set = new Set(state.broadcasts);
+              if (active) set.add(path); else set.delete(path);
+              state.broadcasts = [...set].sort();
+              if (!active && player && player.path === path) {
+                player.stop();
+                player = null;
+                if (!wanted) chosen = null;
+                ui.status(`connected; ${path} ended${wanted ? ", waiting for it to come back" : ""}`);
+              }
+              if (!player) {
+                const next = chosen ?? state.broadcasts[0];
+                if (next !== undefined && state.broadcasts.includes(next)) { chosen = next; play(next); }
+              }
+              renderList();
+            }
+
+            /** Connects, then watches announcements until the session ends; reconnects with a backoff. */
+            async function run() {
+              const url = params.get("url") || defaultUrl();
+              let backoff = 1000;
+              for (;;) {
+                try {
+                  ui.status(`connecting to ${url}`);
+                  const hash = await fingerprint();
+                  const transport = await connectTransport(url, hash, log);
+                  session = new MoqSession(transport, log);
+                  await session.start();
+                  log(`WebTransport ready (protocol "${transport.protocol || ""}")`);
+                  await Promise.race([session.serverSetup, session.done.then((why) => { throw new Error(why); })]);
+                  state.connected = true;
+                  state.error = null;
+                  backoff = 1000;
+                  ui.status(`connected to ${url}${wanted ? `, waiting for ${wanted}` : ""}`);
+                  const announced = session.announced("", onAnnounce);
+                  announced.done.then((why) => log(`announcements: ${why}`), (e) => {
+                    if (!session || session.closed) return;
+                    state.error = `announcements: ${describe(e)}`;
+                    if (wanted && !player) play(wanted); // no discovery here: try the named broadcast anyway
+                  });
+                  const why = await session.done;
+                  throw new Error(`session ${why}`);
+                } catch (e) {
+                  state.error = describe(e);
+                  log(state.error);
+                }
+                state.connected = false;
+                player?.stop();
+                player = null;
+                session?.close();
+                session = null;
+                state.broadcasts = [];
+                renderList();
+                ui.status(`disconnected; retrying in ${backoff / 1000} s`);
+                await new Promise((r) => setTimeout(r, backoff));
+                backoff = Math.min(backoff * 2, 10000);
+              }
+            }
+
+            if (!("WebTransport" in window)) {
+              state.error = "this browser has no WebTransport (or the page is not a secure context)";
+              ui.status("unsupported browser");
+            } else if (!("VideoDecoder" in window)) {
+              state.error = "this browser has no WebCodecs VideoDecoder";
+              ui.status("unsupported browser");
+            } else {
+              renderList();
+              run();
+            }
+            """####
+        ),
+        "/moq.js": (
+            "text/javascript; charset=utf-8",
+            ####"""
+            // SPDX-License-Identifier: MIT
+            // A moq-lite-06 subscriber session over WebTransport (docs: moq-lite-06.md §1.6, §4).
+            // Only what a viewer needs: SETUP, ANNOUNCE_REQUEST, TRACK, SUBSCRIBE and group streams.
+            // Streams this page does not expect are refused, never left hanging.
+
+            import {
+              Cursor, StreamReader, WireError, Writer, describe, errorCode, safeNumber, streamError, unzigzag,
+              varintBytes, withTimeout,
+            } from "./wire.js";
+
+            export const ALPN = "moq-lite-06";
+
+            // Stream types (§4.0).
+            const UNI_GROUP = 0x00, UNI_SETUP = 0x01;
+            const BIDI_ANNOUNCE = 0x01, BIDI_SUBSCRIBE = 0x02, BIDI_TRACK = 0x06;
+            // Stream error codes (§4.10); the browser maps them into the WebTransport range.
+            const CANCEL = 0x1, NOT_FOUND = 0x33;
+            /** Largest frame accepted (a keyframe of a high-bitrate stream fits easily). */
+            export const MAX_FRAME = 16 << 20;
+
+            /** Opens the WebTransport session, offering moq-lite-06 (retried without `protocols` if refused). */
+            export async function connectTransport(url, certificateHash, log = () => {}) {
+              const base = certificateHash
+                ? { serverCertificateHashes: [{ algorithm: "sha-256", value: certificateHash }] }
+                : {};
+              let transport = null;
+              try {
+                transport = new WebTransport(url, { ...base, protocols: [ALPN] });
+                await transport.ready;
+              } catch (e) {
+                // An older browser may reject `protocols`, or a server may refuse the header: try plain.
+                log(`WebTransport with protocols failed (${describe(e)}); retrying without`);
+                try { transport?.close(); } catch {}
+                try {
+                  transport = new WebTransport(url, base);
+                  await transport.ready;
+                } catch (e2) {
+                  throw new Error(`WebTransport to ${url} failed: ${describe(e2)} (is the relay up, and the fingerprint right?)`);
+                }
+              }
+              if (transport.protocol && transport.protocol !== ALPN) {
+                transport.close({ closeCode: 0, reason: "unsupported protocol" });
+                throw new Error(`server chose protocol ${transport.protocol}, not ${ALPN}`);
+              }
+              return transport;
+            }
+
+            /**
+             * Writes `bytes` on a writable stream; `finish` also sends FIN. A finished stream's errors are ignored:
+             * the Rust side answers a FINed SETUP or TRACK request with STOP_SENDING (raw code 0) as soon as it
+             * has read it (§4.1), which may reject the write or close promise although everything arrived.
+             */
+            async function send(writable, bytes, finish = false) {
+              const w = writable.getWriter();
+              if (!finish) {
+                await w.write(bytes);
+                w.releaseLock();
+                return;
+              }
+              w.write(bytes).catch(() => {});
+              await w.close().catch(() => {});
+            }
+
+            /** Resets a writable stream with a moq stream code (errors ignored: it may be closed already). */
+            function reset(writable, code) {
+              try { writable.abort(streamError(code)).catch(() => {}); } catch {}
+            }
+
+            export class MoqSession {
+              constructor(transport, log = () => {}) {
+                this.transport = transport;
+                this.log = log;
+                this.subscriptions = new Map(); // subscribe id → Subscription
+                this.nextSubscribeId = 0;
+                // A random non-zero hop ID below 2^53 (SETUP Origin, §4.1).
+                this.hop = 1 + Math.floor(Math.random() * (2 ** 52));
+                this.closed = false;
+                let resolveSetup;
+                this.serverSetup = new Promise((r) => { resolveSetup = r; });
+                this.resolveSetup = resolveSetup;
+                this.done = transport.closed.then(
+                  (info) => `closed (${info?.closeCode ?? 0}${info?.reason ? ": " + info.reason : ""})`,
+                  (e) => `lost: ${describe(e)}`,
+                ).finally(() => { this.closed = true; });
+              }
+
+              /** Sends the client SETUP and starts accepting the server's streams. */
+              async start() {
+                // SETUP: Role = 2 (subscriber), Origin = our hop. No Path on WebTransport (§1.6).
+                const params = [[0x3, varintBytes(2)], [0x5, varintBytes(this.hop)]];
+                const body = new Writer().varint(params.length);
+                for (const [id, value] of params) body.varint(id).varint(value.length).push(value);
+                const uni = await this.transport.createUnidirectionalStream();
+                await send(uni, new Writer().varint(UNI_SETUP).message(body).bytes(), true);
+                this.acceptUni().catch((e) => this.log(`uni streams: ${describe(e)}`));
+                this.acceptBidi().catch((e) => this.log(`bidi streams: ${describe(e)}`));
+              }
+
+              close() {
+                if (this.closed) return;
+                this.closed = true;
+                try { this.transport.close({ closeCode: 0, reason: "" }); } catch {}
+              }
+
+              // MARK: Streams the server opens
+
+              async acceptUni() {
+                const reader = this.transport.incomingUnidirectionalStreams.getReader();
+                let setupSeen = false;
+                for (;;) {
+                  const { value, done } = await reader.read();
+                  if (done) return;
+                  const stream = new StreamReader(value);
+                  (async () => {
+                    const type = await withTimeout(stream.varint(true), 10000, "stream type");
+                    if (type === UNI_GROUP) return this.readGroup(stream);
+                    if (type === UNI_SETUP && !setupSeen) {
+                      setupSeen = true;
+                      const msg = await withTimeout(stream.message(4096), 10000, "server SETUP");
+                      if (!msg) throw new WireError("empty SETUP stream");
+                      const count = msg.varint();
+                      if (count > 64) throw new WireError("too many SETUP parameters");
+                      const params = {};
+                      for (let i = 0; i < count; i++) { const id = msg.varint(); params[id] = msg.bytesField(4096); }
+                      msg.end();
+                      this.resolveSetup(params);
+                      return; // the server FINs the stream; nothing else is read from it
+                    }
+                    stream.cancel(CANCEL); // unknown type (or a second SETUP): ignored
+                  })().catch((e) => { this.log(`uni stream: ${describe(e)}`); stream.cancel(CANCEL); });
+                }
+              }
+
+              async acceptBidi() {
+                const reader = this.transport.incomingBidirectionalStreams.getReader();
+                for (;;) {
+                  const { value, done } = await reader.read();
+                  if (done) return;
+                  const stream = new StreamReader(value.readable);
+                  (async () => {
+                    const type = await withTimeout(stream.varint(true), 10000, "stream type");
+                    if (type === BIDI_ANNOUNCE) {
+                      // The server asks what we publish: nothing. ANNOUNCE_OK{hop, 0 active}, kept open (§9.2).
+                      await withTimeout(stream.message(4096), 10000, "ANNOUNCE_REQUEST");
+                      await send(value.writable, new Writer().message(new Writer().varint(this.hop).varint(0)).bytes());
+                      while (await stream.message(4096, true)) { /* nothing more is expected; drained */ }
+                      return;
+                    }
+                    reset(value.writable, type === BIDI_TRACK || type === BIDI_SUBSCRIBE ? NOT_FOUND : CANCEL);
+                    stream.cancel(CANCEL);
+                  })().catch(() => { reset(value.writable, CANCEL); stream.cancel(CANCEL); });
+                }
+              }
+
+              // MARK: Announcements
+
+              /**
+               * Watches broadcasts under `prefix` (ANNOUNCE_REQUEST, §4.2). `onChange(path, active)` is called
+               * for each START/END. Returns { close(), done } where `done` settles when the stream ends.
+               */
+              announced(prefix, onChange) {
+                const run = async () => {
+                  const bidi = await this.transport.createBidirectionalStream();
+                  const stream = new StreamReader(bidi.readable);
+                  handle.stop = () => { reset(bidi.writable, CANCEL); stream.cancel(CANCEL); };
+                  if (handle.closed) { handle.stop(); return "closed"; }
+                  const request = new Writer().varint(BIDI_ANNOUNCE).message(new Writer().string(prefix));
+                  await send(bidi.writable, request.bytes());
+                  const ok = await withTimeout(stream.message(4096), 10000, "ANNOUNCE_OK");
+                  ok.varint("hop"); ok.varint("active count"); ok.end();
+                  const ids = []; // announce id → path (ids count START messages from 0)
+                  const join = (suffix) => [prefix, suffix].map((s) => s.replace(/^\/+|\/+$/g, "")).filter(Boolean).join("/");
+                  for (;;) {
+                    const type = await stream.varint(true, "announce type");
+                    if (type === null) return "announce stream ended";
+                    const msg = await stream.message(65536);
+                    if (type === 0) { // START{suffix, hops, warm, cold}
+                      const path = join(msg.string());
+                      const hops = msg.varint("hop count");
+                      if (hops > 256) throw new WireError("too many hops");
+                      for (let i = 0; i < hops; i++) msg.bigVarint();
+                      msg.bigVarint(); msg.bigVarint(); msg.end();
+                      if (ids.length >= 100000) throw new WireError("too many announcements");
+                      ids.push(path);
+                      onChange(path, true);
+                    } else if (type === 1) { // END{id}
+                      const id = msg.varint("announce id"); msg.end();
+                      if (id >= ids.length || ids[id] === null) throw new WireError(`ANNOUNCE_END for unknown id ${id}`);
+                      const path = ids[id];
+                      ids[id] = null;
+                      // Another live id may carry the same path (re-announce): only report the last one's end.
+                      if (!ids.includes(path)) onChange(path, false);
+                    }
+                    // type 2 (RESTART/UPDATE: re-pricing) and unknown types: skipped by their size.
+                  }
+                };
+                const handle = { closed: false, stop: () => {}, close() { this.closed = true; this.stop(); } };
+                handle.done = run();
+                return handle;
+              }
+
+              // MARK: Tracks
+
+              /** TRACK (§4.3): the publisher's priority, max age and timescale; rejects on a reset (NOT_FOUND…). */
+              async trackInfo(path, track, timeoutMs = 5000) {
+                const bidi = await this.transport.createBidirectionalStream();
+                const stream = new StreamReader(bidi.readable);
+                await send(bidi.writable, new Writer().varint(BIDI_TRACK).message(new Writer().string(path).string(track)).bytes(), true);
+                try {
+                  const msg = await withTimeout(stream.message(4096), timeoutMs, `TRACK_INFO ${track}`);
+                  const info = { priority: msg.u8(), maxAgeMs: msg.bigVarint(), timescale: msg.varint("timescale") };
+                  msg.end();
+                  if (info.timescale === 0) throw new WireError("timescale 0");
+                  return info;
+                } finally {
+                  stream.cancel(CANCEL);
+                }
+              }
+
+              /**
+               * SUBSCRIBE (§4.4) to `track` of broadcast `path`. `onGroup(group)` is called for every group
+               * stream (a Group: seq, frameStart, next(), cancel()). Returns a Subscription whose `done`
+               * settles with a reason when the subscription ends (END, reset, session closed).
+               */
+              subscribe(path, track, { priority = 128, maxLatencyMs = 0 } = {}, onGroup) {
+                const sub = new Subscription(this, this.nextSubscribeId++, path, track, onGroup);
+                this.subscriptions.set(sub.id, sub);
+                sub.done = sub.run(priority, maxLatencyMs).finally(() => this.subscriptions.delete(sub.id));
+                return sub;
+              }
+
+              /** A group stream: `00 size{sub_id, seq, frame_start}` then frames (§4.5). */
+              async readGroup(stream) {
+                const header = await withTimeout(stream.message(64), 10000, "group header");
+                const id = header.varint("subscribe id");
+                const seq = header.varint("group sequence");
+                const frameStart = header.varint("frame start");
+                header.end();
+                const sub = this.subscriptions.get(id);
+                if (!sub || sub.stopped) { stream.cancel(CANCEL); return; }
+                sub.onGroup(new Group(stream, seq, frameStart));
+              }
+            }
+
+            export class Subscription {
+              constructor(session, id, path, track, onGroup) {
+                Object.assign(this, { session, id, path, track, onGroup, stopped: false, start: null });
+                this.stop = () => { this.stopped = true; };
+              }
+
+              async run(priority, maxLatencyMs) {
+                const bidi = await this.session.transport.createBidirectionalStream();
+                const stream = new StreamReader(bidi.readable);
+                this.stop = () => { this.stopped = true; reset(bidi.writable, CANCEL); stream.cancel(CANCEL); };
+                if (this.stopped) { this.stop(); return "stopped"; }
+                // id, path, track, priority u8, max latency, group_start (raw), group_end (+1), frame_start, frame_end (+1)
+                const body = new Writer().varint(this.id).string(this.path).string(this.track).u8(priority)
+                  .varint(maxLatencyMs).varint(0).varint(0).varint(0).varint(0);
+                await send(bidi.writable, new Writer().varint(BIDI_SUBSCRIBE).message(body).bytes());
+                try {
+                  for (;;) {
+                    const type = await stream.varint(true, "subscribe response type");
+                    if (type === null) return "subscription finished";
+                    const msg = await stream.message(4096);
+                    if (type === 0) { this.start = msg.varint(); msg.end(); }
+                    else if (type === 1) { const end = msg.varint(); msg.end(); this.end = end; }
+                    // type 2 (DROP) and unknown types: nothing for a live viewer to do.
+                  }
+                } catch (e) {
+                  if (this.stopped) return "stopped";
+                  throw e;
+                } finally {
+                  this.stop();
+                }
+              }
+
+              close() { this.stop(); }
+            }
+
+            /** One group stream's frames: `next()` gives { timestamp (BigInt, track timescale), payload } or null at FIN. */
+            export class Group {
+              constructor(stream, seq, frameStart) {
+                Object.assign(this, { stream, seq, frameStart, index: frameStart, timestamp: 0n });
+              }
+
+              async next() {
+                const delta = await this.stream.bigVarint(true);
+                if (delta === null) return null;
+                this.timestamp += unzigzag(delta);
+                const size = safeNumber(await this.stream.bigVarint(), "frame size");
+                if (size > MAX_FRAME) throw new WireError(`frame of ${size} bytes exceeds ${MAX_FRAME}`);
+                const payload = await this.stream.bytes(size);
+                return { index: this.index++, timestamp: this.timestamp, payload };
+              }
+
+              cancel(code = CANCEL) { this.stream.cancel(code); }
+            }
+
+            export { describe, errorCode };
+            """####
+        ),
+        "/player.js": (
+            "text/javascript; charset=utf-8",
+            ####"""
+            // SPDX-License-Identifier: MIT
+            // Plays one hang broadcast: follows its catalog, subscribes to one video and one audio rendition,
+            // decodes them with WebCodecs, draws video on the canvas and plays (or just counts) audio.
+
+            import {
+              CATALOG_TRACK, audioDecoderConfig, audioRenditions, clockEpochUs, mergePatch, parseCatalog, renditionKey,
+              videoDecoderConfig, videoRenditions,
+            } from "./catalog.js";
+            import { Cursor, describe } from "./wire.js";
+
+            const nowUs = () => (performance.timeOrigin + performance.now()) * 1000;
+
+            /** Splits a legacy-container frame: `varint(timestamp µs) + codec bytes` (§6.4). */
+            function legacyFrame(bytes) {
+              const c = new Cursor(bytes);
+              const timestamp = c.varint("timestamp");
+              return { timestamp, data: c.take(c.remaining) };
+            }
+
+            /**
+             * True when an H.264 access unit holds an IDR slice (NAL type 5). `lengthSize` is the AVCC NAL length
+             * size (from avcC), or 0 for Annex B. Bounded: stops at malformed lengths.
+             */
+            function h264HasIdr(data, lengthSize) {
+              if (lengthSize) {
+                for (let i = 0, n = 0; i + lengthSize < data.length && n < 256; n++) {
+                  let len = 0;
+                  for (let k = 0; k < lengthSize; k++) len = len * 256 + data[i + k];
+                  i += lengthSize;
+                  if (len === 0 || i + len > data.length) return false;
+                  if ((data[i] & 0x1f) === 5) return true;
+                  i += len;
+                }
+                return false;
+              }
+              for (let i = 0; i + 3 < data.length; i++) {
+                if (data[i] === 0 && data[i + 1] === 0 && data[i + 2] === 1) {
+                  if ((data[i + 3] & 0x1f) === 5) return true;
+                  i += 2;
+                }
+              }
+              return false;
+            }
+
+            /** The median of a list of numbers. */
+            function median(values) {
+              const s = [...values].sort((a, b) => a - b);
+              const m = s.length >> 1;
+              return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+            }
+
+            export class Player {
+              /** `state` is the shared watch state; `ui.latency(text)` shows the latency line. */
+              constructor({ session, path, canvas, state, maxLatencyMs = 0, useHangClock = false, log, ui }) {
+                Object.assign(this, { session, path, canvas, state, maxLatencyMs, useHangClock, log, ui });
+                this.ctx2d = canvas.getContext("2d", { willReadFrequently: true });
+                this.catalogSeq = -1;
+                this.clock = null;
+                this.video = null;
+                this.audio = null;
+                this.latencies = [];
+                this.lastPixelAt = 0;
+                this.stopped = false;
+                this.applying = Promise.resolve();
+              }
+
+              start() {
+                this.state.playing = this.path;
+                this.ui.latency("latency: waiting for the catalog");
+                this.catalogSub = this.session.subscribe(this.path, CATALOG_TRACK, { priority: 255, maxLatencyMs: 0 },
+                  (g) => this.readCatalogGroup(g));
+                this.catalogSub.done.then(
+                  (why) => this.log(`catalog: ${why}`),
+                  (e) => { if (!this.stopped) this.fail(`catalog: ${describe(e)}`); });
+              }
+
+              stop() {
+                this.stopped = true;
+                this.catalogSub?.close();
+                this.video?.stop();
+                this.audio?.stop();
+                if (this.state.playing === this.path) this.state.playing = null;
+              }
+
+              fail(message) {
+                this.state.error = message;
+                this.log(message);
+              }
+
+              // MARK: Catalog
+
+              /** One group = one complete snapshot (later frames, if any, are merge patches). Only the newest group counts. */
+              async readCatalogGroup(group) {
+                if (group.seq < this.catalogSeq) { group.cancel(); return; }
+                try {
+                  let catalog = null;
+                  for (let frame; (frame = await group.next());) {
+                    if (group.seq < this.catalogSeq) { group.cancel(); return; }
+                    catalog = frame.index === 0 || catalog === null ? parseCatalog(frame.payload)
+                      : mergePatch(catalog, parseCatalog(frame.payload));
+                    if (group.seq < this.catalogSeq) return;
+                    this.catalogSeq = group.seq;
+                    this.state.catalogs = (this.state.catalogs || 0) + 1;
+                    const snapshot = catalog;
+                    this.applying = this.applying.then(() => this.applyCatalog(snapshot)).catch((e) => this.fail(`catalog: ${describe(e)}`));
+                  }
+                } catch (e) {
+                  if (!this.stopped) this.log(`catalog group ${group.seq}: ${describe(e)}`);
+                }
+              }
+
+              async applyCatalog(catalog) {
+                if (this.stopped) return;
+                this.clock = clockEpochUs(catalog, this.useHangClock);
+                this.state.clockSource = this.clock ? this.clock.source : null;
+                if (!this.clock) {
+                  this.latencies = [];
+                  this.state.latencyMs = null;
+                  this.ui.latency("latency: unknown (publisher sent no clock)");
+                }
+                const video = await this.pick(videoRenditions(catalog), (r) => videoDecoderConfig(r),
+                  (c) => ("VideoDecoder" in window ? VideoDecoder.isConfigSupported(c) : { supported: false }), "video");
+                if (this.stopped) return;
+                if (renditionKey(video) !== renditionKey(this.video?.rendition)) {
+                  this.video?.stop();
+                  this.video = video ? new VideoTrack(this, video) : null;
+                  this.video?.start();
+                }
+                let audio = null;
+                try {
+                  audio = await this.pick(audioRenditions(catalog), (r) => audioDecoderConfig(r),
+                    (c) => ("AudioDecoder" in window ? AudioDecoder.isConfigSupported(c) : { supported: false }), "audio");
+                } catch (e) {
+                  this.state.audioError = describe(e);
+                }
+                if (this.stopped) return;
+                if (renditionKey(audio) !== renditionKey(this.audio?.rendition)) {
+                  this.audio?.stop();
+                  this.audio = audio ? new AudioTrack(this, audio) : null;
+                  this.audio?.start();
+                }
+              }
+
+              /** The first candidate the browser can decode (checks cached by rendition key). */
+              async pick(candidates, configOf, check, kind) {
+                this.supported ??= new Map();
+                for (const r of candidates) {
+                  const config = configOf(r);
+                  if (!config) continue;
+                  const key = renditionKey(r);
+                  if (!this.supported.has(key)) {
+                    let ok = false;
+                    try { ok = (await check(config)).supported === true; } catch {}
+                    this.supported.set(key, ok);
+                    if (!ok) this.log(`${kind}: ${r.name} (${r.config.codec}) is not decodable here`);
+                  }
+                  if (this.supported.get(key)) return { ...r, decoderConfig: config };
+                }
+                return null;
+              }
+
+              // MARK: Output
+
+              /** Draws a decoded frame, measures latency, samples the centre pixel (at most every 250 ms). */
+              drawVideo(frame, codedWidth, codedHeight) {
+                const w = codedWidth || frame.displayWidth, h = codedHeight || frame.displayHeight;
+                if (this.canvas.width !== w || this.canvas.height !== h) { this.canvas.width = w; this.canvas.height = h; }
+                this.ctx2d.drawImage(frame, 0, 0, w, h);
+                this.state.videoFrames++;
+                if (this.clock) {
+                  const latency = (nowUs() - (this.clock.epochUs + frame.timestamp)) / 1000;
+                  this.latencies.push(latency);
+                  if (this.latencies.length > 30) this.latencies.shift();
+                  this.state.latencyMs = Math.round(median(this.latencies) * 10) / 10;
+                  this.ui.latency(`latency: ${this.state.latencyMs.toFixed(1)} ms (publish to render, median of ${this.latencies.length})`);
+                }
+                const t = performance.now();
+                if (t - this.lastPixelAt >= 250) {
+                  this.lastPixelAt = t;
+                  const d = this.ctx2d.getImageData(w >> 1, h >> 1, 1, 1).data;
+                  this.state.pixel = [d[0], d[1], d[2]];
+                }
+              }
+            }
+
+            /** One video rendition: its subscription and its VideoDecoder. Newer groups supersede older ones. */
+            class VideoTrack {
+              constructor(player, rendition) {
+                this.player = player;
+                this.rendition = rendition;
+                const d = rendition.description;
+                // AVCC NAL length size from avcC byte 4 (avc1 with a description); 0 = Annex B.
+                this.lengthSize = d && d.length > 4 && /^avc[13]\./.test(rendition.config.codec) ? (d[4] & 3) + 1 : 0;
+                this.h264 = /^avc[13]\./.test(rendition.config.codec);
+                this.current = null;
+                this.needKey = true;
+                this.stopped = false;
+              }
+
+              start() {
+                const p = this.player;
+                p.state.video = { track: this.rendition.name, codec: this.rendition.config.codec };
+                p.log(`video: ${this.rendition.name} ${this.rendition.config.codec}`);
+                this.sub = p.session.subscribe(p.path, this.rendition.name, { priority: 128, maxLatencyMs: p.maxLatencyMs },
+                  (g) => this.onGroup(g));
+                this.sub.done.then((why) => p.log(`video: ${why}`), (e) => { if (!this.stopped) p.fail(`video: ${describe(e)}`); });
+              }
+
+              stop() {
+                this.stopped = true;
+                this.sub?.close();
+                this.current?.cancel();
+                try { this.decoder?.close(); } catch {}
+              }
+
+              decoderReady() {
+                if (this.decoder && this.decoder.state === "configured") return true;
+                try { this.decoder?.close(); } catch {}
+                const c = this.rendition.config;
+                this.decoder = new VideoDecoder({
+                  output: (frame) => {
+                    try { if (!this.stopped) this.player.drawVideo(frame, c.codedWidth, c.codedHeight); }
+                    finally { frame.close(); }
+                  },
+                  error: (e) => { if (!this.stopped) this.player.fail(`video decoder: ${describe(e)}`); },
+                });
+                this.decoder.configure(this.rendition.decoderConfig);
+                this.needKey = true;
+                return true;
+              }
+
+              onGroup(group) {
+                if (this.stopped || (this.current && group.seq <= this.current.seq)) { group.cancel(); return; }
+                this.current?.cancel(); // a newer group starts with a keyframe: skip what is left of the old one
+                this.current = group;
+                this.read(group);
+              }
+
+              async read(group) {
+                try {
+                  for (let frame; (frame = await group.next());) {
+                    if (this.current !== group || this.stopped) return;
+                    this.decode(frame, group);
+                  }
+                } catch (e) {
+                  if (this.current === group && !this.stopped) this.player.log(`video group ${group.seq}: ${describe(e)}`);
+                }
+              }
+
+              decode(frame, group) {
+                const { timestamp, data } = legacyFrame(frame.payload);
+                if (data.length === 0) return; // the end-of-group marker
+                const key = this.h264 ? h264HasIdr(data, this.lengthSize) : frame.index === 0 && group.frameStart === 0;
+                this.decoderReady();
+                if (this.decoder.decodeQueueSize > 30) this.needKey = true; // far behind: wait for the next keyframe
+                if (this.needKey && !key) { this.player.state.videoSkipped = (this.player.state.videoSkipped || 0) + 1; return; }
+                this.decoder.decode(new EncodedVideoChunk({ type: key ? "key" : "delta", timestamp, data }));
+                this.needKey = false;
+              }
+            }
+
+            /** One audio rendition: decoded always (counted), played when an AudioContext runs. */
+            class AudioTrack {
+              constructor(player, rendition) {
+                this.player = player;
+                this.rendition = rendition;
+                this.lastSeq = -1;
+                this.stopped = false;
+                this.playhead = 0;
+              }
+
+              start() {
+                const p = this.player;
+                p.state.audio = { track: this.rendition.name, codec: this.rendition.config.codec, context: "none" };
+                p.log(`audio: ${this.rendition.name} ${this.rendition.config.codec}`);
+                this.sub = p.session.subscribe(p.path, this.rendition.name, { priority: 200, maxLatencyMs: p.maxLatencyMs },
+                  (g) => this.read(g));
+                this.sub.done.then((why) => p.log(`audio: ${why}`), (e) => { if (!this.stopped) p.state.audioError = describe(e); });
+              }
+
+              stop() {
+                this.stopped = true;
+                this.sub?.close();
+                try { this.decoder?.close(); } catch {}
+              }
+
+              /** Groups are read as they come; frames of a group older than the newest decoded one are dropped. */
+              async read(group) {
+                try {
+                  for (let frame; (frame = await group.next());) {
+                    if (this.stopped || group.seq < this.lastSeq) { group.cancel(); return; }
+                    this.lastSeq = group.seq;
+                    this.decode(frame);
+                  }
+                } catch (e) {
+                  if (!this.stopped) this.player.log(`audio group ${group.seq}: ${describe(e)}`);
+                }
+              }
+
+              decode(frame) {
+                try {
+                  const { timestamp, data } = legacyFrame(frame.payload);
+                  if (data.length === 0) return;
+                  if (!this.decoder || this.decoder.state === "closed") {
+                    this.decoder = new AudioDecoder({
+                      output: (audio) => { try { this.output(audio); } finally { audio.close(); } },
+                      error: (e) => { this.player.state.audioError = `audio decoder: ${describe(e)}`; },
+                    });
+                    this.decoder.configure(this.rendition.decoderConfig);
+                  }
+                  if (this.decoder.decodeQueueSize > 50) return; // behind: drop rather than queue
+                  this.decoder.decode(new EncodedAudioChunk({ type: "key", timestamp, data }));
+                } catch (e) {
+                  this.player.state.audioError = describe(e);
+                }
+              }
+
+              output(audio) {
+                const state = this.player.state;
+                state.audioFrames++;
+                try {
+                  const ctx = audioContext();
+                  if (state.audio) state.audio.context = ctx ? ctx.state : "none";
+                  if (!ctx || ctx.state !== "running") return;
+                  const buffer = ctx.createBuffer(audio.numberOfChannels, audio.numberOfFrames, audio.sampleRate);
+                  for (let c = 0; c < audio.numberOfChannels; c++) {
+                    audio.copyTo(buffer.getChannelData(c), { planeIndex: c, format: "f32-planar" });
+                  }
+                  const source = ctx.createBufferSource();
+                  source.buffer = buffer;
+                  source.connect(ctx.destination);
+                  const now = ctx.currentTime;
+                  // Keep a small cushion; resynchronise when starved or drifting too far ahead.
+                  if (this.playhead < now + 0.01 || this.playhead > now + 0.5) this.playhead = now + 0.05;
+                  source.start(this.playhead);
+                  this.playhead += buffer.duration;
+                } catch (e) {
+                  state.audioError = `audio output: ${describe(e)}`;
+                }
+              }
+            }
+
+            let sharedContext;
+            /** The page's one AudioContext (null when none can be made). Resumed on the first click. */
+            export function audioContext() {
+              if (sharedContext === undefined) {
+                try {
+                  sharedContext = new AudioContext({ latencyHint: "interactive" });
+                  if (sharedContext.state !== "running") sharedContext.resume().catch(() => {});
+                  addEventListener("click", () => sharedContext.resume().catch(() => {}), { once: true });
+                } catch {
+                  sharedContext = null;
+                }
+              }
+              return sharedContext;
+            }
+            """####
+        ),
+        "/wire.js": (
+            "text/javascript; charset=utf-8",
+            ####"""
+            // SPDX-License-Identifier: MIT
+            // moq-lite-06 encoding primitives (docs: moq-lite-06.md §3): QUIC varints, strings,
+            // size-prefixed messages, and a bounded reader over a WebTransport receive stream.
+
+            /** Largest value a JavaScript Number holds exactly; larger varints are refused where a Number is needed. */
+            export const MAX_SAFE = Number.MAX_SAFE_INTEGER;
+            /** The largest control message accepted (the Rust side allows 64 MiB; a viewer needs far less). */
+            export const MAX_MESSAGE = 1 << 20;
+
+            /** A protocol error: malformed, truncated or oversized data from the peer. */
+            export class WireError extends Error {}
+
+            const utf8Decoder = new TextDecoder("utf-8", { fatal: true });
+            const utf8Encoder = new TextEncoder();
+
+            /** Decodes the varint at `bytes[0..]` (its length is given by the top two bits) as a BigInt. */
+            function varintBig(bytes) {
+              let v = BigInt(bytes[0] & 0x3f);
+              for (let i = 1; i < bytes.length; i++) v = (v << 8n) | BigInt(bytes[i]);
+              return v;
+            }
+
+            /** Converts a BigInt to a Number, refusing values above 2^53 − 1. */
+            export function safeNumber(big, what = "value") {
+              if (big > BigInt(MAX_SAFE)) throw new WireError(`${what} too large (${big})`);
+              return Number(big);
+            }
+
+            /** Zigzag decoding (frame timestamp deltas): u → (u >> 1) ^ −(u & 1). */
+            export function unzigzag(u) {
+              return (u & 1n) ? -((u >> 1n) + 1n) : (u >> 1n);
+            }
+
+            /** A synchronous cursor over one message body; every read checks the bounds. */
+            export class Cursor {
+              constructor(bytes) { this.bytes = bytes; this.pos = 0; }
+              get remaining() { return this.bytes.length - this.pos; }
+              take(n) {
+                if (n > this.remaining) throw new WireError("message too short");
+                const out = this.bytes.subarray(this.pos, this.pos + n);
+                this.pos += n;
+                return out;
+              }
+              u8() { return this.take(1)[0]; }
+              bigVarint() {
+                if (this.remaining < 1) throw new WireError("message too short");
+                return varintBig(this.take(1 << (this.bytes[this.pos] >> 6)));
+              }
+              varint(what) { return safeNumber(this.bigVarint(), what); }
+              bytesField(max = MAX_MESSAGE) {
+                const n = this.varint("length");
+                if (n > max) throw new WireError("field too long");
+                return this.take(n);
+              }
+              string(max = 4096) {
+                try { return utf8Decoder.decode(this.bytesField(max)); }
+                catch (e) { throw e instanceof WireError ? e : new WireError("invalid UTF-8"); }
+              }
+              /** A message must be consumed exactly (the Rust decoder rejects trailing bytes too). */
+              end() { if (this.remaining !== 0) throw new WireError("trailing bytes in message"); }
+            }
+
+            /** Builds bytes: varints (Number or BigInt), u8, strings; `message()` adds the size prefix. */
+            export class Writer {
+              constructor() { this.parts = []; this.length = 0; }
+              push(bytes) { this.parts.push(bytes); this.length += bytes.length; return this; }
+              u8(v) { return this.push(Uint8Array.of(v & 0xff)); }
+              varint(value) {
+                const v = BigInt(value);
+                if (v < 0n || v >= (1n << 62n)) throw new WireError(`varint out of range: ${v}`);
+                let len = v < 64n ? 1 : v < 16384n ? 2 : v < 1073741824n ? 4 : 8;
+                const out = new Uint8Array(len);
+                let x = v;
+                for (let i = len - 1; i >= 0; i--) { out[i] = Number(x & 0xffn); x >>= 8n; }
+                out[0] |= { 1: 0x00, 2: 0x40, 4: 0x80, 8: 0xc0 }[len];
+                return this.push(out);
+              }
+              string(s) { const b = utf8Encoder.encode(s); return this.varint(b.length).push(b); }
+              /** Appends `size(body) + body`. */
+              message(body) { return this.varint(body.length).push(body.bytes()); }
+              bytes() {
+                const out = new Uint8Array(this.length);
+                let off = 0;
+                for (const p of this.parts) { out.set(p, off); off += p.length; }
+                return out;
+              }
+            }
+
+            /** The encoded bytes of a QUIC varint (SETUP parameter values carry these). */
+            export function varintBytes(value) { return new Writer().varint(value).bytes(); }
+
+            /**
+             * Reads a WebTransport ReadableStream incrementally. Chunks are queued without copying; `take(n)`
+             * assembles exactly n bytes. Callers bound every length they wait for, so a peer cannot make the
+             * reader buffer without limit.
+             */
+            export class StreamReader {
+              constructor(readable) {
+                this.reader = readable.getReader();
+                this.chunks = [];
+                this.avail = 0;
+                this.done = false;
+              }
+
+              /** Waits until `n` bytes are buffered; false when the stream ended first. */
+              async fill(n) {
+                while (this.avail < n) {
+                  if (this.done) return false;
+                  const { value, done } = await this.reader.read();
+                  if (done) { this.done = true; break; }
+                  if (value && value.byteLength) {
+                    const chunk = value instanceof Uint8Array ? value : new Uint8Array(value);
+                    this.chunks.push(chunk);
+                    this.avail += chunk.byteLength;
+                  }
+                }
+                return this.avail >= n;
+              }
+
+              /** Removes and returns `n` buffered bytes (`fill(n)` must have succeeded). */
+              take(n) {
+                if (n === 0) return new Uint8Array(0);
+                const first = this.chunks[0];
+                if (first.byteLength >= n) {
+                  this.avail -= n;
+                  if (first.byteLength === n) this.chunks.shift();
+                  else this.chunks[0] = first.subarray(n);
+                  return first.subarray(0, n);
+                }
+                const out = new Uint8Array(n);
+                let off = 0;
+                while (off < n) {
+                  const c = this.chunks[0];
+                  const k = Math.min(c.byteLength, n - off);
+                  out.set(c.subarray(0, k), off);
+                  off += k;
+                  if (k === c.byteLength) this.chunks.shift();
+                  else this.chunks[0] = c.subarray(k);
+                }
+                this.avail -= n;
+                return out;
+              }
+
+              /** True when the stream ended cleanly with nothing left. */
+              async atEnd() { return !(await this.fill(1)); }
+
+              /** The next varint as a BigInt; null on a clean end of stream when `eofOk`. */
+              async bigVarint(eofOk = false) {
+                if (!(await this.fill(1))) {
+                  if (eofOk) return null;
+                  throw new WireError("stream ended inside a message");
+                }
+                const len = 1 << (this.chunks[0][0] >> 6);
+                if (!(await this.fill(len))) throw new WireError("stream ended inside a varint");
+                return varintBig(this.take(len));
+              }
+
+              /** The next varint as a Number (refusing values above 2^53 − 1); null on a clean end when `eofOk`. */
+              async varint(eofOk = false, what = "varint") {
+                const v = await this.bigVarint(eofOk);
+                return v === null ? null : safeNumber(v, what);
+              }
+
+              /** Exactly `n` bytes, or an error if the stream ends first. */
+              async bytes(n) {
+                if (!(await this.fill(n))) throw new WireError("stream ended inside a message");
+                return this.take(n);
+              }
+
+              /** A size-prefixed message body as a Cursor (null on a clean end when `eofOk`). */
+              async message(max = MAX_MESSAGE, eofOk = false) {
+                const size = await this.varint(eofOk, "message size");
+                if (size === null) return null;
+                if (size > max) throw new WireError(`message of ${size} bytes exceeds ${max}`);
+                return new Cursor(await this.bytes(size));
+              }
+
+              /** Stops reading (STOP_SENDING with `code` where the browser supports stream error codes). */
+              cancel(code = 1) {
+                this.done = true;
+                this.chunks = [];
+                this.avail = 0;
+                this.reader.cancel(streamError(code)).catch(() => {});
+              }
+            }
+
+            /** A reason object carrying a WebTransport stream error code (moq stream codes, §4.10). */
+            export function streamError(code) {
+              try { return new WebTransportError({ streamErrorCode: code }); } catch { return undefined; }
+            }
+
+            /** Reads a stream error code from whatever a failed read or write threw (null when none). */
+            export function errorCode(e) {
+              return e && typeof e.streamErrorCode === "number" ? e.streamErrorCode : null;
+            }
+
+            /** Names of the moq stream error codes a viewer may meet (§4.10). */
+            export const STREAM_CODES = {
+              0x0: "INTERNAL", 0x1: "CANCEL", 0x2: "DELIVERY_TIMEOUT", 0x3: "SESSION_CLOSED", 0x4: "GOING_AWAY",
+              0x5: "TOO_FAR_BEHIND", 0x12: "MALFORMED_TRACK", 0x31: "CONTROL_TIMEOUT", 0x32: "GROUP_TOO_LARGE",
+              0x33: "NOT_FOUND", 0x34: "OLD", 0x35: "EVICTED", 0x36: "UNROUTABLE", 0x37: "WRONG_SIZE",
+              0x38: "FRAME_TOO_LARGE", 0x39: "TIMESTAMP_MISMATCH",
+            };
+
+            /** A readable description of an error, with the moq stream code name when there is one. */
+            export function describe(e) {
+              const code = errorCode(e);
+              const msg = (e && e.message) || String(e);
+              return code === null ? msg : `${STREAM_CODES[code] || "code " + code} (stream code 0x${code.toString(16)}): ${msg}`;
+            }
+
+            /** Parses hex (colons and whitespace allowed), e.g. a SHA-256 fingerprint. Null when malformed. */
+            export function parseHex(text) {
+              const clean = String(text).replace(/[\s:]/g, "");
+              if (clean.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(clean)) return null;
+              const out = new Uint8Array(clean.length / 2);
+              for (let i = 0; i < out.length; i++) out[i] = parseInt(clean.substr(i * 2, 2), 16);
+              return out;
+            }
+
+            /** Resolves with `promise`, or rejects after `ms` with `what` timed out. */
+            export function withTimeout(promise, ms, what) {
+              let timer;
+              const timeout = new Promise((_, reject) => {
+                timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
+              });
+              return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+            }
+            """####
+        ),
+    ]
 }
