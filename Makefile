@@ -14,7 +14,7 @@ export PKG_CONFIG_PATH := $(CURDIR)/$(BUILD)/pkgconfig$(if $(PKG_CONFIG_PATH),:$
 
 .PHONY: all setup build plugin cli test unit-test lint fuzz fuzz-build fuzz-wire fuzz-catalog fuzz-session demo install \
 	clean help \
-	element-docs check-element-docs bench bench-tools bench-profile tsan faults soak consumer-test
+	element-docs check-element-docs bench bench-tools bench-profile tsan faults soak consumer-test web-test
 
 all: build
 
@@ -83,12 +83,16 @@ check-element-docs: plugin
 # Tests whose pass criterion depends on throughput (an open-loop flood through the relay) or on
 # a latency budget (media through network faults) run alone, after the parallel suite: on 2
 # cores the parallel suite takes the CPU they measure.
-SOLO_TESTS := OverloadInteropTests|NetworkFaultTests|LosslessReconnectTests
+SOLO_TESTS := OverloadInteropTests|NetworkFaultTests|LosslessReconnectTests|WatchPageTests
 
 unit-test: setup
 	$(SWIFT) build --build-tests -j $(JOBS)
 	$(SWIFT) test --skip-build --skip '$(SOLO_TESTS)'
 	$(SWIFT) test --skip-build --filter '$(SOLO_TESTS)'
+
+# The watch page's protocol and catalog modules without a browser (the browser test is in the suite).
+web-test:
+	node Tests/Web/web_modules_test.mjs
 
 # The suite under ThreadSanitizer (its own build in .build-tsan; logs in build/tsan).
 tsan: setup
@@ -116,7 +120,7 @@ soak: setup
 consumer-test: setup
 	SWIFT=$(SWIFT) JOBS=$(JOBS) ./scripts/consumer-test.sh
 
-test: setup build lint check-element-docs unit-test consumer-test
+test: setup build lint check-element-docs web-test unit-test consumer-test
 	$(MAKE) fuzz FUZZ_SECONDS=$(or $(CI_FUZZ_SECONDS),30)
 
 # libFuzzer over every wire decoder (built as one module with the MoqWire sources), over

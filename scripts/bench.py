@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RUNNERS = {
     "latency": cases.run_latency,
     "throughput": cases.run_throughput,
+    "webtransport": cases.run_webtransport,
     "openloop": cases.run_openloop,
     "fanout": cases.run_fanout,
     "gst": cases.run_gst,

@@ -21,7 +21,7 @@ PACKAGES=(
   gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
   gstreamer1.0-alsa gstreamer1.0-pulseaudio gstreamer1.0-x
   xvfb x11-apps
-  chromium
+  chromium nodejs
 )
 # ngtcp2 1.11 from bookworm-backports: bookworm's own 0.12.1 never closes
 # peer-opened unidirectional streams (one per moq group) and must not be used.

@@ -22,7 +22,8 @@ enum CertificateHashFetch {
     ///   answer is not a fingerprint.
     static func fetch(host: String, port: UInt16, timeout: Duration) async throws(MoqError) -> [UInt8] {
         let outcome = Lock<Result<[UInt8], MoqError>?>(nil)
-        let millis = Int(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        let millis = Int(
+            clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             spawnDetached {
                 let result = fetchBlocking(host: host, port: port, timeoutMs: max(1, millis))
@@ -67,7 +68,8 @@ enum CertificateHashFetch {
     private static func exchange(_ addr: addrinfo, host: String, port: UInt16, deadline: UInt64) -> Result<
         [UInt8], Failure
     > {
-        let fd = socket(addr.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue | SOCK_NONBLOCK.rawValue), 0)
+        let fd = socket(
+            addr.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue | SOCK_NONBLOCK.rawValue), 0)
         guard fd >= 0 else { return .failure(Failure(text: "socket: \(String(cString: strerror(errno)))")) }
         defer { close(fd) }
         if connect(fd, addr.ai_addr, addr.ai_addrlen) != 0 && errno != EINPROGRESS {
@@ -132,19 +134,23 @@ enum CertificateHashFetch {
         }
         guard status == 200 else {
             return .failure(
-                .tls("\(url) answered HTTP \(status): the relay publishes no certificate hash; use https:// with tls-fingerprint"))
+                .tls(
+                    "\(url) answered HTTP \(status): the relay publishes no certificate hash; use https:// with tls-fingerprint"
+                ))
         }
         if head.lowercased().contains("transfer-encoding: chunked") { body = dechunk(body) }
         let trimmed = body.filter { !$0.isWhitespace }
         guard let hash = Hex.decode(trimmed, allowingColons: true), hash.count == 32 else {
-            return .failure(.tls("\(url) did not answer with a SHA-256 fingerprint (got \(trimmed.prefix(80).debugDescription))"))
+            return .failure(
+                .tls("\(url) did not answer with a SHA-256 fingerprint (got \(trimmed.prefix(80).debugDescription))"))
         }
         return .success(hash)
     }
 
     private static func headEnd(_ bytes: [UInt8]) -> Int? {
         guard bytes.count >= 4 else { return nil }
-        for i in 0...(bytes.count - 4) where bytes[i] == 13 && bytes[i + 1] == 10 && bytes[i + 2] == 13 && bytes[i + 3] == 10 {
+        for i in 0...(bytes.count - 4)
+        where bytes[i] == 13 && bytes[i + 1] == 10 && bytes[i + 2] == 13 && bytes[i + 3] == 10 {
             return i
         }
         return nil

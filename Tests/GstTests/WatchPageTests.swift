@@ -47,9 +47,11 @@ struct WatchPageTests {
         #expect((state["broadcasts"] as? [String])?.contains("bars") == true)
         let pixel = try #require(state["pixel"] as? [Int], "no pixel: \(line)")
         #expect(pixel.count == 3 && pixel[1] > 140 && pixel[0] < 60 && pixel[2] < 60, "centre pixel \(pixel)")
-        // moqsink puts its wall clock in the catalog: the page measures capture to canvas.
+        // moqsink puts its wall clock in the catalog: the page measures capture to canvas. What it
+        // measures is for benchmarks; here only that it is a figure in the right unit (a µs/ms or
+        // epoch mix-up would be off by 1000× or by decades).
         let latency = try #require(state["latencyMs"] as? Double, "no latency figure: \(line)")
-        #expect(latency > 0 && latency < 2000, "latency \(latency) ms")
+        #expect(latency > 0 && latency < 10_000, "latency \(latency) ms")
         #expect(FileManager.default.fileExists(atPath: screenshot))
         print("watch page: \(line)")
     }

@@ -4,6 +4,10 @@ import MoqInteropSupport
 import SwiftMoQ
 import Testing
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 /// The `swiftmoq` command line against the Rust relay: data, discovery, and the one-line
 /// errors a user gets.
 @Suite("Interop: the swiftmoq CLI", .serialized, .timeLimit(.minutes(3)))
@@ -163,6 +167,36 @@ struct CLIInteropTests {
         let result = try await relay.wait(timeout: .seconds(15))
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.contains("GOAWAY"))
+    }
+
+    @Test(
+        "swiftmoq relay --web serves the watch page; publish-track over http:// (hash fetched) and subscribe-track over https:// through it"
+    )
+    func relayOverWebTransport() async throws {
+        let relay = try CLI.start(["relay", "--listen", "127.0.0.1:0", "--web"])
+        defer { kill(relay.process.processIdentifier, SIGTERM) }
+        try await eventually("the relay's watch line") { relay.stdoutSoFar.contains("watch http://") }
+        let lines = relay.stdoutSoFar.split(separator: "\n")
+        let url = try MoqURL(String(try #require(lines.first { $0.hasPrefix("url ") }).dropFirst(4)))
+        let fingerprint = String(try #require(lines.first { $0.hasPrefix("fingerprint ") }).dropFirst(12))
+        #expect(lines.contains("watch http://127.0.0.1:\(url.port)/"), "\(lines)")
+        let (page, _) = try await URLSession.shared.data(
+            from: try #require(URL(string: "http://127.0.0.1:\(url.port)/")))
+        #expect(String(decoding: page, as: UTF8.self).contains("<canvas"))
+        let name = RustPeer.uniqueName("cli-wt")
+        let subscriber = try CLI.start([
+            "subscribe-track", "--url", "https://127.0.0.1:\(url.port)/anon", "--tls-fingerprint", fingerprint,
+            "--broadcast", name, "--track", "chat", "--timeout", "20",
+        ])
+        let publisher = try await CLI.run(
+            [
+                "publish-track", "--url", "http://127.0.0.1:\(url.port)/anon", "--broadcast", name, "--track", "chat",
+                "--wait-subscribers", "1",
+            ], stdin: "one\ntwo\nthree\n")
+        #expect(publisher.status == 0, "\(publisher.stderr)")
+        let result = try await subscriber.wait(timeout: .seconds(30))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdoutLines == ["one", "two", "three"])
     }
 
     @Test(

@@ -16,7 +16,8 @@ struct WebTransportInteropTests {
         #expect(order == (0..<groups).flatMap { g in (0..<frames).map { [g, $0] } })
         #expect(
             events.allSatisfy {
-                $0.bytes("payload") == rustPayload(group: $0.int("group") ?? -1, frame: $0.int("index") ?? -1, size: size)
+                $0.bytes("payload")
+                    == rustPayload(group: $0.int("group") ?? -1, frame: $0.int("index") ?? -1, size: size)
             })
     }
 
@@ -48,7 +49,9 @@ struct WebTransportInteropTests {
         try await Self.expectRustData(subscriber, groups: groups, frames: frames, size: size)
     }
 
-    @Test("Rust publisher over http:// → Swift relay → Swift subscriber over https://, and Swift publisher over https:// → Rust subscriber over https://")
+    @Test(
+        "Rust publisher over http:// → Swift relay → Swift subscriber over https://, and Swift publisher over https:// → Rust subscriber over https://"
+    )
     func mixedClientsThroughTheSwiftRelay() async throws {
         let relay = try SwiftRelay.start()
         defer { Task { await relay.stop() } }
@@ -89,7 +92,8 @@ struct WebTransportInteropTests {
         }
         track.finish()
         let frames = try await subscriber.collect(until: "end", timeout: .seconds(30)).filter { $0.name == "frame" }
-        #expect(frames.map { String(decoding: $0.bytes("payload") ?? [], as: UTF8.self) } == (0..<5).map { "swift \($0)" })
+        #expect(
+            frames.map { String(decoding: $0.bytes("payload") ?? [], as: UTF8.self) } == (0..<5).map { "swift \($0)" })
     }
 
     @Test("Swift clients over https:// to the Rust server: publish and subscribe through it")
@@ -107,14 +111,19 @@ struct WebTransportInteropTests {
         let track = broadcast.createTrack("data", info: TrackInfo(maxAgeMs: 10_000))
         publisher.publish(broadcast)
         try await subscriber.waitForBroadcast(name, timeout: .seconds(20))
-        let remote = subscriber.subscribe(broadcast: name, track: "data", range: SubscriptionRange(maxLatencyMs: 10_000))
+        let remote = subscriber.subscribe(
+            broadcast: name, track: "data", range: SubscriptionRange(maxLatencyMs: 10_000))
         let consumer = remote.consumer(maxLatencyMs: 10_000)
-        try await eventually("the relay to subscribe to the publisher", timeout: .seconds(20)) { track.observerCount > 0 }
+        try await eventually("the relay to subscribe to the publisher", timeout: .seconds(20)) {
+            track.observerCount > 0
+        }
         for g in 0..<5 { track.writeSingleFrameGroup(Bytes(utf8: "over h3 \(g)"), timestamp: UInt64(g) * 20_000) }
         track.finish()
         var got: [String] = []
         while let group = try await consumer.nextGroup() {
-            while let frame = try await group.nextFrame() { got.append(String(decoding: frame.payload.array, as: UTF8.self)) }
+            while let frame = try await group.nextFrame() {
+                got.append(String(decoding: frame.payload.array, as: UTF8.self))
+            }
         }
         #expect(got == (0..<5).map { "over h3 \($0)" })
     }

@@ -117,6 +117,25 @@ struct SessionTests {
         #expect(!states.all.dropFirst(2).contains(.connecting), "no reconnect attempt: \(states.all)")
     }
 
+    @Test("over WebTransport: https:// (pinned) and http:// (hash fetched) sessions discover the same broadcast")
+    func webTransport() async throws {
+        let relay = try TestRelay.start()
+        defer { Task { await relay.stop() } }
+        let publisher = try await HandPublisher(relay, path: "room/wt")
+        defer { publisher.close() }
+        let https = relay.url().replacingOccurrences(of: "moql://", with: "https://")
+        let http = relay.url().replacingOccurrences(of: "moql://", with: "http://")
+        for (url, options) in [(https, relay.sessionOptions), (http, SessionOptions())] {
+            let session = Session(url: url, options: options)
+            try await session.connect()
+            let subscription = try await session.subscribe(prefix: "room")
+            var iterator = subscription.broadcasts.makeAsyncIterator()
+            #expect(try #require(await iterator.next()).path == "wt", "\(url)")
+            subscription.cancel()
+            await session.close()
+        }
+    }
+
     @Test("subscribe(prefix:) yields broadcasts relative to the prefix; one subscription per prefix")
     func discovery() async throws {
         let relay = try TestRelay.start()

@@ -106,7 +106,8 @@ struct HostileWebTransportTests {
         // 2. Unknown frame types (reserved 0x21 + 0x1f·N) and unknown settings around a valid CONNECT: 200.
         let unknown = RawH3Client.run(relay, loop: loop) { c in
             let control = c.openStream(bidirectional: false)!
-            let settings = HTTP3Settings(HTTP3Settings.webTransport().parameters + [(id: 0x1f * 7 + 0x21, value: 12345)])
+            let settings = HTTP3Settings(
+                HTTP3Settings.webTransport().parameters + [(id: 0x1f * 7 + 0x21, value: 12345)])
             let reserved: [UInt8] = [0x40, 0x21 + 0x1f, 3, 1, 2, 3]
             c.write(control, Bytes(controlStream([HTTP3Frame.settings(settings).encoded(), reserved])))
             let stream = c.openStream(bidirectional: true)!
@@ -120,7 +121,12 @@ struct HostileWebTransportTests {
             // Required Insert Count 1, then an indexed field line from the dynamic table.
             c.write(stream, Bytes(HTTP3Frame.headers([0x02, 0x00, 0x80]).encoded()))
         }
-        try await eventually("the three answers", detail: { "\(String(describing: plain.status)) \(String(describing: unknown.status)) \(String(describing: dynamic.state.withLock { $0.close })) \(plain.state.withLock { $0 }) \(unknown.state.withLock { $0 })" }) {
+        try await eventually(
+            "the three answers",
+            detail: {
+                "\(String(describing: plain.status)) \(String(describing: unknown.status)) \(String(describing: dynamic.state.withLock { $0.close })) \(plain.state.withLock { $0 }) \(unknown.state.withLock { $0 })"
+            }
+        ) {
             plain.status == 400 && unknown.status == 200 && dynamic.state.withLock({ $0.close }) != nil
         }
         if case .application(let code, _, let byPeer)? = dynamic.state.withLock({ $0.close }) {

@@ -7,7 +7,8 @@ import Testing
 @Suite("Sessions over WebTransport (https:// and http://) through the Swift relay", .timeLimit(.minutes(1)))
 struct WebTransportSessionTests {
     static func connect(
-        _ relay: MoqRelay, _ scheme: String = "https", _ path: String = "anon", pinned: Bool = true, token: String? = nil
+        _ relay: MoqRelay, _ scheme: String = "https", _ path: String = "anon", pinned: Bool = true,
+        token: String? = nil
     ) async throws -> MoqSession {
         var options = ClientOptions(tls: pinned ? TLSOptions(fingerprint: relay.fingerprint) : TLSOptions())
         options.authToken = token
@@ -23,7 +24,8 @@ struct WebTransportSessionTests {
         for line in ["a", "b", "c"] { track.writeSingleFrameGroup(Bytes(utf8: line), timestamp: 0) }
         track.finish()
         try await subscriber.waitForBroadcast(path)
-        let remote = subscriber.subscribe(broadcast: path, track: "chat", range: SubscriptionRange(maxLatencyMs: 10_000))
+        let remote = subscriber.subscribe(
+            broadcast: path, track: "chat", range: SubscriptionRange(maxLatencyMs: 10_000))
         var got: [String] = []
         let consumer = remote.consumer(maxLatencyMs: 10_000)
         while let g = try await consumer.nextGroup() {

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import tempfile
 import time
@@ -63,23 +64,26 @@ def stream_run(
     timeout: float,
     with_fifo: bool = False,
     idle_timeout_s: float = 180,
+    webtransport: bool = False,
 ) -> dict:
-    """One publisher → relay → one subscriber run; returns both results and the CPU of each process."""
+    """One publisher → relay → one subscriber run; returns both results and the CPU of each process.
+    With `webtransport` both clients dial `https://` (WebTransport over HTTP/3) instead of `moql://`."""
     tag = f"{case}-{relay_stack}relay-{client_stack}clients"
     path = broadcast_name(case)
     idle = wait_until_idle(log, timeout=idle_timeout_s)
     signal = GoSignal(with_fifo)
     relay = start_relay(tools, relay_stack, f"{tag}-relay")
+    dial = dataclasses.replace(relay, url=relay.url.replace("moql://", "https://", 1)) if webtransport else relay
     publisher = subscriber = None
     try:
         with stopping(relay.child):
             fifo = str(signal.fifo) if signal.fifo else None
             pub_options = {"broadcast": path, "go-file": str(signal.go_file), "ack-fifo": fifo, **publish}
-            publisher = start_client(tools, client_stack, "publish", f"{tag}-publisher", relay, pub_options)
+            publisher = start_client(tools, client_stack, "publish", f"{tag}-publisher", dial, pub_options)
             with stopping(publisher):
                 publisher.wait_event("announced", 30)
                 sub_options = {"broadcast": path, "ack-fifo": fifo, **subscribe}
-                subscriber = start_client(tools, client_stack, "subscribe", f"{tag}-subscriber", relay, sub_options)
+                subscriber = start_client(tools, client_stack, "subscribe", f"{tag}-subscriber", dial, sub_options)
                 with stopping(subscriber):
                     subscriber.wait_event("subscribed", 30)
                     time.sleep(0.5)  # the subscription reaches the relay and the relay's upstream one the publisher
@@ -97,20 +101,21 @@ def stream_run(
             "cpu_percent": cpu_percent, "busy_before_percent": idle, "relay_rss_kib": relay_rss_kib}
 
 
-def run_latency(tools: Tools, cfg: Config, log) -> list[dict]:
+def run_latency(tools: Tools, cfg: Config, log, webtransport: bool = False) -> list[dict]:
     """Case 1: 1 KB frames at 100 fps for ~10 s, each relay with each client pair."""
     rows = []
     frames = int(cfg.latency_seconds * cfg.latency_fps)
     warmup = int(cfg.latency_warmup_s * cfg.latency_fps)
+    over = " over WebTransport" if webtransport else ""
     for relay_stack in STACKS:
         for client_stack in STACKS:
-            log(f"latency: {relay_stack} relay, {client_stack} publisher + subscriber ({cfg.latency_seconds:g} s)")
+            log(f"latency{over}: {relay_stack} relay, {client_stack} publisher + subscriber ({cfg.latency_seconds:g} s)")
             run = stream_run(
                 tools, log, "latency", relay_stack, client_stack,
                 publish={"frame-size": cfg.latency_frame_size, "fps": cfg.latency_fps,
                          "frames-per-group": cfg.latency_frames_per_group, "frames": frames},
                 subscribe={"frames": frames, "warmup-frames": warmup, "deadline-s": cfg.latency_seconds + 30},
-                timeout=cfg.latency_seconds + 60, idle_timeout_s=cfg.idle_timeout_s,
+                timeout=cfg.latency_seconds + 60, idle_timeout_s=cfg.idle_timeout_s, webtransport=webtransport,
             )
             received, published = run["received"], run["published"]
             rows.append({
@@ -122,6 +127,21 @@ def run_latency(tools: Tools, cfg: Config, log) -> list[dict]:
                 "latencies_us": received["latencies_us"],  # in arrival order, after the warm-up
             })
     return rows
+
+
+def run_webtransport(tools: Tools, cfg: Config, log) -> dict:
+    """Case 1b/2c: cases 1 and 2 again with every client on `https://` (WebTransport over HTTP/3 on the
+    relay's same UDP port), one throughput run per pair; the report sets them beside the raw QUIC rows."""
+    latency = run_latency(tools, cfg, log, webtransport=True)
+    for row in latency:
+        row.pop("latencies_us", None)
+    throughput = []
+    for relay_stack in STACKS:
+        for client_stack in STACKS:
+            log(f"throughput over WebTransport: {relay_stack} relay, {client_stack} clients "
+                f"({cfg.throughput_seconds:g} s)")
+            throughput.append(_throughput_run(tools, cfg, log, relay_stack, client_stack, webtransport=True))
+    return {"latency": latency, "throughput": throughput}
 
 
 def _repeated_pairs(repeats: int, label, run) -> dict[tuple[str, str], list[dict]]:
@@ -153,13 +173,16 @@ def run_throughput(tools: Tools, cfg: Config, log) -> list[dict]:
             for mine in runs.values()]
 
 
-def _throughput_run(tools: Tools, cfg: Config, log, relay_stack: str, client_stack: str) -> dict:
+def _throughput_run(
+    tools: Tools, cfg: Config, log, relay_stack: str, client_stack: str, webtransport: bool = False
+) -> dict:
     run = stream_run(
         tools, log, "throughput", relay_stack, client_stack,
         publish={"frame-size": cfg.throughput_frame_size, "fps": 0, "seconds": cfg.throughput_seconds,
                  "frames-per-group": cfg.throughput_frames_per_group, "window": cfg.throughput_window},
         subscribe={"warmup-frames": 1 << 62, "deadline-s": cfg.throughput_seconds + 30},
         timeout=cfg.throughput_seconds + 60, with_fifo=True, idle_timeout_s=cfg.idle_timeout_s,
+        webtransport=webtransport,
     )
     received, published = run["received"], run["published"]
     span_ns = max(1, received["last_ns"] - received["first_ns"])

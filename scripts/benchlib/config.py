@@ -20,7 +20,7 @@ def _env_list(name: str, default: str) -> list[str]:
     return [part.strip() for part in os.environ.get(name, default).split(",") if part.strip()]
 
 
-ALL_CASES = "latency,throughput,openloop,fanout,gst,memory"
+ALL_CASES = "latency,throughput,webtransport,openloop,fanout,gst,memory"
 
 
 @dataclass

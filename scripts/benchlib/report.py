@@ -76,6 +76,25 @@ def throughput_section(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+def webtransport_section(wt: dict, latency_rows: list[dict], throughput_rows: list[dict]) -> str:
+    """WebTransport rows beside the raw QUIC ones of the same run."""
+    body = []
+    for r in wt.get("latency", []):
+        raw = _find(latency_rows, relay=r["relay"], clients=r["clients"])
+        t = _find(wt.get("throughput", []), relay=r["relay"], clients=r["clients"])
+        raw_t = _find(throughput_rows, relay=r["relay"], clients=r["clients"])
+        body.append([r["relay"], r["clients"], r["lost"], _get(raw, "p50_ms"), r["p50_ms"], _get(raw, "p99_ms"),
+                     r["p99_ms"], ratio(r["p50_ms"], _get(raw, "p50_ms")), _get(raw_t, "mb_per_s"),
+                     _get(t, "mb_per_s"), ratio(_get(t, "mb_per_s"), _get(raw_t, "mb_per_s")),
+                     _get(t, "lost")])
+    out = ["### 1b. WebTransport (https://, HTTP/3 on the same UDP port) beside raw QUIC (moql://)", "",
+           table(["relay", "clients", "lost (latency)", "QUIC p50 ms", "WT p50 ms", "QUIC p99 ms", "WT p99 ms",
+                  "p50 WT/QUIC", "QUIC MB/s", "WT MB/s", "MB/s WT/QUIC", "lost (throughput)"], body), "",
+           "Same cases as 1 and 2 (latency: 1 KB at 100 fps; throughput: 100 KB frames, acknowledged window; one "
+           "WebTransport run per pair), every client dialling https:// and the relay pinned by fingerprint.", ""]
+    return "\n".join(out)
+
+
 def openloop_section(rows: list[dict]) -> str:
     body = [[r["relay"], r["clients"], r["sent"], r["received"], r["delivered_percent"],
              " / ".join(fmt(v, 1) for v in r["runs_delivered_percent"]), r["out_of_order"],
@@ -200,6 +219,8 @@ def render(results: dict) -> str:
         parts.append(latency_section(cases["latency"]))
     if "throughput" in cases:
         parts.append(throughput_section(cases["throughput"]))
+    if "webtransport" in cases:
+        parts.append(webtransport_section(cases["webtransport"], cases.get("latency", []), cases.get("throughput", [])))
     if "openloop" in cases:
         parts.append(openloop_section(cases["openloop"]))
     if "fanout" in cases:

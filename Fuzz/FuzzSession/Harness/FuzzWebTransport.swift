@@ -147,7 +147,9 @@ final class FuzzWebTransport {
             return headers(WebTransportConnect.Response(status: status, selectedProtocol: "moq-lite-06").fields)
         case 2:
             let reason = String(decoding: input.bytes(max: 40), as: UTF8.self)
-            return HTTP3Frame.data(WebTransportCapsule.close(code: UInt32(truncatingIfNeeded: input.value()), reason: reason).encoded()).encoded()
+            return HTTP3Frame.data(
+                WebTransportCapsule.close(code: UInt32(truncatingIfNeeded: input.value()), reason: reason).encoded()
+            ).encoded()
         case 3:
             var capsule: [UInt8] = []
             VarInt.encode(input.bool() ? WebTransportCapsule.drainType : input.value(), into: &capsule)
@@ -161,7 +163,8 @@ final class FuzzWebTransport {
 
     private func request(_ input: inout FuzzInput) -> [HTTPField] {
         var fields = WebTransportConnect.Request(
-            authority: "fuzz:443", path: input.bool() ? "/anon" : "/deny", protocols: input.bool() ? ["moq-lite-06"] : []
+            authority: "fuzz:443", path: input.bool() ? "/anon" : "/deny",
+            protocols: input.bool() ? ["moq-lite-06"] : []
         ).fields
         switch input.int(6) {
         case 0: fields.remove(at: input.int(fields.count))

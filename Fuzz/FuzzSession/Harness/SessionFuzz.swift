@@ -441,7 +441,9 @@ final class Script {
                 violations.append("closed with an unstated code \(code.rawValue)")
             }
         case .remote, .transport:
-            if !injectedClose && !(web?.closedByPeer ?? false) { violations.append("closed by a peer/transport close the script never sent: \(reason)") }
+            if !injectedClose && !(web?.closedByPeer ?? false) {
+                violations.append("closed by a peer/transport close the script never sent: \(reason)")
+            }
         }
     }
 }

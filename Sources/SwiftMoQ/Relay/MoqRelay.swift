@@ -150,7 +150,8 @@ public final class MoqRelay: @unchecked Sendable {
             // WebTransport clients are judged on their CONNECT, and refused with an HTTP status.
             guard case .failure(let error) = auth.authorize(setupPath: path) else { return nil }
             let status = path.contains("jwt=") ? 403 : 401
-            logger.warning("WebTransport session for \(path.split(separator: "?").first ?? "/") refused (\(status)): \(error)")
+            logger.warning(
+                "WebTransport session for \(path.split(separator: "?").first ?? "/") refused (\(status)): \(error)")
             return status
         }
         let box = WeakReference(relay)
