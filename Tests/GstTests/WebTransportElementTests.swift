@@ -6,11 +6,11 @@ import SwiftMoQ
 import Testing
 
 /// moqsink and moqsrc with `url=https://…` and `url=http://…` (WebTransport), as moq-gst's
-/// documented pipelines write them.
-@Suite("Elements over WebTransport", .serialized, .timeLimit(.minutes(3)))
-struct WebTransportElementTests {
+/// documented pipelines write them. Part of moqsrc's serialized suite: media tests that run
+/// beside each other on two cores measure the machine, not the code.
+extension MoqSrcTests {
     /// Plays `broadcast` with `source` properties and returns once video and audio flowed.
-    static func play(_ properties: String, broadcast: String) async throws {
+    static func playOverWebTransport(_ properties: String, broadcast: String) async throws {
         let player = try TestPipeline(
             "moqsrc name=s \(properties) broadcast=\(broadcast) "
                 + "s.video_0 ! appsink name=v sync=false s.audio_0 ! appsink name=a sync=false")
@@ -31,7 +31,7 @@ struct WebTransportElementTests {
         let publisher = try Publish.pipeline(
             "url=https://127.0.0.1:\(relay.port)/anon tls-fingerprint=\(relay.fingerprint)", broadcast: "wt")
         #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
-        try await Self.play("url=http://127.0.0.1:\(relay.port)/anon", broadcast: "wt")
+        try await Self.playOverWebTransport("url=http://127.0.0.1:\(relay.port)/anon", broadcast: "wt")
         #expect(await relay.sessionStats().allSatisfy { $0.binding == .webTransport })
         #expect(publisher.errors.isEmpty, "\(publisher.errors)")
         publisher.setState(GST_STATE_NULL)
@@ -45,7 +45,7 @@ struct WebTransportElementTests {
         let name = RustPeer.uniqueName("wt-gst")
         let publisher = try Publish.pipeline(properties, broadcast: name)
         #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
-        try await Self.play(properties, broadcast: name)
+        try await Self.playOverWebTransport(properties, broadcast: name)
         #expect(publisher.errors.isEmpty, "\(publisher.errors)")
         publisher.setState(GST_STATE_NULL)
     }

@@ -227,12 +227,18 @@ final class MoqSrc: @unchecked Sendable {
         let run = Running(use: use, target: target)
         let connection = use.connection
         runningBox.withLock { $0 = run }
+        // The task posts to the element after awaiting: it keeps its own reference, so an
+        // application that drops the pipeline while stats are being refreshed never has a message
+        // posted on a freed element (seen as g_object_ref / GST_IS_ELEMENT criticals).
+        let element = UncheckedPointer(self.element)
+        gst_object_ref(UnsafeMutableRawPointer(element.pointer))
         run.statsTask = Task { [weak self] in
+            defer { gst_object_unref(UnsafeMutableRawPointer(element.pointer)) }
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(1))
                 guard let self, !Task.isCancelled else { return }
                 await self.link.refreshStats(connection)
-                if self.playback.withLock({ $0.started }) {
+                if !Task.isCancelled, self.playback.withLock({ $0.started }) {
                     self.reporter.elementMessage(self.makeStats(name: "stats"))
                 }
             }
