@@ -83,7 +83,7 @@ check-element-docs: plugin
 # Tests whose pass criterion depends on throughput (an open-loop flood through the relay) or on
 # a latency budget (media through network faults) run alone, after the parallel suite: on 2
 # cores the parallel suite takes the CPU they measure.
-SOLO_TESTS := OverloadInteropTests|NetworkFaultTests|LosslessReconnectTests|WatchPageTests|rustPublisherToDecodebin
+SOLO_TESTS := OverloadInteropTests|NetworkFaultTests|LosslessReconnectTests|LongFormTests|WatchPageTests|rustPublisherToDecodebin
 
 unit-test: setup
 	$(SWIFT) build --build-tests -j $(JOBS)

@@ -13,6 +13,9 @@ public struct CacheLimits: Sendable {
     public var maxGroups: Int
     /// Caps the track's own `maxAgeMs` when set.
     public var maxAgeMs: UInt64?
+    /// Keeps groups at least this long whatever the track's own max age says (a long-form
+    /// player's deep buffer lives in its subscription's cache); bytes and counts still bound it.
+    public var retainAgeMs: UInt64?
     /// A byte budget shared by many tracks (a relay's whole cache), if any.
     public var budget: CacheBudget?
 
@@ -29,6 +32,13 @@ public struct CacheLimits: Sendable {
         self.maxGroupBytes = maxGroupBytes
         self.maxAgeMs = maxAgeMs
         self.budget = budget
+    }
+
+    /// Limits that keep groups for at least `retainAgeMs`.
+    public static func retaining(ms retainAgeMs: UInt64) -> CacheLimits {
+        var limits = CacheLimits()
+        limits.retainAgeMs = retainAgeMs
+        return limits
     }
 }
 

@@ -412,7 +412,8 @@ public final class TrackProducer: @unchecked Sendable {
     /// beyond the byte and count bounds. The latest group always stays.
     private func evict(_ s: inout State) {
         guard let latest = s.latest else { return }
-        let maxAgeMs = min(s.info?.maxAgeMs ?? 5000, limits.maxAgeMs ?? .max)
+        var maxAgeMs = min(s.info?.maxAgeMs ?? 5000, limits.maxAgeMs ?? .max)
+        if let retain = limits.retainAgeMs { maxAgeMs = max(maxAgeMs, retain) }
         let (product, overflow) = maxAgeMs.multipliedReportingOverflow(by: 1_000_000)
         let maxAgeNs = maxAgeMs >= (1 << 53) - 1 || overflow ? UInt64.max : product
         var removed = 0

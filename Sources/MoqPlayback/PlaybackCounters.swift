@@ -32,6 +32,10 @@ public final class PlaybackCounters: Sendable {
         public var latencyMs: Double = 0
         /// How far the newest received frame is ahead of the last pushed one, ms.
         public var bufferMs: Double = 0
+        /// Media received per second of wall time (the live edge's advance), over about a second.
+        public var fillRate: Double = 0
+        /// Frames pushed after their render deadline.
+        public var underruns: UInt64 = 0
     }
 
     /// A track is stalled when no frame arrived for this long (moq-kit: 1 s arrival gap).
@@ -42,6 +46,8 @@ public final class PlaybackCounters: Sendable {
         var window: [(at: UInt64, bytes: Int, slackNs: Int64)] = []
         var stallStart: UInt64?
         var lastFrameAt: UInt64?
+        /// The live edge (µs) and when it was seen (ns), at the start of the fill-rate window.
+        var fillMark: (edgeUs: UInt64, at: UInt64)?
     }
 
     private let state = Lock(State())
@@ -92,6 +98,26 @@ public final class PlaybackCounters: Sendable {
         }
     }
 
+    /// The newest received timestamp at `now`: the fill rate is its advance per second of wall time.
+    public func liveEdge(_ edgeUs: UInt64, now: UInt64) {
+        state.withLock { s in
+            guard let mark = s.fillMark else {
+                s.fillMark = (edgeUs, now)
+                return
+            }
+            let elapsed = now &- mark.at
+            guard elapsed >= 1_000_000_000 else { return }
+            let advanced = edgeUs > mark.edgeUs ? edgeUs - mark.edgeUs : 0
+            s.snapshot.fillRate = Double(advanced) * 1000 / Double(elapsed)
+            s.fillMark = (edgeUs, now)
+        }
+    }
+
+    /// A frame reached the pad after its render deadline.
+    public func underrun() {
+        state.withLock { $0.snapshot.underruns += 1 }
+    }
+
     /// Frames dropped before reaching the pad.
     public func dropped(_ count: UInt64 = 1) {
         state.withLock { $0.snapshot.framesDropped += count }
@@ -111,6 +137,7 @@ public final class PlaybackCounters: Sendable {
             s.stallStart = nil
             s.snapshot.stalled = false
             s.lastFrameAt = nil
+            s.fillMark = nil
         }
     }
 

@@ -41,8 +41,15 @@ public struct PlayoutTimeline: Sendable, Equatable {
     /// still count as the same timeline after a discontinuity.
     public static let continuityToleranceNs: UInt64 = 2_000_000_000
 
+    /// Long-form playback: every frame is played, none skipped to catch up. The timeline is
+    /// anchored at the first frame received (the oldest the relay still had within the deep
+    /// budget, or the broadcast's start) rather than at the live edge; a frame that arrives after
+    /// its deadline moves the timeline so that it plays now (an underrun, counted in
+    /// ``retargets``), and a reconnect keeps the timeline without a grace period of drops.
+    public var longForm = false
+
     /// Creates an unanchored timeline.
-    public init() {}
+    public init(longForm: Bool = false) { self.longForm = longForm }
 
     /// What ``place(timestampUs:liveEdgeUs:now:latencyNs:)`` decided.
     public enum Placement: Sendable, Equatable {
@@ -83,7 +90,7 @@ public struct PlayoutTimeline: Sendable, Equatable {
             if backwards || farAhead {
                 anchor(edgeUs: edge, at: max(now, Saturating.add(latestPushedNs, 1_000_000)))
                 placement = .anchored
-            } else {
+            } else if !longForm {
                 lateGraceUntilNs = Saturating.add(now, Self.reconnectGraceNs)
             }
         } else if offsetNs == nil {
@@ -135,7 +142,7 @@ public struct PlayoutTimeline: Sendable, Equatable {
 
     /// Forgets the anchor (the element stopped).
     public mutating func reset() {
-        self = PlayoutTimeline()
+        self = PlayoutTimeline(longForm: longForm)
     }
 
     private mutating func anchor(edgeUs: UInt64, at runningTime: UInt64) {

@@ -26,6 +26,10 @@ public enum StatsKey: String, Sendable, CaseIterable {
     case targetLatencyMs = "target-latency-ms"
     /// moqsrc: how often the timeline moved forward.
     case retargets
+    /// moqsrc: its `buffering` property (`live` or `long-form`).
+    case buffering
+    /// moqsrc: its `buffer-duration` property (ms), the deep budget of long-form playback.
+    case bufferDurationMs = "buffer-duration-ms"
 
     /// moqsrc's per-kind fields, `<kind>-<field>` (`video-fps`, `audio-latency-ms`…).
     public enum PerKind: String, Sendable, CaseIterable {
@@ -39,6 +43,11 @@ public enum StatsKey: String, Sendable, CaseIterable {
         case stalls
         case stallDurationMs = "stall-duration-ms"
         case bufferMs = "buffer-ms"
+        /// Media received per second of wall time over the last second (1.0: real time; more
+        /// while a long-form buffer fills).
+        case fillRate = "fill-rate"
+        /// Frames that reached the pad after their render deadline (an audible or visible gap).
+        case underruns
 
         /// The field's name for `kind` (`video`, `audio`).
         public func name(_ kind: String) -> String { "\(kind)-\(rawValue)" }

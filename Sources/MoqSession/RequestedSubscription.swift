@@ -12,6 +12,8 @@ final class RequestedSubscription: StreamHandler {
     let id: UInt64
     let broadcast: String
     let track: TrackProducer
+    /// What the track ends with when the session closes under it (a relay feeding others: INTERNAL).
+    var sessionClosedCode: StreamErrorCode = .sessionClosed
     private(set) var range: SubscriptionRange
     private var stream: Int64?
     private var buffer = StreamBuffer()
@@ -213,7 +215,7 @@ final class RequestedSubscription: StreamHandler {
         guard !done else { return }
         done = true
         graceTimer?.cancel()
-        track.abort(.sessionClosed)
+        track.abort(sessionClosedCode)
     }
 }
 

@@ -278,13 +278,18 @@ public final class SessionCore {
     /// Subscribes to a track of the peer, writing what arrives into `track` (whose
     /// info is filled from TRACK_INFO when it is nil).
     @discardableResult
+    ///
+    /// - Parameter sessionClosedCode: what `track` ends with if the session closes first (a relay
+    ///   feeding its own subscribers passes INTERNAL, as moq-relay resets them).
     public func subscribe(
-        broadcast: String, track: TrackProducer, range: SubscriptionRange = SubscriptionRange()
+        broadcast: String, track: TrackProducer, range: SubscriptionRange = SubscriptionRange(),
+        sessionClosedCode: StreamErrorCode = .sessionClosed
     ) -> SubscriptionHandle {
         let id = nextSubscribeID
         nextSubscribeID += 1
         let sub = RequestedSubscription(
             session: context, id: id, broadcast: BroadcastPath.normalize(broadcast), track: track, range: range)
+        sub.sessionClosedCode = sessionClosedCode
         if ownSubscriptions.count >= config.limits.maxOwnRequests {
             track.abort(.internal)
         } else {

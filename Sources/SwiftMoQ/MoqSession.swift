@@ -230,7 +230,13 @@ public final class MoqSession: @unchecked Sendable {
     ///
     /// A broadcast this session publishes itself is read where it is made, without the network
     /// (a relay would not route it back): the track is the published one.
-    public func subscribe(broadcast: String, track name: String, range: SubscriptionRange = SubscriptionRange())
+    ///
+    /// - Parameter limits: the bounds of the cache the subscription writes into (a long-form
+    ///   player keeps its deep buffer there: ``CacheLimits/retaining(ms:)``).
+    public func subscribe(
+        broadcast: String, track name: String, range: SubscriptionRange = SubscriptionRange(),
+        limits: CacheLimits = CacheLimits()
+    )
         -> RemoteTrack
     {
         let path = BroadcastPath.normalize(broadcast)
@@ -240,13 +246,19 @@ public final class MoqSession: @unchecked Sendable {
             missing.abort(.notFound)
             return RemoteTrack(session: self, broadcast: path, track: missing)
         }
-        return subscribe(broadcast: broadcast, range: range, into: TrackProducer(name: name, info: nil))
+        return subscribe(broadcast: broadcast, range: range, into: TrackProducer(name: name, info: nil, limits: limits))
     }
 
     /// Subscribes to the peer's track named like `track`, writing what arrives into
     /// `track` (its info is filled from TRACK_INFO when nil). Relays use this to feed
     /// the tracks their own subscribers read.
-    public func subscribe(broadcast: String, range: SubscriptionRange = SubscriptionRange(), into track: TrackProducer)
+    ///
+    /// - Parameter sessionClosedCode: what `track` ends with if this session closes first (a relay
+    ///   passes INTERNAL: its subscribers are reset as moq-relay resets them when a publisher goes).
+    public func subscribe(
+        broadcast: String, range: SubscriptionRange = SubscriptionRange(), into track: TrackProducer,
+        sessionClosedCode: StreamErrorCode = .sessionClosed
+    )
         -> RemoteTrack
     {
         let remote = RemoteTrack(session: self, broadcast: BroadcastPath.normalize(broadcast), track: track)
@@ -256,7 +268,8 @@ public final class MoqSession: @unchecked Sendable {
                 track.abort(.sessionClosed)
                 return
             }
-            remote.handle = core.subscribe(broadcast: broadcast, track: track, range: range)
+            remote.handle = core.subscribe(
+                broadcast: broadcast, track: track, range: range, sessionClosedCode: sessionClosedCode)
         }
         return remote
     }

@@ -45,9 +45,8 @@ final class RawH3Client: QUICConnectionDelegate, @unchecked Sendable {
     var status: Int? {
         var reader = HTTP3FrameReader()
         reader.append(state.withLock { $0.data[0] ?? [] })
-        guard case .headers(let section)?? = try? reader.next(), let fields = try? QPACK.decode(section) else {
-            return nil
-        }
+        let frame: HTTP3Frame?? = try? reader.next()
+        guard case .headers(let section)?? = frame, let fields = try? QPACK.decode(section) else { return nil }
         return fields.first { $0.name == ":status" }.flatMap { Int($0.value) }
     }
 

@@ -45,7 +45,7 @@ extension MoqSrc {
                 // Another broadcast (prefix mode): another publisher clock, so a new timeline
                 // after what was played.
                 run.sourceEpoch += 1
-                timeline.withLock { $0.reanchorOnNextFrame() }
+                timeline.withLock { $0.reanchorOnNextFrame() }  // long-form too: another timeline
             } else if run.broadcast != path {
                 run.sourceEpoch += 1
                 timeline.withLock { $0.markDiscontinuity() }
@@ -149,7 +149,8 @@ extension MoqSrc {
         let name = "\(kind)_0"
         let template = kind == .video ? MoqSrcType.videoTemplate : MoqSrcType.audioTemplate
         guard let pad = gst_pad_new_from_template(template, name) else { return nil }
-        let srcPad = SrcPad(pad: pad, kind: kind, name: name, src: self, latencyMs: latencyMs)
+        let srcPad = SrcPad(
+            pad: pad, kind: kind, name: name, src: self, latencyMs: latencyMs, longFormBufferMs: longFormBufferMs)
         pad.pointee.element_private = Unmanaged.passUnretained(srcPad).toOpaque()
         gst_pad_set_query_function_full(
             pad, { pad, parent, query in MoqSrcType.src(UnsafeMutableRawPointer(parent)).query(pad!, query!) }, nil,

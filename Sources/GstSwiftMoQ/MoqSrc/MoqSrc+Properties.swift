@@ -40,6 +40,8 @@ extension MoqSrc {
             case .prefix: s.prefix = string(from: value)
             case .timeout: s.timeoutS = g_value_get_uint(value)
             case .uriTLS: s.uriTLS = g_value_get_boolean(value) != 0
+            case .buffering: s.longForm = g_value_get_enum(value) == 1
+            case .bufferDuration: s.bufferDurationMs = g_value_get_uint(value)
             default: break
             }
         }
@@ -58,6 +60,8 @@ extension MoqSrc {
         case .audioTrack: g_value_set_string(value, s.audioTrack)
         case .timeout: g_value_set_uint(value, s.timeoutS)
         case .uriTLS: g_value_set_boolean(value, s.uriTLS ? 1 : 0)
+        case .buffering: g_value_set_enum(value, s.longForm ? 1 : 0)
+        case .bufferDuration: g_value_set_uint(value, s.bufferDurationMs)
         case .status: link.getStatus(into: value)
         case .moqVersion: g_value_set_string(value, link.negotiatedVersion)
         case .stats: g_value_take_boxed(value, makeStats(name: "application/x-moqsrc-stats"))

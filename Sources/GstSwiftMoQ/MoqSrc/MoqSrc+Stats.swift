@@ -26,6 +26,8 @@ extension MoqSrc {
             (StatsKey.bytesReceived.rawValue, .uint64(stats?.bytesReceived ?? 0)),
             (StatsKey.packetsLost.rawValue, .uint64(stats?.packetsLost ?? 0)),
             (StatsKey.targetLatencyMs.rawValue, .uint64(latencyMs)),
+            (StatsKey.buffering.rawValue, .string(longFormBufferMs == nil ? "live" : "long-form")),
+            (StatsKey.bufferDurationMs.rawValue, .uint64(longFormBufferMs ?? 0)),
         ]
         for kind in [MediaKind.video, .audio] {
             guard let pad = run?.pads[kind] else { continue }
@@ -42,6 +44,8 @@ extension MoqSrc {
                 (StatsKey.PerKind.stalls.name(k), .uint64(s.stalls)),
                 (StatsKey.PerKind.stallDurationMs.name(k), .double(s.stallDurationMs)),
                 (StatsKey.PerKind.bufferMs.name(k), .double(s.bufferMs)),
+                (StatsKey.PerKind.fillRate.name(k), .double(s.fillRate)),
+                (StatsKey.PerKind.underruns.name(k), .uint64(s.underruns)),
             ]
             if let first = s.timeToFirstFrameMs { fields.append((StatsKey.timeToFirstFrameMs(k), .double(first))) }
         }

@@ -43,6 +43,9 @@ final class MoqSrc: @unchecked Sendable {
         var videoTrack: String?
         var audioTrack: String?
         var timeoutS: UInt32 = 10
+        /// `buffering=long-form`: a deep buffer behind the live edge (``bufferDurationMs``).
+        var longForm = false
+        var bufferDurationMs: UInt32 = 30_000
         /// Whether TLS settings in a URI are honoured (``MoqSrcType/Prop/uriTLS``).
         var uriTLS = false
         /// TLS keys of the last URI, applied at start only if ``uriTLS`` allows.
@@ -165,6 +168,10 @@ final class MoqSrc: @unchecked Sendable {
     var startedAt: UInt64 { playback.withLock { $0.startedAt } }
     var currentState: GstState { swiftmoq_element_current_state(element) }
     var latencyMs: UInt64 { UInt64(settings.withLock { $0.latencyMs }) }
+    /// The deep budget of long-form playback (ms); nil when playing live.
+    var longFormBufferMs: UInt64? {
+        settings.withLock { $0.longForm ? UInt64($0.bufferDurationMs) : nil }
+    }
 
     // MARK: State
 
@@ -173,9 +180,11 @@ final class MoqSrc: @unchecked Sendable {
         case GST_STATE_CHANGE_READY_TO_PAUSED:
             guard start() else { return GST_STATE_CHANGE_FAILURE }
         case GST_STATE_CHANGE_PAUSED_TO_PLAYING:
+            // Live playback resumes at the live edge; long-form resumes where it paused (the running
+            // time stood still, and the buffer kept what arrived meanwhile).
             if playback.withLock({ p in
                 defer { p.hasPlayed = true }; return p.hasPlayed
-            }) {
+            }), !settings.withLock({ $0.longForm }) {
                 timeline.withLock { $0.reanchorOnNextFrame() }
             }
         case GST_STATE_CHANGE_PAUSED_TO_READY:
@@ -217,7 +226,8 @@ final class MoqSrc: @unchecked Sendable {
         }
         let fresh = Playback(groupID: UInt32(gst_util_group_id_next()), startedAt: monotonicNow())
         playback.withLock { $0 = fresh }
-        timeline.withLock { $0.reset() }
+        let longForm = settings.withLock { $0.longForm }
+        timeline.withLock { $0 = PlayoutTimeline(longForm: longForm) }
 
         let weakSelf = WeakReference(self)
         let use = link.open(relay) { session, start in

@@ -12,8 +12,20 @@ enum MoqSrcType {
 
     enum Prop: UInt32, ElementPropertyID {
         case url = 1, broadcast, prefix, tlsDisableVerify, tlsFingerprint, tlsRootFile, authToken, latency,
-            videoTrack, audioTrack, timeout, status, moqVersion, stats, uriTLS
+            videoTrack, audioTrack, timeout, status, moqVersion, stats, uriTLS, buffering, bufferDuration
     }
+
+    /// `buffering`'s values.
+    static let bufferingType: GType = registerEnum(
+        "GstMoqSrcBuffering",
+        [
+            (0, "Live: play at the live edge, skip what is late", "live"),
+            (
+                1,
+                "Long-form: play buffer-duration behind the live edge (or from the start), fill faster than real time, never skip",
+                "long-form"
+            ),
+        ])
 
     /// What the pads carry: the parsers' input caps for each codec the catalog can name.
     static let videoCaps = """
@@ -124,6 +136,20 @@ enum MoqSrcType {
                     "latency", "Latency",
                     "Jitter budget in ms: frames are rendered this long after the live edge; groups older than it are skipped (answered in the LATENCY query; may change while playing)",
                     min: 0, max: 60_000, default: 100, flags: live)
+            ),
+            (
+                .buffering,
+                Property.enumeration(
+                    "buffering", "Buffering",
+                    "live: frames are rendered latency ms after the live edge and late groups are skipped; long-form: a deep buffer (buffer-duration) filled faster than real time from the relay's cache, played without skipping, so that an outage shorter than what is buffered is not heard",
+                    type: bufferingType, default: 0, flags: rw)
+            ),
+            (
+                .bufferDuration,
+                Property.uint(
+                    "buffer-duration", "Buffer duration",
+                    "Long-form buffering: how far behind the live edge playback runs (ms), i.e. how much media the subscription asks for and keeps; playback starts at once from the oldest cached frame",
+                    min: 1_000, max: 600_000, default: 30_000, flags: rw)
             ),
             (
                 .videoTrack,

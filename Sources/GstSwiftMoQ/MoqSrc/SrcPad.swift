@@ -77,14 +77,21 @@ final class SrcPad: @unchecked Sendable {
     /// The reader's skipping budget: the whole render delay plus the jitter budget, so
     /// that only a reader that has fallen behind what the sinks wait for skips groups.
     private var readerBudgetMs: UInt64
+    /// Long-form playback's deep budget (ms): the subscription asks for that much media and its
+    /// cache keeps it; every frame is played (none skipped to catch up). Nil when playing live.
+    private let longFormBufferMs: UInt64?
 
-    init(pad: UnsafeMutablePointer<GstPad>, kind: MediaKind, name: String, src: MoqSrc, latencyMs: UInt64) {
+    init(
+        pad: UnsafeMutablePointer<GstPad>, kind: MediaKind, name: String, src: MoqSrc, latencyMs: UInt64,
+        longFormBufferMs: UInt64? = nil
+    ) {
         self.pad = pad
         self.kind = kind
         self.name = name
         self.src = src
         self.latencyMs = latencyMs
-        self.readerBudgetMs = 2 * latencyMs
+        self.longFormBufferMs = longFormBufferMs
+        self.readerBudgetMs = 2 * latencyMs + (longFormBufferMs ?? 0)
         counters = PlaybackCounters(startedAt: src.startedAt)
     }
 
@@ -169,7 +176,7 @@ final class SrcPad: @unchecked Sendable {
             latencyMs = ms
             remote?.update(subscriptionRange())
         }
-        let budget = src.renderDelayNs / 1_000_000 + latencyMs
+        let budget = src.renderDelayNs / 1_000_000 + latencyMs + (longFormBufferMs ?? 0)
         if budget != readerBudgetMs {
             readerBudgetMs = budget
             reader?.updateBudget(maxLatencyMs: budget)
@@ -230,8 +237,10 @@ final class SrcPad: @unchecked Sendable {
     }
 
     private func subscriptionRange() -> SubscriptionRange {
-        // Audio first under congestion: it is small and a gap in it is heard.
-        SubscriptionRange(priority: kind == .audio ? 2 : 1, maxLatencyMs: latencyMs)
+        // Audio first under congestion: it is small and a gap in it is heard. Long-form asks for
+        // its whole deep budget: the relay sends what it cached within it at once (faster than
+        // real time), then the live groups.
+        SubscriptionRange(priority: kind == .audio ? 2 : 1, maxLatencyMs: latencyMs + (longFormBufferMs ?? 0))
     }
 
     private func switchTo(_ next: Source, src: MoqSrc) {
@@ -243,8 +252,11 @@ final class SrcPad: @unchecked Sendable {
             return
         }
         remote?.cancel()
+        // Long-form: the subscription's cache holds the deep buffer (and a margin for the time
+        // frames spend between arriving and being played).
+        let limits = longFormBufferMs.map { CacheLimits.retaining(ms: $0 + 10_000) } ?? CacheLimits()
         let remote = next.session.subscribe(
-            broadcast: next.broadcast, track: next.trackName, range: subscriptionRange())
+            broadcast: next.broadcast, track: next.trackName, range: subscriptionRange(), limits: limits)
         let reader = TrackReader(track: remote.track, maxLatencyMs: readerBudgetMs)
         self.remote = remote
         self.reader = reader
@@ -307,13 +319,26 @@ final class SrcPad: @unchecked Sendable {
         // Sinks render a buffer at its running time plus the pipeline's latency.
         let latencyNs = src.renderDelayNs
         var placedStart: (pts: UInt64, placement: PlayoutTimeline.Placement)?
+        // Live playback anchors and retargets on the live edge (the newest frame received);
+        // long-form on the frame itself, so that every frame plays and a late one (an underrun)
+        // moves the timeline rather than being skipped.
+        let longForm = longFormBufferMs != nil
+        counters.liveEdge(reader.liveEdgeUs ?? frame.timestampUs, now: monotonicNow())
+        if longForm, let last = lastPosition, frame.timestampUs <= last.timestampUs,
+            frame.group < last.group || (frame.group == last.group && frame.index <= last.index)
+        {
+            // A resubscription asks for the whole deep budget: what it repeats is dropped before
+            // it can count as where the timeline is.
+            counters.dropped()
+            return
+        }
         if positionFromPreviousEpoch {
             guard frame.startsGroup else {
                 counters.dropped()
                 return
             }
             positionFromPreviousEpoch = false
-            let edge = reader.liveEdgeUs ?? frame.timestampUs
+            let edge = longForm ? frame.timestampUs : reader.liveEdgeUs ?? frame.timestampUs
             let placed = src.timeline.withLock {
                 $0.place(timestampUs: frame.timestampUs, liveEdgeUs: edge, now: now, latencyNs: latencyNs)
             }
@@ -330,10 +355,15 @@ final class SrcPad: @unchecked Sendable {
             counters.dropped()
             return
         }
+        if !frame.startsGroup && skipToNextGroup {
+            // The rest of a group whose start was dropped (late, or malformed) cannot decode.
+            counters.dropped()
+            return
+        }
         var pts: UInt64
-        if frame.startsGroup {
+        if frame.startsGroup || longForm {
             skipToNextGroup = false
-            let edge = reader.liveEdgeUs ?? frame.timestampUs
+            let edge = longForm ? frame.timestampUs : reader.liveEdgeUs ?? frame.timestampUs
             let (placed, placement) =
                 placedStart
                 ?? src.timeline.withLock {
@@ -343,6 +373,7 @@ final class SrcPad: @unchecked Sendable {
             switch placement {
             case .retargeted(let shift):
                 discont = true
+                if longForm { counters.underrun() }
                 src.events.post(
                     "rebuffer.end", kind: kind, track: source.trackName,
                     [("added-latency-ms", .double(Double(shift) / 1e6))])
@@ -351,7 +382,7 @@ final class SrcPad: @unchecked Sendable {
             case .continued: break
             }
             let inGrace = src.timeline.withLock { $0.isInLateGrace(now: now) }
-            if pts &+ latencyNs < now, reader.hasGroup(after: frame.group) || inGrace {
+            if !longForm, pts &+ latencyNs < now, reader.hasGroup(after: frame.group) || inGrace {
                 // Too late to be shown and a newer group is here (or, just after a reconnect on the
                 // same timeline, is coming): skip to it.
                 reader.skipRestOfGroup()
@@ -360,10 +391,6 @@ final class SrcPad: @unchecked Sendable {
                 return
             }
         } else {
-            if skipToNextGroup {
-                counters.dropped()
-                return
-            }
             pts = src.timeline.withLock { $0.runningTime(of: frame.timestampUs) }
         }
         guard let buffer = Self.wrap(frame.payload) else { return }

@@ -69,7 +69,8 @@ final class UpstreamDemand: Sendable {
             remote.update(range)
         case .subscribe(let range):
             guard let track = track.value else { return }
-            let remote = session.subscribe(broadcast: peerPath, range: range, into: track)
+            let remote = session.subscribe(
+                broadcast: peerPath, range: range, into: track, sessionClosedCode: .internal)
             let (cancelled, raised) = state.withLock { s -> (Bool, SubscriptionRange?) in
                 s.remote = remote
                 return (s.cancelled, s.range != range ? s.range : nil)
