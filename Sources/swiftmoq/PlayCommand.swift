@@ -19,6 +19,10 @@ enum PlayCommand {
           --record FILE             write a Matroska file instead of rendering
           --headless                render nowhere (still decoded, at real-time pace)
           --latency MS              target buffering (default 100)
+          --long-form               long-form listening: play --buffer-duration behind the live edge,
+                                    filled faster than real time, never skipping (outages shorter than
+                                    the buffer are not heard)
+          --buffer-duration S       the long-form buffer (default 30)
           --video-track T           a catalog video track (default: the first playable; none: no video)
           --audio-track T           a catalog audio track (default: the first playable; none: no audio)
           --duration S              stop after S seconds
@@ -27,6 +31,7 @@ enum PlayCommand {
         examples:
           swiftmoq play --url moql://localhost:4443/anon --tls-fingerprint $FP --broadcast room/cam
           swiftmoq play --url moql://relay.example/anon --prefix room --record room.mkv --duration 60
+          swiftmoq play --url https://relay.example/anon --broadcast radio --long-form --buffer-duration 60
         """
 
     static func run(_ argv: [String]) async throws(CommandError) {
@@ -36,8 +41,9 @@ enum PlayCommand {
                 argv,
                 options: ClientFlags.options.union([
                     "broadcast", "prefix", "record", "latency", "video-track", "audio-track", "duration", "timeout",
+                    "buffer-duration",
                 ]),
-                flags: ClientFlags.flags.union(["headless"]))
+                flags: ClientFlags.flags.union(["headless", "long-form"]))
         } catch { throw .usage(error.description) }
         let broadcast = args.value("broadcast")
         let prefix = args.value("prefix")
@@ -45,7 +51,13 @@ enum PlayCommand {
         let latency: Int
         let duration: Duration?
         let timeout: Duration
-        do {
+        let mode: PlaybackMode
+        do throws(CommandFailure) {
+            let buffer = try args.seconds("buffer-duration", default: .seconds(30))
+            if args.value("buffer-duration") != nil && !args.has("long-form") {
+                throw CommandFailure.usage("--buffer-duration goes with --long-form")
+            }
+            mode = args.has("long-form") ? .longForm(bufferDuration: buffer) : .live
             latency = try args.integer("latency", default: 100)
             duration = args.value("duration") == nil ? nil : try args.seconds("duration", default: .zero)
             timeout = try args.seconds("timeout", default: .seconds(10))
@@ -104,7 +116,7 @@ enum PlayCommand {
                 player = try Player(
                     catalog: catalog, videoTrackName: args.value("video-track").flatMap { $0 == "none" ? nil : $0 },
                     audioTrackName: args.value("audio-track").flatMap { $0 == "none" ? nil : $0 },
-                    targetBuffering: .milliseconds(latency), output: output)
+                    targetBuffering: .milliseconds(latency), output: output, mode: mode)
                 try await player.play()
             } catch { throw .runtime(error.description) }
             played += 1

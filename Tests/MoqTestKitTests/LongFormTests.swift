@@ -35,7 +35,7 @@ struct LongFormTests {
         let broadcast = uniqueBroadcast("long-form")
         let publisher = Pipeline(
             launch: "audiotestsrc is-live=true wave=sine ! audio/x-raw,rate=48000,channels=1 ! opusenc ! moq.sink_0 "
-                + "moqsink name=moq " + path.relay.moqsinkProperties(broadcast: broadcast))
+                + "moqsink name=moq cache-duration=20000 " + path.relay.moqsinkProperties(broadcast: broadcast))
         try publisher.start()
         defer { publisher.stop() }
         // What the publisher's cache holds when the player joins is what it can buffer at once.

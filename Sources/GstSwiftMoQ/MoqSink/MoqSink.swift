@@ -21,6 +21,8 @@ final class MoqSink: @unchecked Sendable {
     struct Settings {
         var connection = ConnectionSettings()
         var broadcast: String?
+        /// `cache-duration`: every track's max age (ms).
+        var cacheDurationMs: UInt32 = 30_000
     }
 
     /// What exists between READY→PAUSED and PAUSED→READY.
@@ -66,6 +68,9 @@ final class MoqSink: @unchecked Sendable {
 
     private var currentState: GstState { swiftmoq_element_current_state(element) }
 
+    /// Every track's max age (ms): what it keeps for late joiners, and asks the relay to keep.
+    var cacheDurationMs: UInt64 { UInt64(settings.withLock { $0.cacheDurationMs }) }
+
     func setProperty(_ id: guint, _ value: UnsafePointer<GValue>) {
         guard let prop = MoqSinkType.Prop(rawValue: id) else { return }
         if currentState.rawValue > GST_STATE_READY.rawValue {
@@ -77,6 +82,8 @@ final class MoqSink: @unchecked Sendable {
                 s.connection.set(connection, from: value)
             } else if prop == .broadcast {
                 s.broadcast = string(from: value)
+            } else if prop == .cacheDuration {
+                s.cacheDurationMs = g_value_get_uint(value)
             }
         }
     }
@@ -87,6 +94,7 @@ final class MoqSink: @unchecked Sendable {
         if let connection = prop.connection { return s.connection.get(connection, into: value) }
         switch prop {
         case .broadcast: g_value_set_string(value, s.broadcast)
+        case .cacheDuration: g_value_set_uint(value, s.cacheDurationMs)
         case .status: link.getStatus(into: value)
         case .connected: g_value_set_boolean(value, link.status == .connected ? 1 : 0)
         case .moqVersion: g_value_set_string(value, link.negotiatedVersion)

@@ -10,7 +10,7 @@ enum MoqSinkType {
 
     enum Prop: UInt32, ElementPropertyID {
         case url = 1, broadcast, tlsDisableVerify, tlsFingerprint, tlsRootFile, authToken, status, connected,
-            moqVersion, stats
+            moqVersion, stats, cacheDuration
     }
 
     /// Accepted caps: what the catalog can describe (stream layouts the sink can frame).
@@ -73,6 +73,12 @@ enum MoqSinkType {
         g_object_class_install_property(
             gobject, Prop.broadcast.rawValue,
             Property.string("broadcast", "Broadcast", "Broadcast path to publish, e.g. room/cam", flags: rw))
+        g_object_class_install_property(
+            gobject, Prop.cacheDuration.rawValue,
+            Property.uint(
+                "cache-duration", "Cache duration",
+                "How long (ms) each track's groups are kept for late joiners, in this element and, through the track's max age, at the relay (within its --cache-bytes and --cache-max-age): what a long-form player (moqsrc buffering=long-form) can buffer at once",
+                min: 1_000, max: 3_600_000, default: 30_000, flags: rw))
         statusSpec = ConnectionStatusType.spec()
         g_object_class_install_property(gobject, Prop.status.rawValue, statusSpec)
         g_object_class_install_property(

@@ -148,8 +148,8 @@ final class SinkPad: @unchecked Sendable {
         track?.finish()
         let info =
             newFormat.kind == .video
-            ? TrackInfo(priority: 60, maxAgeMs: 30_000, timescale: 1_000_000)
-            : TrackInfo(priority: 80, maxAgeMs: 30_000, timescale: 1_000_000)
+            ? TrackInfo(priority: 60, maxAgeMs: sink.cacheDurationMs, timescale: 1_000_000)
+            : TrackInfo(priority: 80, maxAgeMs: sink.cacheDurationMs, timescale: 1_000_000)
         track = run.broadcast.createTrack(trackName, info: info)
         format = newFormat
         published.withLock { $0 = trackName }
@@ -169,7 +169,8 @@ final class SinkPad: @unchecked Sendable {
         if format != nil, let old = trackName { sink.updateCatalog(track: old, config: nil) }
         format = nil
         isData = true
-        track = run.broadcast.createTrack(name, info: TrackInfo(priority: 90, maxAgeMs: 30_000, timescale: 1_000_000))
+        track = run.broadcast.createTrack(
+            name, info: TrackInfo(priority: 90, maxAgeMs: sink.cacheDurationMs, timescale: 1_000_000))
         published.withLock { $0 = name }
         sink.reporter.log(GST_LEVEL_INFO, "\(self.name): publishing data track \(name)")
         return true

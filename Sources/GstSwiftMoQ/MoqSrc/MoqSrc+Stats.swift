@@ -43,7 +43,7 @@ extension MoqSrc {
                 (StatsKey.PerKind.groupsSkipped.name(k), .uint64(s.groupsSkipped)),
                 (StatsKey.PerKind.stalls.name(k), .uint64(s.stalls)),
                 (StatsKey.PerKind.stallDurationMs.name(k), .double(s.stallDurationMs)),
-                (StatsKey.PerKind.bufferMs.name(k), .double(s.bufferMs)),
+                (StatsKey.PerKind.bufferMs.name(k), .double(pad.bufferedMs ?? s.bufferMs)),
                 (StatsKey.PerKind.fillRate.name(k), .double(s.fillRate)),
                 (StatsKey.PerKind.underruns.name(k), .uint64(s.underruns)),
             ]

@@ -107,6 +107,16 @@ final class SrcPad: @unchecked Sendable {
     }
 
     private let readerRef = Lock<TrackReader?>(nil)
+    /// The timestamp (µs) of the last frame handed downstream (0: none yet), for the stats.
+    private let lastPushedUs = Atomic<UInt64>(0)
+
+    /// How far the newest received frame is ahead of the last one handed downstream (ms), read
+    /// now: it keeps growing while the pipeline is paused or the sinks hold the pad.
+    var bufferedMs: Double? {
+        let pushed = lastPushedUs.load(ordering: .relaxed)
+        guard pushed > 0, let edge = readerRef.withLock({ $0?.liveEdgeUs }) else { return nil }
+        return edge > pushed ? Double(edge - pushed) / 1000 : 0
+    }
     private let latencyRef = Lock<UInt64?>(nil)
 
     /// The latency budget changed: the subscription and the reader follow from the next group.
@@ -418,6 +428,7 @@ final class SrcPad: @unchecked Sendable {
         }
         let edgePts = src.timeline.withLock { $0.runningTime(of: reader.liveEdgeUs ?? frame.timestampUs) }
         let size = frame.payload.count
+        lastPushedUs.store(max(1, frame.timestampUs), ordering: .relaxed)
         let result = gst_pad_push(pad, buffer)
         lastPosition = (frame.group, frame.index, frame.timestampUs)
         src.timeline.withLock { $0.pushed(pts) }

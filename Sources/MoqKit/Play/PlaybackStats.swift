@@ -40,6 +40,13 @@ public struct PlaybackStats: Sendable, Equatable {
     public var audioJitterBuffer: Duration?
     /// Reconnections so far.
     public var reconnects: Int = 0
+    /// Long-form: media received per second of wall time over the last second (1.0: real time;
+    /// more while the buffer fills), per kind; nil before any.
+    public var videoFillRate: Double?
+    public var audioFillRate: Double?
+    /// Frames that reached the pipeline after their render deadline (audible or visible gaps).
+    public var videoUnderruns: Int = 0
+    public var audioUnderruns: Int = 0
 
     /// An empty record.
     public init() {}
@@ -60,6 +67,10 @@ public struct PlaybackStats: Sendable, Equatable {
         timeToFirstVideoFrame = ms(StatsKey.timeToFirstFrameMs("video"))
         timeToFirstAudioFrame = ms(StatsKey.timeToFirstFrameMs("audio"))
         videoFps = s[K.fps.name("video")]?.doubleValue
+        videoFillRate = s[K.fillRate.name("video")]?.doubleValue
+        audioFillRate = s[K.fillRate.name("audio")]?.doubleValue
+        videoUnderruns = int(K.underruns.name("video"))
+        audioUnderruns = int(K.underruns.name("audio"))
         videoFramesDropped = int(K.framesDropped.name("video"))
         audioFramesDropped = int(K.framesDropped.name("audio"))
         videoJitterBuffer = ms(K.bufferMs.name("video"))

@@ -12,7 +12,8 @@ import SwiftMoQ
 /// Differences from moq-kit: it renders where ``PlayerOutput`` says (a window, a file, app
 /// callbacks, or nowhere) instead of an `AVSampleBufferDisplayLayer`; it plays on its Session's
 /// connection (no connection of its own); ``pause()`` stops the pipeline and ``play()`` resumes at
-/// the live edge, as moq-kit's.
+/// the live edge, as moq-kit's — except in ``PlaybackMode/longForm(bufferDuration:)``, where
+/// pause and resume keep the pipeline, the connection and the buffer.
 public final class Player: Sendable {
     /// The catalog it plays from.
     public let catalog: Catalog
@@ -20,6 +21,8 @@ public final class Player: Sendable {
     public let videoTrackName: String?
     /// The audio track played, if any.
     public let audioTrackName: String?
+    /// How it buffers.
+    public let mode: PlaybackMode
 
     private let output: PlayerOutput
     private let events = Broadcaster<PlayerEvent>()
@@ -32,6 +35,8 @@ public final class Player: Sendable {
         var stats = PlaybackStats()
         var everPlayed = false
         var stopped = false
+        /// Long-form: paused with the pipeline kept.
+        var paused = false
     }
     private let state: Lock<State>
 
@@ -40,7 +45,7 @@ public final class Player: Sendable {
     ///   ``SessionError/invalidConfiguration(_:)`` for a name that is not a playable track.
     public init(
         catalog: Catalog, videoTrackName: String? = nil, audioTrackName: String? = nil,
-        targetBuffering: Duration = .milliseconds(100), output: PlayerOutput = .window
+        targetBuffering: Duration = .milliseconds(100), output: PlayerOutput = .window, mode: PlaybackMode = .live
     ) throws(SessionError) {
         func pick<T>(_ name: String?, _ tracks: [T], _ trackName: (T) -> String, _ playable: (T) -> Bool)
             throws(SessionError) -> String?
@@ -57,6 +62,7 @@ public final class Player: Sendable {
         self.audioTrackName = try pick(audioTrackName, catalog.audioTracks, \.name, \.isPlayable)
         guard self.videoTrackName != nil || self.audioTrackName != nil else { throw .noTracksAvailable }
         self.output = output
+        self.mode = mode
         state = Lock(State(latency: targetBuffering))
         events.yield(
             PlayerEvent(
@@ -81,8 +87,17 @@ public final class Player: Sendable {
     /// The gst-launch description of the pipeline ``play()`` runs.
     public var pipelineDescription: String { makePipeline(latency: state.withLock { $0.latency }).description }
 
-    /// Starts (or, after ``pause()``, resumes at the live edge).
+    /// Starts (or, after ``pause()``, resumes: at the live edge, or in long-form where it paused).
     public func play() async throws(SessionError) {
+        if let paused = state.withLock({ s -> Pipeline? in
+            guard s.paused, let pipeline = s.pipeline else { return nil }
+            s.paused = false
+            return pipeline
+        }) {
+            do { _ = try paused.setState(.playing) } catch { throw .invalidConfiguration(error.description) }
+            events.yield(PlayerEvent(.playbackResume))
+            return
+        }
         let (latency, resume) =
             try state.withLock { s throws(SessionError) -> (Duration, Bool)? in
                 guard !s.stopped else { throw .invalidState("the player was stopped") }
@@ -117,8 +132,22 @@ public final class Player: Sendable {
         }
     }
 
-    /// Stops playing: the subscriptions end; ``play()`` resumes at the live edge.
+    /// Stops playing: live, the subscriptions end and ``play()`` resumes at the live edge;
+    /// long-form, the pipeline pauses (the connection, subscriptions and buffer stay) and
+    /// ``play()`` resumes where it paused.
     public func pause() async {
+        if case .longForm = mode {
+            guard
+                let pipeline = state.withLock({ s -> Pipeline? in
+                    guard !s.paused, let pipeline = s.pipeline else { return nil }
+                    s.paused = true
+                    return pipeline
+                })
+            else { return }
+            _ = try? pipeline.setState(.paused)
+            events.yield(PlayerEvent(.playbackPause))
+            return
+        }
         guard release() else { return }
         events.yield(PlayerEvent(.playbackPause))
     }
@@ -155,6 +184,7 @@ public final class Player: Sendable {
             }
             return (s.pipeline, s.watcher, s.taps)
         }
+        state.withLock { $0.paused = false }
         guard let pipeline else { return false }
         for tap in taps { tap.stop() }
         watcher?.cancel()
@@ -193,7 +223,7 @@ public final class Player: Sendable {
         var src = Element("moqsrc", name: "src").set("url", broadcast.url).set("broadcast", broadcast.absolutePath)
             .set("latency", Self.ms(latency)).set("video-track", videoTrackName ?? "none")
             .set("audio-track", audioTrackName ?? "none")
-        for (key, value) in broadcast.options.elementProperties { src = src.set(key, value) }
+        for (key, value) in broadcast.options.elementProperties + mode.elementProperties { src = src.set(key, value) }
         var nodes = src.nodes
         if case .file(let path) = output {
             for (pad, parser) in [("video_0", parser(video: true)), ("audio_0", parser(video: false))] {
