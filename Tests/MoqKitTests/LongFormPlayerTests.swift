@@ -29,11 +29,20 @@ struct LongFormPlayerTests {
         var catalog = try #require(await catalogs.next())
         while catalog.playableAudioTracks.isEmpty { catalog = try #require(await catalogs.next()) }
 
-        // When each PCM buffer reached the app (monotonic ns).
+        // When each PCM buffer reached the app (monotonic ns), and whether it was silent.
         let arrivals = SyncBox<[UInt64]>([])
+        let silent = SyncBox<[Bool]>([])
         let player = try Player(
             catalog: catalog,
-            output: .callbacks(video: nil, audio: { _ in arrivals.mutate { $0.append(SystemClock().now()) } }),
+            output: .callbacks(
+                video: nil,
+                audio: { samples in
+                    let quiet = samples.data.withUnsafeBytes { raw in
+                        raw.bindMemory(to: Float.self).allSatisfy { abs($0) < 1e-6 }
+                    }
+                    arrivals.mutate { $0.append(SystemClock().now()) }
+                    silent.mutate { $0.append(quiet) }
+                }),
             mode: .longForm(bufferDuration: .seconds(8)))
         try await player.play()
         try await waitUntil("a second of audio") { arrivals.value.count >= 50 }
@@ -59,7 +68,22 @@ struct LongFormPlayerTests {
         try await waitUntil("audio after resume", timeout: .seconds(5)) { arrivals.value.count > countPaused }
         let firstAfter = arrivals.value[countPaused]
         let resumeTook = firstAfter > resumedAt ? (firstAfter - resumedAt) / 1_000_000 : 0
-        print("long-form controls: pause effective after \(pauseTook) ms, resume after \(resumeTook) ms")
+
+        // Volume: silence from the first buffer that reaches the output after the change.
+        try await waitUntil("more audio", timeout: .seconds(5)) { arrivals.value.count > countPaused + 10 }
+        #expect(!(silent.value.last ?? true), "the tone is not silent before the change")
+        let mutedAt = SystemClock().now()
+        player.setVolume(0)
+        try await waitUntil("a silent buffer", timeout: .seconds(5)) { silent.value.last == true }
+        let (times, quiet) = (arrivals.value, silent.value)
+        let firstSilent = zip(times, quiet).first { $0.0 > mutedAt && $0.1 }?.0 ?? mutedAt
+        let muteTook = (firstSilent > mutedAt ? firstSilent - mutedAt : 0) / 1_000_000
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(silent.value.suffix(5).allSatisfy { $0 }, "sound after volume 0")
+        #expect(player.volume == 0)
+        print(
+            "long-form controls: pause effective after \(pauseTook) ms, resume after \(resumeTook) ms, volume after \(muteTook) ms"
+        )
         // The same pipeline and connection: nothing was torn down or reopened.
         #expect(relay.relay?.sessionCount == connections)
         #expect(player.stats.reconnects == 0)

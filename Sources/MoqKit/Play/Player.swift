@@ -29,6 +29,8 @@ public final class Player: Sendable {
     private let statsStream = Broadcaster<PlaybackStats>()
     private struct State {
         var latency: Duration
+        /// 0 (silent) to 1 (as published), or more (amplified, up to 10).
+        var volume = 1.0
         var pipeline: Pipeline?
         var watcher: Task<Void, Never>?
         var taps: [FrameTap] = []
@@ -152,6 +154,20 @@ public final class Player: Sendable {
         events.yield(PlayerEvent(.playbackPause))
     }
 
+    /// The audio volume: 0 is silent, 1 as published (up to 10). Applied at once, to the samples
+    /// that have not reached the output yet; kept across pause and play.
+    public func setVolume(_ volume: Double) {
+        let level = min(10, max(0, volume.isFinite ? volume : 1))
+        let pipeline = state.withLock { s -> Pipeline? in
+            s.volume = level
+            return s.pipeline
+        }
+        try? pipeline?.element(named: "volume").set("volume", level)
+    }
+
+    /// The audio volume (``setVolume(_:)``).
+    public var volume: Double { state.withLock { $0.volume } }
+
     /// Changes the target buffering while playing (moqsrc's `latency`).
     public func updateTargetLatency(_ latency: Duration) {
         let pipeline = state.withLock { s -> Pipeline? in
@@ -260,6 +276,8 @@ public final class Player: Sendable {
                     Element("decodebin")
                     Element("audioconvert")
                     Element("audioresample")
+                    // Right before the output: a change reaches what is heard within one buffer.
+                    Element("volume", name: "volume").set("volume", state.withLock { $0.volume })
                     audioSink
                 }.nodes
         }
