@@ -104,6 +104,7 @@ public final class TrackConsumer: @unchecked Sendable {
     private let timers: (any SessionScheduler)?
     private let token: UInt64
     private let cursor = Lock<UInt64?>(nil)
+    private let reorderWindowMs: UInt64?
     private let skipped = Atomic<UInt64>(0)
 
     /// - Parameters:
@@ -113,12 +114,16 @@ public final class TrackConsumer: @unchecked Sendable {
     ///   - timers: what times ``nextGroup()``'s wait for a missing group (the session's
     ///     scheduler). Readers that only ``poll()`` pass nil; without it, an async read that
     ///     waits for a missing group looks again only when the track next changes.
+    ///   - reorderWindowMs: how long a missing group is waited for once a later one arrived;
+    ///     nil: the budget (or ``defaultReorderWindowMs`` without one). A deep budget (a
+    ///     long-form player's) would otherwise wait that long for a group that is not coming.
     public init(
         track: TrackProducer, startAt: UInt64? = nil, maxLatencyMs: UInt64? = nil,
-        timers: (any SessionScheduler)? = nil
+        timers: (any SessionScheduler)? = nil, reorderWindowMs: UInt64? = nil
     ) {
         self.track = track
         self.maxLatencyMs = maxLatencyMs
+        self.reorderWindowMs = reorderWindowMs
         self.timers = timers
         waiter = ChangeWaiter(track: track)
         token = track.addObserver(waiter)
@@ -153,7 +158,7 @@ public final class TrackConsumer: @unchecked Sendable {
     public func poll() -> Poll {
         if waiter.isCancelled { return .failed(.cancelled) }
         let budget = maxLatencyMs.map { $0 &* 1_000_000 }
-        let gapWait = (maxLatencyMs ?? Self.defaultReorderWindowMs) &* 1_000_000
+        let gapWait = (reorderWindowMs ?? maxLatencyMs ?? Self.defaultReorderWindowMs) &* 1_000_000
         let now = track.clock.now()
         var deadline: UInt64?
         var version: UInt64 = 0

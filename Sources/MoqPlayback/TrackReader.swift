@@ -57,11 +57,17 @@ public final class TrackReader: @unchecked Sendable {
     private let cancelled = Atomic(false)
     private var group: GroupConsumer?
     private var index = 0
+    private let reorderWindowMs: UInt64?
 
-    /// - Parameter maxLatencyMs: the budget: groups older than the newest by more are skipped.
-    public init(track: TrackProducer, maxLatencyMs: UInt64?) {
+    /// - Parameters:
+    ///   - maxLatencyMs: the budget: groups older than the newest by more are skipped.
+    ///   - reorderWindowMs: how long a missing or stalled group is waited for once a later one
+    ///     arrived (nil: the budget). A long-form player's deep budget is no reason to wait that
+    ///     long for a group that is not coming.
+    public init(track: TrackProducer, maxLatencyMs: UInt64?, reorderWindowMs: UInt64? = nil) {
         self.track = track
-        consumer = TrackConsumer(track: track, maxLatencyMs: maxLatencyMs)
+        self.reorderWindowMs = reorderWindowMs
+        consumer = TrackConsumer(track: track, maxLatencyMs: maxLatencyMs, reorderWindowMs: reorderWindowMs)
         wakeup = Wakeup(signal)
         token = track.addObserver(wakeup)
     }
@@ -122,7 +128,9 @@ public final class TrackReader: @unchecked Sendable {
                     // A stalled group is abandoned for a newer one once it has made no progress
                     // for the budget (or the reorder window without one).
                     if hasGroup(after: current.sequence) {
-                        let window = (consumer.maxLatencyMs ?? TrackConsumer.defaultReorderWindowMs) &* 1_000_000
+                        let window =
+                            (reorderWindowMs ?? consumer.maxLatencyMs ?? TrackConsumer.defaultReorderWindowMs)
+                            &* 1_000_000
                         let due = groupProgress &+ window
                         if clock.now() >= due {
                             group = nil
@@ -136,7 +144,9 @@ public final class TrackReader: @unchecked Sendable {
                 if let budget = pendingBudget {
                     pendingBudget = nil
                     skippedBase = VarInt.saturatingAdd(skippedBase, consumer.groupsSkipped)
-                    consumer = TrackConsumer(track: track, startAt: lastGroup.map { $0 + 1 }, maxLatencyMs: budget)
+                    consumer = TrackConsumer(
+                        track: track, startAt: lastGroup.map { $0 + 1 }, maxLatencyMs: budget,
+                        reorderWindowMs: reorderWindowMs)
                 }
                 let polled = consumer.poll()
                 skippedTotal.store(VarInt.saturatingAdd(skippedBase, consumer.groupsSkipped), ordering: .relaxed)

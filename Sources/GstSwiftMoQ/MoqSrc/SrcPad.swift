@@ -71,6 +71,9 @@ final class SrcPad: @unchecked Sendable {
     /// (a new timeline, or newer frames of a restarted publisher whose groups count from 0
     /// again) the old position no longer means anything.
     private var positionFromPreviousEpoch = false
+    /// Long-form, after a resubscription: the previous reader, played until what it buffered is
+    /// gone (it answers nothing at once), then cancelled.
+    private var draining: (reader: TrackReader, remote: RemoteTrack)?
     private var eosSent = false
     /// The `latency` property: the subscription's budget and the target buffering.
     private var latencyMs: UInt64
@@ -156,6 +159,8 @@ final class SrcPad: @unchecked Sendable {
         readerRef.withLock { $0?.cancel() }
         wake.signal()
         gst_pad_stop_task(pad)
+        draining?.remote.cancel()
+        draining = nil
         remote?.cancel()
         remote = nil
         reader = nil
@@ -201,6 +206,14 @@ final class SrcPad: @unchecked Sendable {
             return
         }
         defer { gst_object_unref(clock.clock) }
+        if let drain = draining {
+            if case .frame(let frame) = drain.reader.next(waitingUpTo: 0) {
+                push(frame, reader: drain.reader, source: source, now: clock.runningTime ?? 0, src: src)
+                return
+            }
+            drain.remote.cancel()
+            draining = nil
+        }
         let item = reader.next(waitingUpTo: 100_000_000)
         counters.setGroupsSkipped(reader.groupsSkipped)
         switch item {
@@ -261,13 +274,26 @@ final class SrcPad: @unchecked Sendable {
             if previous.rendition.caps != next.rendition.caps { startStream(next, src: src) }
             return
         }
-        remote?.cancel()
+        if longFormBufferMs != nil, let previous, let oldReader = reader, let oldRemote = remote,
+            previous.broadcast == next.broadcast, previous.trackName == next.trackName
+        {
+            // Long-form, the same track on a new session (a reconnect): what the old subscription
+            // buffered is played first; the new one goes on after it (its repeats are dropped).
+            draining?.remote.cancel()
+            draining = (oldReader, oldRemote)
+        } else {
+            remote?.cancel()
+        }
         // Long-form: the subscription's cache holds the deep buffer (and a margin for the time
         // frames spend between arriving and being played).
         let limits = longFormBufferMs.map { CacheLimits.retaining(ms: $0 + 10_000) } ?? CacheLimits()
         let remote = next.session.subscribe(
             broadcast: next.broadcast, track: next.trackName, range: subscriptionRange(), limits: limits)
-        let reader = TrackReader(track: remote.track, maxLatencyMs: readerBudgetMs)
+        // Long-form: a missing group is waited for as long as in live playback at most (1 s), not
+        // for the whole deep budget (a restarted relay may announce a start it no longer holds).
+        let reader = TrackReader(
+            track: remote.track, maxLatencyMs: readerBudgetMs,
+            reorderWindowMs: longFormBufferMs == nil ? nil : TrackConsumer.defaultReorderWindowMs)
         self.remote = remote
         self.reader = reader
         readerRef.withLock { $0 = reader }
@@ -275,7 +301,7 @@ final class SrcPad: @unchecked Sendable {
         currentTrack.withLock { $0 = next.trackName }
         readyPosted = false
         skipToNextGroup = false
-        discont = true
+        discont = draining == nil
         counters.resetArrival()
         if previous?.epoch != next.epoch { positionFromPreviousEpoch = lastPosition != nil }
         if let previous, previous.trackName != next.trackName {
