@@ -122,11 +122,11 @@ enum CertificateHashFetch {
 
     /// Reads the status and the fingerprint (64 hex digits, `:` allowed, surrounding space ignored).
     static func parse(_ response: [UInt8], url: String) -> Result<[UInt8], MoqError> {
-        guard let split = headEnd(response) else {
+        guard let split = HTTPRequestHead.headEnd(response) else {
             return .failure(.unreachable("\(url) did not answer HTTP"))
         }
         let head = String(decoding: response[..<split], as: UTF8.self)
-        var body = String(decoding: response[(split + 4)...], as: UTF8.self)
+        var body = String(decoding: response[split...], as: UTF8.self)
         let statusLine = head.split(separator: "\r\n").first ?? ""
         let parts = statusLine.split(separator: " ")
         guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let status = Int(parts[1]) else {
@@ -145,15 +145,6 @@ enum CertificateHashFetch {
                 .tls("\(url) did not answer with a SHA-256 fingerprint (got \(trimmed.prefix(80).debugDescription))"))
         }
         return .success(hash)
-    }
-
-    private static func headEnd(_ bytes: [UInt8]) -> Int? {
-        guard bytes.count >= 4 else { return nil }
-        for i in 0...(bytes.count - 4)
-        where bytes[i] == 13 && bytes[i + 1] == 10 && bytes[i + 2] == 13 && bytes[i + 3] == 10 {
-            return i
-        }
-        return nil
     }
 
     /// The body of a chunked answer (sizes in hex, each on its own line).

@@ -127,4 +127,49 @@ struct WebTransportInteropTests {
         }
         #expect(got == (0..<5).map { "over h3 \($0)" })
     }
+
+    @Test("datagrams over WebTransport: Rust publisher → Rust relay → Swift subscriber on https://, and back")
+    func datagramsBothWays() async throws {
+        let relay = try await RustRelay.start()
+        defer { relay.stop() }
+        let https = ["--url", "https://127.0.0.1:\(relay.port)/anon", "--fingerprint", relay.fingerprint]
+        let session = try await MoqSession.connect(
+            "https://127.0.0.1:\(relay.port)/anon",
+            options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
+        defer { session.close() }
+        // Rust → Swift: the relay's datagrams carry the WebTransport session prefix to us.
+        let inbound = RustPeer.uniqueName("wt-dg")
+        let publisher = try RustPeer.launch(
+            ["publish-datagrams"] + https + [
+                "--broadcast", inbound, "--count", "20", "--interval-ms", "10", "--wait-subscriber",
+            ])
+        defer { publisher.terminateInBackground() }
+        try await session.waitForBroadcast(inbound, timeout: .seconds(20))
+        let remote = session.subscribe(
+            broadcast: inbound, track: "data", range: SubscriptionRange(maxLatencyMs: 10_000))
+        let consumer = remote.consumer(maxLatencyMs: 10_000)
+        var got = 0
+        try await eventually("datagrams over WebTransport", timeout: .seconds(20)) {
+            while case .group = consumer.poll() { got += 1 }
+            return got >= 15
+        }
+        #expect(await session.stats().counters.datagramsReceived > 0)
+        // Swift → Rust: ours carry the prefix the relay expects.
+        let outbound = RustPeer.uniqueName("wt-dg")
+        let broadcast = BroadcastProducer(path: outbound)
+        let track = broadcast.createTrack("data")
+        session.publish(broadcast)
+        let subscriber = try RustPeer.launch(
+            ["subscribe-datagrams"] + https + ["--broadcast", outbound, "--count", "10"])
+        defer { subscriber.terminateInBackground() }
+        try await eventually("the Rust subscriber", timeout: .seconds(20)) { track.observerCount > 0 }
+        for i in 0..<40 {
+            track.writeDatagram(Bytes(utf8: "dg-\(i)"), timestamp: UInt64(i) * 10_000)
+            try await Task.sleep(for: .milliseconds(5))
+            if subscriber.history.filter({ $0.name == "datagram" }).count >= 10 { break }
+        }
+        _ = try await subscriber.waitForExit(timeout: .seconds(20))
+        #expect(subscriber.history.filter { $0.name == "datagram" }.count >= 10)
+        #expect(await session.stats().counters.datagramsSent > 0)
+    }
 }

@@ -63,7 +63,8 @@ struct HTTPRequestHead: Equatable {
     }
 
     /// The index just past the blank line that ends the head.
-    private static func headEnd(_ bytes: [UInt8]) -> Int? {
+    /// Where the head ends: just after its empty line (`CRLF CRLF`); nil before it arrived.
+    static func headEnd(_ bytes: [UInt8]) -> Int? {
         guard bytes.count >= 4 else { return nil }
         for i in 0...(bytes.count - 4)
         where bytes[i] == 13 && bytes[i + 1] == 10 && bytes[i + 2] == 13 && bytes[i + 3] == 10 {
