@@ -83,7 +83,9 @@ check-element-docs: plugin
 # Tests whose pass criterion depends on throughput (an open-loop flood through the relay) or on
 # a latency budget (media through network faults) run alone, after the parallel suite, one at a
 # time: on 2 cores the parallel suite, or another of them (Chromium, a flood), takes the CPU they measure.
-SOLO_TESTS := OverloadInteropTests|NetworkFaultTests|LosslessReconnectTests|LongFormTests|WatchPageTests|rustPublisherToDecodebin
+# moqsrc's end-to-end suite is among them since a CI run of the parallel suite failed two of its
+# timing checks under load; the long-form controls measure each effect to within 100 ms.
+SOLO_TESTS := OverloadInteropTests|NetworkFaultTests|LosslessReconnectTests|LongFormTests|LongFormPlayerTests|WatchPageTests|MoqSrcTests
 
 unit-test: setup
 	$(SWIFT) build --build-tests -j $(JOBS)

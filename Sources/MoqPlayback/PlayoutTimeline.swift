@@ -140,6 +140,25 @@ public struct PlayoutTimeline: Sendable, Equatable {
         if offsetNs != nil { awaitingAnchor = true }
     }
 
+    /// The last seek applied (``seek(id:timestampUs:at:)``): every pad handles the same seek, the
+    /// first one moves the timeline.
+    public private(set) var lastSeekID: UInt64?
+
+    /// A seek within the buffer: `timestampUs` plays at `runningTime`, and what was pushed before
+    /// no longer counts (the pads flushed it). A second call with the same `id` does nothing.
+    /// Returns whether this call moved the timeline.
+    @discardableResult
+    public mutating func seek(id: UInt64, timestampUs: UInt64, at runningTime: UInt64) -> Bool {
+        guard lastSeekID != id else { return false }
+        lastSeekID = id
+        awaitingAnchor = false
+        awaitingContinuityCheck = false
+        lateGraceUntilNs = nil
+        anchor(edgeUs: timestampUs, at: runningTime)
+        latestPushedNs = runningTime
+        return true
+    }
+
     /// Forgets the anchor (the element stopped).
     public mutating func reset() {
         self = PlayoutTimeline(longForm: longForm)

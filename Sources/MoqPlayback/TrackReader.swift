@@ -98,6 +98,55 @@ public final class TrackReader: @unchecked Sendable {
         group = nil
     }
 
+    /// The start (µs) of the cached group that holds `timestampUs`: the newest group starting at or
+    /// before it, or the oldest cached group when every group starts after it. Nil when nothing
+    /// is cached. Thread-safe (reads only the track's cache).
+    public func groupStart(atOrBefore timestampUs: UInt64) -> (sequence: UInt64, startUs: UInt64)? {
+        var chosen: (sequence: UInt64, startUs: UInt64)?
+        for group in track.groups(from: 0) {
+            guard let first = track.frames(of: group, from: 0).frames.first,
+                let start = try? LegacyFrame(decoding: first.payload).timestamp
+            else { continue }
+            if chosen == nil || start <= timestampUs { chosen = (group.sequence, start) }
+            if start > timestampUs { break }
+        }
+        return chosen
+    }
+
+    /// The first cached group that starts at or after `timestampUs` (µs), if one arrived.
+    /// Thread-safe (reads only the track's cache).
+    public func groupStart(atOrAfter timestampUs: UInt64) -> (sequence: UInt64, startUs: UInt64)? {
+        for group in track.groups(from: 0) {
+            guard let first = track.frames(of: group, from: 0).frames.first,
+                let start = try? LegacyFrame(decoding: first.payload).timestamp
+            else { continue }
+            if start >= timestampUs { return (group.sequence, start) }
+        }
+        return nil
+    }
+
+    /// Moves the reader to the cached group that holds `timestampUs` (reader thread only): the
+    /// next read starts that group. With `dropEarlier`, frames of it before `timestampUs` are
+    /// skipped too (audio, where every frame decodes alone). Returns where reading starts (µs), or
+    /// nil when nothing is cached (the reader is left as it was).
+    @discardableResult
+    public func seek(toTimestampUs timestampUs: UInt64, dropEarlier: Bool) -> UInt64? {
+        guard let start = groupStart(atOrBefore: timestampUs) else { return nil }
+        skippedBase = VarInt.saturatingAdd(skippedBase, consumer.groupsSkipped)
+        let budget = pendingBudget ?? consumer.maxLatencyMs
+        pendingBudget = nil
+        consumer = TrackConsumer(
+            track: track, startAt: start.sequence, maxLatencyMs: budget, reorderWindowMs: reorderWindowMs)
+        group = nil
+        lastGroup = start.sequence > 0 ? start.sequence - 1 : nil
+        dropBeforeUs = dropEarlier && timestampUs > start.startUs ? timestampUs : nil
+        return dropBeforeUs ?? start.startUs
+    }
+
+    /// Set by ``seek(toTimestampUs:dropEarlier:)``: frames before it are skipped, until one at or
+    /// after it is read.
+    private var dropBeforeUs: UInt64?
+
     /// Reads the next frame, blocking up to `timeoutNs` for one to arrive.
     public func next(waitingUpTo timeoutNs: UInt64) -> Item {
         let clock = track.clock
@@ -113,7 +162,11 @@ public final class TrackReader: @unchecked Sendable {
                     let i = index
                     index += 1
                     switch decode(frame, group: current.sequence, index: i) {
-                    case .some(let item): return item
+                    case .some(.frame(let media)) where dropBeforeUs.map({ media.timestampUs < $0 }) ?? false:
+                        continue  // before a seek's target
+                    case .some(let item):
+                        if case .frame = item { dropBeforeUs = nil }
+                        return item
                     case .none: continue  // an end-of-group frame
                     }
                 case .ended:

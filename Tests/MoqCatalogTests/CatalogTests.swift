@@ -330,3 +330,30 @@ enum RustCatalogs {
         #expect(catalog.extra["x"]?.jsonString == #""a\"b\\c/d\n\té😀\u0001""#)
     }
 }
+
+@Suite("SwiftMoQ's catalog member")
+struct SwiftMoQExtensionTests {
+    @Test("the item and its start round-trip beside the clock epoch; hang readers keep the rest")
+    func roundTrip() throws {
+        var catalog = HangCatalog()
+        SwiftMoQExtension(clockEpochUs: 1_700_000_000_000_000, item: 3, itemStartUs: 42_000_000).write(into: &catalog)
+        let parsed = try HangCatalog(json: catalog.jsonBytes())
+        let member = SwiftMoQExtension(catalog: parsed)
+        #expect(member.clockEpochUs == 1_700_000_000_000_000)
+        #expect(member.timelineItem?.item == 3 && member.timelineItem?.startUs == 42_000_000)
+        SwiftMoQExtension().write(into: &catalog)
+        #expect(catalog.extra["swiftmoq"] == nil)
+    }
+
+    @Test("a member that is not what SwiftMoQ writes gives no item, and no error")
+    func hostile() throws {
+        for json in [
+            #"{"swiftmoq": "x"}"#, #"{"swiftmoq": {"item": -1, "itemStartUs": 5}}"#,
+            #"{"swiftmoq": {"item": 1.5, "itemStartUs": 5}}"#, #"{"swiftmoq": {"item": 2}}"#,
+            #"{"swiftmoq": {"item": 99999999999999999999999, "itemStartUs": 1}}"#,
+        ] {
+            let catalog = try HangCatalog(json: json)
+            #expect(SwiftMoQExtension(catalog: catalog).timelineItem == nil, "\(json)")
+        }
+    }
+}

@@ -115,4 +115,22 @@ struct PlayoutTimelineTests {
         _ = t.place(timestampUs: 10_000_000, liveEdgeUs: 10_000_000, now: 100 * ms, latencyNs: latency)
         #expect(t.runningTime(of: 0) == 0)
     }
+
+    @Test("a seek puts its target at the given running time once per id; later frames continue from it")
+    func seek() {
+        var t = PlayoutTimeline(longForm: true)
+        _ = t.place(timestampUs: 0, liveEdgeUs: 0, now: 100 * ms, latencyNs: latency)
+        t.pushed(900 * ms)
+        // Back 0.5 s of publisher time, rendered at running time 2 s.
+        let moved = t.seek(id: 7, timestampUs: 300_000, at: 2_000 * ms)
+        #expect(moved)
+        #expect(t.runningTime(of: 300_000) == 2_000 * ms)
+        #expect(t.latestPushedNs == 2_000 * ms)
+        // The second pad handling the same seek changes nothing.
+        let again = t.seek(id: 7, timestampUs: 300_000, at: 2_500 * ms)
+        #expect(!again)
+        #expect(t.runningTime(of: 300_000) == 2_000 * ms)
+        let (pts, placement) = t.place(timestampUs: 320_000, liveEdgeUs: 320_000, now: 1_990 * ms, latencyNs: latency)
+        #expect(placement == .continued && pts == 2_020 * ms)
+    }
 }

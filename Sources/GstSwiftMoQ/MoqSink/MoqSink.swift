@@ -33,6 +33,8 @@ final class MoqSink: @unchecked Sendable {
         let catalogTrack: TrackProducer
         let catalog = Lock(HangCatalog())
         let eosPosted = Atomic(false)
+        /// The publisher's item and the timestamp it started at (catalog `swiftmoq.item`).
+        let timelineItem = Lock<(item: UInt64, startUs: UInt64)?>(nil)
         var statsTask: Task<Void, Never>?
 
         init(use: ElementConnection.Use, broadcast: BroadcastProducer, catalogTrack: TrackProducer) {
@@ -43,6 +45,10 @@ final class MoqSink: @unchecked Sendable {
     }
 
     private let settings = Lock(Settings())
+    /// The `item` property: changeable while playing, read by every pad for each buffer.
+    private let item = Atomic<UInt64>(0)
+    /// The item the pads' next groups belong to.
+    var requestedItem: UInt64 { item.load(ordering: .relaxed) }
     private let running = Lock<Running?>(nil)
     private let pads = Lock<[SinkPad]>([])
     private let nextIndex = Lock(0)
@@ -73,6 +79,13 @@ final class MoqSink: @unchecked Sendable {
 
     func setProperty(_ id: guint, _ value: UnsafePointer<GValue>) {
         guard let prop = MoqSinkType.Prop(rawValue: id) else { return }
+        if prop == .item {
+            let value = UInt64(g_value_get_uint(value))
+            if item.exchange(value, ordering: .relaxed) != value {
+                reporter.log(GST_LEVEL_INFO, "item \(value): the next group of every track starts it")
+            }
+            return
+        }
         if currentState.rawValue > GST_STATE_READY.rawValue {
             reporter.log(GST_LEVEL_WARNING, "property changes take effect only in NULL or READY: ignored")
             return
@@ -95,6 +108,7 @@ final class MoqSink: @unchecked Sendable {
         switch prop {
         case .broadcast: g_value_set_string(value, s.broadcast)
         case .cacheDuration: g_value_set_uint(value, s.cacheDurationMs)
+        case .item: g_value_set_uint(value, guint(truncatingIfNeeded: requestedItem))
         case .status: link.getStatus(into: value)
         case .connected: g_value_set_boolean(value, link.status == .connected ? 1 : 0)
         case .moqVersion: g_value_set_string(value, link.negotiatedVersion)
@@ -220,17 +234,36 @@ final class MoqSink: @unchecked Sendable {
 
     // MARK: Catalog and EOS (called by pads)
 
+    /// A pad began a group of `item` at `micros`: the first pad to do so sets where the item
+    /// starts, and the catalog says so (players jump there).
+    func itemStarted(_ item: UInt64, atUs micros: UInt64) {
+        guard let run else { return }
+        let first = run.timelineItem.withLock { current -> Bool in
+            guard current?.item != item else { return false }
+            current = (item, micros)
+            return true
+        }
+        guard first else { return }
+        reporter.log(GST_LEVEL_INFO, "item \(item) starts at \(micros) µs")
+        updateCatalog(track: nil, config: nil)
+    }
+
     /// Sets (or removes) a pad's rendition and publishes the new catalog snapshot.
-    func updateCatalog(track: String, config: RenditionConfig?) {
+    /// `track` nil: only SwiftMoQ's member changes.
+    func updateCatalog(track: String?, config: RenditionConfig?) {
         guard let run else { return }
         let epoch = clockEpochMicros()
+        let item = run.timelineItem.withLock { $0 }
         let json: [UInt8] = run.catalog.withLock { catalog in
-            if let config { catalog.set(track, config) } else { catalog.remove(track) }
-            if let epoch {
-                // Where the timeline is on the wall clock, for viewers that show publish-to-render
-                // latency (the watch page). Hang readers ignore members they do not know.
-                catalog.extra["swiftmoq"] = .object(JSONObject([("clockEpochUs", .number(JSONNumber(epoch)))]))
+            if let track {
+                if let config { catalog.set(track, config) } else { catalog.remove(track) }
             }
+            // Where the timeline is on the wall clock, for viewers that show publish-to-render
+            // latency (the watch page), and the publisher's item. Hang readers ignore the member.
+            var member = SwiftMoQExtension(catalog: catalog)
+            if let epoch { member.clockEpochUs = epoch }
+            if let item { (member.item, member.itemStartUs) = (item.item, item.startUs) }
+            member.write(into: &catalog)
             return catalog.jsonBytes()
         }
         // One complete snapshot per group; the timestamp is wall-clock ms since 2020-01-01 (hang's epoch).

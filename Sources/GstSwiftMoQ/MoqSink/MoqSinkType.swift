@@ -10,7 +10,7 @@ enum MoqSinkType {
 
     enum Prop: UInt32, ElementPropertyID {
         case url = 1, broadcast, tlsDisableVerify, tlsFingerprint, tlsRootFile, authToken, status, connected,
-            moqVersion, stats, cacheDuration
+            moqVersion, stats, cacheDuration, item
     }
 
     /// Accepted caps: what the catalog can describe (stream layouts the sink can frame).
@@ -79,6 +79,13 @@ enum MoqSinkType {
                 "cache-duration", "Cache duration",
                 "How long (ms) each track's groups are kept for late joiners, in this element and, through the track's max age, at the relay (within its --cache-bytes and --cache-max-age): what a long-form player (moqsrc buffering=long-form) can buffer at once",
                 min: 1_000, max: 3_600_000, default: 30_000, flags: rw))
+        g_object_class_install_property(
+            gobject, Prop.item.rawValue,
+            Property.uint(
+                "item", "Item",
+                "The publisher's item (a song, a programme). Set a new value, while playing, when the next one starts: every track begins a group there, the catalog says so, and long-form players (moqsrc buffering=long-form) jump to it at once instead of playing out what they buffered of the previous one",
+                min: 0, max: UInt32.max, default: 0,
+                flags: ParamFlags.readWrite | ParamFlags.mutablePlaying | ParamFlags.showDefault))
         statusSpec = ConnectionStatusType.spec()
         g_object_class_install_property(gobject, Prop.status.rawValue, statusSpec)
         g_object_class_install_property(

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import CGStreamer
+import CGstVideo
 import GstSupport
 import MoqCatalog
 import MoqMedia
@@ -34,6 +35,9 @@ final class SinkPad: @unchecked Sendable {
     /// Set by the streaming thread, read by the element's EOS aggregation on another.
     private let eos = Atomic(false)
     private var isData = false
+    /// The publisher item this pad's groups belong to (moqsink's `item`).
+    private var startedItem: UInt64 = 0
+    private var keyframeRequested = false
 
     struct Stats {
         var frames: UInt64 = 0
@@ -65,6 +69,8 @@ final class SinkPad: @unchecked Sendable {
     /// The element stopped: forget the broadcast's objects (caps come again on restart).
     func detach() {
         isData = false
+        startedItem = 0
+        keyframeRequested = false
         group = nil
         track = nil
         format = nil
@@ -229,13 +235,32 @@ final class SinkPad: @unchecked Sendable {
         gst_buffer_unmap(buffer, &map)
         guard let payload else { return GST_FLOW_ERROR }
 
+        // The publisher moved to another item (moqsink's `item`): this pad's next group starts it.
+        let item = sink.requestedItem
+        let itemChanged = item != startedItem
         switch format.kind {
         case .audio:
             track.writeSingleFrameGroup(payload, timestamp: micros)
             counted(size, newGroup: true)
+            if itemChanged {
+                startedItem = item
+                sink.itemStarted(item, atUs: micros)
+            }
         case .video:
             let keyframe = swiftmoq_buffer_is_delta(buffer) == 0
+            if itemChanged {
+                if keyframe {
+                    startedItem = item
+                    sink.itemStarted(item, atUs: micros)
+                } else if !keyframeRequested {
+                    // The item starts at a group, and video groups start at keyframes: ask for one.
+                    keyframeRequested = true
+                    gst_pad_push_event(
+                        pad, gst_video_event_new_upstream_force_key_unit(swiftmoq_clock_time_none(), 1, 0))
+                }
+            }
             if keyframe {
+                keyframeRequested = false
                 if let group, let end = try? LegacyFrame.endOfGroup(timestamp: micros) {
                     // hang's trailing empty frame: closes the last frame's duration.
                     group.write(end, timestamp: micros)

@@ -58,6 +58,7 @@ extension MoqSrc {
             guard path == run.broadcast else { return }
             run.catalog = catalog
             reconcile(run, session: session)
+            followPublisherItem(run, catalog: catalog)
         case .malformedCatalog(let path, let error):
             reporter.warning(
                 .stream(GST_STREAM_ERROR_DECODE),

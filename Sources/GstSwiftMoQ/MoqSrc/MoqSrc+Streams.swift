@@ -61,6 +61,9 @@ extension MoqSrc {
     func sendEvent(_ event: UnsafeMutablePointer<GstEvent>) -> Bool {
         switch swiftmoq_event_type(event) {
         case GST_EVENT_SELECT_STREAMS: break
+        case GST_EVENT_SEEK:
+            defer { gst_event_unref(event) }
+            return seek(event)
         case GST_EVENT_EOS:
             // gst-launch -e, or an application finishing a recording: every pad ends its stream.
             gst_event_unref(event)

@@ -112,6 +112,8 @@ final class MoqSrc: @unchecked Sendable {
         var warned: Set<String> = []
         var collectionKey: [String] = []
         var selection: [MediaKind: String] = [:]
+        /// The publisher's item last seen in the catalog (`swiftmoq.item`).
+        var timelineItem: UInt64?
 
         init(use: ElementConnection.Use, target: BroadcastTarget) {
             self.use = use
@@ -139,6 +141,8 @@ final class MoqSrc: @unchecked Sendable {
         var startedAt: UInt64 = 0
         /// The pipeline's latency (LATENCY event).
         var pipelineLatencyNs: UInt64 = 0
+        /// The seqnum of the last seek handled.
+        var lastSeekSeqnum: UInt32?
     }
     private let playback = Lock(Playback())
     /// How long after its running time a buffer is rendered: the pipeline's latency
@@ -160,6 +164,15 @@ final class MoqSrc: @unchecked Sendable {
     /// A context from the application or a neighbour: a shared connection is taken.
     func setContext(_ context: OpaquePointer) {
         _ = link.adopt(context)
+    }
+
+    /// Records a seek's seqnum: false when that seek was already handled (it reaches the
+    /// element once per sink).
+    func recordSeek(_ seqnum: UInt32) -> Bool {
+        playback.withLock { p in
+            defer { p.lastSeekSeqnum = seqnum }
+            return p.lastSeekSeqnum != seqnum
+        }
     }
 
     /// The group id of the current broadcast's streams.
@@ -335,12 +348,12 @@ final class MoqSrc: @unchecked Sendable {
         }
     }
 
-    /// Upstream events on a pad: a live stream cannot seek.
+    /// Upstream events on a pad: a seek (long-form only), stream selection, the pipeline's latency.
     func padEvent(_ pad: UnsafeMutablePointer<GstPad>, _ event: UnsafeMutablePointer<GstEvent>) -> gboolean {
         switch swiftmoq_event_type(event) {
         case GST_EVENT_SEEK:
-            gst_event_unref(event)
-            return 0
+            defer { gst_event_unref(event) }
+            return seek(event) ? 1 : 0
         case GST_EVENT_SELECT_STREAMS:
             return sendEvent(event) ? 1 : 0
         case GST_EVENT_LATENCY:

@@ -59,6 +59,8 @@ final class SrcPad: @unchecked Sendable {
     private var streamID: String?
     private var capsString: String?
     private var needsSegment = true
+    /// The seqnum of the seek the next segment answers.
+    private var segmentSeqnum: UInt32?
     private var discont = true
     private var skipToNextGroup = false
     private var readyPosted = false
@@ -113,6 +115,14 @@ final class SrcPad: @unchecked Sendable {
     /// The timestamp (µs) of the last frame handed downstream (0: none yet), for the stats.
     private let lastPushedUs = Atomic<UInt64>(0)
 
+    /// The publisher timestamp (µs) of the last frame handed downstream (0: none yet).
+    var lastPushedTimestampUs: UInt64 { lastPushedUs.load(ordering: .relaxed) }
+
+    /// The first cached group starting at or after `timestampUs`, if it arrived (µs).
+    func groupStart(atOrAfter timestampUs: UInt64) -> UInt64? {
+        readerRef.withLock { $0 }?.groupStart(atOrAfter: timestampUs)?.startUs
+    }
+
     /// How far the newest received frame is ahead of the last one handed downstream (ms), read
     /// now: it keeps growing while the pipeline is paused or the sinks hold the pad.
     var bufferedMs: Double? {
@@ -121,6 +131,33 @@ final class SrcPad: @unchecked Sendable {
         return edge > pushed ? Double(edge - pushed) / 1000 : 0
     }
     private let latencyRef = Lock<UInt64?>(nil)
+
+    /// A seek within the long-form buffer, handled on the pad's thread (``performSeek(_:src:)``).
+    struct SeekRequest: Sendable {
+        /// The seek event's seqnum: every pad handles the same seek once.
+        let id: UInt64
+        /// Where to play from (publisher µs): the start of a video group, so that both pads
+        /// begin together and video at a keyframe.
+        let targetUs: UInt64
+        let seqnum: UInt32
+    }
+    private let pendingSeek = Lock<SeekRequest?>(nil)
+
+    /// Plays from `request.targetUs` at once: downstream is flushed, the reader moves to the
+    /// cached group holding the target, and the shared timeline puts the target right after now.
+    func seek(_ request: SeekRequest) {
+        pendingSeek.withLock { $0 = request }
+        wake.signal()
+        readerRef.withLock { $0?.interrupt() }
+    }
+
+    /// The newest timestamp received on the pad's track (µs).
+    var liveEdgeUs: UInt64? { readerRef.withLock { $0 }?.liveEdgeUs }
+
+    /// The start (µs) of the cached group holding `timestampUs` (see ``TrackReader``).
+    func groupStart(atOrBefore timestampUs: UInt64) -> UInt64? {
+        readerRef.withLock { $0 }?.groupStart(atOrBefore: timestampUs)?.startUs
+    }
 
     /// The latency budget changed: the subscription and the reader follow from the next group.
     func latencyChanged(ms: UInt64) {
@@ -206,6 +243,12 @@ final class SrcPad: @unchecked Sendable {
             return
         }
         defer { gst_object_unref(clock.clock) }
+        if let request = pendingSeek.withLock({ r -> SeekRequest? in
+            defer { r = nil }; return r
+        }) {
+            performSeek(request, reader: reader, source: source, now: clock.runningTime ?? 0, src: src)
+            return
+        }
         if let drain = draining {
             if case .frame(let frame) = drain.reader.next(waitingUpTo: 0) {
                 push(frame, reader: drain.reader, source: source, now: clock.runningTime ?? 0, src: src)
@@ -250,6 +293,40 @@ final class SrcPad: @unchecked Sendable {
             push(frame, reader: reader, source: source, now: clock.runningTime ?? 0, src: src)
         }
     }
+
+    /// Flushes downstream, moves the reader and (first pad to get here) the shared timeline.
+    private func performSeek(_ request: SeekRequest, reader: TrackReader, source: Source, now: UInt64, src: MoqSrc) {
+        let start = gst_event_new_flush_start()!
+        gst_event_set_seqnum(start, request.seqnum)
+        gst_pad_push_event(pad, start)
+        let stop = gst_event_new_flush_stop(0)!
+        gst_event_set_seqnum(stop, request.seqnum)
+        gst_pad_push_event(pad, stop)
+        // Flushing removed the segment (and an EOS): a new one follows.
+        needsSegment = true
+        segmentSeqnum = request.seqnum
+        eosSent = false
+        startStream(source, src: src)
+        draining?.remote.cancel()
+        draining = nil
+        let from = reader.seek(toTimestampUs: request.targetUs, dropEarlier: kind != .video)
+        lastPosition = nil
+        positionFromPreviousEpoch = false
+        skipToNextGroup = false
+        discont = true
+        // The target is rendered right after now: its running time is now minus what the sinks
+        // wait, plus a margin for decoding.
+        let renderDelay = src.renderDelayNs
+        let at = now &+ Self.seekMarginNs > renderDelay ? now &+ Self.seekMarginNs - renderDelay : 0
+        let moved = src.timeline.withLock { $0.seek(id: request.id, timestampUs: request.targetUs, at: at) }
+        src.reporter.log(
+            GST_LEVEL_INFO,
+            "\(name): seek to \(request.targetUs) µs: reading from \(from.map { "\($0) µs" } ?? "nothing cached")"
+                + (moved ? " (timeline moved)" : ""))
+    }
+
+    /// How long after a seek its first frame is rendered: time to decode it.
+    static let seekMarginNs: UInt64 = 30_000_000
 
     private func dropSubscription() {
         remote?.cancel()
@@ -344,14 +421,19 @@ final class SrcPad: @unchecked Sendable {
         if needsSegment {
             var segment = GstSegment()
             gst_segment_init(&segment, GST_FORMAT_TIME)
-            gst_pad_push_event(pad, gst_event_new_segment(&segment))
+            let event = gst_event_new_segment(&segment)!
+            if let seqnum = segmentSeqnum { gst_event_set_seqnum(event, seqnum) }
+            gst_pad_push_event(pad, event)
             needsSegment = false
+            segmentSeqnum = nil
         }
     }
 
     // MARK: Buffers
 
     private func push(_ frame: MediaFrame, reader: TrackReader, source: Source, now: UInt64, src: MoqSrc) {
+        // Read before a seek that is about to move the reader: not played.
+        if pendingSeek.withLock({ $0 != nil }) { return }
         // Sinks render a buffer at its running time plus the pipeline's latency.
         let latencyNs = src.renderDelayNs
         var placedStart: (pts: UInt64, placement: PlayoutTimeline.Placement)?

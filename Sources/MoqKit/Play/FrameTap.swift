@@ -41,6 +41,19 @@ final class FrameTap: Sendable {
         )
     }
 
+    /// The publisher's timestamp that moqsrc attached (`timestamp/x-moq-publisher`), if a
+    /// decoder and the converters kept it.
+    static func publisherTime(_ sample: OpaquePointer) -> Duration? {
+        guard let buffer = gst_sample_get_buffer(sample),
+            let meta = gst_buffer_get_reference_timestamp_meta(buffer, publisherTimeCaps)
+        else { return nil }
+        let ns = meta.pointee.timestamp
+        return swiftmoq_clock_time_is_valid(ns) != 0 ? .nanoseconds(Int64(clamping: ns)) : nil
+    }
+
+    nonisolated(unsafe) private static let publisherTimeCaps: UnsafeMutablePointer<GstCaps> =
+        gst_caps_new_empty_simple("timestamp/x-moq-publisher")
+
     static func intField(_ sample: OpaquePointer, _ name: String) -> Int {
         guard let caps = gst_sample_get_caps(sample), let s = gst_caps_get_structure(caps, 0) else { return 0 }
         var value: gint = 0

@@ -165,6 +165,30 @@ public final class Player: Sendable {
         try? pipeline?.element(named: "volume").set("volume", level)
     }
 
+    /// Long-form: plays from `behindLiveEdge` before the newest media received, at once (the
+    /// buffer is kept; the first samples are heard about 30 ms later). The position is moved back
+    /// to a keyframe and kept within what is buffered. Live playback has no buffer to seek in.
+    public func seek(behindLiveEdge: Duration) throws(SessionError) {
+        try seek(.beforeEnd(behindLiveEdge))
+    }
+
+    /// Long-form: plays from a point of the publisher's timeline (the ``AudioSamples/publisherTime``
+    /// of what is heard), within what is buffered.
+    public func seek(toPublisherTime time: Duration) throws(SessionError) {
+        try seek(.at(time))
+    }
+
+    private func seek(_ position: SeekPosition) throws(SessionError) {
+        guard case .longForm = mode else {
+            throw .invalidState("seeking needs PlaybackMode.longForm: live playback keeps no buffer to seek in")
+        }
+        guard let pipeline = state.withLock({ $0.pipeline }), let src = try? pipeline.element(named: "src") else {
+            throw .invalidState("not playing: call play() first")
+        }
+        guard src.seek(position) else { throw .invalidState("nothing buffered to seek in yet") }
+        events.yield(PlayerEvent(.playbackSeek))
+    }
+
     /// The audio volume (``setVolume(_:)``).
     public var volume: Double { state.withLock { $0.volume } }
 
@@ -339,7 +363,7 @@ public final class Player: Sendable {
                     onVideo(
                         VideoFrame(
                             width: FrameTap.intField(sample, "width"), height: FrameTap.intField(sample, "height"),
-                            pts: pts, data: data))
+                            pts: pts, data: data, publisherTime: FrameTap.publisherTime(sample)))
                 })
         }
         if let onAudio, let sink = try? pipeline.element(named: "aout") {
@@ -349,7 +373,8 @@ public final class Player: Sendable {
                     onAudio(
                         AudioSamples(
                             sampleRate: FrameTap.intField(sample, "rate"),
-                            channels: FrameTap.intField(sample, "channels"), pts: pts, data: data))
+                            channels: FrameTap.intField(sample, "channels"), pts: pts, data: data,
+                            publisherTime: FrameTap.publisherTime(sample)))
                 })
         }
         return taps

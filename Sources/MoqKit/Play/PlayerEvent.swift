@@ -12,6 +12,12 @@ public struct PlayerEvent: Sendable, Equatable, CustomStringConvertible {
         case playbackStart = "playback.start"
         case playbackPause = "playback.pause"
         case playbackResume = "playback.resume"
+        /// A long-form seek within the buffer (``Player/seek(behindLiveEdge:)``); moqsrc's own
+        /// `seek` message follows with where playback went.
+        case playbackSeek = "playback.seek"
+        /// Long-form: the publisher moved to another item and playback jumped to its start
+        /// (fields `item`, `position-us`, `skipped-ms`).
+        case timelineChange = "timeline.change"
         case playbackEnd = "playback.end"
         case trackSubscribeStart = "track.subscribe.start"
         case trackReady = "track.ready"

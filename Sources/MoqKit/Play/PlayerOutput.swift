@@ -11,6 +11,8 @@ public struct VideoFrame: Sendable {
     public let pts: Duration?
     /// I420 planes, tightly packed as GStreamer lays them out.
     public let data: Data
+    /// The publisher's timestamp of the frame (its media clock), when it travelled with it.
+    public var publisherTime: Duration? = nil
 }
 
 /// Decoded audio handed to an app (interleaved 32-bit float).
@@ -23,6 +25,8 @@ public struct AudioSamples: Sendable {
     public let pts: Duration?
     /// Interleaved F32LE samples.
     public let data: Data
+    /// The publisher's timestamp of the first sample (its media clock), when it travelled with it.
+    public var publisherTime: Duration? = nil
 }
 
 /// Where a ``Player`` renders.

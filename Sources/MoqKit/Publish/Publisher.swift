@@ -224,6 +224,22 @@ public final class Publisher: Sendable {
         }
     }
 
+    /// Moves the broadcast's timeline to the next item (a song, a programme, a skip): every track
+    /// starts a group now (video at the keyframe it asks its encoder for), the catalog says where,
+    /// and long-form players jump there at once instead of playing out what they buffered of the
+    /// previous item. Returns the new item's number.
+    /// - Throws: ``SessionError/invalidState(_:)`` when not publishing.
+    @discardableResult
+    public func startNextItem() throws(SessionError) -> UInt64 {
+        guard let pipeline = setup.withLock({ $0.phase == .publishing ? $0.pipeline : nil }),
+            let sink = try? pipeline.element(named: "moq")
+        else { throw .invalidState("not publishing: call start() first") }
+        let current = (try? sink.property("item"))??.intValue ?? 0
+        let next = UInt64(max(0, current)) + 1
+        do { try sink.set("item", Int(next)) } catch { throw .invalidState(error.description) }
+        return next
+    }
+
     /// Stops: every track ends (moqsink delivers what it has, ≤ 5 s), then the pipeline is released.
     public func stop() {
         let pipeline = setup.withLock { s -> Pipeline? in
