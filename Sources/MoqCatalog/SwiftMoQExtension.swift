@@ -9,6 +9,9 @@
 ///   another item (the next song, a skip) numbers it and says at which timestamp it starts; every
 ///   track begins a group there. A long-form player that is still playing the previous item from
 ///   its deep buffer jumps to that group instead of playing out what the publisher left.
+/// - `live`: false when the publisher's input is not live (a file pushed as fast as it is read):
+///   the broadcast is finite and every group of it is cached at once, so a long-form player
+///   plays it from its start rather than a deep budget behind its end.
 public struct SwiftMoQExtension: Sendable, Equatable {
     /// The Unix time in µs at timestamp 0.
     public var clockEpochUs: UInt64?
@@ -16,12 +19,15 @@ public struct SwiftMoQExtension: Sendable, Equatable {
     public var item: UInt64?
     /// The timestamp (µs) at which ``item`` starts.
     public var itemStartUs: UInt64?
+    /// Whether the publisher's input is live (nil: not said).
+    public var live: Bool?
 
     /// - Parameters: see the properties.
-    public init(clockEpochUs: UInt64? = nil, item: UInt64? = nil, itemStartUs: UInt64? = nil) {
+    public init(clockEpochUs: UInt64? = nil, item: UInt64? = nil, itemStartUs: UInt64? = nil, live: Bool? = nil) {
         self.clockEpochUs = clockEpochUs
         self.item = item
         self.itemStartUs = itemStartUs
+        self.live = live
     }
 
     /// Reads the member from a catalog; members that are missing or not unsigned integers are nil.
@@ -34,8 +40,14 @@ public struct SwiftMoQExtension: Sendable, Equatable {
             if case .number(let n)? = object[key] { return n.uint64Value }
             return nil
         }
-        self.init(clockEpochUs: number("clockEpochUs"), item: number("item"), itemStartUs: number("itemStartUs"))
+        var live: Bool?
+        if case .bool(let value)? = object["live"] { live = value }
+        self.init(
+            clockEpochUs: number("clockEpochUs"), item: number("item"), itemStartUs: number("itemStartUs"), live: live)
     }
+
+    /// True when the publisher said its input is not live: a finite broadcast, played from its start.
+    public var isFinite: Bool { live == false }
 
     /// The item and its start, when both are given.
     public var timelineItem: (item: UInt64, startUs: UInt64)? {
@@ -49,6 +61,7 @@ public struct SwiftMoQExtension: Sendable, Equatable {
         if let clockEpochUs { entries.append(("clockEpochUs", .number(JSONNumber(clockEpochUs)))) }
         if let item { entries.append(("item", .number(JSONNumber(item)))) }
         if let itemStartUs { entries.append(("itemStartUs", .number(JSONNumber(itemStartUs)))) }
+        if let live { entries.append(("live", .bool(live))) }
         catalog.extra[Self.member] = entries.isEmpty ? nil : .object(JSONObject(entries))
     }
 

@@ -192,13 +192,20 @@ public final class TrackProducer: @unchecked Sendable {
     /// Records groups a publisher declared undeliverable (SUBSCRIBE_DROP): counted, and
     /// (for ranges up to ``maxPlaceholders`` groups, below the newest group) kept as empty
     /// aborted placeholders so that readers do not wait for them. Groups above the newest
-    /// need none (nobody waits for a group past the newest), so a DROP of future groups
-    /// costs nothing; placeholders are merged into the cache in one pass.
+    /// need none (nobody waits for a group past the newest, except the subscription's first
+    /// group, which moves past the run), so a DROP of future groups costs nothing;
+    /// placeholders are merged into the cache in one pass.
     public func markDropped(_ range: ClosedRange<UInt64>, code: StreamErrorCode) {
         mutate { s in
             // Saturating: a DROP range may span the whole varint space.
             s.groupsDropped = VarInt.saturatingAdd(s.groupsDropped, range.upperBound - range.lowerBound)
             s.groupsDropped = VarInt.saturatingAdd(s.groupsDropped, 1)
+            // A run holding the subscription's first group (a publisher that judged its first
+            // groups too old at once, often before any group arrived): readers start after it
+            // rather than wait for groups that are not coming.
+            if let start = s.subscriptionStart, range.contains(start) {
+                s.subscriptionStart = VarInt.saturatingAdd(range.upperBound, 1)
+            }
             guard s.end == nil, let latest = s.latest, range.lowerBound < latest.sequence else { return }
             let upper = min(range.upperBound, latest.sequence - 1)
             guard upper - range.lowerBound < UInt64(Self.maxPlaceholders) else { return }

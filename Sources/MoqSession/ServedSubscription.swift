@@ -219,17 +219,23 @@ final class ServedSubscription: StreamHandler, Pumpable {
                     return
                 }
             }
+            if let due = upstreamBacklogDue(track), !waitUntil(due) { return }
             guard let start = resolveStart(track: track, range: range) else {
                 return finishIfEnded(track)
             }
-            // A relayed track's groups can arrive out of order: older groups of the
-            // upstream subscription that show up later are still sent (within budget),
-            // so the subscription starts at the upstream subscription's first group.
+            // A relayed track's groups can arrive out of order: older groups of the upstream
+            // subscription that show up later are still sent (within budget), so the subscription
+            // starts right after the newest cached group judged too old, where groups that have
+            // not arrived yet may still come. Without such a group, the upstream's backlog has
+            // been waited for (``upstreamBacklogDue(_:)``) and what is missing below the start is
+            // not coming: saying START at the upstream's first group would have the subscriber
+            // wait for it (a long-form player joining a deep upstream subscription waited 1 s).
             var lowest = start
             if let upstreamStart = track.subscriptionStart.sequence, upstreamStart < start,
-                upstreamStart >= range.groupStart
+                upstreamStart >= range.groupStart,
+                let stale = track.groups(from: upstreamStart).last(where: { $0.sequence < start })
             {
-                lowest = upstreamStart
+                lowest = stale.sequence + 1
             }
             writeControl(SubscribeResponse.start(group: lowest).encoded())
             floor = lowest
@@ -248,6 +254,42 @@ final class ServedSubscription: StreamHandler, Pumpable {
         guard !done else { return }
         finishIfEnded(track)
     }
+
+    /// When to resolve the start of a relayed track whose young upstream subscription is still
+    /// delivering its backlog (nil: now). The backlog arrives newest first (moq-lite's priority),
+    /// so resolving at once would judge the start on the newest groups only and say START at the
+    /// upstream's first group, which may be older than this subscriber's budget: the subscriber
+    /// would wait for groups that are then dropped (a long-form player joining waited 1 s). The
+    /// wait ends when the upstream's first group is here, 250 ms after the last older group
+    /// arrived, or 1 s after the first look, whichever comes first.
+    func upstreamBacklogDue(_ track: TrackProducer) -> UInt64? {
+        guard let upstreamStart = track.subscriptionStart.sequence, track.group(sequence: upstreamStart) == nil,
+            let oldest = track.groups(from: upstreamStart).first, oldest.sequence > upstreamStart
+        else { return nil }
+        let now = track.clock.now()
+        let since = backlogWaitSince ?? now
+        backlogWaitSince = since
+        let due = min(oldest.createdAt &+ Self.upstreamStartWaitNs, since &+ Self.upstreamBacklogWaitNs)
+        return now < due ? due : nil
+    }
+
+    /// Schedules a pump at `due` (on the track's clock); false while it is in the future.
+    private func waitUntil(_ due: UInt64) -> Bool {
+        guard let track else { return true }
+        let now = track.clock.now()
+        guard now < due else { return true }
+        if startRecheck == nil {
+            let box = WeakReference(self)
+            startRecheck = session.scheduler.schedule(after: .nanoseconds(Int64(clamping: due - now))) {
+                box.value?.startRecheck = nil
+                box.value?.pump()
+            }
+        }
+        return false
+    }
+
+    var backlogWaitSince: UInt64?
+    static let upstreamBacklogWaitNs: UInt64 = 1_000_000_000
 
     /// The subscriber's budget in ns (saturating: any varint may arrive).
     func budget(_ range: SubscriptionRange) -> UInt64 {

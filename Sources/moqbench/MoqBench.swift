@@ -17,6 +17,7 @@ enum MoqBench {
           fanout-subscribers  N sessions in this process, each subscribed to the same track
           gst-publish         appsrc ! moqsink with a pre-encoded H.264 clip (x264enc ultrafast)
           gst-subscribe       moqsrc latency=0 ! appsink, latency from the publisher-time reference meta
+          long-form           moqsrc buffering=long-form vs live: startup, fill rate, longest gap-free outage
 
         Run 'moqbench <role> --help' for a role's options.
         """
@@ -29,6 +30,7 @@ enum MoqBench {
             "fanout-subscribers": Subcommand(usage: FanoutRole.usage, run: FanoutRole.run),
             "gst-publish": Subcommand(usage: GstPublishRole.usage, run: GstPublishRole.run),
             "gst-subscribe": Subcommand(usage: GstSubscribeRole.usage, run: GstSubscribeRole.run),
+            "long-form": Subcommand(usage: LongFormRole.usage, run: LongFormRole.run),
         ]
         switch await Subcommands.dispatch(argv, among: roles) {
         case .missing:

@@ -75,3 +75,38 @@ extension MoqSrcTests {
         publisher.setState(GST_STATE_NULL)
     }
 }
+
+extension MoqSrcTests {
+    @Test("long-form: a finished broadcast (a file, not live) plays from its start, every frame, then EOS")
+    func finiteBroadcastFromItsStart() async throws {
+        let relay = try localRelay()
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        // 5 s of audio read as fast as it goes (not live): moqsink has it all within a moment.
+        let publisher = try TestPipeline(
+            "audiotestsrc num-buffers=250 samplesperbuffer=960 ! audio/x-raw,rate=48000,channels=1 ! "
+                + "opusenc frame-size=20 ! identity name=ap ! moqsink name=m \(relay.elementProperties) broadcast=file")
+        let published = PadRecorder(publisher.element("ap")!)
+        #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
+        try await eventually("the whole file published", timeout: .seconds(20)) { published.all.count >= 250 }
+        try await Task.sleep(for: .milliseconds(300))
+        published.stop()
+        let frames = published.all.count  // opusenc adds one for the tail
+        // A deep buffer shorter than the file: a live broadcast would be joined 2 s before its end.
+        let player = try TestPipeline(
+            "moqsrc name=s buffering=long-form buffer-duration=2000 \(relay.elementProperties) broadcast=file "
+                + "s.audio_0 ! appsink name=a sync=true")
+        #expect(player.play() != GST_STATE_CHANGE_FAILURE)
+        let audio = AppSinkCollector(player.element("a")!)
+        defer { audio.stop() }
+        _ = try await player.waitFor(.seconds(20)) { $0.kind == .eos }
+        let times = audio.all.compactMap(\.publisherTime)
+        let sent = published.all.compactMap(\.pts)
+        #expect(times.count == frames, "received \(times.count) of \(frames) frames")
+        #expect(times.first.map { $0 / 1000 } == sent.first.map { $0 / 1000 }, "played from the file's start")
+        // The same timestamps as published (µs precision on the wire), every frame in order.
+        #expect(times.map { $0 / 1000 } == sent.map { $0 / 1000 }, "every frame, in order")
+        #expect(player.errors.isEmpty && publisher.errors.isEmpty, "\(player.errors) \(publisher.errors)")
+        player.setState(GST_STATE_NULL)
+        publisher.setState(GST_STATE_NULL)
+    }
+}

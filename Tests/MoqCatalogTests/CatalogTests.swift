@@ -336,11 +336,14 @@ struct SwiftMoQExtensionTests {
     @Test("the item and its start round-trip beside the clock epoch; hang readers keep the rest")
     func roundTrip() throws {
         var catalog = HangCatalog()
-        SwiftMoQExtension(clockEpochUs: 1_700_000_000_000_000, item: 3, itemStartUs: 42_000_000).write(into: &catalog)
+        SwiftMoQExtension(clockEpochUs: 1_700_000_000_000_000, item: 3, itemStartUs: 42_000_000, live: false)
+            .write(into: &catalog)
         let parsed = try HangCatalog(json: catalog.jsonBytes())
         let member = SwiftMoQExtension(catalog: parsed)
         #expect(member.clockEpochUs == 1_700_000_000_000_000)
         #expect(member.timelineItem?.item == 3 && member.timelineItem?.startUs == 42_000_000)
+        #expect(member.isFinite)
+        #expect(!SwiftMoQExtension(catalog: HangCatalog()).isFinite, "not said: not finite")
         SwiftMoQExtension().write(into: &catalog)
         #expect(catalog.extra["swiftmoq"] == nil)
     }

@@ -337,6 +337,35 @@ def run_gst(tools: Tools, cfg: Config, log) -> dict:
     }
 
 
+def run_longform(tools: Tools, cfg: Config, log) -> dict:
+    """Case 4b: long-form listening (moqsrc buffering=long-form) beside live playback of the same Opus
+    broadcast, in one process (`moqbench long-form`: relay, UDP proxy, moqsink, moqsrc): time to the
+    first sample, fill rate, and the longest blackhole on the player's path that leaves no gap in the
+    sample counter. moq-dev's moqsrc has no long-form mode: its row would be the live one."""
+    log(f"long-form: {cfg.longform_buffer_s:g} s buffer, outages {cfg.longform_outages} s; "
+        f"live outages {cfg.longform_live_outages} s")
+    wait_until_idle(log, timeout=cfg.idle_timeout_s)
+    argv = [str(tools.moqbench), "long-form", "--buffer-s", f"{cfg.longform_buffer_s:g}",
+            "--outages", cfg.longform_outages, "--live-outages", cfg.longform_live_outages]
+    child = Child("longform", tools.wrap("swift", "longform", argv), tools.log_dir)
+    budget = cfg.longform_buffer_s * 4 + sum(float(x) for x in cfg.longform_outages.split(",")) * 3 + 120
+    with stopping(child):
+        child.wait_event("result", budget, predicate=lambda e: e.get("mode") == "live")
+    rows = {}
+    for mode in ("long-form", "live"):
+        mine = [e for e in child.events if e.get("mode") == mode]
+        startup = next(e for e in mine if e["event"] == "startup")
+        result = next(e for e in mine if e["event"] == "result")
+        rows[mode] = {
+            "startup_ms": round(startup["startup_ms"]), "fill_rate": round(startup["fill_rate"], 1),
+            "filled_ms": round(startup["filled_ms"]), "buffered_ms": round(startup["buffered_ms"]),
+            "outages": [{k: e[k] for k in ("seconds", "gap_free", "gaps", "underruns")}
+                        for e in mine if e["event"] == "outage"],
+            "longest_gap_free_s": result["longest_gap_free_s"],
+        }
+    return {"buffer_s": cfg.longform_buffer_s, "modes": rows}
+
+
 def run_memory(tools: Tools, cfg: Config, log) -> list[dict]:
     """Case 5: RSS of the subscriber and the relay over many one-frame groups, per stack."""
     rows = []

@@ -205,10 +205,38 @@ def targets(results: dict) -> list[dict]:
         growth = max(_get(row.get(p) if row else None, "growth_mb") for p in ("subscriber", "relay"))
         out.append({"target": "memory growth ≤ 2 MB over 50,000 groups (Swift subscriber and relay)",
                     "value": growth, "met": growth <= 2})
+    lf = (cases.get("longform") or {}).get("modes", {}).get("long-form")
+    if lf:
+        out.append({"target": "long-form: a 10 s outage (longer than QUIC's idle timeout) is not heard",
+                    "value": lf["longest_gap_free_s"], "met": lf["longest_gap_free_s"] >= 10})
+        out.append({"target": "long-form: the buffer fills faster than real time (fill rate > 1×)",
+                    "value": lf["fill_rate"], "met": lf["fill_rate"] > 1})
     for t in out:
         if isinstance(t["value"], float) and not math.isfinite(t["value"]):
             t["met"] = None
     return out
+
+
+def longform_section(longform: dict) -> str:
+    """Case 4b: long-form against live playback of the same broadcast."""
+    body = []
+    for mode, row in longform["modes"].items():
+        outages = ", ".join(f"{o['seconds']:g} s {'ok' if o['gap_free'] else 'gap'}" for o in row["outages"])
+        body.append([mode, row["startup_ms"], row["fill_rate"], row["filled_ms"], row["buffered_ms"],
+                     row["longest_gap_free_s"], outages])
+    long_row, live_row = longform["modes"].get("long-form"), longform["modes"].get("live")
+    out = [f"### 4b. Long-form listening (Opus, {longform['buffer_s']:g} s buffer-duration, blackholes on the player's path)",
+           "", table(["mode", "startup ms", "fill rate ×", "filled in ms", "buffered ms", "longest gap-free outage s",
+                      "outages (in order)"], body), "",
+           "Startup: player start to the first sample rendered (sync=true, the pipeline latency included). Fill rate: "
+           "media received per second until 90 % of the buffer-duration had arrived (live: of what the first seconds brought). An outage is gap-free when the "
+           "sample counter (publisher timestamps, 20 ms frames) has no hole or repeat; the ladder stops at the first gap. "
+           "moq-dev's moqsrc has no long-form mode: live is its behaviour."]
+    if long_row and live_row and live_row["longest_gap_free_s"] > 0:
+        out.append(f"Long-form / live longest gap-free outage: "
+                   f"{fmt(ratio(long_row['longest_gap_free_s'], live_row['longest_gap_free_s']))}.")
+    out.append("")
+    return "\n".join(out)
 
 
 def render(results: dict) -> str:
@@ -227,6 +255,8 @@ def render(results: dict) -> str:
         parts.append(fanout_section(cases["fanout"]))
     if "gst" in cases:
         parts.append(gst_section(cases["gst"], cases.get("latency", [])))
+    if "longform" in cases:
+        parts.append(longform_section(cases["longform"]))
     if "memory" in cases:
         parts.append(memory_section(cases["memory"]))
     verdict = {True: "met", False: "NOT met", None: "not measured"}

@@ -35,6 +35,8 @@ final class MoqSink: @unchecked Sendable {
         let eosPosted = Atomic(false)
         /// The publisher's item and the timestamp it started at (catalog `swiftmoq.item`).
         let timelineItem = Lock<(item: UInt64, startUs: UInt64)?>(nil)
+        /// Whether any pad's input is live (catalog `swiftmoq.live`); nil until one answered.
+        let upstreamLive = Lock<Bool?>(nil)
         var statsTask: Task<Void, Never>?
 
         init(use: ElementConnection.Use, broadcast: BroadcastProducer, catalogTrack: TrackProducer) {
@@ -248,12 +250,19 @@ final class MoqSink: @unchecked Sendable {
         updateCatalog(track: nil, config: nil)
     }
 
+    /// A pad learnt whether its input is live: the broadcast is live when any input is.
+    func noteUpstream(live: Bool?) {
+        guard let live, let run else { return }
+        run.upstreamLive.withLock { $0 = ($0 ?? false) || live }
+    }
+
     /// Sets (or removes) a pad's rendition and publishes the new catalog snapshot.
     /// `track` nil: only SwiftMoQ's member changes.
     func updateCatalog(track: String?, config: RenditionConfig?) {
         guard let run else { return }
         let epoch = clockEpochMicros()
         let item = run.timelineItem.withLock { $0 }
+        let live = run.upstreamLive.withLock { $0 }
         let json: [UInt8] = run.catalog.withLock { catalog in
             if let track {
                 if let config { catalog.set(track, config) } else { catalog.remove(track) }
@@ -263,6 +272,7 @@ final class MoqSink: @unchecked Sendable {
             var member = SwiftMoQExtension(catalog: catalog)
             if let epoch { member.clockEpochUs = epoch }
             if let item { (member.item, member.itemStartUs) = (item.item, item.startUs) }
+            member.live = live
             member.write(into: &catalog)
             return catalog.jsonBytes()
         }

@@ -159,6 +159,7 @@ final class SinkPad: @unchecked Sendable {
         track = run.broadcast.createTrack(trackName, info: info)
         format = newFormat
         published.withLock { $0 = trackName }
+        sink.noteUpstream(live: upstreamIsLive())
         sink.updateCatalog(track: trackName, config: newFormat.config)
         sink.reporter.log(GST_LEVEL_INFO, "\(name): publishing \(trackName) (\(newFormat.codec))")
         return true
@@ -180,6 +181,17 @@ final class SinkPad: @unchecked Sendable {
         published.withLock { $0 = name }
         sink.reporter.log(GST_LEVEL_INFO, "\(self.name): publishing data track \(name)")
         return true
+    }
+
+    /// Whether what feeds this pad is live (a capture, a live test source) or not (a file read as
+    /// fast as it goes): the LATENCY query upstream. Nil when upstream does not answer.
+    private func upstreamIsLive() -> Bool? {
+        guard let query = gst_query_new_latency() else { return nil }
+        defer { gst_query_unref(query) }
+        guard gst_pad_peer_query(pad, query) != 0 else { return nil }
+        var live: gboolean = 0
+        gst_query_parse_latency(query, &live, nil, nil)
+        return live != 0
     }
 
     /// H.264/H.265 in 4:2:2 or 4:4:4 (x264enc's default for RGB input) plays almost nowhere:

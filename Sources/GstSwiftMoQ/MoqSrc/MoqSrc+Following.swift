@@ -102,8 +102,9 @@ extension MoqSrc {
                 }
                 continue
             }
-            let source = SrcPad.Source(
+            var source = SrcPad.Source(
                 session: session, broadcast: broadcast, rendition: wanted, epoch: run.sourceEpoch, eosOnEnd: eosOnEnd)
+            source.finite = SwiftMoQExtension(catalog: catalog).isFinite
             if let existing {
                 existing.play(source)
             } else if let pad = createPad(kind, source: source) {

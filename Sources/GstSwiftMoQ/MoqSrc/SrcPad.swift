@@ -32,6 +32,8 @@ final class SrcPad: @unchecked Sendable {
         let epoch: UInt64
         /// Play the track to its end (EOS) rather than waiting for the next broadcast.
         let eosOnEnd: Bool
+        /// The publisher said its input is not live (a file): long-form plays it from its start.
+        var finite = false
 
         var trackName: String { rendition.rendition.name }
         /// The same subscription (catalog metadata such as `jitter` or `bitrate` may change
@@ -228,7 +230,7 @@ final class SrcPad: @unchecked Sendable {
             latencyMs = ms
             remote?.update(subscriptionRange())
         }
-        let budget = src.renderDelayNs / 1_000_000 + latencyMs + (longFormBufferMs ?? 0)
+        let budget = src.renderDelayNs / 1_000_000 + latencyMs + (deepBufferMs ?? 0)
         if budget != readerBudgetMs {
             readerBudgetMs = budget
             reader?.updateBudget(maxLatencyMs: budget)
@@ -340,8 +342,18 @@ final class SrcPad: @unchecked Sendable {
         // Audio first under congestion: it is small and a gap in it is heard. Long-form asks for
         // its whole deep budget: the relay sends what it cached within it at once (faster than
         // real time), then the live groups.
-        SubscriptionRange(priority: kind == .audio ? 2 : 1, maxLatencyMs: latencyMs + (longFormBufferMs ?? 0))
+        SubscriptionRange(priority: kind == .audio ? 2 : 1, maxLatencyMs: latencyMs + (deepBufferMs ?? 0))
     }
+
+    /// The deep budget in use (ms): `buffer-duration`, or the whole track for a finite broadcast
+    /// (a file: every group is asked for and kept, from its start). Nil when playing live.
+    private var deepBufferMs: UInt64? {
+        guard let longFormBufferMs else { return nil }
+        return source?.finite == true ? Self.wholeTrackMs : longFormBufferMs
+    }
+
+    /// A budget that covers any finite broadcast (about 35 years), far below the varint ceiling.
+    static let wholeTrackMs: UInt64 = 1 << 40
 
     private func switchTo(_ next: Source, src: MoqSrc) {
         let previous = source
@@ -363,9 +375,11 @@ final class SrcPad: @unchecked Sendable {
         }
         // Long-form: the subscription's cache holds the deep buffer (and a margin for the time
         // frames spend between arriving and being played).
-        let limits = longFormBufferMs.map { CacheLimits.retaining(ms: $0 + 10_000) } ?? CacheLimits()
+        source = next
+        let limits = deepBufferMs.map { CacheLimits.retaining(ms: $0 + 10_000) } ?? CacheLimits()
         let remote = next.session.subscribe(
             broadcast: next.broadcast, track: next.trackName, range: subscriptionRange(), limits: limits)
+        if let deep = deepBufferMs { readerBudgetMs = src.renderDelayNs / 1_000_000 + latencyMs + deep }
         // Long-form: a missing group is waited for as long as in live playback at most (1 s), not
         // for the whole deep budget (a restarted relay may announce a start it no longer holds).
         let reader = TrackReader(
