@@ -19,8 +19,9 @@ esac
 : "${MOQ_OUTPUT:=recording.mkv}"
 : "${MOQ_TLS:=}"   # e.g. tls-fingerprint=… or tls-disable-verify=true
 : "${CAMERA:=/dev/video0}"
+: "${CAMERA2:=/dev/video2}"
 : "${DISPLAY:=:0}"
-export CAMERA DISPLAY
+export CAMERA CAMERA2 DISPLAY
 export MOQ_URL MOQ_BROADCAST MOQ_TLS MOQ_LATENCY MOQ_OUTPUT
 export GST_PLUGIN_PATH="$ROOT/build/gst${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}"
 DESCRIPTION="$(grep -v '^[[:space:]]*#' "$FILE" | python3 -c 'import os,sys; print(os.path.expandvars(sys.stdin.read()).replace("\\\n", " "))')"

@@ -61,6 +61,69 @@ enum SourceSpec: Equatable {
     }
 }
 
+extension SourceSpec {
+    /// What names this source's tracks: its kind, and what tells it apart from another source of
+    /// the same kind (the device, display, audio system or file; the test pattern's ordinal).
+    private var kind: String {
+        switch self {
+        case .test: "test"
+        case .camera: "camera"
+        case .screen: "screen"
+        case .mic: "mic"
+        case .file: "file"
+        }
+    }
+
+    private func distinction(ordinal: Int) -> String {
+        let raw: String
+        switch self {
+        case .test: raw = "\(ordinal)"
+        case .camera(let device): raw = device.split(separator: "/").last.map(String.init) ?? device
+        case .screen(let display): raw = display
+        case .mic(let system): raw = "\(system)"
+        case .file(let path):
+            let base = path.split(separator: "/").last.map(String.init) ?? path
+            raw = base.split(separator: ".").first.map(String.init) ?? base
+        }
+        // Track names travel in the catalog and in element properties: keep them plain.
+        let plain = String(raw.map { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" ? $0 : "-" })
+        let trimmed = plain.drop { $0 == "-" }.reversed().drop { $0 == "-" }.reversed()
+        return trimmed.isEmpty ? "\(ordinal)" : String(trimmed)
+    }
+
+    /// The track names of each source, in order: a kind used once keeps its plain names (`camera`,
+    /// `test-video`…); a kind used more than once gets each source's distinction after them
+    /// (`camera-video0`, `camera-video2`), and a counter if two sources still collide.
+    static func trackNames(_ sources: [SourceSpec]) -> [(video: String, audio: String)] {
+        var counts: [String: Int] = [:]
+        for source in sources { counts[source.kind, default: 0] += 1 }
+        var seen: [String: Int] = [:]
+        var used: Set<String> = []
+        func unique(_ name: String) -> String {
+            var candidate = name
+            var n = 2
+            while used.contains(candidate) {
+                candidate = "\(name)-\(n)"
+                n += 1
+            }
+            used.insert(candidate)
+            return candidate
+        }
+        return sources.map { source in
+            let ordinal = (seen[source.kind] ?? 0) + 1
+            seen[source.kind] = ordinal
+            let suffix = (counts[source.kind] ?? 0) > 1 ? "-" + source.distinction(ordinal: ordinal) : ""
+            let (video, audio): (String, String)
+            switch source {
+            case .test, .file: (video, audio) = ("\(source.kind)-video\(suffix)", "\(source.kind)-audio\(suffix)")
+            case .camera, .screen: (video, audio) = ("\(source.kind)\(suffix)", "")
+            case .mic: (video, audio) = ("", "\(source.kind)\(suffix)")
+            }
+            return (video.isEmpty ? "" : unique(video), audio.isEmpty ? "" : unique(audio))
+        }
+    }
+}
+
 /// Encoder flags shared by publish and screen-share.
 struct EncoderFlags {
     static let options: Set<String> = [

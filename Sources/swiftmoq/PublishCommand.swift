@@ -18,6 +18,9 @@ enum PublishCommand {
           screen[:DISPLAY]          an X11 display (default :0), tuned for text: see screen-share
           mic[:pulse|alsa]          a microphone (default: autoaudiosrc)
           file:PATH                 a media file, paced to real time (--no-audio / --no-video to skip one)
+        Each source is a track (test and file: two). A kind given more than once gets each source's
+        device, display or file after its name: --source camera:/dev/video0 --source camera:/dev/video2
+        publishes camera-video0 and camera-video2.
 
         \(ClientFlags.help)
           --broadcast B             broadcast path
@@ -59,38 +62,39 @@ enum PublishCommand {
         let video = !args.has("no-video")
         let audio = !args.has("no-audio")
         do {
-            for source in sources {
+            // Several sources of one kind (two cameras) get a track each, named after what tells them apart.
+            for (source, names) in zip(sources, SourceSpec.trackNames(sources)) {
                 switch source {
                 case .test:
                     if video {
-                        try publisher.addVideoTrack(name: "test-video", source: TestPattern(), config: encoders.video)
+                        try publisher.addVideoTrack(name: names.video, source: TestPattern(), config: encoders.video)
                     }
                     if audio {
-                        try publisher.addAudioTrack(name: "test-audio", source: TestPattern(), config: encoders.audio)
+                        try publisher.addAudioTrack(name: names.audio, source: TestPattern(), config: encoders.audio)
                     }
                 case .camera(let device):
                     try publisher.addVideoTrack(
-                        name: "camera", source: CameraCapture(device: device), config: encoders.video)
+                        name: names.video, source: CameraCapture(device: device), config: encoders.video)
                 case .screen(let display):
                     var config = encoders.video
                     config.contentHint = .detail
                     try publisher.addVideoTrack(
-                        name: "screen", source: ScreenCapture(display: display, frameRate: config.maxFrameRate),
+                        name: names.video, source: ScreenCapture(display: display, frameRate: config.maxFrameRate),
                         config: config)
                 case .mic(let system):
                     try publisher.addAudioTrack(
-                        name: "mic", source: MicrophoneCapture(system: system), config: encoders.audio)
+                        name: names.audio, source: MicrophoneCapture(system: system), config: encoders.audio)
                 case .file(let path):
                     guard FileManager.default.fileExists(atPath: path) else {
                         throw CommandError.runtime("no such file: \(path)")
                     }
                     if video {
                         try publisher.addVideoTrack(
-                            name: "file-video", source: FileSource(path: path), config: encoders.video)
+                            name: names.video, source: FileSource(path: path), config: encoders.video)
                     }
                     if audio {
                         try publisher.addAudioTrack(
-                            name: "file-audio", source: FileSource(path: path), config: encoders.audio)
+                            name: names.audio, source: FileSource(path: path), config: encoders.audio)
                     }
                 }
             }

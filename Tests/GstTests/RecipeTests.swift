@@ -15,7 +15,7 @@ enum Recipe {
         return lines
     }
 
-    static let names = ["test-pattern", "camera", "mic", "screen-share", "watch", "record"]
+    static let names = ["test-pattern", "camera", "multi-camera", "mic", "screen-share", "watch", "record"]
 }
 
 @Suite("recipes in pipelines/", .serialized, .timeLimit(.minutes(2)))
@@ -26,7 +26,7 @@ struct RecipeTests {
             name,
             [
                 "MOQ_URL": "moql://127.0.0.1:9/anon", "MOQ_BROADCAST": "x", "MOQ_TLS": "", "MOQ_LATENCY": "100",
-                "MOQ_OUTPUT": "/dev/null", "CAMERA": "/dev/video0", "DISPLAY": ":0",
+                "MOQ_OUTPUT": "/dev/null", "CAMERA": "/dev/video0", "CAMERA2": "/dev/video2", "DISPLAY": ":0",
             ])
         #expect(!text.contains("${"), "unexpanded variable in \(name): \(text)")
         _ = try TestPipeline(text)

@@ -118,13 +118,16 @@ struct WebTransportInteropTests {
             track.observerCount > 0
         }
         for g in 0..<5 { track.writeSingleFrameGroup(Bytes(utf8: "over h3 \(g)"), timestamp: UInt64(g) * 20_000) }
-        track.finish()
+        // The five groups are read before the track ends: under load (ThreadSanitizer, the parallel
+        // suite) the Rust server's END once overtook them and this read nothing. What END does is
+        // tested elsewhere; this test is about the WebTransport path.
         var got: [String] = []
-        while let group = try await consumer.nextGroup() {
+        while got.count < 5, let group = try await consumer.nextGroup() {
             while let frame = try await group.nextFrame() {
                 got.append(String(decoding: frame.payload.array, as: UTF8.self))
             }
         }
+        track.finish()
         #expect(got == (0..<5).map { "over h3 \($0)" })
     }
 

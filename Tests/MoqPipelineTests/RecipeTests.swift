@@ -24,7 +24,7 @@ struct RecipeTests {
 
     static let variables = [
         "MOQ_URL": url, "MOQ_BROADCAST": "room/cam", "MOQ_TLS": "tls-fingerprint=\(fingerprint)",
-        "CAMERA": "/dev/video0", "MOQ_LATENCY": "100", "MOQ_OUTPUT": "/tmp/recording.mkv",
+        "CAMERA": "/dev/video0", "CAMERA2": "/dev/video2", "MOQ_LATENCY": "100", "MOQ_OUTPUT": "/tmp/recording.mkv",
     ]
 
     static var sink: Element {
@@ -81,6 +81,36 @@ struct RecipeTests {
             Element("opusenc").set("bitrate", 96000)
             Queue()
             Link(to: "moq", pad: "sink_1")
+        }
+    }
+
+    static func camera(_ device: String, pad: String) -> Branch {
+        Branch {
+            Element("v4l2src").set("device", device)
+            Element("videoconvert")
+            Element("videoscale")
+            Caps("video/x-raw", ["width": 1280, "height": 720, "format": "I420"])
+            Element("x264enc").set("tune", "zerolatency").set("speed-preset", "veryfast").set("bitrate", 2500)
+                .set("key-int-max", 60)
+            Element("h264parse")
+            avc
+            Queue()
+            Link(to: "moq", pad: pad)
+        }
+    }
+
+    static let multiCamera = Pipeline {
+        sink.set("sink_0::track", "front").set("sink_1::track", "rear").set("sink_2::track", "mic")
+        camera("/dev/video0", pad: "sink_0")
+        camera("/dev/video2", pad: "sink_1")
+        Branch {
+            Element("alsasrc")
+            Element("audioconvert")
+            Element("audioresample")
+            Caps("audio/x-raw", ["rate": 48000, "channels": 2])
+            Element("opusenc").set("bitrate", 96000)
+            Queue()
+            Link(to: "moq", pad: "sink_2")
         }
     }
 
@@ -154,7 +184,9 @@ struct RecipeTests {
     }
 
     static let all = [
-        ("test-pattern", testPattern), ("camera", camera), ("mic", mic), ("watch", watch), ("record", record),
+        ("test-pattern", testPattern), ("camera", camera), ("multi-camera", multiCamera), ("mic", mic),
+        ("watch", watch),
+        ("record", record),
     ]
 
     @Test("each recipe renders to its file", arguments: all)

@@ -145,7 +145,9 @@ public final class Publisher: Sendable {
         guard let target = s.target, !s.branches.isEmpty else { return nil }
         var sink = Element("moqsink", name: "moq").set("url", target.url).set("broadcast", target.path)
         for (key, value) in target.options.elementProperties { sink = sink.set(key, value) }
-        for data in s.dataPads { sink = sink.set("\(data.pad)::track", data.track) }
+        // Each track is published under the name it was added with (moq-kit's), not moqsink's
+        // default `<index>.<codec>`: a viewer picks it by that name.
+        for track in s.tracks { sink = sink.set("sink_\(track.index)::track", track.name) }
         var nodes = sink.nodes
         for branch in s.branches { nodes += Branch { branch }.nodes }
         return Pipeline(nodes: nodes)
