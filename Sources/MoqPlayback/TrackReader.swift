@@ -58,15 +58,19 @@ public final class TrackReader: @unchecked Sendable {
     private var group: GroupConsumer?
     private var index = 0
     private let reorderWindowMs: UInt64?
+    private let raw: Bool
 
     /// - Parameters:
     ///   - maxLatencyMs: the budget: groups older than the newest by more are skipped.
     ///   - reorderWindowMs: how long a missing or stalled group is waited for once a later one
     ///     arrived (nil: the budget). A long-form player's deep budget is no reason to wait that
     ///     long for a group that is not coming.
-    public init(track: TrackProducer, maxLatencyMs: UInt64?, reorderWindowMs: UInt64? = nil) {
+    ///   - raw: the frames are not hang's legacy container (a data track): each is handed over as
+    ///     it came, with the frame's own timestamp (the track's timescale).
+    public init(track: TrackProducer, maxLatencyMs: UInt64?, reorderWindowMs: UInt64? = nil, raw: Bool = false) {
         self.track = track
         self.reorderWindowMs = reorderWindowMs
+        self.raw = raw
         consumer = TrackConsumer(track: track, maxLatencyMs: maxLatencyMs, reorderWindowMs: reorderWindowMs)
         wakeup = Wakeup(signal)
         token = track.addObserver(wakeup)
@@ -226,6 +230,12 @@ public final class TrackReader: @unchecked Sendable {
     }
 
     private func decode(_ frame: Frame, group: UInt64, index: Int) -> Item? {
+        if raw {
+            return .frame(
+                MediaFrame(
+                    timestampUs: frame.timestamp, payload: frame.payload, group: group, index: index,
+                    readAt: track.clock.now()))
+        }
         do {
             let legacy = try LegacyFrame(decoding: frame.payload)
             if legacy.isEndOfGroup { return nil }

@@ -54,11 +54,13 @@ extension MoqSrc {
             run.broadcast = path
             run.foundOnce = true
             reporter.log(GST_LEVEL_INFO, "playing broadcast \(path)")
+            reconcileData(run, session: session)
         case .catalog(let path, let catalog):
             guard path == run.broadcast else { return }
             run.catalog = catalog
             reconcile(run, session: session)
             followPublisherItem(run, catalog: catalog)
+            reconcileData(run, session: session)
         case .malformedCatalog(let path, let error):
             reporter.warning(
                 .stream(GST_STREAM_ERROR_DECODE),
@@ -145,6 +147,37 @@ extension MoqSrc {
     private func warnOnce(_ run: Running, _ text: String) {
         guard run.warned.insert(text).inserted else { return }
         reporter.warning(.stream(GST_STREAM_ERROR_CODEC_NOT_FOUND), text)
+    }
+
+    /// `data-tracks`: a `data_%u` pad per name, reading it on the current session and broadcast.
+    func reconcileData(_ run: Running, session: MoqSession) {
+        guard let broadcast = run.broadcast else { return }
+        let names = settings.withLock { $0.dataTracks }
+        var eosOnEnd = false
+        if case .exact = run.target { eosOnEnd = true }
+        let source = DataPad.Source(session: session, broadcast: broadcast, epoch: run.sourceEpoch, eosOnEnd: eosOnEnd)
+        for (index, name) in names.enumerated() {
+            if let existing = run.dataPads[name] {
+                existing.play(source)
+                continue
+            }
+            let padName = "data_\(index)"
+            guard let pad = gst_pad_new_from_template(MoqSrcType.dataTemplate, padName) else { continue }
+            let dataPad = DataPad(pad: pad, name: padName, trackName: name, src: self)
+            gst_pad_use_fixed_caps(pad)
+            gst_pad_set_active(pad, 1)
+            dataPad.play(source)
+            dataPad.start()
+            gst_element_add_pad(element, pad)
+            run.dataPads[name] = dataPad
+            reporter.log(GST_LEVEL_INFO, "added \(padName) for data track \(name)")
+        }
+    }
+
+    func remove(_ pad: DataPad) {
+        pad.stop()
+        gst_pad_set_active(pad.pad, 0)
+        gst_element_remove_pad(element, pad.pad)
     }
 
     private func createPad(_ kind: MediaKind, source: SrcPad.Source) -> SrcPad? {

@@ -42,10 +42,24 @@ extension MoqSrc {
             case .uriTLS: s.uriTLS = g_value_get_boolean(value) != 0
             case .buffering: s.longForm = g_value_get_enum(value) == 1
             case .bufferDuration: s.bufferDurationMs = g_value_get_uint(value)
+            case .dataTracks: s.dataTracks = Self.trackList(string(from: value))
             default: break
             }
         }
     }
+
+    /// `data-tracks`: names, trimmed, empty ones and repeats dropped, at most ``maxDataTracks``.
+    static func trackList(_ text: String?) -> [String] {
+        var names: [String] = []
+        for part in (text ?? "").split(separator: ",") {
+            let name = String(part.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
+            if !name.isEmpty, !names.contains(name), names.count < maxDataTracks { names.append(name) }
+        }
+        return names
+    }
+
+    /// Data pads one element makes at most.
+    static let maxDataTracks = 16
 
     func getProperty(_ id: guint, _ value: UnsafeMutablePointer<GValue>) {
         guard let prop = MoqSrcType.Prop(rawValue: id) else { return }
@@ -62,6 +76,7 @@ extension MoqSrc {
         case .uriTLS: g_value_set_boolean(value, s.uriTLS ? 1 : 0)
         case .buffering: g_value_set_enum(value, s.longForm ? 1 : 0)
         case .bufferDuration: g_value_set_uint(value, s.bufferDurationMs)
+        case .dataTracks: g_value_set_string(value, s.dataTracks.isEmpty ? nil : s.dataTracks.joined(separator: ","))
         case .status: link.getStatus(into: value)
         case .moqVersion: g_value_set_string(value, link.negotiatedVersion)
         case .stats: g_value_take_boxed(value, makeStats(name: "application/x-moqsrc-stats"))

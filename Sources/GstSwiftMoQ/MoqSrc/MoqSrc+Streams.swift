@@ -70,6 +70,7 @@ extension MoqSrc {
             let pads = run?.pads.values.map { $0 } ?? []
             reporter.log(GST_LEVEL_INFO, "EOS requested: ending \(pads.count) streams")
             for pad in pads { pad.requestEOS() }
+            for pad in run?.dataPads.values.map({ $0 }) ?? [] { pad.requestEOS() }
             return true
         default:
             gst_event_unref(event)

@@ -46,6 +46,8 @@ final class MoqSrc: @unchecked Sendable {
         /// `buffering=long-form`: a deep buffer behind the live edge (``bufferDurationMs``).
         var longForm = false
         var bufferDurationMs: UInt32 = 30_000
+        /// `data-tracks`: named tracks played on `data_%u` pads.
+        var dataTracks: [String] = []
         /// Whether TLS settings in a URI are honoured (``MoqSrcType/Prop/uriTLS``).
         var uriTLS = false
         /// TLS keys of the last URI, applied at start only if ``uriTLS`` allows.
@@ -60,6 +62,8 @@ final class MoqSrc: @unchecked Sendable {
         /// State read off the control queue.
         struct Shared: @unchecked Sendable {  // only touched under `shared`
             var pads: [MediaKind: SrcPad] = [:]
+            /// `data_%u` pads by track name.
+            var dataPads: [String: DataPad] = [:]
             var collection: OpaquePointer?
             var broadcast: String?
         }
@@ -68,6 +72,10 @@ final class MoqSrc: @unchecked Sendable {
         var pads: [MediaKind: SrcPad] {
             get { shared.withLock { $0.pads } }
             set { shared.withLock { $0.pads = newValue } }
+        }
+        var dataPads: [String: DataPad] {
+            get { shared.withLock { $0.dataPads } }
+            set { shared.withLock { $0.dataPads = newValue } }
         }
         var broadcast: String? {
             get { shared.withLock { $0.broadcast } }
@@ -282,6 +290,8 @@ final class MoqSrc: @unchecked Sendable {
             link.stop(run.use)
             for pad in run.pads.values { remove(pad) }
             run.pads = [:]
+            for pad in run.dataPads.values { remove(pad) }
+            run.dataPads = [:]
             run.replaceCollection(nil)
         }
         if DispatchQueue.getSpecific(key: onControl) == true { teardown() } else { control.sync(execute: teardown) }

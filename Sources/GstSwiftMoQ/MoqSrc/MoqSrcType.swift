@@ -9,10 +9,14 @@ enum MoqSrcType {
     nonisolated(unsafe) static var statusSpec: UnsafeMutablePointer<GParamSpec>!
     nonisolated(unsafe) static var videoTemplate: UnsafeMutablePointer<GstPadTemplate>!
     nonisolated(unsafe) static var audioTemplate: UnsafeMutablePointer<GstPadTemplate>!
+    nonisolated(unsafe) static var dataTemplate: UnsafeMutablePointer<GstPadTemplate>!
+    /// What a `data_%u` pad carries: one buffer per frame of a named track (moqsink's data caps).
+    static let dataCaps = "application/x-moq-data"
 
     enum Prop: UInt32, ElementPropertyID {
         case url = 1, broadcast, prefix, tlsDisableVerify, tlsFingerprint, tlsRootFile, authToken, latency,
-            videoTrack, audioTrack, timeout, status, moqVersion, stats, uriTLS, buffering, bufferDuration
+            videoTrack, audioTrack, timeout, status, moqVersion, stats, uriTLS, buffering, bufferDuration,
+            dataTracks
     }
 
     /// `buffering`'s values.
@@ -88,6 +92,10 @@ enum MoqSrcType {
             gst_caps_unref(caps)
             if name.hasPrefix("video") { videoTemplate = template } else { audioTemplate = template }
         }
+        let caps = gst_caps_from_string(dataCaps)
+        dataTemplate = gst_pad_template_new("data_%u", GST_PAD_SRC, GST_PAD_SOMETIMES, caps)
+        gst_element_class_add_pad_template(element, dataTemplate)
+        gst_caps_unref(caps)
         element.pointee.change_state = { element, transition in
             MoqSrcType.src(UnsafeMutableRawPointer(element)).changeState(transition)
         }
@@ -164,6 +172,13 @@ enum MoqSrcType {
                     "audio-track", "Audio track",
                     "Audio rendition to play (catalog track name); default: the first playable; \"none\": no audio",
                     flags: live)
+            ),
+            (
+                .dataTracks,
+                Property.string(
+                    "data-tracks", "Data tracks",
+                    "Named tracks outside the catalog to play too, comma-separated (e.g. chat,telemetry): a data_%u pad each (application/x-moq-data, one buffer per frame, timestamped on the broadcast's timeline once media plays), the mirror of moqsink's data pads",
+                    flags: rw)
             ),
             (
                 .timeout,
