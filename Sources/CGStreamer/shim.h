@@ -24,6 +24,7 @@ static inline gboolean swiftmoq_buffer_is_delta(GstBuffer *b) {
     return GST_BUFFER_FLAG_IS_SET(b, GST_BUFFER_FLAG_DELTA_UNIT);
 }
 static inline void swiftmoq_buffer_set_flags(GstBuffer *b, guint flags) { GST_BUFFER_FLAG_SET(b, flags); }
+static inline gboolean swiftmoq_buffer_has_flag(GstBuffer *b, guint flag) { return GST_BUFFER_FLAG_IS_SET(b, flag); }
 static inline GstEventType swiftmoq_event_type(GstEvent *e) { return GST_EVENT_TYPE(e); }
 static inline GstQueryType swiftmoq_query_type(GstQuery *q) { return GST_QUERY_TYPE(q); }
 static inline void swiftmoq_object_flag_set(gpointer obj, guint32 flag) { GST_OBJECT_FLAG_SET(obj, flag); }

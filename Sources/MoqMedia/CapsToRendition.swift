@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 package import CGStreamer
+import CGstAudio
 import CGstPbutils
 import CGstVideo
 import GstSupport
@@ -53,11 +54,13 @@ public enum MediaFormat {
         case "video/x-vp9": return try source.vp9()
         case "audio/x-opus": return try source.opus()
         case "audio/mpeg": return try source.mpegAudio()
+        case "audio/x-flac": return try source.flac()
+        case "audio/x-raw": return try source.pcm()
         default:
             throw .unsupportedCaps(
                 caps: text,
                 reason: "\(fields.name) is not published (supported: video/x-h264, video/x-h265, video/x-av1, "
-                    + "video/x-vp8, video/x-vp9, audio/x-opus, audio/mpeg)")
+                    + "video/x-vp8, video/x-vp9, audio/x-opus, audio/mpeg, audio/x-flac, audio/x-raw F32LE)")
         }
     }
 }
@@ -313,6 +316,48 @@ private struct CapsSource {
         var config = AudioConfig(codec: "opus", sampleRate: UInt32(rate), numberOfChannels: UInt32(channels))
         config.description = Bytes(head)
         return MediaRendition(config: .audio(config), family: "opus", layout: .opusPacket)
+    }
+
+    // MARK: FLAC, PCM
+
+    /// FLAC from flacparse (or flacenc): the STREAMINFO comes from the first `streamheader`
+    /// buffer (Ogg FLAC mapping: `0x7F "FLAC"`, version, header count, then `fLaC` and the
+    /// metadata block), and the description is what WebCodecs and hang want: `fLaC` + STREAMINFO.
+    func flac() throws(MediaFormatError) -> MediaRendition {
+        guard let rate = fields.int("rate"), rate > 0, let channels = fields.int("channels"), channels > 0,
+            channels <= 8
+        else { throw missing("rate and channels (1 to 8; put flacparse before moqsink)") }
+        guard let first = fields.bufferArray("streamheader")?.first else {
+            throw missing("streamheader with the STREAMINFO (put flacparse before moqsink)")
+        }
+        guard let description = FLACStreamInfo.description(fromStreamHeader: first) else {
+            throw invalid("streamheader does not start with a FLAC STREAMINFO")
+        }
+        var config = AudioConfig(codec: "flac", sampleRate: UInt32(rate), numberOfChannels: UInt32(channels))
+        config.description = Bytes(description)
+        return MediaRendition(config: .audio(config), family: "flac", layout: .flacFrame)
+    }
+
+    /// Raw audio as hang's `pcm`: interleaved F32LE, channels in their default order.
+    func pcm() throws(MediaFormatError) -> MediaRendition {
+        guard fields.string("format") == "F32LE", fields.string("layout") ?? "interleaved" == "interleaved" else {
+            throw unsupported(
+                "only interleaved F32LE is published as pcm (put audioconvert ! audio/x-raw,format=F32LE before moqsink)"
+            )
+        }
+        var info = GstAudioInfo()
+        guard gst_audio_info_from_caps(&info, caps) != 0, info.rate > 0, info.channels > 0, info.channels <= 8 else {
+            throw missing("rate and channels (1 to 8)")
+        }
+        let channels = Int(info.channels)
+        if channels > 2, !PCMLayout.isDefaultOrder(info) {
+            let mask = String(PCMLayout.defaultMask(channels: channels), radix: 16)
+            throw unsupported(
+                "\(channels) channels must be in their default order (FL FR FC LFE RL RR SL SR): "
+                    + "put audioconvert ! audio/x-raw,channel-mask=(bitmask)0x\(mask) before moqsink")
+        }
+        let config = AudioConfig(codec: "pcm", sampleRate: UInt32(info.rate), numberOfChannels: UInt32(channels))
+        return MediaRendition(config: .audio(config), family: "pcm", layout: .pcmF32)
     }
 
     // MARK: AAC, MP3

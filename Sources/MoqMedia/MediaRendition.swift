@@ -22,6 +22,12 @@ public enum BufferLayout: Sendable, Equatable, CustomStringConvertible {
     case rawAAC
     /// One MPEG audio frame, header included, per buffer.
     case mpegAudioFrame
+    /// One FLAC frame per buffer (the `fLaC` marker and STREAMINFO are the `description`; the
+    /// parser's header buffers are not frames).
+    case flacFrame
+    /// Interleaved little-endian 32-bit float samples (hang's `pcm`), channels in the default
+    /// order for their count (GStreamer's fallback positions: FL FR FC LFE RL RR SL SR).
+    case pcmF32
 
     /// A one-line explanation.
     public var description: String {
@@ -33,6 +39,8 @@ public enum BufferLayout: Sendable, Equatable, CustomStringConvertible {
         case .opusPacket: "one Opus packet"
         case .rawAAC: "raw AAC frame"
         case .mpegAudioFrame: "MPEG audio frame"
+        case .flacFrame: "one FLAC frame"
+        case .pcmF32: "interleaved F32LE samples"
         }
     }
 }

@@ -77,6 +77,8 @@ private struct CapsBuilder {
         case opus(OpusHead?)
         case aac(AACCodec)
         case mp3
+        case flac(streamHeader: [UInt8])
+        case pcm
     }
 
     let config: RenditionConfig
@@ -155,6 +157,19 @@ private struct CapsBuilder {
             } else if name == "mp3" {
                 codec = .mp3
                 layout = .mpegAudioFrame
+            } else if name == "flac" {
+                guard let description else {
+                    throw .incompleteRendition(codec: name, missing: "description (fLaC and STREAMINFO)")
+                }
+                guard let header = FLACStreamInfo.streamHeader(fromDescription: description) else {
+                    throw invalid("description is not fLaC and a STREAMINFO block")
+                }
+                codec = .flac(streamHeader: header)
+                layout = .flacFrame
+            } else if name == "pcm" {
+                guard audio.numberOfChannels <= 8 else { throw invalid("\(audio.numberOfChannels) channels (1 to 8)") }
+                codec = .pcm
+                layout = .pcmF32
             } else {
                 throw .unsupportedCodec(codec: name)
             }
@@ -201,6 +216,15 @@ private struct CapsBuilder {
             text += ", codec_data=(buffer)\(buffer)"
         case .mp3:
             text = "audio/mpeg, mpegversion=(int)1, layer=(int)3, parsed=(boolean)true"
+        case .flac(let header):
+            text = "audio/x-flac, framed=(boolean)true, streamheader=(buffer)< \(hexString(header)) >"
+        case .pcm:
+            guard let audio = audioConfig else { throw .unsupportedCodec(codec: config.codec) }
+            text = "audio/x-raw, format=(string)F32LE, layout=(string)interleaved"
+            if audio.numberOfChannels > 1 {
+                let mask = PCMLayout.defaultMask(channels: Int(audio.numberOfChannels))
+                text += ", channel-mask=(bitmask)0x\(String(mask, radix: 16))"
+            }
         }
         switch config {
         case .video(let video):

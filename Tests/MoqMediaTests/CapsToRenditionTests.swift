@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import CGStreamer
+import GstSupport
 import MoqCatalog
 import MoqWire
 import Testing
@@ -410,6 +411,61 @@ func spsBytes(_ buffer: [UInt8]) -> String {
                 _ = r.refined(withKeyframe: Bytes(noise))
                 _ = r.refined(withKeyframe: Bytes([0x0a, 0x0b] + noise))
             }
+        }
+    }
+}
+
+@Suite struct LosslessAudioCapsTests {
+    @Test("FLAC: codec flac, the description fLaC + STREAMINFO (WebCodecs), and back to caps flacdec takes")
+    func flac() throws {
+        let encoded = try encode(audio(20, channels: 2) + " ! flacenc ! flacparse")
+        let r = try encoded.rendition()
+        let a = try #require(r.audio)
+        #expect(a.codec == "flac" && a.sampleRate == 48000 && a.numberOfChannels == 2)
+        let description = try #require(a.description?.array)
+        #expect(description.count == 42 && Array(description.prefix(4)) == Array("fLaC".utf8))
+        #expect(description[4] & 0x7F == 0 && description[7] == 34, "a STREAMINFO block of 34 bytes")
+        #expect(r.layout == .flacFrame)
+        try roundTrip(r)
+        // flacparse's header buffers are in the description, not frames.
+        let frames = encoded.buffers.filter { $0.first == 0xFF }  // a FLAC frame starts with its sync code
+        #expect(try decode(r.config, frames, frame: 20_000_000) > 0)
+    }
+
+    @Test("FLAC without STREAMINFO, or a broken one: a clear error")
+    func flacWithoutStreamInfo() {
+        #expect(throws: MediaFormatError.self) {
+            try MediaFormat.rendition(forCaps: "audio/x-flac, framed=true, rate=48000, channels=2")
+        }
+        #expect(throws: MediaFormatError.self) {
+            try MediaFormat.rendition(
+                forCaps:
+                    "audio/x-flac, framed=true, rate=48000, channels=2, streamheader=(buffer)< 7f464c41430100000166 >")
+        }
+    }
+
+    @Test("PCM: interleaved F32LE is hang's pcm; other layouts say what to put before moqsink")
+    func pcm() throws {
+        let r = try MediaFormat.rendition(
+            forCaps: "audio/x-raw, format=F32LE, layout=interleaved, rate=44100, channels=6, channel-mask=(bitmask)0x3f"
+        )
+        #expect(r.audio?.codec == "pcm" && r.audio?.numberOfChannels == 6 && r.audio?.sampleRate == 44100)
+        #expect(r.layout == .pcmF32)
+        try roundTrip(r)
+        let caps = try MediaFormat.makeCaps(for: r.config)
+        defer { gst_caps_unref(caps) }
+        #expect(capsString(caps).contains("channel-mask=(bitmask)0x000000000000003f"))
+        do {
+            _ = try MediaFormat.rendition(
+                forCaps:
+                    "audio/x-raw, format=F32LE, layout=interleaved, rate=48000, channels=6, channel-mask=(bitmask)0x60f"
+            )
+            Issue.record("a 5.1 layout other than the default order was accepted")
+        } catch {
+            #expect("\(error)".contains("audioconvert"), "\(error)")
+        }
+        #expect(throws: MediaFormatError.self) {
+            try MediaFormat.rendition(forCaps: "audio/x-raw, format=S16LE, layout=interleaved, rate=48000, channels=2")
         }
     }
 }

@@ -22,6 +22,8 @@ enum MoqSinkType {
         audio/x-opus, channel-mapping-family=(int)[0, 1]; \
         audio/mpeg, mpegversion=(int)4, stream-format=(string)raw; \
         audio/mpeg, mpegversion=(int)1, layer=(int)3; \
+        audio/x-flac, framed=(boolean)true; \
+        audio/x-raw, format=(string)F32LE, layout=(string)interleaved; \
         application/x-moq-data
         """
 

@@ -218,6 +218,11 @@ final class SinkPad: @unchecked Sendable {
             drop()
             return GST_FLOW_OK
         }
+        if format.rendition.layout == .flacFrame, swiftmoq_buffer_has_flag(buffer, GST_BUFFER_FLAG_HEADER.rawValue) != 0
+        {
+            // flacparse's header buffers (the marker, STREAMINFO, tags) are in the description.
+            return GST_FLOW_OK
+        }
         var pts = swiftmoq_buffer_pts(buffer)
         if swiftmoq_clock_time_is_valid(pts) == 0 { pts = swiftmoq_buffer_dts(buffer) }
         let running = gst_segment_to_running_time(&segment, GST_FORMAT_TIME, pts)

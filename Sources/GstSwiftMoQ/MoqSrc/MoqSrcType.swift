@@ -38,7 +38,8 @@ enum MoqSrcType {
         video/x-av1; video/x-vp8; video/x-vp9
         """
     static let audioCaps = """
-        audio/x-opus; audio/mpeg, mpegversion=(int)4; audio/mpeg, mpegversion=(int)1, layer=(int)3
+        audio/x-opus; audio/mpeg, mpegversion=(int)4; audio/mpeg, mpegversion=(int)1, layer=(int)3; \
+        audio/x-flac, framed=(boolean)true; audio/x-raw, format=(string)F32LE, layout=(string)interleaved
         """
 
     static let type: GType = {
