@@ -39,6 +39,12 @@ public final class Player: Sendable {
         var stopped = false
         /// Long-form: paused with the pipeline kept.
         var paused = false
+        /// Set by ``switchAudioOutput(to:)``: where audio goes instead of what ``PlayerOutput`` says.
+        var audioOutput: AudioOutput?
+        /// The tap of a callback audio output, among ``taps``.
+        var audioTap: FrameTap?
+        /// Names each switched-to output's appsink.
+        var outputGeneration = 0
     }
     private let state: Lock<State>
 
@@ -116,7 +122,7 @@ public final class Player: Sendable {
         }
         let messages = pipeline.messages
         do { try pipeline.start() } catch { throw .invalidConfiguration(error.description) }
-        let taps = attachTaps(pipeline)
+        let (taps, audioTap) = attachTaps(pipeline)
         let watcher = Task { [weak self] in
             for await message in messages {
                 guard let self else { return }
@@ -127,11 +133,51 @@ public final class Player: Sendable {
             s.pipeline = pipeline
             s.watcher = watcher
             s.taps = taps
+            s.audioTap = audioTap
             s.everPlayed = true
         }
         for (kind, name) in [("video", videoTrackName), ("audio", audioTrackName)] {
             if let name { events.yield(PlayerEvent(.trackSubscribeStart, kind: kind, trackName: name)) }
         }
+        // A new pipeline (live playback resumed) plays where the audio was switched to.
+        if let switched = state.withLock({ $0.audioOutput }) { try? switchAudioOutput(to: switched) }
+    }
+
+    /// Moves the audio to another output while playing (another device, another sink, the app):
+    /// no reconnect, no flush, the buffer in flight finishes where it was and the next one is
+    /// rendered by the new output. Kept across ``pause()`` and ``play()``.
+    /// - Throws: ``SessionError/invalidState(_:)`` when not playing audio (or recording to a file);
+    ///   ``SessionError/invalidConfiguration(_:)`` when the output cannot be made (a missing element).
+    public func switchAudioOutput(to output: AudioOutput) throws(SessionError) {
+        guard audioTrackName != nil else { throw .invalidState("no audio track is played") }
+        if case .file = self.output { throw .invalidState("a recording to a file has no audio output") }
+        let (pipeline, generation) = state.withLock { s -> (Pipeline?, Int) in
+            s.outputGeneration += 1
+            return (s.pipeline, s.outputGeneration)
+        }
+        guard let pipeline, let volume = try? pipeline.element(named: "volume") else {
+            throw .invalidState("not playing: call play() first")
+        }
+        let tapName = "aout-\(generation)"
+        do {
+            try volume.replaceDownstream(with: output.description(tap: tapName))
+        } catch {
+            throw .invalidConfiguration("the audio output cannot be made: \(error)")
+        }
+        var tap: FrameTap?
+        if case .callback(let deliver) = output, let sink = try? pipeline.element(named: tapName) {
+            tap = Self.audioTap(sink, deliver)
+        }
+        let old = state.withLock { s -> FrameTap? in
+            let old = s.audioTap
+            if let old { s.taps.removeAll { $0 === old } }
+            if let tap { s.taps.append(tap) }
+            s.audioTap = tap
+            s.audioOutput = output
+            return old
+        }
+        old?.stop()
+        events.yield(PlayerEvent(.audioOutputChange, kind: "audio", trackName: audioTrackName))
     }
 
     /// Stops playing: live, the subscriptions end and ``play()`` resumes at the live edge;
@@ -353,9 +399,10 @@ public final class Player: Sendable {
         }
     }
 
-    private func attachTaps(_ pipeline: Pipeline) -> [FrameTap] {
-        guard case .callbacks(let onVideo, let onAudio) = output else { return [] }
+    private func attachTaps(_ pipeline: Pipeline) -> (all: [FrameTap], audio: FrameTap?) {
+        guard case .callbacks(let onVideo, let onAudio) = output else { return ([], nil) }
         var taps: [FrameTap] = []
+        var audioTap: FrameTap?
         if let onVideo, let sink = try? pipeline.element(named: "vout") {
             taps.append(
                 FrameTap(sink) { sample in
@@ -367,16 +414,23 @@ public final class Player: Sendable {
                 })
         }
         if let onAudio, let sink = try? pipeline.element(named: "aout") {
-            taps.append(
-                FrameTap(sink) { sample in
-                    let (data, pts) = FrameTap.bytes(sample)
-                    onAudio(
-                        AudioSamples(
-                            sampleRate: FrameTap.intField(sample, "rate"),
-                            channels: FrameTap.intField(sample, "channels"), pts: pts, data: data,
-                            publisherTime: FrameTap.publisherTime(sample)))
-                })
+            let tap = Self.audioTap(sink, onAudio)
+            taps.append(tap)
+            audioTap = tap
         }
-        return taps
+        return (taps, audioTap)
+    }
+
+    /// Hands an appsink's PCM to `deliver`.
+    private static func audioTap(_ sink: ElementHandle, _ deliver: @escaping @Sendable (AudioSamples) -> Void)
+        -> FrameTap
+    {
+        FrameTap(sink) { sample in
+            let (data, pts) = FrameTap.bytes(sample)
+            deliver(
+                AudioSamples(
+                    sampleRate: FrameTap.intField(sample, "rate"), channels: FrameTap.intField(sample, "channels"),
+                    pts: pts, data: data, publisherTime: FrameTap.publisherTime(sample)))
+        }
     }
 }

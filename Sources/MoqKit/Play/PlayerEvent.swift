@@ -18,6 +18,8 @@ public struct PlayerEvent: Sendable, Equatable, CustomStringConvertible {
         /// Long-form: the publisher moved to another item and playback jumped to its start
         /// (fields `item`, `position-us`, `skipped-ms`).
         case timelineChange = "timeline.change"
+        /// The audio moved to another output (``Player/switchAudioOutput(to:)``).
+        case audioOutputChange = "audio.output.change"
         case playbackEnd = "playback.end"
         case trackSubscribeStart = "track.subscribe.start"
         case trackReady = "track.ready"
