@@ -33,6 +33,17 @@ public func fuzzCatalog(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         precondition(catalog.renditions.count == catalog.video.renditions.count + catalog.audio.renditions.count)
     }
 
+    // The now-playing track's frames, and SwiftMoQ's catalog member, come from peers too.
+    if let now = try? NowPlaying(json: input) {
+        precondition((try? NowPlaying(json: now.jsonBytes())) == now, "now-playing round trip")
+    }
+    if let catalog = try? HangCatalog(json: input) {
+        let member = SwiftMoQExtension(catalog: catalog)
+        var written = HangCatalog()
+        member.write(into: &written)
+        precondition(SwiftMoQExtension(catalog: written) == member, "swiftmoq member round trip")
+    }
+
     let bytes = Bytes(copying: input)
     if let frame = try? LegacyFrame(decoding: bytes) {
         precondition(frame.payload.count < bytes.count, "payload includes the timestamp")

@@ -21,6 +21,8 @@ public struct SwiftMoQExtension: Sendable, Equatable {
     public var itemStartUs: UInt64?
     /// Whether the publisher's input is live (nil: not said).
     public var live: Bool?
+    /// The track carrying what is playing (``NowPlaying``), if the publisher has one.
+    public var nowPlayingTrack: String?
 
     /// - Parameters: see the properties.
     public init(clockEpochUs: UInt64? = nil, item: UInt64? = nil, itemStartUs: UInt64? = nil, live: Bool? = nil) {
@@ -44,6 +46,9 @@ public struct SwiftMoQExtension: Sendable, Equatable {
         if case .bool(let value)? = object["live"] { live = value }
         self.init(
             clockEpochUs: number("clockEpochUs"), item: number("item"), itemStartUs: number("itemStartUs"), live: live)
+        if case .string(let name)? = object["nowPlaying"], !name.isEmpty, name.utf8.count <= 256 {
+            nowPlayingTrack = name
+        }
     }
 
     /// True when the publisher said its input is not live: a finite broadcast, played from its start.
@@ -62,6 +67,7 @@ public struct SwiftMoQExtension: Sendable, Equatable {
         if let item { entries.append(("item", .number(JSONNumber(item)))) }
         if let itemStartUs { entries.append(("itemStartUs", .number(JSONNumber(itemStartUs)))) }
         if let live { entries.append(("live", .bool(live))) }
+        if let nowPlayingTrack { entries.append(("nowPlaying", .string(nowPlayingTrack))) }
         catalog.extra[Self.member] = entries.isEmpty ? nil : .object(JSONObject(entries))
     }
 

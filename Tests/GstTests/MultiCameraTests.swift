@@ -9,7 +9,11 @@ import Testing
 @Suite("several cameras", .serialized, .timeLimit(.minutes(3)))
 struct MultiCameraTests {
     /// The mean colour of a decoded frame of `track` (RGB).
-    func meanColour(_ relay: MoqRelay, broadcast: String, track: String) async throws -> (Int, Int, Int) {
+    /// The mean colour (RGB) of the decoded frames of `track`, once one satisfies `until` (or the
+    /// last one seen after 10 s).
+    func meanColour(
+        _ relay: MoqRelay, broadcast: String, track: String, until: ((Int, Int, Int)) -> Bool = { _ in true }
+    ) async throws -> (Int, Int, Int) {
         let player = try TestPipeline(
             "moqsrc name=s \(relay.elementProperties) broadcast=\(broadcast) video-track=\(track) audio-track=none "
                 + "s.video_0 ! decodebin ! videoconvert ! video/x-raw,format=RGB "
@@ -17,7 +21,7 @@ struct MultiCameraTests {
         #expect(player.play() != GST_STATE_CHANGE_FAILURE)
         defer { player.setState(GST_STATE_NULL) }
         // Until the catalog lists the asked-for track, moqsrc plays another one and switches when it
-        // appears: judge a frame from after that.
+        // appears (moqsink completes its catalog pad by pad): judge frames from after that.
         func playing() -> Bool {
             player.collected.contains {
                 ($0.structureName == "playback.start" || $0.structureName == "track.switch")
@@ -25,18 +29,21 @@ struct MultiCameraTests {
             }
         }
         try await eventually("moqsrc to play \(track)", timeout: .seconds(20)) { playing() }
-        try await Task.sleep(for: .milliseconds(300))
-        _ = try await pullRGB(player)
-        let rgb = try await pullRGB(player)
-        let pixels = rgb.count / 3
-        var sums = (0, 0, 0)
-        for i in stride(from: 0, to: pixels * 3, by: 3) {
-            sums.0 += Int(rgb[i])
-            sums.1 += Int(rgb[i + 1])
-            sums.2 += Int(rgb[i + 2])
-        }
+        var colour = (0, 0, 0)
+        let deadline = ContinuousClock.now + .seconds(10)
+        repeat {
+            let rgb = try await pullRGB(player)
+            let pixels = max(1, rgb.count / 3)
+            var sums = (0, 0, 0)
+            for i in stride(from: 0, to: rgb.count - 2, by: 3) {
+                sums.0 += Int(rgb[i])
+                sums.1 += Int(rgb[i + 1])
+                sums.2 += Int(rgb[i + 2])
+            }
+            colour = (sums.0 / pixels, sums.1 / pixels, sums.2 / pixels)
+        } while !until(colour) && ContinuousClock.now < deadline
         #expect(player.errors.isEmpty, "\(player.errors)")
-        return (sums.0 / max(1, pixels), sums.1 / max(1, pixels), sums.2 / max(1, pixels))
+        return colour
     }
 
     @Test("pipelines/multi-camera.pipeline with two test sources as the cameras: each track is its own camera")
@@ -56,8 +63,8 @@ struct MultiCameraTests {
         let publisher = try TestPipeline(text)
         #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
         defer { publisher.setState(GST_STATE_NULL) }
-        let front = try await meanColour(relay, broadcast: "cams", track: "front")
-        let rear = try await meanColour(relay, broadcast: "cams", track: "rear")
+        let front = try await meanColour(relay, broadcast: "cams", track: "front") { $0.0 > 200 && $0.2 < 60 }
+        let rear = try await meanColour(relay, broadcast: "cams", track: "rear") { $0.2 > 200 && $0.0 < 60 }
         #expect(front.0 > 200 && front.2 < 60, "front is the red camera: \(front)")
         #expect(rear.2 > 200 && rear.0 < 60, "rear is the blue camera: \(rear)")
         #expect(publisher.errors.isEmpty, "\(publisher.errors)")

@@ -37,6 +37,8 @@ final class MoqSink: @unchecked Sendable {
         let timelineItem = Lock<(item: UInt64, startUs: UInt64)?>(nil)
         /// Whether any pad's input is live (catalog `swiftmoq.live`); nil until one answered.
         let upstreamLive = Lock<Bool?>(nil)
+        /// What is playing, from the pads' tags, and its track once the first tags came.
+        let nowPlaying = Lock<(value: NowPlaying, track: TrackProducer?)>((NowPlaying(), nil))
         var statsTask: Task<Void, Never>?
 
         init(use: ElementConnection.Use, broadcast: BroadcastProducer, catalogTrack: TrackProducer) {
@@ -250,6 +252,39 @@ final class MoqSink: @unchecked Sendable {
         updateCatalog(track: nil, config: nil)
     }
 
+    /// Tags from a pad: what changed in title, artist, album, duration or artwork becomes the next
+    /// group of the now-playing track (made, and named in the catalog, at the first tags).
+    func tagsArrived(_ list: UnsafeMutablePointer<GstTagList>) {
+        guard let run else { return }
+        let tags = TagReading(list)
+        let (json, created): ([UInt8]?, Bool) = run.nowPlaying.withLock { state in
+            var next = state.value
+            if let title = tags.string("title") { next.title = title }
+            if let artist = tags.string("artist") { next.artist = artist }
+            if let album = tags.string("album") { next.album = album }
+            if let ns = tags.uint64("duration"), ns > 0 { next.durationMs = ns / 1_000_000 }
+            if let image = tags.image("image") ?? tags.image("preview-image"),
+                image.data.count <= NowPlaying.maxArtworkBytes
+            {
+                next.artwork = NowPlaying.Artwork(mimeType: image.mimeType, data: image.data)
+            }
+            guard next != state.value || (state.track == nil && !next.isEmpty) else { return (nil, false) }
+            state.value = next
+            var created = false
+            if state.track == nil {
+                state.track = run.broadcast.createTrack(
+                    NowPlaying.trackName, info: TrackInfo(priority: 10, maxAgeMs: cacheDurationMs, timescale: 1_000_000)
+                )
+                created = true
+            }
+            return (next.jsonBytes(), created)
+        }
+        guard let json else { return }
+        run.nowPlaying.withLock { $0.track }?.writeSingleFrameGroup(Bytes(json), timestamp: 0)
+        reporter.log(GST_LEVEL_INFO, "now playing: \(String(decoding: json.prefix(200), as: UTF8.self))")
+        if created { updateCatalog(track: nil, config: nil) }
+    }
+
     /// A pad learnt whether its input is live: the broadcast is live when any input is.
     func noteUpstream(live: Bool?) {
         guard let live, let run else { return }
@@ -263,6 +298,7 @@ final class MoqSink: @unchecked Sendable {
         let epoch = clockEpochMicros()
         let item = run.timelineItem.withLock { $0 }
         let live = run.upstreamLive.withLock { $0 }
+        let nowPlayingTrack = run.nowPlaying.withLock { $0.track?.name }
         let json: [UInt8] = run.catalog.withLock { catalog in
             if let track {
                 if let config { catalog.set(track, config) } else { catalog.remove(track) }
@@ -273,6 +309,7 @@ final class MoqSink: @unchecked Sendable {
             if let epoch { member.clockEpochUs = epoch }
             if let item { (member.item, member.itemStartUs) = (item.item, item.startUs) }
             member.live = live
+            member.nowPlayingTrack = nowPlayingTrack
             member.write(into: &catalog)
             return catalog.jsonBytes()
         }

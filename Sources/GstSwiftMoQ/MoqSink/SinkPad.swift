@@ -106,6 +106,13 @@ final class SinkPad: @unchecked Sendable {
             }
             gst_event_unref(event)
             return 1
+        case GST_EVENT_TAG:
+            // Title, artist, album, duration, artwork: the broadcast's now-playing track.
+            var list: UnsafeMutablePointer<GstTagList>?
+            gst_event_parse_tag(event, &list)
+            if let list { sink?.tagsArrived(list) }
+            gst_event_unref(event)
+            return 1
         case GST_EVENT_FLUSH_STOP:
             gst_segment_init(&segment, GST_FORMAT_TIME)
             group?.finish()

@@ -61,6 +61,7 @@ extension MoqSrc {
             reconcile(run, session: session)
             followPublisherItem(run, catalog: catalog)
             reconcileData(run, session: session)
+            followNowPlaying(run, session: session, catalog: catalog)
         case .malformedCatalog(let path, let error):
             reporter.warning(
                 .stream(GST_STREAM_ERROR_DECODE),

@@ -122,6 +122,9 @@ final class MoqSrc: @unchecked Sendable {
         var selection: [MediaKind: String] = [:]
         /// The publisher's item last seen in the catalog (`swiftmoq.item`).
         var timelineItem: UInt64?
+        /// The now-playing track followed (session, broadcast, track), and its reader.
+        var nowPlayingKey: String?
+        var nowPlayingTask: Task<Void, Never>?
 
         init(use: ElementConnection.Use, target: BroadcastTarget) {
             self.use = use
@@ -287,6 +290,7 @@ final class MoqSrc: @unchecked Sendable {
             else { return }
             run.follow?.cancel()
             run.statsTask?.cancel()
+            run.nowPlayingTask?.cancel()
             link.stop(run.use)
             for pad in run.pads.values { remove(pad) }
             run.pads = [:]

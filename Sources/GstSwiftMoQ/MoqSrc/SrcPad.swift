@@ -153,6 +153,15 @@ final class SrcPad: @unchecked Sendable {
         readerRef.withLock { $0?.interrupt() }
     }
 
+    /// Tags to push before the next buffer (a TAG event is serialized with the data).
+    private let pendingTags = Lock<TagListBox?>(nil)
+
+    /// Pushes `list` (copied) downstream before the next buffer.
+    func setPendingTags(_ list: UnsafeMutablePointer<GstTagList>) {
+        let copy = TagListBox(gst_tag_list_copy(list))
+        pendingTags.withLock { $0 = copy }
+    }
+
     /// The newest timestamp received on the pad's track (µs).
     var liveEdgeUs: UInt64? { readerRef.withLock { $0 }?.liveEdgeUs }
 
@@ -448,6 +457,11 @@ final class SrcPad: @unchecked Sendable {
     private func push(_ frame: MediaFrame, reader: TrackReader, source: Source, now: UInt64, src: MoqSrc) {
         // Read before a seek that is about to move the reader: not played.
         if pendingSeek.withLock({ $0 != nil }) { return }
+        if let tags = pendingTags.withLock({ t -> TagListBox? in
+            defer { t = nil }; return t
+        }), let list = tags.take() {
+            gst_pad_push_event(pad, gst_event_new_tag(list))
+        }
         // Sinks render a buffer at its running time plus the pipeline's latency.
         let latencyNs = src.renderDelayNs
         var placedStart: (pts: UInt64, placement: PlayoutTimeline.Placement)?

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 import CGStreamer
 import GstSwiftMoQ
+public import MoqCatalog
 package import MoqPipeline
 import MoqSync
 import SwiftMoQ
@@ -45,6 +46,7 @@ public final class Player: Sendable {
         var audioTap: FrameTap?
         /// Names each switched-to output's appsink.
         var outputGeneration = 0
+        var nowPlaying: NowPlaying?
     }
     private let state: Lock<State>
 
@@ -235,6 +237,10 @@ public final class Player: Sendable {
         events.yield(PlayerEvent(.playbackSeek))
     }
 
+    /// What is playing (title, artist, album, duration, artwork), from the broadcast's now-playing
+    /// track, when its publisher has one; ``PlayerEvent/Name/nowPlaying`` says when it changes.
+    public var nowPlaying: NowPlaying? { state.withLock { $0.nowPlaying } }
+
     /// The audio volume (``setVolume(_:)``).
     public var volume: Double { state.withLock { $0.volume } }
 
@@ -286,6 +292,11 @@ public final class Player: Sendable {
                 state.withLock { $0.stats = stats }
                 statsStream.yield(stats)
             } else if let event = PlayerEvent(message: name, fields: fields) {
+                if name == "now-playing", let json = fields["json"]?.stringValue,
+                    let now = try? NowPlaying(json: Array(json.utf8))
+                {
+                    state.withLock { $0.nowPlaying = now }
+                }
                 events.yield(event)
             }
         case .error(_, _, _, let text, _):

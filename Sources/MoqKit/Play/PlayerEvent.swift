@@ -18,6 +18,9 @@ public struct PlayerEvent: Sendable, Equatable, CustomStringConvertible {
         /// Long-form: the publisher moved to another item and playback jumped to its start
         /// (fields `item`, `position-us`, `skipped-ms`).
         case timelineChange = "timeline.change"
+        /// What is playing changed (``Player/nowPlaying``; fields `title`, `artist`, `album`,
+        /// `duration-ms`, `json`).
+        case nowPlaying = "now-playing"
         /// The audio moved to another output (``Player/switchAudioOutput(to:)``).
         case audioOutputChange = "audio.output.change"
         case playbackEnd = "playback.end"
