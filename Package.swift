@@ -1,5 +1,5 @@
-// swift-tools-version:6.0
 // SPDX-License-Identifier: MIT
+// swift-tools-version:6.0
 import PackageDescription
 
 // `make build` sets SWIFTMOQ_STATIC_STDLIB=1 so that the GStreamer plugin
@@ -45,6 +45,7 @@ let package = Package(
         gst("CGStreamer", "gstreamer-1.0"),
         gst("CGstBase", "gstreamer-base-1.0"),
         gst("CGstApp", "gstreamer-app-1.0"),
+        .systemLibrary(name: "CGio", pkgConfig: "gio-2.0"),
         gst("CGstVideo", "gstreamer-video-1.0"),
         gst("CGstAudio", "gstreamer-audio-1.0"),
         gst("CGstPbutils", "gstreamer-pbutils-1.0"),
@@ -97,10 +98,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
         // The Swift API in moq-kit's shape: Session, broadcasts and catalogs, Player, Publisher.
+        // MPRIS 2 on D-Bus (GDBus from GIO, wrapped once here): media keys and desktop players.
+        .target(name: "MoqMPRIS", dependencies: ["CGio", "MoqSync"], swiftSettings: swiftSettings),
         .target(
             name: "MoqKit",
             dependencies: [
-                "MoqSync",
+                "MoqSync", "MoqMPRIS",
                 "SwiftMoQ", "MoqSession", "MoqWire", "MoqCatalog", "MoqMedia", "MoqPipeline", "MoqPlayback",
                 "GstSwiftMoQ", "GstSupport", "CGStreamer",
                 "CGstApp",

@@ -26,6 +26,8 @@ RULES = {
     # Caps and catalogs translate; they do not connect.
     "MoqMedia": {"MoqQUIC", "SwiftMoQ", "MoqSession"},
     "MoqCatalog": {"MoqQUIC", "SwiftMoQ", "MoqSession", "CGStreamer"},
+    # MPRIS is D-Bus only: no media, no protocol.
+    "MoqMPRIS": {"MoqWire", "MoqSession", "MoqQUIC", "SwiftMoQ", "CGStreamer", "GstSwiftMoQ"},
 }
 
 

@@ -22,6 +22,7 @@ PACKAGES=(
   gstreamer1.0-alsa gstreamer1.0-pulseaudio gstreamer1.0-x
   xvfb x11-apps
   chromium nodejs
+  dbus libglib2.0-bin
 )
 # ngtcp2 1.11 from bookworm-backports: bookworm's own 0.12.1 never closes
 # peer-opened unidirectional streams (one per moq group) and must not be used.

@@ -19,6 +19,8 @@ enum PlayCommand {
           --record FILE             write a Matroska file instead of rendering
           --headless                render nowhere (still decoded, at real-time pace)
           --latency MS              target buffering (default 100)
+          --mpris                   answer media keys and desktop players: org.mpris.MediaPlayer2.swiftmoq
+                                    on the D-Bus session bus (Play, Pause, PlayPause, Stop, Metadata)
           --long-form               long-form listening: play --buffer-duration behind the live edge,
                                     filled faster than real time, never skipping (outages shorter than
                                     the buffer are not heard)
@@ -43,7 +45,7 @@ enum PlayCommand {
                     "broadcast", "prefix", "record", "latency", "video-track", "audio-track", "duration", "timeout",
                     "buffer-duration",
                 ]),
-                flags: ClientFlags.flags.union(["headless", "long-form"]))
+                flags: ClientFlags.flags.union(["headless", "long-form", "mpris"]))
         } catch { throw .usage(error.description) }
         let broadcast = args.value("broadcast")
         let prefix = args.value("prefix")
@@ -118,6 +120,7 @@ enum PlayCommand {
                     audioTrackName: args.value("audio-track").flatMap { $0 == "none" ? nil : $0 },
                     targetBuffering: .milliseconds(latency), output: output, mode: mode)
                 try await player.play()
+                if args.has("mpris") { try player.publishMPRIS() }
             } catch { throw .runtime(error.description) }
             played += 1
             Output.info("playing \(current.absolutePath)")

@@ -45,6 +45,7 @@ final class DataPad: @unchecked Sendable {
     private var remote: RemoteTrack?
     private var reader: TrackReader?
     private var started = false
+    private var gapSent = false
     private var discont = true
     private var eosSent = false
 
@@ -105,6 +106,14 @@ final class DataPad: @unchecked Sendable {
         }) {
             subscribe(next, src: src)
         }
+        // A data track may stay silent for long (or not exist): a GAP lets its sink preroll, so the
+        // pipeline reaches PLAYING without it (a sink waiting for a first buffer would hold every
+        // other branch in PAUSED). Not sticky: it is pushed once the pad is linked (gst-launch
+        // links it after pad-added, which may come after this thread started).
+        if started, !gapSent, gst_pad_is_linked(pad) != 0 {
+            gapSent = true
+            gst_pad_push_event(pad, gst_event_new_gap(0, swiftmoq_clock_time_none()))
+        }
         // A live source pushes in PLAYING only.
         guard let reader, let source, !eosSent, src.currentState == GST_STATE_PLAYING else {
             wake.wait(since: generation, timeoutNs: 50_000_000)
@@ -156,10 +165,6 @@ final class DataPad: @unchecked Sendable {
             var segment = GstSegment()
             gst_segment_init(&segment, GST_FORMAT_TIME)
             gst_pad_push_event(pad, gst_event_new_segment(&segment))
-            // A data track may stay silent for long (or not exist): a GAP lets its sink preroll, so
-            // the pipeline reaches PLAYING without it (a sink waiting for a first buffer would hold
-            // every other branch in PAUSED).
-            gst_pad_push_event(pad, gst_event_new_gap(0, swiftmoq_clock_time_none()))
         }
     }
 

@@ -2,6 +2,7 @@
 import CGStreamer
 import GstSwiftMoQ
 public import MoqCatalog
+import MoqMPRIS
 package import MoqPipeline
 import MoqSync
 import SwiftMoQ
@@ -47,6 +48,7 @@ public final class Player: Sendable {
         /// Names each switched-to output's appsink.
         var outputGeneration = 0
         var nowPlaying: NowPlaying?
+        var mpris: MPRISService?
     }
     private let state: Lock<State>
 
@@ -106,6 +108,7 @@ public final class Player: Sendable {
         }) {
             do { _ = try paused.setState(.playing) } catch { throw .invalidConfiguration(error.description) }
             events.yield(PlayerEvent(.playbackResume))
+            mpris?.update(status: .playing)
             return
         }
         let (latency, resume) =
@@ -141,6 +144,7 @@ public final class Player: Sendable {
         for (kind, name) in [("video", videoTrackName), ("audio", audioTrackName)] {
             if let name { events.yield(PlayerEvent(.trackSubscribeStart, kind: kind, trackName: name)) }
         }
+        mpris?.update(status: .playing)
         // A new pipeline (live playback resumed) plays where the audio was switched to.
         if let switched = state.withLock({ $0.audioOutput }) { try? switchAudioOutput(to: switched) }
     }
@@ -196,10 +200,12 @@ public final class Player: Sendable {
             else { return }
             _ = try? pipeline.setState(.paused)
             events.yield(PlayerEvent(.playbackPause))
+            mpris?.update(status: .paused)
             return
         }
         guard release() else { return }
         events.yield(PlayerEvent(.playbackPause))
+        mpris?.update(status: .paused)
     }
 
     /// The audio volume: 0 is silent, 1 as published (up to 10). Applied at once, to the samples
@@ -237,6 +243,38 @@ public final class Player: Sendable {
         events.yield(PlayerEvent(.playbackSeek))
     }
 
+    /// Publishes this player on D-Bus as `org.mpris.MediaPlayer2.<name>` (MPRIS 2): media keys,
+    /// `playerctl` and desktop applets can Play, Pause, PlayPause and Stop it and read `Metadata`
+    /// (from ``nowPlaying``) and `PlaybackStatus`. Ends with ``stop()``.
+    /// - Parameter busAddress: a bus other than the session bus (a private `dbus-daemon`).
+    /// - Throws: ``SessionError/invalidConfiguration(_:)`` when the bus cannot be reached or the name is taken.
+    public func publishMPRIS(name: String = "swiftmoq", busAddress: String? = nil) throws(SessionError) {
+        let weakSelf = WeakPlayer(self)
+        let handlers = MPRISService.Handlers(
+            play: { Task { try? await weakSelf.value?.play() } },
+            pause: { Task { await weakSelf.value?.pause() } },
+            stop: { Task { await weakSelf.value?.stop() } })
+        let service: MPRISService
+        do { service = try MPRISService(name: name, busAddress: busAddress, handlers: handlers) } catch {
+            throw .invalidConfiguration("MPRIS: \(error.description)")
+        }
+        let (playing, now) = state.withLock { s -> (Bool, NowPlaying?) in
+            s.mpris?.close()
+            s.mpris = service
+            return (s.pipeline != nil && !s.paused, s.nowPlaying)
+        }
+        service.update(status: playing ? .playing : .paused)
+        if let now { service.update(metadata: Self.metadata(now)) }
+    }
+
+    static func metadata(_ now: NowPlaying) -> MPRISService.Metadata {
+        MPRISService.Metadata(
+            title: now.title, artist: now.artist, album: now.album,
+            lengthUs: now.durationMs.map { Int64(clamping: $0) &* 1000 })
+    }
+
+    private var mpris: MPRISService? { state.withLock { $0.mpris } }
+
     /// What is playing (title, artist, album, duration, artwork), from the broadcast's now-playing
     /// track, when its publisher has one; ``PlayerEvent/Name/nowPlaying`` says when it changes.
     public var nowPlaying: NowPlaying? { state.withLock { $0.nowPlaying } }
@@ -261,6 +299,11 @@ public final class Player: Sendable {
             return !s.stopped
         }
         guard first else { return }
+        state.withLock { s in
+            s.mpris?.update(status: .stopped)
+            s.mpris?.close()
+            s.mpris = nil
+        }
         events.yield(PlayerEvent(.playbackEnd, fields: ["reason": .string("stopped")]))
         events.yield(PlayerEvent(.playerDestroy))
         events.finish()
@@ -296,6 +339,7 @@ public final class Player: Sendable {
                     let now = try? NowPlaying(json: Array(json.utf8))
                 {
                     state.withLock { $0.nowPlaying = now }
+                    mpris?.update(metadata: Self.metadata(now))
                 }
                 events.yield(event)
             }
@@ -443,5 +487,16 @@ public final class Player: Sendable {
                     sampleRate: FrameTap.intField(sample, "rate"), channels: FrameTap.intField(sample, "channels"),
                     pts: pts, data: data, publisherTime: FrameTap.publisherTime(sample)))
         }
+    }
+}
+
+/// A weak reference for MPRIS's handlers (the service must not keep its player alive).
+private final class WeakPlayer: Sendable {
+    private let ref: WeakBox
+    init(_ player: Player) { ref = WeakBox(player) }
+    var value: Player? { ref.value }
+    private final class WeakBox: @unchecked Sendable {
+        weak var value: Player?
+        init(_ value: Player) { self.value = value }
     }
 }
