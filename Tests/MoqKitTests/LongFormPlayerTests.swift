@@ -11,29 +11,14 @@ import Testing
 struct LongFormPlayerTests {
     @Test("pause stops the audio and resume restarts it without a new connection; the buffer grows while paused")
     func pauseAndResume() async throws {
-        let relay = try TestRelay.start()
-        defer { Task { await relay.stop() } }
-        let session = Session(url: relay.url(), options: relay.sessionOptions)
-        try await session.connect()
-        let viewer = Session(url: relay.url(), options: relay.sessionOptions)
-        try await viewer.connect()
-        let publisher = Publisher()
-        try publisher.addAudioTrack(source: TestPattern(), config: AudioEncoderConfig(channels: 1))
-        try await session.publish(path: "radio", publisher: publisher)
-        try await publisher.start()
-        defer { publisher.stop() }
-        let subscription = try await viewer.subscribe(prefix: "")
-        var broadcasts = subscription.broadcasts.makeAsyncIterator()
-        let broadcast = try #require(await broadcasts.next())
-        var catalogs = broadcast.catalogs().makeAsyncIterator()
-        var catalog = try #require(await catalogs.next())
-        while catalog.playableAudioTracks.isEmpty { catalog = try #require(await catalogs.next()) }
+        let radio = try await RadioFixture.start()
+        defer { Task { await radio.close() } }
 
         // When each PCM buffer reached the app (monotonic ns), and whether it was silent.
         let arrivals = SyncBox<[UInt64]>([])
         let silent = SyncBox<[Bool]>([])
         let player = try Player(
-            catalog: catalog,
+            catalog: radio.catalog,
             output: .callbacks(
                 video: nil,
                 audio: { samples in
@@ -46,7 +31,7 @@ struct LongFormPlayerTests {
             mode: .longForm(bufferDuration: .seconds(8)))
         try await player.play()
         try await waitUntil("a second of audio") { arrivals.value.count >= 50 }
-        let connections = relay.relay?.sessionCount
+        let connections = radio.relay.relay?.sessionCount
 
         func bufferMs() -> Double {
             let stats = try? player.runningPipeline?.element(named: "src").property("stats")?.structureValue
@@ -85,37 +70,20 @@ struct LongFormPlayerTests {
             "long-form controls: pause effective after \(pauseTook) ms, resume after \(resumeTook) ms, volume after \(muteTook) ms"
         )
         // The same pipeline and connection: nothing was torn down or reopened.
-        #expect(relay.relay?.sessionCount == connections)
+        #expect(radio.relay.relay?.sessionCount == connections)
         #expect(player.stats.reconnects == 0)
         await player.stop()
-        await viewer.close()
-        await session.close()
     }
 
     @Test("seek within the buffer: forward toward the live edge and back, each heard within 100 ms, same connection")
     func seekWithinTheBuffer() async throws {
-        let relay = try TestRelay.start()
-        defer { Task { await relay.stop() } }
-        let session = Session(url: relay.url(), options: relay.sessionOptions)
-        try await session.connect()
-        let viewer = Session(url: relay.url(), options: relay.sessionOptions)
-        try await viewer.connect()
-        let publisher = Publisher()
-        try publisher.addAudioTrack(source: TestPattern(), config: AudioEncoderConfig(channels: 1))
-        try await session.publish(path: "radio", publisher: publisher)
-        try await publisher.start()
-        defer { publisher.stop() }
-        let subscription = try await viewer.subscribe(prefix: "")
-        var broadcasts = subscription.broadcasts.makeAsyncIterator()
-        let broadcast = try #require(await broadcasts.next())
-        var catalogs = broadcast.catalogs().makeAsyncIterator()
-        var catalog = try #require(await catalogs.next())
-        while catalog.playableAudioTracks.isEmpty { catalog = try #require(await catalogs.next()) }
+        let radio = try await RadioFixture.start()
+        defer { Task { await radio.close() } }
 
         // When each PCM buffer reached the app (monotonic ns), and its publisher time (ms).
         let heard = SyncBox<[(at: UInt64, publisherMs: Int64)]>([])
         let player = try Player(
-            catalog: catalog,
+            catalog: radio.catalog,
             output: .callbacks(
                 video: nil,
                 audio: { samples in
@@ -171,36 +139,19 @@ struct LongFormPlayerTests {
         #expect(zip(after, after.dropFirst()).allSatisfy { $1 > $0 && $1 - $0 <= 40 }, "\(after.prefix(40))")
         #expect(player.stats.reconnects == 0)
         #expect(throws: SessionError.self) {
-            try Player(catalog: catalog, output: .headless).seek(behindLiveEdge: .zero)
+            try Player(catalog: radio.catalog, output: .headless).seek(behindLiveEdge: .zero)
         }
         await player.stop()
-        await viewer.close()
-        await session.close()
     }
 
     @Test("the publisher moves to the next item: a player 2 s behind jumps to its first group at once")
     func publisherTimelineChange() async throws {
-        let relay = try TestRelay.start()
-        defer { Task { await relay.stop() } }
-        let session = Session(url: relay.url(), options: relay.sessionOptions)
-        try await session.connect()
-        let viewer = Session(url: relay.url(), options: relay.sessionOptions)
-        try await viewer.connect()
-        let publisher = Publisher()
-        try publisher.addAudioTrack(source: TestPattern(), config: AudioEncoderConfig(channels: 1))
-        try await session.publish(path: "radio", publisher: publisher)
-        try await publisher.start()
-        defer { publisher.stop() }
-        let subscription = try await viewer.subscribe(prefix: "")
-        var broadcasts = subscription.broadcasts.makeAsyncIterator()
-        let broadcast = try #require(await broadcasts.next())
-        var catalogs = broadcast.catalogs().makeAsyncIterator()
-        var catalog = try #require(await catalogs.next())
-        while catalog.playableAudioTracks.isEmpty { catalog = try #require(await catalogs.next()) }
+        let radio = try await RadioFixture.start()
+        defer { Task { await radio.close() } }
 
         let heard = SyncBox<[(at: UInt64, publisherMs: Int64)]>([])
         let player = try Player(
-            catalog: catalog,
+            catalog: radio.catalog,
             output: .callbacks(
                 video: nil,
                 audio: { samples in
@@ -225,7 +176,7 @@ struct LongFormPlayerTests {
         let before = heard.value.count
         let lastBefore = heard.value.last?.publisherMs ?? 0
         let changedAt = SystemClock().now()
-        #expect(try publisher.startNextItem() == 1)
+        #expect(try radio.publisher.startNextItem() == 1)
         try await waitUntil("the jump to the next item", timeout: .seconds(5)) { !changes.value.isEmpty }
         let change = try #require(changes.value.first)
         let startMs = Int64((change.fields["position-us"]?.intValue ?? 0) / 1000)
@@ -250,35 +201,18 @@ struct LongFormPlayerTests {
         #expect(skipped >= 500)
         #expect(tookMs <= 500, "the catalog and the item's first group travel first; then it is a seek")
         await player.stop()
-        await viewer.close()
-        await session.close()
     }
 
     @Test("a latency change while playing long-form: lower and higher, each effective within 100 ms")
     func latencyChange() async throws {
-        let relay = try TestRelay.start()
-        defer { Task { await relay.stop() } }
-        let session = Session(url: relay.url(), options: relay.sessionOptions)
-        try await session.connect()
-        let viewer = Session(url: relay.url(), options: relay.sessionOptions)
-        try await viewer.connect()
-        let publisher = Publisher()
-        try publisher.addAudioTrack(source: TestPattern(), config: AudioEncoderConfig(channels: 1))
-        try await session.publish(path: "radio", publisher: publisher)
-        try await publisher.start()
-        defer { publisher.stop() }
-        let subscription = try await viewer.subscribe(prefix: "")
-        var broadcasts = subscription.broadcasts.makeAsyncIterator()
-        let broadcast = try #require(await broadcasts.next())
-        var catalogs = broadcast.catalogs().makeAsyncIterator()
-        var catalog = try #require(await catalogs.next())
-        while catalog.playableAudioTracks.isEmpty { catalog = try #require(await catalogs.next()) }
+        let radio = try await RadioFixture.start()
+        defer { Task { await radio.close() } }
 
         // When each buffer was rendered (monotonic ns) minus its running time: the render delay,
         // plus the pipeline's base time (a constant).
         let heard = SyncBox<[(at: UInt64, delayNs: Int64)]>([])
         let player = try Player(
-            catalog: catalog, targetBuffering: .milliseconds(600),
+            catalog: radio.catalog, targetBuffering: .milliseconds(600),
             output: .callbacks(
                 video: nil,
                 audio: { samples in
@@ -328,7 +262,5 @@ struct LongFormPlayerTests {
         #expect(raisedTook <= 100)
         #expect(player.stats.reconnects == 0)
         await player.stop()
-        await viewer.close()
-        await session.close()
     }
 }

@@ -20,29 +20,14 @@ struct OutputSwitchTests {
 
     @Test("app → app → a sink → app: the sample counter runs on with no gap and no repeat, on one connection")
     func switchOutputs() async throws {
-        let relay = try TestRelay.start()
-        defer { Task { await relay.stop() } }
-        let session = Session(url: relay.url(), options: relay.sessionOptions)
-        try await session.connect()
-        let viewer = Session(url: relay.url(), options: relay.sessionOptions)
-        try await viewer.connect()
-        let publisher = Publisher()
-        try publisher.addAudioTrack(source: TestPattern(), config: AudioEncoderConfig(channels: 1))
-        try await session.publish(path: "radio", publisher: publisher)
-        try await publisher.start()
-        defer { publisher.stop() }
-        let subscription = try await viewer.subscribe(prefix: "")
-        var broadcasts = subscription.broadcasts.makeAsyncIterator()
-        let broadcast = try #require(await broadcasts.next())
-        var catalogs = broadcast.catalogs().makeAsyncIterator()
-        var catalog = try #require(await catalogs.next())
-        while catalog.playableAudioTracks.isEmpty { catalog = try #require(await catalogs.next()) }
+        let radio = try await RadioFixture.start()
+        defer { Task { await radio.close() } }
 
         let (first, second, third) = (Heard([]), Heard([]), Heard([]))
-        let player = try Player(catalog: catalog, output: .callbacks(video: nil, audio: recorder(first)))
+        let player = try Player(catalog: radio.catalog, output: .callbacks(video: nil, audio: recorder(first)))
         try await player.play()
         try await waitUntil("a second of audio", timeout: .seconds(10)) { first.value.count >= 50 }
-        let connections = relay.relay?.sessionCount
+        let connections = radio.relay.relay?.sessionCount
 
         let switchedAt = SystemClock().now()
         try player.switchAudioOutput(to: .callback(recorder(second)))
@@ -70,11 +55,9 @@ struct OutputSwitchTests {
         try await waitUntil("audio at the third output", timeout: .seconds(5)) { third.value.count >= 10 }
         let times = third.value.map(\.publisherMs)
         #expect(zip(times, times.dropFirst()).allSatisfy { $1 - $0 == 20 }, "\(times.prefix(20))")
-        #expect(relay.relay?.sessionCount == connections)
+        #expect(radio.relay.relay?.sessionCount == connections)
         #expect(player.stats.reconnects == 0)
         #expect(throws: SessionError.self) { try player.switchAudioOutput(to: .element("no-such-element-here")) }
         await player.stop()
-        await viewer.close()
-        await session.close()
     }
 }

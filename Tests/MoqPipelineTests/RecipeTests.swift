@@ -61,27 +61,8 @@ struct RecipeTests {
 
     static let camera = Pipeline {
         sink
-        Branch {
-            Element("v4l2src").set("device", "/dev/video0")
-            Element("videoconvert")
-            Element("videoscale")
-            Caps("video/x-raw", ["width": 1280, "height": 720, "format": "I420"])
-            Element("x264enc").set("tune", "zerolatency").set("speed-preset", "veryfast").set("bitrate", 2500)
-                .set("key-int-max", 60)
-            Element("h264parse")
-            avc
-            Queue()
-            Link(to: "moq", pad: "sink_0")
-        }
-        Branch {
-            Element("alsasrc")
-            Element("audioconvert")
-            Element("audioresample")
-            Caps("audio/x-raw", ["rate": 48000, "channels": 2])
-            Element("opusenc").set("bitrate", 96000)
-            Queue()
-            Link(to: "moq", pad: "sink_1")
-        }
+        camera("/dev/video0", pad: "sink_0")
+        microphone(pad: "sink_1")
     }
 
     static func camera(_ device: String, pad: String) -> Branch {
@@ -103,6 +84,11 @@ struct RecipeTests {
         sink.set("sink_0::track", "front").set("sink_1::track", "rear").set("sink_2::track", "mic")
         camera("/dev/video0", pad: "sink_0")
         camera("/dev/video2", pad: "sink_1")
+        microphone(pad: "sink_2")
+    }
+
+    /// The ALSA microphone's branch of the camera recipes.
+    static func microphone(pad: String) -> Branch {
         Branch {
             Element("alsasrc")
             Element("audioconvert")
@@ -110,7 +96,7 @@ struct RecipeTests {
             Caps("audio/x-raw", ["rate": 48000, "channels": 2])
             Element("opusenc").set("bitrate", 96000)
             Queue()
-            Link(to: "moq", pad: "sink_2")
+            Link(to: "moq", pad: pad)
         }
     }
 

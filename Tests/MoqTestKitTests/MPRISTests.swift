@@ -70,21 +70,9 @@ struct MPRISTests {
         let bus = try PrivateBus()
         let relay = try TestRelay.start()
         defer { Task { await relay.stop() } }
-        SwiftMoQElements.register()
-        let publisher = Pipeline(
-            launch: "audiotestsrc is-live=true ! audio/x-raw,rate=48000,channels=1 "
-                + "! taginject name=tags tags=\"title=\\\"First Song\\\",artist=Someone\" "
-                + "! opusenc ! moqsink \(relay.moqsinkProperties(broadcast: "radio"))")
-        try publisher.start()
-        defer { publisher.stop() }
-        let viewer = Session(url: relay.url(), options: SessionOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
-        try await viewer.connect()
-        let subscription = try await viewer.subscribe(prefix: "")
-        var broadcasts = subscription.broadcasts.makeAsyncIterator()
-        let broadcast = try #require(await broadcasts.next())
-        var catalogs = broadcast.catalogs().makeAsyncIterator()
-        var catalog = try #require(await catalogs.next())
-        while catalog.playableAudioTracks.isEmpty { catalog = try #require(await catalogs.next()) }
+        let radio = try await TaggedRadio.start(relay, tags: "title=\"First Song\",artist=Someone")
+        defer { radio.publisher.stop() }
+        let (publisher, viewer, catalog) = (radio.publisher, radio.viewer, radio.catalog)
         let heard = Lock<[UInt64]>([])
         let player = try Player(
             catalog: catalog,

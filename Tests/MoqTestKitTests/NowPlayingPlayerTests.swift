@@ -14,21 +14,10 @@ struct NowPlayingPlayerTests {
     func followsTags() async throws {
         let relay = try TestRelay.start()
         defer { Task { await relay.stop() } }
-        SwiftMoQElements.register()
-        let publisher = Pipeline(
-            launch: "audiotestsrc is-live=true ! audio/x-raw,rate=48000,channels=1 "
-                + "! taginject name=tags tags=\"title=\\\"First Song\\\",artist=Someone,duration=(guint64)215000000000\" "
-                + "! opusenc ! moqsink \(relay.moqsinkProperties(broadcast: "radio"))")
-        try publisher.start()
-        defer { publisher.stop() }
-        let viewer = Session(url: relay.url(), options: SessionOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
-        try await viewer.connect()
-        let subscription = try await viewer.subscribe(prefix: "")
-        var broadcasts = subscription.broadcasts.makeAsyncIterator()
-        let broadcast = try #require(await broadcasts.next())
-        var catalogs = broadcast.catalogs().makeAsyncIterator()
-        var catalog = try #require(await catalogs.next())
-        while catalog.playableAudioTracks.isEmpty { catalog = try #require(await catalogs.next()) }
+        let radio = try await TaggedRadio.start(
+            relay, tags: "title=\"First Song\",artist=Someone,duration=(guint64)215000000000")
+        defer { radio.publisher.stop() }
+        let (publisher, viewer, catalog) = (radio.publisher, radio.viewer, radio.catalog)
         let player = try Player(catalog: catalog, output: .headless)
         let titles = Lock<[String]>([])
         let events = player.subscribeEvents()
@@ -48,5 +37,36 @@ struct NowPlayingPlayerTests {
         #expect(seen.contains("First Song") && seen.contains("Second Song"), "\(seen)")
         await player.stop()
         await viewer.close()
+    }
+}
+
+/// A tone published as `radio` through moqsink with its tags from a `taginject` named `tags`, and
+/// its playable catalog as a MoqKit Session sees it.
+struct TaggedRadio {
+    let publisher: Pipeline
+    let viewer: Session
+    let catalog: MoqKit.Catalog
+
+    static func start(_ relay: TestRelay, tags: String) async throws -> TaggedRadio {
+        SwiftMoQElements.register()
+        let publisher = Pipeline(
+            launch: "audiotestsrc is-live=true ! audio/x-raw,rate=48000,channels=1 "
+                + "! taginject name=tags tags=\"\(tags.replacingOccurrences(of: "\"", with: "\\\""))\" "
+                + "! opusenc ! moqsink \(relay.moqsinkProperties(broadcast: "radio"))")
+        try publisher.start()
+        let viewer = Session(url: relay.url(), options: SessionOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
+        do {
+            try await viewer.connect()
+            let subscription = try await viewer.subscribe(prefix: "")
+            var broadcasts = subscription.broadcasts.makeAsyncIterator()
+            let broadcast = try #require(await broadcasts.next())
+            var catalogs = broadcast.catalogs().makeAsyncIterator()
+            var catalog = try #require(await catalogs.next())
+            while catalog.playableAudioTracks.isEmpty { catalog = try #require(await catalogs.next()) }
+            return TaggedRadio(publisher: publisher, viewer: viewer, catalog: catalog)
+        } catch {
+            publisher.stop()
+            throw error
+        }
     }
 }

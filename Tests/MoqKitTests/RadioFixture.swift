@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: MIT
+import MoqKit
+import MoqTestKit
+import SwiftMoQ
+import Testing
+
+/// A mono test tone published as `radio` by one Session, and its playable catalog as another
+/// Session sees it: the setup of the tests that play audio long-form or switch its output.
+struct RadioFixture {
+    let relay: TestRelay
+    let session: Session
+    let viewer: Session
+    let publisher: Publisher
+    let catalog: Catalog
+
+    static func start() async throws -> RadioFixture {
+        let relay = try TestRelay.start()
+        let session = Session(url: relay.url(), options: relay.sessionOptions)
+        try await session.connect()
+        let viewer = Session(url: relay.url(), options: relay.sessionOptions)
+        try await viewer.connect()
+        let publisher = Publisher()
+        try publisher.addAudioTrack(source: TestPattern(), config: AudioEncoderConfig(channels: 1))
+        try await session.publish(path: "radio", publisher: publisher)
+        try await publisher.start()
+        let subscription = try await viewer.subscribe(prefix: "")
+        var broadcasts = subscription.broadcasts.makeAsyncIterator()
+        let broadcast = try #require(await broadcasts.next())
+        var catalogs = broadcast.catalogs().makeAsyncIterator()
+        var catalog = try #require(await catalogs.next())
+        while catalog.playableAudioTracks.isEmpty { catalog = try #require(await catalogs.next()) }
+        return RadioFixture(relay: relay, session: session, viewer: viewer, publisher: publisher, catalog: catalog)
+    }
+
+    /// Stops the publisher, closes both sessions, then the relay.
+    func close() async {
+        publisher.stop()
+        await viewer.close()
+        await session.close()
+        await relay.stop()
+    }
+}
