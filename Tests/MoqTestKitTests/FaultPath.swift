@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import Foundation
 import MoqTestKit
 
 /// What a fault test plays through: a relay with a proxy on each leg (the publisher's and the
@@ -8,11 +9,13 @@ struct FaultPath {
     let publishLeg: UDPProxy
     let playLeg: UDPProxy
 
-    /// Starts `relay` (a new one when nil) and the proxies in front of it, seeded 1 and 2.
+    /// Starts `relay` (a new one when nil) and the proxies in front of it, seeded 1 and 2 (or
+    /// `SWIFTMOQ_FAULT_SEED` and the next, to try other loss patterns or replay one).
     static func start(relay: TestRelay? = nil, shared: Bool = false) throws -> FaultPath {
         let relay = try relay ?? TestRelay.start()
-        let publishLeg = try UDPProxy.start(forwardingTo: relay.port, seed: 1)
-        let playLeg = shared ? publishLeg : try UDPProxy.start(forwardingTo: relay.port, seed: 2)
+        let seed = ProcessInfo.processInfo.environment["SWIFTMOQ_FAULT_SEED"].flatMap(UInt64.init) ?? 1
+        let publishLeg = try UDPProxy.start(forwardingTo: relay.port, seed: seed)
+        let playLeg = shared ? publishLeg : try UDPProxy.start(forwardingTo: relay.port, seed: seed &+ 1)
         return FaultPath(relay: relay, publishLeg: publishLeg, playLeg: playLeg)
     }
 

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import Foundation
 import GstSwiftMoQ
 import MoqPipeline
 import MoqSync
@@ -127,11 +128,19 @@ struct NetworkFaultTests {
         let path = try FaultPath.start()
         let (relay, publishLeg, playLeg) = (path.relay, path.publishLeg, path.playLeg)
         let broadcast = uniqueBroadcast("lossy")
-        let frames = 150  // 5 s at 30 fps
+        // 10 s at 30 fps, as the issue asks of the short cases: the target is a rate, and over
+        // 5 s a single group tail delayed past the budget (3 frames of 105) already missed it.
+        let frames = 300
         let publisher = Pipeline {
-            Element("videotestsrc").set("is-live", true).set("num-buffers", frames)
+            // The matrix row's source (`make faults`): a moving ball under a 1 Mbit/s cap. The default
+            // pattern's noise block makes ~760 kbit/s even at 160×120, and at that rate this path's
+            // reordering (packets up to 40 ms apart overtake each other) has ngtcp2 declare about a
+            // quarter of the relay's packets lost (its time threshold is 9/8 of an RTT, not adaptive):
+            // BBR backs off and the relay resets group tails as OLD. See docs/reliability.md.
+            Element("videotestsrc").set("is-live", true).set("num-buffers", frames).set("pattern", "ball")
             Caps("video/x-raw", ["format": "I420", "width": 160, "height": 120, "framerate": Fraction(30, 1)])
             Element("x264enc").set("tune", "zerolatency").set("speed-preset", "ultrafast").set("key-int-max", 15)
+                .set("bitrate", 1000)
             Element("h264parse")
             Caps("video/x-h264", ["stream-format": "avc", "alignment": "au"])
             Element.moqsink(relay: relay, broadcast: broadcast, via: publishLeg)
@@ -164,9 +173,19 @@ struct NetworkFaultTests {
         let steady = Set((first + 30)..<frames)
         let rendered = Double(played.intersection(steady).count) / Double(steady.count)
         let missing = steady.subtracting(played).sorted()
+        // When frames are missing, where they were lost: the relay's counters, moqsrc's stats.
+        let relayCounters = (await relay.relay?.sessionStats() ?? []).map {
+            "reset-old \($0.counters.groupsResetAsOld), dropped-for-budget \($0.counters.groupsDroppedForBudget), "
+                + "lost \($0.packetsLost), rtt \($0.rttMicros) µs, sent \($0.bytesSent) B at \($0.sendRateBps) bit/s"
+        }
+        let srcStats = try player.element(named: "src").property("stats")?.structureValue?.description ?? "-"
         #expect(
             rendered >= 0.98,
-            "\(Int(rendered * 100)) % of frames \(first + 30)..<\(frames) played; missing \(missing); first played \(first)"
+            """
+            \(Int(rendered * 100)) % of frames \(first + 30)..<\(frames) played; missing \(missing); first played \(first); \
+            relay sessions: \(relayCounters); moqsrc: \(srcStats); \
+            publish leg \(publishLeg.statistics), play leg \(playLeg.statistics)
+            """
         )
         #expect(publishLeg.statistics.dropped > 0 && playLeg.statistics.dropped > 0, "the loss was applied")
         #expect(playLeg.statistics.overtaken > 0, "the jitter reordered datagrams")
