@@ -64,7 +64,7 @@ public final class Broadcast: Sendable {
                 case .catalog(_, let raw): continuation.yield(.catalog(Catalog(raw, broadcast: self)))
                 case .malformedCatalog(_, let error): continuation.yield(.malformed(error))
                 case .catalogFailed(_, let error): continuation.yield(.failed(error))
-                case .found, .ended, .notFound: break
+                case .found, .ended, .notFound, .upcoming: break
                 }
             }
             continuation.finish()

@@ -9,13 +9,18 @@ import Synchronization
 public enum BroadcastTarget: Sendable, Equatable, CustomStringConvertible {
     /// Exactly this path (relative to the connection's root), as moq-dev's `moqsrc broadcast=`.
     case exact(String)
-    /// The first broadcast announced under this prefix; when it ends, the next one.
+    /// The first broadcast announced under this prefix; when it ends, the next one (in
+    /// announcement order), subscribed before the current one ends.
     case prefix(String)
+    /// These broadcasts in this order (a play queue): the earliest announced one first; each
+    /// next one is subscribed before the current one ends. One that ends before its turn is left out.
+    case queue([String])
 
     /// The prefix to ask announcements for.
     var announcePrefix: String {
         switch self {
         case .exact(let p), .prefix(let p): BroadcastPath.normalize(p)
+        case .queue: ""
         }
     }
 
@@ -23,6 +28,27 @@ public enum BroadcastTarget: Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .exact(let p): BroadcastPath.normalize(p) == path
         case .prefix(let p): BroadcastPath.hasPrefix(path, BroadcastPath.normalize(p))
+        case .queue(let items): items.contains { BroadcastPath.normalize($0) == path }
+        }
+    }
+
+    /// Whether the target moves on to another broadcast when the current one ends.
+    var follows: Bool {
+        if case .exact = self { return false }
+        return true
+    }
+
+    /// Of the `active` broadcasts (in announcement order), the one to play after `current` (or
+    /// first, when `current` is nil).
+    func next(after current: String?, active: [String]) -> String? {
+        switch self {
+        case .exact: return current == nil ? active.first : nil
+        case .prefix: return active.first { $0 != current }
+        case .queue(let items):
+            let order = items.map(BroadcastPath.normalize)
+            let from = current.flatMap { order.firstIndex(of: $0) }.map { $0 + 1 } ?? 0
+            guard from < order.count else { return nil }
+            return order[from...].first { active.contains($0) }
         }
     }
 
@@ -31,6 +57,7 @@ public enum BroadcastTarget: Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .exact(let p): "broadcast \"\(p)\""
         case .prefix(let p): "a broadcast under prefix \"\(p)\""
+        case .queue(let items): "the queue \(items.joined(separator: ", "))"
         }
     }
 }
@@ -47,6 +74,9 @@ public enum FollowEvent: Sendable, Equatable {
     case catalogFailed(path: String, error: String)
     /// `path` is no longer announced.
     case ended(path: String)
+    /// `path` is to be played when the current broadcast ends: its catalogs follow (with its
+    /// path), so that its tracks can be subscribed and prerolled before the switch.
+    case upcoming(path: String)
     /// Nothing matching was announced within the timeout (following goes on).
     case notFound(BroadcastTarget)
 }
@@ -75,28 +105,60 @@ public enum BroadcastFollower {
             return Task { await followCatalog(session, path: path, into: continuation) }
         }
         let announceTask = Task {
-            var active: [String] = []  // in announcement order: the next broadcast to follow
+            var active: [String] = []  // in announcement order
             var known = Set<String>()
             var current: (path: String, task: Task<Void, Never>)?
+            var upcoming: (path: String, task: Task<Void, Never>)?
+            /// Starts following the broadcast to play after the current one, once it is announced.
+            func prepareNext() {
+                guard target.follows, let playing = current,
+                    let next = target.next(after: playing.path, active: active), next != upcoming?.path
+                else { return }
+                upcoming?.task.cancel()
+                continuation.yield(.upcoming(path: next))
+                upcoming = (next, Task { await followCatalog(session, path: next, into: continuation) })
+            }
             for await event in session.announced(prefix: target.announcePrefix) {
                 switch event {
                 case .active(let path, _):
                     guard target.matches(path), known.insert(path).inserted else { continue }
                     active.append(path)
-                    if current == nil { current = (path, start(path)) }
+                    if current == nil, target.next(after: nil, active: active) == path {
+                        current = (path, start(path))
+                    }
+                    prepareNext()
                 case .ended(let path):
                     guard known.remove(path) != nil else { continue }
                     active.removeAll { $0 == path }
+                    if let next = upcoming, next.path == path {
+                        // Ended before its turn.
+                        next.task.cancel()
+                        upcoming = nil
+                        continuation.yield(.ended(path: path))
+                        prepareNext()
+                        continue
+                    }
                     guard let following = current, following.path == path else { continue }
                     following.task.cancel()
                     current = nil
                     continuation.yield(.ended(path: path))
-                    if case .prefix = target, let next = active.first { current = (next, start(next)) }
+                    guard target.follows else { continue }
+                    if let next = upcoming {
+                        // Its catalog is followed already.
+                        upcoming = nil
+                        found.set()
+                        continuation.yield(.found(path: next.path))
+                        current = next
+                    } else if let next = target.next(after: path, active: active) {
+                        current = (next, start(next))
+                    }
+                    prepareNext()
                 case .closed:
                     break
                 }
             }
             current?.task.cancel()
+            upcoming?.task.cancel()
             continuation.finish()
         }
         let timeoutTask = timeout.map { limit in

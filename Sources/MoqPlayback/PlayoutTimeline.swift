@@ -16,11 +16,23 @@
 ///   new frames continue the old timeline (same publisher), otherwise the timeline is
 ///   re-anchored after everything already pushed. When it is kept, late frames are dropped
 ///   rather than retargeted to for a grace period (``lateGraceUntilNs``).
+/// - **Splice** (a play queue): the next broadcast, subscribed before the current one ended,
+///   starts where the current one's last frame ends (``splice(epoch:)``), with no gap; frames of
+///   the previous broadcast still being pushed on another pad keep the previous offset.
 public struct PlayoutTimeline: Sendable, Equatable {
     /// running time = timestamp × 1000 + offset (ns); nil before the anchor.
     public private(set) var offsetNs: Int64?
     /// The latest running time pushed on any pad.
     public private(set) var latestPushedNs: UInt64 = 0
+    /// Where the latest frame pushed on any pad ends (its running time plus its duration).
+    public private(set) var latestEndNs: UInt64 = 0
+    /// The source epoch of the last splice, and the offset before it (for that broadcast's frames
+    /// still pushed after the splice). The next placement of a frame of this epoch anchors
+    /// while ``awaitingSplice``.
+    public private(set) var spliceEpoch: UInt64?
+    private var offsetBeforeSpliceNs: Int64?
+    /// Set by ``splice(epoch:)``, cleared by the first frame of the new epoch placed.
+    public private(set) var awaitingSplice = false
     /// Retargets and re-anchors so far.
     public private(set) var retargets = 0
     /// Set by ``markDiscontinuity()``: the next frame decides whether the offset still holds.
@@ -68,11 +80,27 @@ public struct PlayoutTimeline: Sendable, Equatable {
     ///   - now: the pipeline's running time.
     ///   - latencyNs: the latency budget: a frame at running time `t` is rendered at `t + latency`.
     ///   - mayRetarget: evaluate the live edge's lateness (at group starts).
+    ///   - epoch: the source epoch of the frame: one from before the last splice keeps the
+    ///     previous broadcast's offset (nil: the current one).
     public mutating func place(
-        timestampUs: UInt64, liveEdgeUs: UInt64, now: UInt64, latencyNs: UInt64, mayRetarget: Bool = true
+        timestampUs: UInt64, liveEdgeUs: UInt64, now: UInt64, latencyNs: UInt64, mayRetarget: Bool = true,
+        epoch: UInt64? = nil
     ) -> (pts: UInt64, placement: Placement) {
+        if isBeforeSplice(epoch) { return (runningTime(of: timestampUs, epoch: epoch), .continued) }
         var placement = Placement.continued
         let edge = max(liveEdgeUs, timestampUs)
+        if awaitingSplice, offsetNs != nil {
+            // The next broadcast of a queue: its first frame starts where the previous one's
+            // last frame ends (or now, if that already passed).
+            awaitingSplice = false
+            awaitingAnchor = false
+            awaitingContinuityCheck = false
+            lateGraceUntilNs = nil
+            offsetBeforeSpliceNs = offsetNs
+            let at = max(latestEndNs, latestPushedNs, now)
+            offsetNs = Saturating.subtract(Saturating.int64(at), Saturating.nanoseconds(micros: timestampUs))
+            return (runningTime(of: timestampUs), .anchored)
+        }
         if offsetNs != nil, awaitingAnchor {
             awaitingAnchor = false
             awaitingContinuityCheck = false
@@ -118,15 +146,37 @@ public struct PlayoutTimeline: Sendable, Equatable {
     }
 
     /// The running time of a timestamp on the anchored timeline (0 before the anchor).
-    public func runningTime(of timestampUs: UInt64) -> UInt64 {
-        guard let offset = offsetNs else { return 0 }
+    /// - Parameter epoch: the frame's source epoch: one from before the last splice keeps the
+    ///   previous broadcast's offset (nil: the current one).
+    public func runningTime(of timestampUs: UInt64, epoch: UInt64? = nil) -> UInt64 {
+        let before = isBeforeSplice(epoch) ? offsetBeforeSpliceNs : nil
+        guard let offset = before ?? offsetNs else { return 0 }
         let value = Saturating.add(Saturating.nanoseconds(micros: timestampUs), offset)
         return value < 0 ? 0 : UInt64(value)
     }
 
-    /// Records a pushed running time.
-    public mutating func pushed(_ runningTime: UInt64) {
+    /// Records a pushed running time, and where that frame ends when its duration is known.
+    public mutating func pushed(_ runningTime: UInt64, endNs: UInt64? = nil) {
         latestPushedNs = max(latestPushedNs, runningTime)
+        latestEndNs = max(latestEndNs, endNs ?? runningTime)
+    }
+
+    /// The next broadcast of a queue (source `epoch`) follows the current one without a gap: its
+    /// first frame placed starts where the last frame pushed ends. The first pad to switch
+    /// splices; a second call for the same epoch does nothing. Returns whether this call spliced.
+    @discardableResult
+    public mutating func splice(epoch: UInt64) -> Bool {
+        guard spliceEpoch.map({ epoch > $0 }) ?? true else { return false }
+        spliceEpoch = epoch
+        awaitingSplice = offsetNs != nil
+        if offsetNs != nil { offsetBeforeSpliceNs = offsetNs }
+        return true
+    }
+
+    /// A frame of a broadcast played before the last splice (its offset is the previous one).
+    private func isBeforeSplice(_ epoch: UInt64?) -> Bool {
+        guard let epoch, let spliceEpoch, offsetBeforeSpliceNs != nil else { return false }
+        return epoch < spliceEpoch
     }
 
     /// A reconnect or a new broadcast: the next placement checks continuity.

@@ -133,4 +133,38 @@ struct PlayoutTimelineTests {
         let (pts, placement) = t.place(timestampUs: 320_000, liveEdgeUs: 320_000, now: 1_990 * ms, latencyNs: latency)
         #expect(placement == .continued && pts == 2_020 * ms)
     }
+
+    @Test(
+        "a splice starts the next broadcast where the last frame pushed ends; the previous one's frames keep their offset"
+    )
+    func splice() {
+        var t = PlayoutTimeline()
+        _ = t.place(timestampUs: 5_000_000, liveEdgeUs: 5_000_000, now: 100 * ms, latencyNs: latency, epoch: 1)
+        // The last audio frame of broadcast 1: 20 ms long, ending at 1.02 s.
+        let last = t.runningTime(of: 5_900_000, epoch: 1)
+        t.pushed(last, endNs: last + 20 * ms)
+        let spliced = t.splice(epoch: 2)
+        let again = t.splice(epoch: 2)
+        #expect(spliced && !again, "the second pad does not splice again")
+        // Broadcast 2's clock is unrelated (it starts at 0.3 s): its first frame follows at once.
+        let first = t.place(timestampUs: 300_000, liveEdgeUs: 700_000, now: 400 * ms, latencyNs: latency, epoch: 2)
+        #expect(first.placement == .anchored && first.pts == last + 20 * ms)
+        let next = t.place(timestampUs: 320_000, liveEdgeUs: 700_000, now: 400 * ms, latencyNs: latency, epoch: 2)
+        #expect(next.placement == .continued && next.pts == last + 40 * ms)
+        // A video frame of broadcast 1 pushed after the splice stays on broadcast 1's timeline.
+        #expect(t.runningTime(of: 5_933_000, epoch: 1) == last + 33 * ms)
+        let late = t.place(timestampUs: 5_933_000, liveEdgeUs: 5_933_000, now: 400 * ms, latencyNs: latency, epoch: 1)
+        #expect(late.placement == .continued && late.pts == last + 33 * ms)
+    }
+
+    @Test("a splice after the previous broadcast's end has passed starts the next one now")
+    func spliceAfterEnd() {
+        var t = PlayoutTimeline()
+        _ = t.place(timestampUs: 0, liveEdgeUs: 0, now: 0, latencyNs: latency, epoch: 1)
+        t.pushed(100 * ms, endNs: 120 * ms)
+        t.splice(epoch: 2)
+        let first = t.place(
+            timestampUs: 9_000_000, liveEdgeUs: 9_000_000, now: 2_000 * ms, latencyNs: latency, epoch: 2)
+        #expect(first.placement == .anchored && first.pts == 2_000 * ms)
+    }
 }

@@ -20,26 +20,93 @@ extension MoqSrc {
         // publisher) it is a discontinuity.
         run.session = session
         run.sessionEpoch += 1
+        // What was prerolled on the previous session is gone with it.
+        run.upcoming = nil
+        run.upcomingCatalog = nil
+        for pad in run.pads.values { pad.prepare(nil) }
         let epoch = run.sessionEpoch
         if !handover {
             run.sourceEpoch += 1
             timeline.withLock { $0.markDiscontinuity() }
         }
+        reporter.log(GST_LEVEL_INFO, "connected: looking for \(run.target)")
+        startFollowing(run, session: session, epoch: epoch)
+    }
+
+    private func startFollowing(_ run: Running, session: MoqSession, epoch: UInt64) {
+        run.follow?.cancel()
+        run.followGeneration += 1
+        let generation = run.followGeneration
         let timeoutS = settings.withLock { $0.timeoutS }
         let timeout: Duration? = run.foundOnce || timeoutS == 0 ? nil : .seconds(Int64(timeoutS))
         let target = run.target
-        reporter.log(GST_LEVEL_INFO, "connected: looking for \(target)")
         run.follow = Task { [weak self] in
             for await event in BroadcastFollower.follow(session, target: target, timeout: timeout) {
                 guard let self else { return }
-                self.onControlQueue { self.handle(event, session: session, epoch: epoch) }
+                self.onControlQueue {
+                    guard self.run?.followGeneration == generation else { return }
+                    self.handle(event, session: session, epoch: epoch)
+                }
             }
+        }
+    }
+
+    /// `queue` changed while playing: the broadcast playing stays, the new list follows it.
+    func queueChanged(_ items: [String]) {
+        guard let run else { return }
+        let valid = items.filter { item in
+            guard let problem = BroadcastPath.validationError(item) else { return true }
+            reporter.warning(.resource(GST_RESOURCE_ERROR_SETTINGS), "queue: '\(item)' left out: \(problem)")
+            return false
+        }
+        let head: String
+        switch run.target {
+        case .prefix:
+            reporter.warning(.resource(GST_RESOURCE_ERROR_SETTINGS), "queue is ignored in prefix mode")
+            return
+        case .exact(let b): head = run.broadcast ?? b
+        case .queue(let old): head = run.broadcast ?? old.first ?? ""
+        }
+        run.target = valid.isEmpty ? .exact(head) : .queue([head] + valid)
+        // What was prepared may no longer be next.
+        run.upcoming = nil
+        run.upcomingCatalog = nil
+        for pad in run.pads.values { pad.prepare(nil) }
+        reporter.log(GST_LEVEL_INFO, "queue: \(run.target)")
+        guard let session = run.session else { return }
+        startFollowing(run, session: session, epoch: run.sessionEpoch)
+    }
+
+    /// Whether the track of `path` ends the stream (EOS) when it finishes: the last broadcast to
+    /// play. A prefix follow waits for the next announcement instead.
+    func endsStream(_ run: Running, path: String) -> Bool {
+        switch run.target {
+        case .exact: true
+        case .prefix: false
+        case .queue(let items): items.last.map(BroadcastPath.normalize) == path
         }
     }
 
     private func handle(_ event: FollowEvent, session: MoqSession, epoch: UInt64) {
         guard let run, run.sessionEpoch == epoch else { return }
         switch event {
+        case .upcoming(let path):
+            run.upcoming = path
+            run.upcomingCatalog = nil
+            reporter.log(GST_LEVEL_INFO, "next in the queue: \(path)")
+        case .found(let path) where path == run.upcoming && run.upcomingCatalog != nil:
+            // The queue moves on to a broadcast the pads have prerolled: they splice it in
+            // where the previous one ends (no re-anchoring, no gap).
+            run.sourceEpoch = max(run.sourceEpoch + 1, run.upcomingEpoch)
+            run.lastBroadcast = path
+            run.broadcast = path
+            run.catalog = run.upcomingCatalog
+            run.upcoming = nil
+            run.upcomingCatalog = nil
+            reporter.log(GST_LEVEL_INFO, "playing broadcast \(path) (prerolled)")
+            reconcile(run, session: session)
+            reconcileData(run, session: session)
+            if let catalog = run.catalog { followNowPlaying(run, session: session, catalog: catalog) }
         case .found(let path):
             if let previous = run.lastBroadcast, previous != path {
                 // Another broadcast (prefix mode): another publisher clock, so a new timeline
@@ -55,6 +122,9 @@ extension MoqSrc {
             run.foundOnce = true
             reporter.log(GST_LEVEL_INFO, "playing broadcast \(path)")
             reconcileData(run, session: session)
+        case .catalog(let path, let catalog) where path == run.upcoming:
+            run.upcomingCatalog = catalog
+            prepareUpcoming(run, session: session)
         case .catalog(let path, let catalog):
             guard path == run.broadcast else { return }
             run.catalog = catalog
@@ -68,6 +138,11 @@ extension MoqSrc {
                 "the catalog of \(path) is malformed: \(error); keeping the previous catalog")
         case .catalogFailed(let path, let error):
             reporter.warning(.resource(GST_RESOURCE_ERROR_READ), "the catalog of \(path) is unavailable: \(error)")
+        case .ended(let path) where path == run.upcoming:
+            reporter.log(GST_LEVEL_INFO, "broadcast \(path) ended before its turn")
+            run.upcoming = nil
+            run.upcomingCatalog = nil
+            for pad in run.pads.values { pad.prepare(nil) }
         case .ended(let path):
             reporter.log(GST_LEVEL_INFO, "broadcast \(path) ended")
             if run.broadcast == path { run.broadcast = nil }
@@ -83,6 +158,29 @@ extension MoqSrc {
         }
     }
 
+    /// The pads subscribe to the next broadcast of the queue (the renditions its catalog offers for
+    /// their kinds) while the current one plays, so that it is prerolled when the current one ends.
+    private func prepareUpcoming(_ run: Running, session: MoqSession) {
+        guard let catalog = run.upcomingCatalog, let path = run.upcoming else { return }
+        let s = settings.withLock { $0 }
+        let choice = RenditionChoice(
+            catalog: catalog, video: run.selection[.video] ?? s.videoTrack,
+            audio: run.selection[.audio] ?? s.audioTrack)
+        run.upcomingEpoch = run.sourceEpoch + 1
+        for (kind, wanted) in [(MediaKind.video, choice.video), (.audio, choice.audio)] {
+            guard let pad = run.pads[kind] else { continue }
+            guard let wanted else {
+                pad.prepare(nil)
+                continue
+            }
+            var source = SrcPad.Source(
+                session: session, broadcast: path, rendition: wanted, epoch: run.upcomingEpoch,
+                eosOnEnd: endsStream(run, path: path))
+            source.finite = SwiftMoQExtension(catalog: catalog).isFinite
+            pad.prepare(source)
+        }
+    }
+
     /// Pads follow the catalog: one per kind for the chosen renditions.
     func reconcile(_ run: Running, session: MoqSession) {
         guard let catalog = run.catalog, let broadcast = run.broadcast else { return }
@@ -93,8 +191,7 @@ extension MoqSrc {
         for skipped in choice.skipped { warnOnce(run, "\(broadcast): \(skipped)") }
         for note in choice.notes { warnOnce(run, "\(broadcast): \(note)") }
         publishCollection(run, choice: choice, broadcast: broadcast)
-        let eosOnEnd: Bool
-        if case .exact = run.target { eosOnEnd = true } else { eosOnEnd = false }
+        let eosOnEnd = endsStream(run, path: broadcast)
         for (kind, wanted) in [(MediaKind.video, choice.video), (.audio, choice.audio)] {
             let existing = run.pads[kind]
             guard let wanted else {
@@ -154,8 +251,7 @@ extension MoqSrc {
     func reconcileData(_ run: Running, session: MoqSession) {
         guard let broadcast = run.broadcast else { return }
         let names = settings.withLock { $0.dataTracks }
-        var eosOnEnd = false
-        if case .exact = run.target { eosOnEnd = true }
+        let eosOnEnd = endsStream(run, path: broadcast)
         let source = DataPad.Source(session: session, broadcast: broadcast, epoch: run.sourceEpoch, eosOnEnd: eosOnEnd)
         for (index, name) in names.enumerated() {
             if let existing = run.dataPads[name] {

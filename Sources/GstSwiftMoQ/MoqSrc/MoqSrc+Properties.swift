@@ -22,6 +22,11 @@ extension MoqSrc {
             settings.withLock { $0.latencyMs = ms }
             if live { latencyChanged(UInt64(ms)) }
             return
+        case .queue:
+            let items = Self.broadcastList(string(from: value))
+            settings.withLock { $0.queue = items }
+            if live { onControlQueue { self.queueChanged(items) } }
+            return
         case .videoTrack, .audioTrack:
             let name = string(from: value)
             settings.withLock { if prop == .videoTrack { $0.videoTrack = name } else { $0.audioTrack = name } }
@@ -58,6 +63,19 @@ extension MoqSrc {
         return names
     }
 
+    /// `queue`: broadcast paths, trimmed, empty ones dropped, at most ``maxQueueLength``.
+    static func broadcastList(_ text: String?) -> [String] {
+        var items: [String] = []
+        for part in (text ?? "").split(separator: ",") {
+            let item = String(part.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
+            if !item.isEmpty, items.count < maxQueueLength { items.append(item) }
+        }
+        return items
+    }
+
+    /// Queue entries one element keeps at most.
+    static let maxQueueLength = 1024
+
     /// Data pads one element makes at most.
     static let maxDataTracks = 16
 
@@ -77,6 +95,7 @@ extension MoqSrc {
         case .buffering: g_value_set_enum(value, s.longForm ? 1 : 0)
         case .bufferDuration: g_value_set_uint(value, s.bufferDurationMs)
         case .dataTracks: g_value_set_string(value, s.dataTracks.isEmpty ? nil : s.dataTracks.joined(separator: ","))
+        case .queue: g_value_set_string(value, s.queue.isEmpty ? nil : s.queue.joined(separator: ","))
         case .status: link.getStatus(into: value)
         case .moqVersion: g_value_set_string(value, link.negotiatedVersion)
         case .stats: g_value_take_boxed(value, makeStats(name: "application/x-moqsrc-stats"))

@@ -48,6 +48,8 @@ final class MoqSrc: @unchecked Sendable {
         var bufferDurationMs: UInt32 = 30_000
         /// `data-tracks`: named tracks played on `data_%u` pads.
         var dataTracks: [String] = []
+        /// `queue`: broadcasts to play after `broadcast`, in order.
+        var queue: [String] = []
         /// Whether TLS settings in a URI are honoured (``MoqSrcType/Prop/uriTLS``).
         var uriTLS = false
         /// TLS keys of the last URI, applied at start only if ``uriTLS`` allows.
@@ -104,7 +106,7 @@ final class MoqSrc: @unchecked Sendable {
         // The rest is touched on the control queue only.
         let use: ElementConnection.Use
         var connection: ReconnectingSession { use.connection }
-        let target: BroadcastTarget
+        var target: BroadcastTarget
         var follow: Task<Void, Never>?
         var statsTask: Task<Void, Never>?
         var session: MoqSession?
@@ -114,6 +116,13 @@ final class MoqSrc: @unchecked Sendable {
         var lastBroadcast: String?
         var catalog: HangCatalog?
         var foundOnce = false
+        /// The next broadcast of the queue (prefix or `queue` follow), its catalog once it
+        /// arrived, and the source epoch its prerolled subscriptions carry.
+        var upcoming: String?
+        var upcomingCatalog: HangCatalog?
+        var upcomingEpoch: UInt64 = 0
+        /// Counts the follow tasks started: events of a replaced one are ignored.
+        var followGeneration: UInt64 = 0
         var noMorePads = false
         var firstPadAt: UInt64?
         var settleScheduled = false
@@ -235,7 +244,12 @@ final class MoqSrc: @unchecked Sendable {
                 reporter.error(.resource(GST_RESOURCE_ERROR_SETTINGS), "invalid broadcast property '\(b)': \(problem)")
                 return false
             }
-            target = .exact(b)
+            let queue = s.queue.filter { item in
+                guard let problem = BroadcastPath.validationError(item) else { return true }
+                reporter.warning(.resource(GST_RESOURCE_ERROR_SETTINGS), "queue: '\(item)' left out: \(problem)")
+                return false
+            }
+            target = queue.isEmpty ? .exact(b) : .queue([b] + queue)
         case (nil, let p?): target = .prefix(p)
         case (nil, nil):
             reporter.error(

@@ -16,7 +16,7 @@ enum MoqSrcType {
     enum Prop: UInt32, ElementPropertyID {
         case url = 1, broadcast, prefix, tlsDisableVerify, tlsFingerprint, tlsRootFile, authToken, latency,
             videoTrack, audioTrack, timeout, status, moqVersion, stats, uriTLS, buffering, bufferDuration,
-            dataTracks
+            dataTracks, queue
     }
 
     /// `buffering`'s values.
@@ -125,8 +125,15 @@ enum MoqSrcType {
                 .prefix,
                 Property.string(
                     "prefix", "Prefix",
-                    "Instead of broadcast: play the first broadcast announced under this path; when it ends, the next one",
+                    "Instead of broadcast: play the first broadcast announced under this path; when it ends, the next one (subscribed before the current one ends and spliced in without a gap)",
                     flags: rw)
+            ),
+            (
+                .queue,
+                Property.string(
+                    "queue", "Queue",
+                    "Broadcasts to play after broadcast, in order, comma-separated: each is subscribed and prerolled before the one playing ends, and starts where it ends (gapless). Settable while playing: the new list replaces what is left of the queue",
+                    flags: live)
             ),
             (.tlsDisableVerify, ConnectionProperty.tlsDisableVerify.spec()),
             (.tlsFingerprint, ConnectionProperty.tlsFingerprint.spec()),

@@ -78,6 +78,16 @@ final class SrcPad: @unchecked Sendable {
     /// Long-form, after a resubscription: the previous reader, played until what it buffered is
     /// gone (it answers nothing at once), then cancelled.
     private var draining: (reader: TrackReader, remote: RemoteTrack)?
+    /// The next broadcast of a queue (or prefix follow), subscribed before the current track ends
+    /// so that it is prerolled: it plays right after the current track, on a continuous
+    /// timeline (``splice(src:)``).
+    private var upcoming: (source: Source, remote: RemoteTrack, reader: TrackReader, prerolled: Bool)?
+    /// Set when the control queue made the upcoming broadcast the current one: the splice
+    /// happens at the current track's end, or at this monotonic time if it never ends.
+    private var upcomingDueNs: UInt64?
+    private let pendingPrepare = Lock<Source??>(nil)
+    /// The previous frame pushed (running time), for the duration of the last one.
+    private var previousPts: (pts: UInt64, epoch: UInt64)?
     private var eosSent = false
     /// The `latency` property: the subscription's budget and the target buffering.
     private var latencyMs: UInt64
@@ -109,6 +119,14 @@ final class SrcPad: @unchecked Sendable {
     /// Plays `source` from the next loop iteration on (the previous subscription ends).
     func play(_ source: Source) {
         pending.withLock { $0 = source }
+        wake.signal()
+        readerRef.withLock { $0?.interrupt() }
+    }
+
+    /// Subscribes to `source` (the next broadcast of a queue) while the current track plays, to
+    /// splice it in when the current track ends; nil forgets a prepared one.
+    func prepare(_ source: Source?) {
+        pendingPrepare.withLock { $0 = .some(source) }
         wake.signal()
         readerRef.withLock { $0?.interrupt() }
     }
@@ -209,6 +227,9 @@ final class SrcPad: @unchecked Sendable {
         gst_pad_stop_task(pad)
         draining?.remote.cancel()
         draining = nil
+        upcoming?.remote.cancel()
+        upcoming = nil
+        upcomingDueNs = nil
         remote?.cancel()
         remote = nil
         reader = nil
@@ -233,6 +254,22 @@ final class SrcPad: @unchecked Sendable {
         }) {
             switchTo(next, src: src)
         }
+        if let prepared = pendingPrepare.withLock({ p -> Source?? in
+            defer { p = nil }; return p
+        }) {
+            prepareUpcoming(prepared, src: src)
+        }
+        if let due = upcomingDueNs, monotonicNow() >= due {
+            src.reporter.log(GST_LEVEL_INFO, "\(name): the previous broadcast did not end its track in time")
+            splice(src: src)
+        }
+        if var next = upcoming, !next.prerolled, next.reader.liveEdgeUs != nil {
+            next.prerolled = true
+            upcoming = next
+            src.events.post(
+                "queue.preroll", kind: kind, track: next.source.trackName,
+                [("broadcast", .string(next.source.broadcast))])
+        }
         if let ms = latencyRef.withLock({ l -> UInt64? in
             defer { l = nil }; return l
         }) {
@@ -244,8 +281,9 @@ final class SrcPad: @unchecked Sendable {
             readerBudgetMs = budget
             reader?.updateBudget(maxLatencyMs: budget)
         }
+        if reader == nil, upcomingDueNs != nil { splice(src: src) }
         guard let reader, let source, !eosSent else {
-            wake.wait(since: generation, timeoutNs: 100_000_000)
+            wake.wait(since: generation, timeoutNs: upcoming == nil ? 100_000_000 : 20_000_000)
             return
         }
         guard let clock = src.playingClock() else {
@@ -277,6 +315,11 @@ final class SrcPad: @unchecked Sendable {
                     "track.stall.start", kind: kind, track: source.trackName, [("cause", .string("network-idle"))])
                 src.events.post("rebuffer.start", kind: kind, track: source.trackName, [])
             }
+        case .ended where upcoming != nil:
+            splice(src: src)
+        case .failed(let error) where upcoming != nil && error != .cancelled:
+            src.reporter.log(GST_LEVEL_INFO, "\(name): track \(source.trackName) ended: \(error)")
+            splice(src: src)
         case .ended:
             if source.eosOnEnd {
                 src.reporter.log(GST_LEVEL_INFO, "\(name): track \(source.trackName) finished: EOS")
@@ -303,6 +346,57 @@ final class SrcPad: @unchecked Sendable {
         case .frame(let frame):
             push(frame, reader: reader, source: source, now: clock.runningTime ?? 0, src: src)
         }
+    }
+
+    // MARK: Queue
+
+    /// How long after the queue moved on the current track may still deliver its last frames.
+    static let spliceWaitNs: UInt64 = 1_000_000_000
+
+    private func prepareUpcoming(_ prepared: Source?, src: MoqSrc) {
+        if let current = upcoming, let prepared, current.source.same(as: prepared) { return }
+        upcoming?.remote.cancel()
+        upcoming = nil
+        upcomingDueNs = nil
+        guard let prepared else { return }
+        let remote = prepared.session.subscribe(
+            broadcast: prepared.broadcast, track: prepared.trackName, range: subscriptionRange())
+        let reader = TrackReader(track: remote.track, maxLatencyMs: readerBudgetMs)
+        upcoming = (prepared, remote, reader, false)
+        src.reporter.log(GST_LEVEL_INFO, "\(name): prerolling \(prepared.broadcast)/\(prepared.trackName)")
+    }
+
+    /// Plays the prepared broadcast from here on: its first frame starts where the last frame
+    /// pushed (on any pad) ends.
+    private func splice(src: MoqSrc) {
+        guard let next = upcoming else { return }
+        upcoming = nil
+        upcomingDueNs = nil
+        let previous = source
+        remote?.cancel()
+        draining?.remote.cancel()
+        draining = nil
+        source = next.source
+        remote = next.remote
+        reader = next.reader
+        readerRef.withLock { $0 = next.reader }
+        currentTrack.withLock { $0 = next.source.trackName }
+        readyPosted = false
+        skipToNextGroup = false
+        discont = true
+        eosSent = false
+        lastPosition = nil
+        positionFromPreviousEpoch = false
+        counters.resetArrival()
+        _ = src.timeline.withLock { $0.splice(epoch: next.source.epoch) }
+        startStream(next.source, src: src)
+        src.reporter.log(GST_LEVEL_INFO, "\(name): \(previous?.broadcast ?? "-") → \(next.source.broadcast)")
+        src.events.post(
+            "queue.advance", kind: kind, track: next.source.trackName,
+            [
+                ("broadcast", .string(next.source.broadcast)), ("from", .string(previous?.broadcast ?? "")),
+                ("prerolled", .bool(next.prerolled)),
+            ])
     }
 
     /// Flushes downstream, moves the reader and (first pad to get here) the shared timeline.
@@ -365,6 +459,20 @@ final class SrcPad: @unchecked Sendable {
     static let wholeTrackMs: UInt64 = 1 << 40
 
     private func switchTo(_ next: Source, src: MoqSrc) {
+        if let prepared = upcoming?.source, prepared.session === next.session, prepared.broadcast == next.broadcast,
+            prepared.trackName == next.trackName
+        {
+            // The queue moved on: the prepared subscription plays once the current track ends
+            // (the broadcast was unannounced; its last frames may still be arriving), at once if
+            // it already did.
+            upcoming?.source = next
+            upcomingDueNs = monotonicNow() &+ Self.spliceWaitNs
+            if reader == nil { splice(src: src) }
+            return
+        }
+        upcoming?.remote.cancel()
+        upcoming = nil
+        upcomingDueNs = nil
         let previous = source
         if let previous, previous.same(as: next), reader != nil {
             // Same track: only its caps may have changed.
@@ -486,7 +594,9 @@ final class SrcPad: @unchecked Sendable {
             positionFromPreviousEpoch = false
             let edge = longForm ? frame.timestampUs : reader.liveEdgeUs ?? frame.timestampUs
             let placed = src.timeline.withLock {
-                $0.place(timestampUs: frame.timestampUs, liveEdgeUs: edge, now: now, latencyNs: latencyNs)
+                $0.place(
+                    timestampUs: frame.timestampUs, liveEdgeUs: edge, now: now, latencyNs: latencyNs,
+                    epoch: source.epoch)
             }
             if case .anchored = placed.placement {
                 lastPosition = nil
@@ -513,7 +623,9 @@ final class SrcPad: @unchecked Sendable {
             let (placed, placement) =
                 placedStart
                 ?? src.timeline.withLock {
-                    $0.place(timestampUs: frame.timestampUs, liveEdgeUs: edge, now: now, latencyNs: latencyNs)
+                    $0.place(
+                        timestampUs: frame.timestampUs, liveEdgeUs: edge, now: now, latencyNs: latencyNs,
+                        epoch: source.epoch)
                 }
             pts = placed
             switch placement {
@@ -537,7 +649,7 @@ final class SrcPad: @unchecked Sendable {
                 return
             }
         } else {
-            pts = src.timeline.withLock { $0.runningTime(of: frame.timestampUs) }
+            pts = src.timeline.withLock { $0.runningTime(of: frame.timestampUs, epoch: source.epoch) }
         }
         guard let buffer = Self.wrap(frame.payload) else { return }
         swiftmoq_buffer_set_pts(buffer, GstClockTime(pts))
@@ -562,12 +674,21 @@ final class SrcPad: @unchecked Sendable {
                     ("target-buffering-ms", .uint64(latencyMs)),
                 ])
         }
-        let edgePts = src.timeline.withLock { $0.runningTime(of: reader.liveEdgeUs ?? frame.timestampUs) }
+        let edgePts = src.timeline.withLock {
+            $0.runningTime(of: reader.liveEdgeUs ?? frame.timestampUs, epoch: source.epoch)
+        }
         let size = frame.payload.count
         lastPushedUs.store(max(1, frame.timestampUs), ordering: .relaxed)
         let result = gst_pad_push(pad, buffer)
         lastPosition = (frame.group, frame.index, frame.timestampUs)
-        src.timeline.withLock { $0.pushed(pts) }
+        // The frame lasts until the next one: the previous frame's spacing is its best estimate
+        // (a second at most), so that a splice starts right after it.
+        var endNs = pts
+        if let last = previousPts, last.epoch == source.epoch, pts > last.pts, pts - last.pts <= 1_000_000_000 {
+            endNs = pts + (pts - last.pts)
+        }
+        previousPts = (pts, source.epoch)
+        src.timeline.withLock { $0.pushed(pts, endNs: endNs) }
         if let stall = counters.framePushed(
             bytes: size, now: monotonicNow(),
             // Clamping: a publisher's timestamps can put the live edge at the end of time.

@@ -49,6 +49,8 @@ public final class Player: Sendable {
         var outputGeneration = 0
         var nowPlaying: NowPlaying?
         var mpris: MPRISService?
+        /// Broadcasts to play after the catalog's, in order (moqsrc's `queue`; ``QueuePlayer``).
+        var queue: [String] = []
     }
     private let state: Lock<State>
 
@@ -219,6 +221,16 @@ public final class Player: Sendable {
         try? pipeline?.element(named: "volume").set("volume", level)
     }
 
+    /// Replaces what plays after the current broadcast (moqsrc's `queue`): broadcast paths relative
+    /// to the Session's root, each subscribed and prerolled before its predecessor ends.
+    func setQueue(_ items: [String]) {
+        let pipeline = state.withLock { s -> Pipeline? in
+            s.queue = items
+            return s.pipeline
+        }
+        try? pipeline?.element(named: "src").set("queue", items.joined(separator: ","))
+    }
+
     /// Long-form: plays from `behindLiveEdge` before the newest media received, at once (the
     /// buffer is kept; the first samples are heard about 30 ms later). The position is moved back
     /// to a keyframe and kept within what is buffered. Live playback has no buffer to seek in.
@@ -365,6 +377,8 @@ public final class Player: Sendable {
             .set("latency", Self.ms(latency)).set("video-track", videoTrackName ?? "none")
             .set("audio-track", audioTrackName ?? "none")
         for (key, value) in broadcast.options.elementProperties + mode.elementProperties { src = src.set(key, value) }
+        let queue = state.withLock { $0.queue }
+        if !queue.isEmpty { src = src.set("queue", queue.joined(separator: ",")) }
         var nodes = src.nodes
         if case .file(let path) = output {
             for (pad, parser) in [("video_0", parser(video: true)), ("audio_0", parser(video: false))] {

@@ -23,6 +23,12 @@ public struct PlayerEvent: Sendable, Equatable, CustomStringConvertible {
         case nowPlaying = "now-playing"
         /// The audio moved to another output (``Player/switchAudioOutput(to:)``).
         case audioOutputChange = "audio.output.change"
+        /// A queue (``QueuePlayer``, or moqsrc's prefix follow): the next broadcast's track is
+        /// subscribed and its first frame arrived, before the current one ends (field `broadcast`).
+        case queuePreroll = "queue.preroll"
+        /// A queue moved on: this track now plays the next broadcast, starting where the previous
+        /// one ended (fields `broadcast`, `from`, `prerolled`).
+        case queueAdvance = "queue.advance"
         case playbackEnd = "playback.end"
         case trackSubscribeStart = "track.subscribe.start"
         case trackReady = "track.ready"

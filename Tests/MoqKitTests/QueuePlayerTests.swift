@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: MIT
+import Foundation
+import MoqKit
+import MoqTestKit
+import SwiftMoQ
+import Testing
+
+/// MoqKit's QueuePlayer plays one broadcast after another without a gap.
+@Suite("MoqKit QueuePlayer: broadcasts one after another, gaplessly", .serialized, .timeLimit(.minutes(2)))
+struct QueuePlayerTests {
+    typealias Heard = SyncBox<[(pts: Duration, duration: Duration, publisher: Duration)]>
+
+    /// A mono tone published as `path` on its own Session.
+    private func publish(_ relay: TestRelay, _ path: String) async throws -> (Session, Publisher) {
+        let session = Session(url: relay.url(), options: relay.sessionOptions)
+        try await session.connect()
+        let publisher = Publisher()
+        try publisher.addAudioTrack(source: TestPattern(), config: AudioEncoderConfig(channels: 1))
+        try await session.publish(path: path, publisher: publisher)
+        try await publisher.start()
+        return (session, publisher)
+    }
+
+    @Test("the queued broadcast is prerolled and starts where the first one ends; the queue follows")
+    func gapless() async throws {
+        let relay = try TestRelay.start()
+        let room = "queue-\(UInt32.random(in: 0...UInt32.max))"
+        let (firstSession, first) = try await publish(relay, "\(room)/one")
+        let viewer = Session(url: relay.url(), options: relay.sessionOptions)
+        try await viewer.connect()
+        let subscription = try await viewer.subscribe(prefix: "\(room)/one")
+        var broadcasts = subscription.broadcasts.makeAsyncIterator()
+        let broadcast = try #require(await broadcasts.next())
+        var catalogs = broadcast.catalogs().makeAsyncIterator()
+        var catalog = try #require(await catalogs.next())
+        while catalog.playableAudioTracks.isEmpty { catalog = try #require(await catalogs.next()) }
+
+        let heard = Heard([])
+        let queue = try QueuePlayer(
+            first: catalog, then: [],
+            output: .callbacks(
+                video: nil,
+                audio: { samples in
+                    let bytesPerSecond = samples.sampleRate * samples.channels * 4  // F32LE
+                    guard let pts = samples.pts, let publisher = samples.publisherTime, bytesPerSecond > 0 else {
+                        return
+                    }
+                    let duration = Duration.nanoseconds(
+                        Int64(samples.data.count) * 1_000_000_000 / Int64(bytesPerSecond))
+                    heard.mutate { $0.append((pts, duration, publisher)) }
+                }))
+        let events = queue.subscribeEvents()
+        let collected = SyncBox<[PlayerEvent]>([])
+        let watcher = Task {
+            for await event in events where event.name.rawValue.hasPrefix("queue.") {
+                collected.mutate { $0.append(event) }
+            }
+        }
+        try await queue.play()
+        try await waitUntil("a second of the first broadcast", timeout: .seconds(15)) { heard.value.count >= 50 }
+
+        // Queued while playing; published a little later, so its clock starts lower.
+        queue.append("\(room)/two")
+        #expect(queue.items == ["\(room)/two"])
+        let (secondSession, second) = try await publish(relay, "\(room)/two")
+        try await waitUntil("the second broadcast prerolled", timeout: .seconds(10)) {
+            collected.value.contains { $0.name == .queuePreroll }
+        }
+        first.stop()
+        try await waitUntil("the queue moved on", timeout: .seconds(10)) { queue.currentItem == "\(room)/two" }
+        let switchedAt = heard.value.count
+        try await waitUntil("half a second of the second broadcast", timeout: .seconds(10)) {
+            heard.value.count >= switchedAt + 25
+        }
+        let samples = heard.value
+        let at = try #require(
+            samples.indices.dropFirst().first { samples[$0].publisher < samples[$0 - 1].publisher },
+            "no switch in the publisher timestamps")
+        let gap = samples[at].pts - (samples[at - 1].pts + samples[at - 1].duration)
+        // Gapless: at most one 20 ms frame between the last sample of one and the first of the next.
+        #expect(gap >= .milliseconds(-1) && gap <= .milliseconds(20), "gap \(gap) at the switch")
+        #expect(queue.items.isEmpty)
+        let advance = try #require(collected.value.first { $0.name == .queueAdvance })
+        #expect(advance.fields["prerolled"]?.boolValue == true, "\(advance.fields)")
+        #expect(queue.player.stats.reconnects == 0)
+
+        watcher.cancel()
+        await queue.stop()
+        second.stop()
+        await viewer.close()
+        await firstSession.close()
+        await secondSession.close()
+        await relay.stop()
+    }
+}
