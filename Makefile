@@ -141,7 +141,8 @@ fuzz-build:
 		Sources/MoqBase/*.swift Sources/MoqWire/*.swift Sources/MoqWebTransport/*.swift Fuzz/FuzzWire/FuzzWire.swift \
 		-o $(BUILD)/fuzz/fuzz-wire
 	swiftc -sanitize=fuzzer,address -parse-as-library -O -package-name swiftmoq -module-name FuzzCatalog \
-		Sources/MoqBase/*.swift Sources/MoqWire/*.swift Sources/MoqCatalog/*.swift Fuzz/FuzzCatalog/FuzzCatalog.swift \
+		Sources/MoqBase/*.swift Sources/MoqWire/*.swift Sources/MoqCatalog/*.swift Sources/MoqCatalog/CMAF/*.swift \
+		Fuzz/FuzzCatalog/FuzzCatalog.swift \
 		-o $(BUILD)/fuzz/fuzz-catalog
 	swiftc -sanitize=fuzzer,address -parse-as-library -O -package-name swiftmoq -module-name FuzzSession \
 		Sources/MoqSync/*.swift Sources/MoqBase/*.swift Sources/MoqWire/*.swift Sources/MoqModel/*.swift Sources/MoqSession/*.swift \

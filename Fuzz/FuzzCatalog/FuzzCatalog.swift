@@ -44,7 +44,33 @@ public func fuzzCatalog(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         precondition(SwiftMoQExtension(catalog: written) == member, "swiftmoq member round trip")
     }
 
+    // CMAF init segments and fragments (a catalog's `container.init`, a cmaf track's frames) come
+    // from peers too: reading them throws or yields samples within the bytes, never traps.
     let bytes = Bytes(copying: input)
+    if let cmaf = try? CMAFInit(bytes) {
+        for track in cmaf.tracks {
+            let own = cmaf.segment(forTrack: track.trackID)
+            precondition(own.flatMap { try? CMAFInit($0) }?.tracks == [track], "per-track init round trip")
+            _ = track.opusHead
+            _ = track.audioSpecificConfig
+        }
+    }
+    let anyTrack = CMAFTrack(
+        trackID: 1, timescale: 90_000, handler: "vide", sampleEntry: "avc1", configuration: nil, defaultSampleSize: 7)
+    var decodeTimes: [UInt32: UInt64] = [:]
+    if let samples = try? CMAFFragment.samples(in: bytes, tracks: [anyTrack], nextDecodeTime: &decodeTimes) {
+        for sample in samples {
+            precondition(sample.data.count <= bytes.count, "a sample larger than the fragment")
+            var again: [UInt32: UInt64] = [:]
+            let fragment = CMAFFragment.fragment(sample, sequence: 1)
+            let reread = try? CMAFFragment.samples(in: fragment, tracks: [anyTrack], nextDecodeTime: &again)
+            if Int32(exactly: sample.compositionOffset) != nil {
+                precondition(reread == [sample], "one-sample fragment round trip")
+            }
+            _ = sample.presentationMicros(timescale: anyTrack.timescale)
+        }
+    }
+
     if let frame = try? LegacyFrame(decoding: bytes) {
         precondition(frame.payload.count < bytes.count, "payload includes the timestamp")
         let encoded = try? frame.encoded()

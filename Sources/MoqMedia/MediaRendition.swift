@@ -157,7 +157,8 @@ public enum MediaFormatError: Error, Sendable, Equatable, CustomStringConvertibl
         case .incompleteCaps(let caps, let missing): "incomplete caps \(abbreviated(caps)): missing \(missing)"
         case .invalidCodecData(let caps, let reason): "invalid caps \(abbreviated(caps)): \(reason)"
         case .unsupportedCodec(let codec): "skipped: codec \"\(codec)\" is not supported"
-        case .unsupportedContainer(let kind): "skipped: container \"\(kind)\" is not supported (only \"legacy\")"
+        case .unsupportedContainer(let kind):
+            "skipped: container \"\(kind)\" is not supported (only \"legacy\" and \"cmaf\")"
         case .incompleteRendition(let codec, let missing): "skipped: \(codec) rendition has no \(missing)"
         case .invalidRendition(let codec, let reason): "skipped: \(codec) rendition is invalid: \(reason)"
         }

@@ -89,11 +89,34 @@ private struct CapsBuilder {
         GstInitialization.ensure()
         self.config = config
         let name = config.codec
-        guard config.container.kind == .legacy else {
+        var description = config.description?.array
+        func invalid(_ reason: String) -> MediaFormatError { .invalidRendition(codec: name, reason: reason) }
+        switch config.container.kind {
+        case .legacy: break
+        case .cmaf(let initSegment):
+            // Each frame is a moof+mdat whose samples are laid out as in the legacy container
+            // (length-prefixed NAL units for avc1/hvc1, raw packets for audio); the decoder
+            // configuration may come from the init segment instead of `description`.
+            let track: CMAFTrack
+            do {
+                let parsed = try CMAFInit(initSegment)
+                guard parsed.tracks.count == 1 else {
+                    throw invalid("the CMAF init segment has \(parsed.tracks.count) tracks")
+                }
+                track = parsed.tracks[0]
+            } catch let error as MediaFormatError {
+                throw error
+            } catch {
+                throw invalid("\(error)")
+            }
+            if description == nil, let configuration = track.configuration,
+                ["avc1", "avc3", "hvc1", "hev1"].contains(track.sampleEntry)
+            {
+                description = configuration.array
+            }
+        default:
             throw .unsupportedContainer(kind: config.container.kindName ?? "(no kind)")
         }
-        let description = config.description?.array
-        func invalid(_ reason: String) -> MediaFormatError { .invalidRendition(codec: name, reason: reason) }
         switch config {
         case .video:
             if name.hasPrefix("avc1.") || name.hasPrefix("avc3.") {

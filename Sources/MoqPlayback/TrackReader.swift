@@ -33,8 +33,8 @@ public final class TrackReader: @unchecked Sendable {
     public enum Item: Sendable {
         /// The next frame.
         case frame(MediaFrame)
-        /// A frame whose legacy container could not be decoded (skipped).
-        case malformed(group: UInt64, index: Int, LegacyFrameError)
+        /// A frame whose container (legacy or CMAF) could not be decoded (skipped); the error says why.
+        case malformed(group: UInt64, index: Int, String)
         /// Nothing arrived within the wait.
         case idle
         /// The track finished cleanly.
@@ -59,6 +59,14 @@ public final class TrackReader: @unchecked Sendable {
     private var index = 0
     private let reorderWindowMs: UInt64?
     private let raw: Bool
+    /// The track of a `cmaf` rendition: each frame is a moof+mdat whose samples become frames.
+    private let cmaf: CMAFTrack?
+    /// Where each CMAF track's previous fragment ended (for fragments without `tfdt`).
+    private var cmafDecodeTimes: [UInt32: UInt64] = [:]
+    /// Samples of the last CMAF fragment not handed out yet.
+    private var pendingSamples: [MediaFrame] = []
+    /// The index of the next sample within its group (CMAF: a fragment may hold several).
+    private var sampleIndex = 0
 
     /// - Parameters:
     ///   - maxLatencyMs: the budget: groups older than the newest by more are skipped.
@@ -67,10 +75,16 @@ public final class TrackReader: @unchecked Sendable {
     ///     long for a group that is not coming.
     ///   - raw: the frames are not hang's legacy container (a data track): each is handed over as
     ///     it came, with the frame's own timestamp (the track's timescale).
-    public init(track: TrackProducer, maxLatencyMs: UInt64?, reorderWindowMs: UInt64? = nil, raw: Bool = false) {
+    ///   - cmaf: the rendition's CMAF track (its `container.init`): frames are fragments, and
+    ///     each of their samples is handed over with its presentation time.
+    public init(
+        track: TrackProducer, maxLatencyMs: UInt64?, reorderWindowMs: UInt64? = nil, raw: Bool = false,
+        cmaf: CMAFTrack? = nil
+    ) {
         self.track = track
         self.reorderWindowMs = reorderWindowMs
         self.raw = raw
+        self.cmaf = cmaf
         consumer = TrackConsumer(track: track, maxLatencyMs: maxLatencyMs, reorderWindowMs: reorderWindowMs)
         wakeup = Wakeup(signal)
         token = track.addObserver(wakeup)
@@ -109,7 +123,7 @@ public final class TrackReader: @unchecked Sendable {
         var chosen: (sequence: UInt64, startUs: UInt64)?
         for group in track.groups(from: 0) {
             guard let first = track.frames(of: group, from: 0).frames.first,
-                let start = try? LegacyFrame(decoding: first.payload).timestamp
+                let start = self.frameTimestampUs(first, last: false)
             else { continue }
             if chosen == nil || start <= timestampUs { chosen = (group.sequence, start) }
             if start > timestampUs { break }
@@ -122,7 +136,7 @@ public final class TrackReader: @unchecked Sendable {
     public func groupStart(atOrAfter timestampUs: UInt64) -> (sequence: UInt64, startUs: UInt64)? {
         for group in track.groups(from: 0) {
             guard let first = track.frames(of: group, from: 0).frames.first,
-                let start = try? LegacyFrame(decoding: first.payload).timestamp
+                let start = self.frameTimestampUs(first, last: false)
             else { continue }
             if start >= timestampUs { return (group.sequence, start) }
         }
@@ -159,6 +173,12 @@ public final class TrackReader: @unchecked Sendable {
             if cancelled.load(ordering: .acquiring) { return .failed(.cancelled) }
             let generation = signal.current
             var waitUntil: UInt64? = nil
+            if !pendingSamples.isEmpty {
+                let media = pendingSamples.removeFirst()
+                if let before = dropBeforeUs, media.timestampUs < before { continue }
+                dropBeforeUs = nil
+                return .frame(media)
+            }
             if let current = group {
                 switch current.poll() {
                 case .frame(let frame):
@@ -213,6 +233,7 @@ public final class TrackReader: @unchecked Sendable {
                     groupProgress = clock.now()
                     lastGroup = g.sequence
                     index = 0
+                    sampleIndex = 0
                     continue
                 case .ended: return .ended
                 case .failed(let error): return .failed(error)
@@ -230,6 +251,7 @@ public final class TrackReader: @unchecked Sendable {
     }
 
     private func decode(_ frame: Frame, group: UInt64, index: Int) -> Item? {
+        if let cmaf { return decodeFragment(frame, track: cmaf, group: group, index: index) }
         if raw {
             return .frame(
                 MediaFrame(
@@ -244,8 +266,29 @@ public final class TrackReader: @unchecked Sendable {
                     timestampUs: legacy.timestamp, payload: legacy.payload, group: group, index: index,
                     readAt: track.clock.now()))
         } catch {
-            return .malformed(group: group, index: index, error)
+            return .malformed(group: group, index: index, error.description)
         }
+    }
+
+    /// A CMAF frame: its samples of this track, the first returned and the rest kept for the
+    /// next reads. Nil when it holds none.
+    private func decodeFragment(_ frame: Frame, track cmaf: CMAFTrack, group: UInt64, index: Int) -> Item? {
+        let samples: [CMAFSample]
+        do {
+            samples = try CMAFFragment.samples(in: frame.payload, tracks: [cmaf], nextDecodeTime: &cmafDecodeTimes)
+        } catch {
+            return .malformed(group: group, index: index, error.description)
+        }
+        let now = track.clock.now()
+        for sample in samples {
+            pendingSamples.append(
+                MediaFrame(
+                    timestampUs: sample.presentationMicros(timescale: cmaf.timescale), payload: sample.data,
+                    group: group, index: sampleIndex, readAt: now))
+            sampleIndex += 1
+        }
+        guard !pendingSamples.isEmpty else { return nil }
+        return .frame(pendingSamples.removeFirst())
     }
 
     /// The newest timestamp received on the track (µs), from the last frame of its newest
@@ -254,7 +297,17 @@ public final class TrackReader: @unchecked Sendable {
         guard let latest = track.latestGroup else { return nil }
         let count = track.frameCount(of: latest)
         guard count > 0, let last = track.frames(of: latest, from: count - 1).frames.first else { return nil }
-        return (try? LegacyFrame(decoding: last.payload))?.timestamp
+        return frameTimestampUs(last, last: true)
+    }
+
+    /// The media timestamp (µs) of a received frame: the legacy container's, or the first (or
+    /// last) sample's presentation time of a CMAF fragment. Nil when it does not decode.
+    /// Thread-safe (keeps no state).
+    private func frameTimestampUs(_ frame: Frame, last: Bool) -> UInt64? {
+        guard let cmaf else { return try? LegacyFrame(decoding: frame.payload).timestamp }
+        var decodeTimes: [UInt32: UInt64] = [:]
+        let samples = try? CMAFFragment.samples(in: frame.payload, tracks: [cmaf], nextDecodeTime: &decodeTimes)
+        return (last ? samples?.last : samples?.first)?.presentationMicros(timescale: cmaf.timescale)
     }
 
     /// True when a group newer than `sequence` has arrived.

@@ -864,6 +864,54 @@ async def cmd_publish_media_avc1(args) -> None:
     emit("done")
 
 
+def mp4_boxes(data: bytes) -> list[bytes]:
+    """The top-level boxes of an MP4 file, each as its bytes (size 1 = 64-bit size)."""
+    boxes, at = [], 0
+    while at + 8 <= len(data):
+        size = struct.unpack_from(">I", data, at)[0]
+        if size == 1:
+            size = struct.unpack_from(">Q", data, at + 8)[0]
+        elif size == 0:
+            size = len(data) - at
+        if size < 8 or at + size > len(data):
+            raise PeerError(f"malformed MP4: a box of {size} bytes at {at}")
+        boxes.append(data[at : at + size])
+        at += size
+    return boxes
+
+
+async def cmd_publish_fmp4(args) -> None:
+    """A fragmented MP4 file through moq-ffi's own fMP4 importer (publish_container FMP4).
+
+    The init segment (everything before the first moof) goes first, then each moof+mdat pair,
+    one every --interval-ms, like a live muxer's output.
+    """
+    broadcast_name = args.broadcast or unique_name("fmp4")
+    boxes = mp4_boxes(open(args.file, "rb").read())
+    first = next((i for i, b in enumerate(boxes) if b[4:8] == b"moof"), len(boxes))
+    head, rest = b"".join(boxes[:first]), boxes[first:]
+    async with make_client(args) as client:
+        broadcast = client.create_broadcast(broadcast_name)
+        container = broadcast.publish_container(moq.ContainerFormat.FMP4)
+        container.write(head)
+        broadcast.announce()
+        emit("announced", broadcast=broadcast_name)
+        fragments = 0
+        chunk = b""
+        for box in rest:
+            chunk += box
+            if box[4:8] == b"mdat":
+                container.write(chunk)
+                chunk = b""
+                fragments += 1
+                await sleep_ms(args.interval_ms)
+        container.finish()
+        emit("finished", fragments=fragments)
+        await sleep_ms(args.linger_ms)
+        broadcast.close()
+    emit("done")
+
+
 async def raw_catalog(consumer: moq.BroadcastConsumer) -> dict:
     """The newest catalog.json snapshot, exactly as published (one full JSON per group)."""
     phase("waiting for a catalog.json snapshot (is this a hang broadcast?)")
@@ -1286,6 +1334,12 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--video-track", default="0.avc1")
             p.add_argument("--audio-track", default="1.opus")
 
+    p = client("publish-fmp4", "a fragmented MP4 file through moq-ffi's fMP4 importer (CMAF tracks)", timeout_s=0)
+    p.add_argument("--broadcast", help="broadcast path (default: a unique name)")
+    p.add_argument("--file", required=True, help="fragmented MP4 (ftyp, moov, then moof+mdat pairs)")
+    p.add_argument("--interval-ms", type=float, default=33, help="pause after each moof+mdat pair")
+    p.add_argument("--linger-ms", type=float, default=1000)
+
     p = client("watch", "decode a hang broadcast (catalog, video, audio)")
     p.add_argument("--broadcast", required=True)
     p.add_argument("--seconds", type=float, default=5, help="stop after this long (<= 0: at the end)")
@@ -1333,6 +1387,7 @@ COMMANDS = {
     "subscribe-datagrams": cmd_subscribe_datagrams,
     "publish-media": cmd_publish_media,
     "publish-media-avc1": cmd_publish_media_avc1,
+    "publish-fmp4": cmd_publish_fmp4,
     "watch": cmd_watch,
     "catalog": cmd_catalog,
     "bench-publish": cmd_bench_publish,

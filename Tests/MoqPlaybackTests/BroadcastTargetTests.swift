@@ -1,6 +1,6 @@
+// SPDX-License-Identifier: MIT
 import Testing
 
-// SPDX-License-Identifier: MIT
 @testable import MoqPlayback
 
 @Suite("BroadcastTarget: which broadcast plays next")

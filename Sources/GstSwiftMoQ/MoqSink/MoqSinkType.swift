@@ -24,6 +24,7 @@ enum MoqSinkType {
         audio/mpeg, mpegversion=(int)1, layer=(int)3; \
         audio/x-flac, framed=(boolean)true; \
         audio/x-raw, format=(string)F32LE, layout=(string)interleaved; \
+        video/quicktime, variant=(string){ iso, iso-fragmented }; \
         application/x-moq-data
         """
 

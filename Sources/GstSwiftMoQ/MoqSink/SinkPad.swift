@@ -35,6 +35,8 @@ final class SinkPad: @unchecked Sendable {
     /// Set by the streaming thread, read by the element's EOS aggregation on another.
     private let eos = Atomic(false)
     private var isData = false
+    /// Set for a fragmented MP4 input (`video/quicktime`): its tracks are published as CMAF.
+    private var cmaf: CMAFInput?
     /// The publisher item this pad's groups belong to (moqsink's `item`).
     private var startedItem: UInt64 = 0
     private var keyframeRequested = false
@@ -69,6 +71,7 @@ final class SinkPad: @unchecked Sendable {
     /// The element stopped: forget the broadcast's objects (caps come again on restart).
     func detach() {
         isData = false
+        cmaf = nil
         startedItem = 0
         keyframeRequested = false
         group = nil
@@ -82,6 +85,8 @@ final class SinkPad: @unchecked Sendable {
     func release() {
         group?.finish()
         track?.finish()
+        cmaf?.finish()
+        for name in cmaf?.trackNames ?? [] { sink?.updateCatalog(track: name, config: nil) }
         if let name = trackName { sink?.updateCatalog(track: name, config: nil) }
         detach()
     }
@@ -99,7 +104,8 @@ final class SinkPad: @unchecked Sendable {
         case GST_EVENT_SEGMENT:
             gst_event_copy_segment(event, &segment)
             hasSegment = segment.format == GST_FORMAT_TIME
-            if !hasSegment {
+            // A muxer's byte stream (fragmented MP4) carries its own timing.
+            if !hasSegment && cmaf == nil {
                 sink?.reporter.warning(
                     .stream(GST_STREAM_ERROR_FORMAT),
                     "\(name): a non-TIME segment: buffers are dropped until a TIME segment")
@@ -123,6 +129,7 @@ final class SinkPad: @unchecked Sendable {
             group?.finish()
             group = nil
             track?.finish()
+            cmaf?.finish()
             eos.store(true, ordering: .releasing)
             sink?.padReachedEOS()
             gst_event_unref(event)
@@ -137,11 +144,21 @@ final class SinkPad: @unchecked Sendable {
 
     private func setCaps(_ caps: UnsafeMutablePointer<GstCaps>) -> Bool {
         guard let sink, let run = sink.run else { return false }
-        if let structure = gst_caps_get_structure(caps, 0),
-            String(cString: gst_structure_get_name(structure)) == Self.dataCaps
-        {
-            return setDataCaps(sink: sink, run: run)
+        if let structure = gst_caps_get_structure(caps, 0) {
+            switch String(cString: gst_structure_get_name(structure)) {
+            case Self.dataCaps: return setDataCaps(sink: sink, run: run)
+            case "video/quicktime":
+                // Fragmented MP4: the tracks are found in the init segment, in the data.
+                if cmaf == nil {
+                    let props = MoqSinkPadType.state(UnsafeMutableRawPointer(pad))
+                    cmaf = CMAFInput(padIndex: index, padTrackName: props.lock())
+                    sink.noteUpstream(live: upstreamIsLive())
+                }
+                return true
+            default: break
+            }
         }
+        cmaf = nil
         let newFormat: PadFormat
         switch PadFormat.from(caps: caps) {
         case .failure(let error):
@@ -220,6 +237,7 @@ final class SinkPad: @unchecked Sendable {
         defer { gst_buffer_unref(buffer) }
         guard let sink, sink.run != nil else { return GST_FLOW_FLUSHING }
         if isData, let track { return chainData(buffer, track: track) }
+        if let cmaf, let run = sink.run { return chainCMAF(buffer, input: cmaf, sink: sink, run: run) }
         guard let format, let track else { return GST_FLOW_NOT_NEGOTIATED }
         guard hasSegment else {
             drop()
@@ -314,6 +332,29 @@ final class SinkPad: @unchecked Sendable {
         track.writeSingleFrameGroup(payload, timestamp: micros)
         counted(payload.count, newGroup: true)
         return GST_FLOW_OK
+    }
+
+    private func chainCMAF(
+        _ buffer: UnsafeMutablePointer<GstBuffer>, input: CMAFInput, sink: MoqSink, run: MoqSink.Running
+    ) -> GstFlowReturn {
+        var map = GstMapInfo()
+        guard gst_buffer_map(buffer, &map, GST_MAP_READ) != 0 else { return GST_FLOW_ERROR }
+        defer { gst_buffer_unmap(buffer, &map) }
+        do {
+            let progress = try input.take(
+                UnsafeRawBufferPointer(start: map.data, count: Int(map.size)), sink: sink, run: run)
+            if let first = input.trackNames.first { published.withLock { $0 = first } }
+            counters.withLock {
+                $0.frames += UInt64(progress.frames)
+                $0.groups += UInt64(progress.groups)
+                $0.bytes += UInt64(progress.bytes)
+                $0.dropped += UInt64(progress.dropped)
+            }
+            return GST_FLOW_OK
+        } catch {
+            sink.reporter.error(.stream(GST_STREAM_ERROR_DEMUX), "\(name): fragmented MP4 input: \(error.message)")
+            return GST_FLOW_ERROR
+        }
     }
 
     private func counted(_ bytes: Int, newGroup: Bool) {

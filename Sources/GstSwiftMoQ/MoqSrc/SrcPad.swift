@@ -36,6 +36,12 @@ final class SrcPad: @unchecked Sendable {
         var finite = false
 
         var trackName: String { rendition.rendition.name }
+        /// The CMAF track of a `cmaf` rendition (its init segment, checked when the rendition was
+        /// found playable); nil for the legacy container.
+        var cmafTrack: CMAFTrack? {
+            guard case .cmaf(let initSegment) = rendition.rendition.config.container.kind else { return nil }
+            return try? CMAFInit(initSegment).tracks.first
+        }
         /// The same subscription (catalog metadata such as `jitter` or `bitrate` may change
         /// in every snapshot without touching the track).
         func same(as other: Source) -> Bool {
@@ -361,7 +367,7 @@ final class SrcPad: @unchecked Sendable {
         guard let prepared else { return }
         let remote = prepared.session.subscribe(
             broadcast: prepared.broadcast, track: prepared.trackName, range: subscriptionRange())
-        let reader = TrackReader(track: remote.track, maxLatencyMs: readerBudgetMs)
+        let reader = TrackReader(track: remote.track, maxLatencyMs: readerBudgetMs, cmaf: prepared.cmafTrack)
         upcoming = (prepared, remote, reader, false)
         src.reporter.log(GST_LEVEL_INFO, "\(name): prerolling \(prepared.broadcast)/\(prepared.trackName)")
     }
@@ -501,7 +507,8 @@ final class SrcPad: @unchecked Sendable {
         // for the whole deep budget (a restarted relay may announce a start it no longer holds).
         let reader = TrackReader(
             track: remote.track, maxLatencyMs: readerBudgetMs,
-            reorderWindowMs: longFormBufferMs == nil ? nil : TrackConsumer.defaultReorderWindowMs)
+            reorderWindowMs: longFormBufferMs == nil ? nil : TrackConsumer.defaultReorderWindowMs,
+            cmaf: next.cmafTrack)
         self.remote = remote
         self.reader = reader
         readerRef.withLock { $0 = reader }

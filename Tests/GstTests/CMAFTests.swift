@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+import CGStreamer
+import CGstApp
+import Foundation
+import MoqCatalog
+import MoqInteropSupport
+import SwiftMoQ
+import Testing
+
+/// Fragmented MP4 (CMAF) through moqsink and moqsrc, with moq-dev's Rust peer on the other side.
+/// Debian has no `isofmp4mux`/`cmafmux` (gst-plugins-rs): `mp4mux fragment-duration=…` makes
+/// the same ftyp + moov, then moof + mdat stream.
+@Suite("CMAF: fragmented MP4 in moqsink, played by moqsrc and by moq-dev's peer", .serialized, .timeLimit(.minutes(3)))
+struct CMAFTests {
+    /// H.264 and Opus muxed into fragmented MP4, one fragment per video frame.
+    static func fragmentedMP4(frames: Int) -> String {
+        "mp4mux name=mux fragment-duration=33 streamable=true "
+            + "videotestsrc is-live=true pattern=ball num-buffers=\(frames) ! "
+            + "video/x-raw,format=I420,width=320,height=240,framerate=30/1 ! "
+            + "x264enc tune=zerolatency key-int-max=30 ! video/x-h264,profile=constrained-baseline ! h264parse ! mux. "
+            + "audiotestsrc is-live=true num-buffers=\(frames * 5 / 3) samplesperbuffer=960 ! "
+            + "audio/x-raw,rate=48000,channels=2 ! opusenc ! mux. "
+    }
+
+    @Test(
+        "mp4mux (fragmented) ! moqsink → Rust relay → moq-dev's decoder: catalog cmaf with an init segment, 150 video frames decode"
+    )
+    func swiftCMAFToRustDecoder() async throws {
+        let relay = try await RustRelay.start()
+        defer { relay.stop() }
+        let name = RustPeer.uniqueName("cmaf")
+        let watcher = try RustPeer.launch(
+            ["watch"] + relay.client + ["--broadcast", name, "--seconds", "12", "--frames", "150"])
+        defer { watcher.terminateInBackground() }
+        let gst = try PluginFile.launch(
+            Self.fragmentedMP4(frames: 180) + "mux. ! moqsink url=\(relay.url()) broadcast=\(name) "
+                + "tls-fingerprint=\(relay.fingerprint)")
+        defer { if gst.isRunning { gst.terminate() } }
+        let catalog = try await watcher.waitFor(event: "catalog", timeout: .seconds(30))
+        let summary = try await watcher.waitFor(event: "summary", timeout: .seconds(40))
+        // One track per MP4 track, each with its own init segment, as moq-dev's fMP4 importer does.
+        #expect(catalog.line.contains("\"kind\":\"cmaf\"") && catalog.line.contains("\"init\""), "\(catalog.line)")
+        #expect(catalog.line.contains("avc1.42") && catalog.line.contains("\"opus\""), "\(catalog.line)")
+        #expect((summary.int("video_frames") ?? 0) >= 150, "\(summary)")
+        #expect((summary.int("audio_frames") ?? 0) >= 100, "\(summary)")
+        #expect(summary.int("errors") == 0, "\(summary)")
+    }
+
+    @Test("mp4mux (fragmented) ! moqsink → moqsrc ! decodebin: both tracks decode, timestamps monotonic")
+    func swiftCMAFToMoqsrc() async throws {
+        let relay = try localRelay()
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        let name = "cmaf-\(UInt32.random(in: 0...UInt32.max))"
+        let publisher = try TestPipeline(
+            Self.fragmentedMP4(frames: 100_000) + "mux. ! moqsink \(relay.elementProperties) broadcast=\(name)")
+        #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
+        defer { publisher.setState(GST_STATE_NULL) }
+        let player = try TestPipeline(
+            "moqsrc name=s \(relay.elementProperties) broadcast=\(name) "
+                + "s.video_0 ! decodebin ! video/x-raw ! appsink name=v sync=false "
+                + "s.audio_0 ! decodebin ! audio/x-raw ! appsink name=a sync=false")
+        #expect(player.play() != GST_STATE_CHANGE_FAILURE)
+        defer { player.setState(GST_STATE_NULL) }
+        let video = AppSinkCollector(player.element("v")!)
+        let audio = AppSinkCollector(player.element("a")!)
+        defer {
+            video.stop()
+            audio.stop()
+        }
+        try await eventually("60 video frames and 100 audio buffers decoded", timeout: .seconds(20)) {
+            video.count >= 60 && audio.count >= 100
+        }
+        #expect(isMonotonic(video.all), "video timestamps go backwards")
+        #expect(isMonotonic(audio.all), "audio timestamps go backwards")
+        #expect(player.errors.isEmpty && publisher.errors.isEmpty, "\(player.errors) \(publisher.errors)")
+        let sink = publisher.element("moqsink0")
+        defer { sink.map { gst_object_unref($0) } }
+        #expect(sink.flatMap { stringProperty($0, "stats") }?.contains("frames") == true)
+    }
+
+    @Test("moq-dev's fMP4 importer (CMAF tracks) → Rust relay → moqsrc ! decodebin: frames decode")
+    func rustCMAFToMoqsrc() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("swiftmoq-cmaf-\(getpid()).mp4")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let mux = try PluginFile.launch(
+            "mp4mux name=mux fragment-duration=33 streamable=true "
+                + "videotestsrc num-buffers=120 pattern=ball ! video/x-raw,format=I420,width=320,height=240,framerate=30/1 ! "
+                + "x264enc tune=zerolatency key-int-max=30 ! video/x-h264,profile=constrained-baseline ! h264parse ! mux. "
+                + "mux. ! filesink location=\(file.path)")
+        let muxed = Handed(mux)
+        try await offThePool { muxed.value.waitUntilExit() }
+        try #require(mux.terminationStatus == 0, "gst-launch could not write \(file.path)")
+
+        let relay = try await RustRelay.start()
+        defer { relay.stop() }
+        let name = RustPeer.uniqueName("fmp4")
+        let publisher = try RustPeer.launch(
+            ["publish-fmp4"] + relay.client + ["--broadcast", name, "--file", file.path, "--interval-ms", "33"])
+        defer { publisher.terminateInBackground() }
+        _ = try await publisher.waitFor(event: "announced", timeout: .seconds(20))
+        let player = try TestPipeline(
+            "moqsrc name=s url=\(relay.url()) broadcast=\(name) tls-fingerprint=\(relay.fingerprint) latency=300 "
+                + "s.video_0 ! decodebin ! video/x-raw ! appsink name=v sync=false")
+        #expect(player.play() != GST_STATE_CHANGE_FAILURE)
+        defer { player.setState(GST_STATE_NULL) }
+        let video = AppSinkCollector(player.element("v")!)
+        defer { video.stop() }
+        try await eventually("60 frames of moq-dev's CMAF decoded", timeout: .seconds(20)) { video.count >= 60 }
+        #expect(isMonotonic(video.all), "timestamps go backwards")
+        #expect(player.errors.isEmpty, "\(player.errors)")
+    }
+}
