@@ -57,10 +57,14 @@ plugin: setup
 		gst-inspect-1.0 moqsink 2>&1 | grep -i -m3 -e failed -e undefined >&2; exit 1; }
 	@rm -f $(BUILD)/gst-check-registry.bin
 
+# Installed stripped (debug symbols and the static Swift runtime's symbol tables are half the
+# file); the build tree keeps the unstripped plugin for debugging. The installed file is checked to load.
 install: plugin
 	@mkdir -p $(PLUGIN_DIR)
-	cp $(BUILD)/gst/libgstswiftmoq.so $(PLUGIN_DIR)/
-	@echo "installed $(PLUGIN_DIR)/libgstswiftmoq.so"
+	strip --strip-unneeded -o $(PLUGIN_DIR)/libgstswiftmoq.so $(BUILD)/gst/libgstswiftmoq.so
+	@GST_PLUGIN_PATH=$(PLUGIN_DIR) GST_REGISTRY_1_0=$(BUILD)/gst-install-registry.bin gst-inspect-1.0 moqsrc >/dev/null || { \
+		echo "error: the stripped plugin does not load" >&2; exit 1; }
+	@echo "installed $(PLUGIN_DIR)/libgstswiftmoq.so ($$(du -h $(PLUGIN_DIR)/libgstswiftmoq.so | cut -f1), stripped; unstripped: $(BUILD)/gst/)"
 
 lint:
 	$(SWIFT) format lint --strict -r Sources Tests Fuzz Plugins Package.swift

@@ -9,6 +9,8 @@ Cases (each configurable through the environment, see benchlib/config.py):
                  subscriber with a 10 s budget: delivered %, order, session kept, relay cost
   3. fanout      one 4 Mbit/s broadcast to 10/50/100/200 subscribers: delivery % and relay CPU
   4. gst         appsrc ! moqsink → Swift relay → moqsrc latency=0 ! appsink, 1080p30 H.264
+  4c. ttff       time to first frame: a new moqsrc ! decodebin ! appsink player (default settings),
+                 and moq-dev's watch, started N times on a running 1080p30 broadcast
   4b. longform   moqsrc buffering=long-form vs live: startup, fill rate, longest gap-free outage
   5. memory      RSS of the subscriber and the relay over 50,000 groups
 
@@ -42,6 +44,7 @@ RUNNERS = {
     "openloop": cases.run_openloop,
     "fanout": cases.run_fanout,
     "gst": cases.run_gst,
+    "ttff": cases.run_ttff,
     "longform": cases.run_longform,
     "memory": cases.run_memory,
 }

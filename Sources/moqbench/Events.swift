@@ -10,6 +10,7 @@ enum JSONField: Sendable {
     case string(String)
     case bool(Bool)
     case ints([Int])
+    case doubles([Double])
 
     var rendered: String {
         switch self {
@@ -17,6 +18,7 @@ enum JSONField: Sendable {
         case .double(let v): v.isFinite ? String(v) : "null"
         case .bool(let v): v ? "true" : "false"
         case .ints(let vs): "[" + vs.map(String.init).joined(separator: ",") + "]"
+        case .doubles(let vs): "[" + vs.map { JSONField.double($0).rendered }.joined(separator: ",") + "]"
         case .string(let s): JSONValue.string(s).jsonString
         }
     }

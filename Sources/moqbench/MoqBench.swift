@@ -18,6 +18,7 @@ enum MoqBench {
           gst-publish         appsrc ! moqsink with a pre-encoded H.264 clip (x264enc ultrafast)
           gst-subscribe       moqsrc latency=0 ! appsink, latency from the publisher-time reference meta
           long-form           moqsrc buffering=long-form vs live: startup, fill rate, longest gap-free outage
+          ttff                time to first frame: a new moqsrc ! decodebin ! appsink player, N times
 
         Run 'moqbench <role> --help' for a role's options.
         """
@@ -31,6 +32,7 @@ enum MoqBench {
             "gst-publish": Subcommand(usage: GstPublishRole.usage, run: GstPublishRole.run),
             "gst-subscribe": Subcommand(usage: GstSubscribeRole.usage, run: GstSubscribeRole.run),
             "long-form": Subcommand(usage: LongFormRole.usage, run: LongFormRole.run),
+            "ttff": Subcommand(usage: TimeToFirstFrameRole.usage, run: TimeToFirstFrameRole.run),
         ]
         switch await Subcommands.dispatch(argv, among: roles) {
         case .missing:

@@ -932,6 +932,7 @@ async def cmd_catalog(args) -> None:
 
 
 async def cmd_watch(args) -> None:
+    started = asyncio.get_running_loop().time()  # connect → first decoded frame (make bench's ttff case)
     async with make_client(args) as client:
         consumer = await wait_broadcast(client, args.broadcast)
         phase("waiting for the catalog (is this a hang broadcast?)")
@@ -959,6 +960,8 @@ async def cmd_watch(args) -> None:
                 frames = await consumer.decode_video(name, entry, moq.VideoDecoderOutput(max_age_us=max_age_us))
                 async for frame in frames:
                     counts["video"] += 1
+                    if counts["video"] == 1:
+                        emit("first_frame", ms=round((asyncio.get_running_loop().time() - started) * 1000, 2))
                     emit("video", track=name, pts_us=frame.timestamp_us, width=frame.width, height=frame.height)
                     if args.frames and counts["video"] >= args.frames:
                         enough.set()

@@ -269,6 +269,7 @@ def _fanout_run(tools: Tools, cfg: Config, log, relay_stack: str, sessions: int,
             })
             with stopping(publisher):
                 publisher.wait_event("announced", 30)
+                relay_base_kib = relay.child.rss_kib()  # the relay with the publisher, before any subscriber
                 load = start_client(tools, "swift", "fanout-subscribers", f"{tag}-subscribers", relay, {
                     "broadcast": path, "sessions": sessions, "frames": frames, "warmup-frames": cfg.fanout_fps,
                     "deadline-s": cfg.fanout_seconds + 20,
@@ -281,6 +282,7 @@ def _fanout_run(tools: Tools, cfg: Config, log, relay_stack: str, sessions: int,
                     signal.go()
                     published = publisher.wait_event("result", cfg.fanout_seconds + 60)
                     cpu_percent = cpu.stop()  # the relay's CPU while the broadcast ran
+                    relay_loaded_kib = relay.child.rss_kib()  # every subscriber connected, the broadcast sent
                     result = load.wait_event("result", cfg.fanout_seconds + 60)
     finally:
         signal.close()
@@ -288,11 +290,17 @@ def _fanout_run(tools: Tools, cfg: Config, log, relay_stack: str, sessions: int,
     delivered = sum(result["frames_per_session"])
     return {
         "relay": relay_stack, "subscribers": sessions, "subscribed": ready["subscribed"],
+        "bitrate_bps": cfg.fanout_bitrate_bps,
         "sent": published["sent"], "delivered": delivered, "expected": expected,
         "delivery_percent": round(100 * delivered / expected, 3) if expected else float("nan"),
         "sessions_complete": sum(1 for n in result["frames_per_session"] if n >= published["sent"]),
         "relay_cpu_percent": cpu_percent["relay"], "cpu_percent": cpu_percent, "busy_before_percent": idle,
         "errors": result.get("errors", ""),
+        # What each connection costs the relay: its RSS growth from before the first subscriber to
+        # the end of the broadcast, per subscriber (the cached groups are shared and counted once).
+        "relay_rss_mb": round(relay_loaded_kib / 1024, 1),
+        "relay_kib_per_subscriber": round((relay_loaded_kib - relay_base_kib) / sessions, 1)
+        if relay_loaded_kib > 0 and relay_base_kib > 0 else float("nan"),
         # Delivered, but more than a group (1 s) behind the publisher: too late for a live viewer.
         "late_percent": _share_above(result["latencies_us"], 1_000_000),
         **latency_summary(result["latencies_us"]),
@@ -335,6 +343,55 @@ def run_gst(tools: Tools, cfg: Config, log) -> dict:
         "stream_kbps": round(encoded["kbps"]), "clip_frames": encoded["frames"],
         "rust_plugin": "none installable here (moq-dev's moq-gst is not on PyPI or in Debian)",
     }
+
+
+def run_ttff(tools: Tools, cfg: Config, log) -> dict:
+    """Case 4c: time to first frame. A 1080p30 H.264 broadcast (appsrc ! moqsink, a GOP per second)
+    runs through the Swift relay; players are started one after another, each with a new connection:
+    `moqbench ttff` (moqsrc ! decodebin ! appsink sync=true at default settings: start → first
+    decoded frame rendered) and moq-dev's `watch` (connect → first decoded frame)."""
+    log(f"time to first frame: {cfg.ttff_runs} players of each stack on a running 1080p30 broadcast")
+    path = broadcast_name("ttff")
+    idle = wait_until_idle(log, timeout=cfg.idle_timeout_s)
+    relay = start_relay(tools, "swift", "ttff-relay")
+    with stopping(relay.child):
+        publisher = start_client(tools, "swift", "gst-publish", "ttff-publisher", relay, {
+            "broadcast": path, "seconds": 300, "bitrate-kbps": cfg.gst_bitrate_kbps,
+        })
+        with stopping(publisher):
+            publisher.wait_event("encoded", 120)
+            publisher.wait_event("ready", 30)
+            time.sleep(1.5)  # a first complete group at the relay
+            swift = start_client(tools, "swift", "ttff", "ttff-swift", relay, {
+                "broadcast": path, "runs": cfg.ttff_runs,
+            })
+            with stopping(swift):
+                result = swift.wait_event("result", 60 + 25 * cfg.ttff_runs)
+            rust_ms = []
+            for i in range(cfg.ttff_runs):
+                argv = [tools.python, str(tools.moqpeer), "watch", "--url", relay.url, "--fingerprint",
+                        relay.fingerprint, "--broadcast", path, "--frames", "1", "--seconds", "20",
+                        "--catalog-wait-ms", "0"]
+                watcher = Child(f"ttff-rust-{i}", tools.wrap("rust", f"ttff-rust-{i}", argv), tools.log_dir)
+                with stopping(watcher):
+                    rust_ms.append(watcher.wait_event("first_frame", 40)["ms"])
+                time.sleep(0.3)
+    swift_ms = [v for v in result["ms"] if v is not None]
+    element_ms = [v for v in result["element_ms"] if v is not None]
+    return {
+        "runs": cfg.ttff_runs, "busy_before_percent": idle,
+        "swift": _ms_summary(swift_ms), "swift_element": _ms_summary(element_ms), "rust": _ms_summary(rust_ms),
+        "swift_ms": swift_ms, "swift_element_ms": element_ms, "rust_ms": rust_ms,
+    }
+
+
+def _ms_summary(values: list[float]) -> dict:
+    """p50 / p90 / max of a few timings (ms)."""
+    if not values:
+        return {"p50_ms": float("nan"), "p90_ms": float("nan"), "max_ms": float("nan")}
+    ordered = sorted(values)
+    pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
+    return {"p50_ms": round(pick(0.5), 1), "p90_ms": round(pick(0.9), 1), "max_ms": round(ordered[-1], 1)}
 
 
 def run_longform(tools: Tools, cfg: Config, log) -> dict:

@@ -45,11 +45,13 @@ def _openloop(ax, rows: list[dict]) -> None:
           "2b. open loop, 1,500 × 100 KB groups")
 
 
-def _fanout(ax, rows: list[dict], key: str, ylabel: str, title: str) -> None:
+def _fanout(ax, rows: list[dict], key: str, ylabel: str, title: str, log: bool = False) -> None:
     for stack in ("swift", "rust"):
         mine = sorted((r for r in rows if r["relay"] == stack), key=lambda r: r["subscribers"])
         ax.plot([r["subscribers"] for r in mine], [r[key] for r in mine], "o-", color=COLORS[stack],
                 label=f"{stack} relay")
+    if log:
+        ax.set_yscale("log")
     ax.set_xlabel("subscribers")
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
@@ -86,7 +88,9 @@ def draw(results: dict, path: Path) -> None:
     if "throughput" in cases:
         _throughput(panels[1], cases["throughput"])
     if "fanout" in cases:
-        _fanout(panels[2], cases["fanout"], "delivery_percent", "delivered %", "3. fan-out delivery, 4 Mbit/s")
+        mbit = cases["fanout"][0].get("bitrate_bps", 4_000_000) / 1e6
+        _fanout(panels[2], cases["fanout"], "p99_ms", "p99 latency ms (log)", f"3. fan-out p99, {mbit:g} Mbit/s each",
+                log=True)
         _fanout(panels[3], cases["fanout"], "relay_cpu_percent", "relay CPU % of one core", "3. fan-out relay CPU")
     if "gst" in cases:
         _gst(panels[4], cases["gst"], cases.get("latency", []))

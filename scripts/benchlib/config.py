@@ -20,7 +20,7 @@ def _env_list(name: str, default: str) -> list[str]:
     return [part.strip() for part in os.environ.get(name, default).split(",") if part.strip()]
 
 
-ALL_CASES = "latency,throughput,webtransport,openloop,fanout,gst,longform,memory"
+ALL_CASES = "latency,throughput,webtransport,openloop,fanout,gst,ttff,longform,memory"
 
 
 @dataclass
@@ -56,6 +56,8 @@ class Config:
     # 4. GStreamer path: 1080p30 H.264 (x264enc ultrafast) through appsrc ! moqsink → moqsrc ! appsink.
     gst_seconds: float = field(default_factory=lambda: _env_float("BENCH_GST_SECONDS", 10))
     gst_bitrate_kbps: int = field(default_factory=lambda: _env_int("BENCH_GST_BITRATE_KBPS", 4000))
+    # 4c. Time to first frame: new players of a running 1080p30 broadcast, one after another.
+    ttff_runs: int = field(default_factory=lambda: _env_int("BENCH_TTFF_RUNS", 10))
     # 4b. Long-form listening: moqsrc buffering=long-form beside live playback of one Opus broadcast.
     longform_buffer_s: float = field(default_factory=lambda: _env_float("BENCH_LONGFORM_BUFFER_S", 15))
     longform_outages: str = field(default_factory=lambda: os.environ.get("BENCH_LONGFORM_OUTAGES", "3,6,9,12,14"))

@@ -128,13 +128,18 @@ def fanout_section(rows: list[dict]) -> str:
     for n in counts:
         s, r = _find(rows, relay="swift", subscribers=n), _find(rows, relay="rust", subscribers=n)
         body.append([n, _get(s, "delivery_percent"), _get(s, "late_percent"), _get(s, "relay_cpu_percent"),
-                     _get(s, "p50_ms"), _get(s, "p99_ms"), _get(r, "delivery_percent"), _get(r, "late_percent"),
+                     _get(s, "p50_ms"), _get(s, "p99_ms"), _get(s, "relay_kib_per_subscriber"),
+                     _get(r, "delivery_percent"), _get(r, "late_percent"),
                      _get(r, "relay_cpu_percent"), _get(r, "p50_ms"), _get(r, "p99_ms"),
+                     _get(r, "relay_kib_per_subscriber"),
                      ratio(_get(s, "relay_cpu_percent"), _get(r, "relay_cpu_percent"))])
     header = ["subscribers", "Swift delivered %", "Swift > 1 s late %", "Swift relay CPU %", "Swift p50 ms",
-              "Swift p99 ms", "Rust delivered %", "Rust > 1 s late %", "Rust relay CPU %", "Rust p50 ms", "Rust p99 ms",
-              "relay CPU Swift/Rust"]
-    return "\n".join(["### 3. Fan-out (one 4 Mbit/s broadcast, 30 fps, a group per second; Swift load generator)", "",
+              "Swift p99 ms", "Swift relay KB/sub", "Rust delivered %", "Rust > 1 s late %", "Rust relay CPU %",
+              "Rust p50 ms", "Rust p99 ms", "Rust relay KB/sub", "relay CPU Swift/Rust"]
+    mbit = (rows[0].get("bitrate_bps", 4_000_000) if rows else 4_000_000) / 1e6
+    return "\n".join([f"### 3. Fan-out (one {mbit:g} Mbit/s broadcast, 30 fps, a group per second; Swift load generator)",
+                      "", "Relay KB/sub: the relay's RSS growth from before the first subscriber to the end of the "
+                      "broadcast, per subscriber.", "",
                       table(header, body), "", neighbour_note(rows), ""])
 
 
@@ -217,6 +222,17 @@ def targets(results: dict) -> list[dict]:
     return out
 
 
+def ttff_section(ttff: dict) -> str:
+    s, e, r = ttff["swift"], ttff["swift_element"], ttff["rust"]
+    body = [["SwiftMoQ: moqsrc ! decodebin ! appsink sync=true (start → first frame rendered)", s["p50_ms"], s["p90_ms"],
+             s["max_ms"]],
+            ["  of which moqsrc: start → first video buffer pushed (its stats)", e["p50_ms"], e["p90_ms"], e["max_ms"]],
+            ["moq-dev: watch (connect → first decoded frame)", r["p50_ms"], r["p90_ms"], r["max_ms"]]]
+    return "\n".join([f"### 4c. Time to first frame ({ttff['runs']} players each, 1080p30 H.264, a GOP per second, "
+                      "Swift relay)", "", table(["player", "p50 ms", "p90 ms", "max ms"], body), "",
+                      f"Swift/Rust p50: {fmt(ratio(s['p50_ms'], r['p50_ms']))}.", neighbour_note([ttff]), ""])
+
+
 def longform_section(longform: dict) -> str:
     """Case 4b: long-form against live playback of the same broadcast."""
     body = []
@@ -255,6 +271,8 @@ def render(results: dict) -> str:
         parts.append(fanout_section(cases["fanout"]))
     if "gst" in cases:
         parts.append(gst_section(cases["gst"], cases.get("latency", [])))
+    if "ttff" in cases:
+        parts.append(ttff_section(cases["ttff"]))
     if "longform" in cases:
         parts.append(longform_section(cases["longform"]))
     if "memory" in cases:
