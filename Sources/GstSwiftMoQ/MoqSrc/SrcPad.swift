@@ -92,6 +92,8 @@ final class SrcPad: @unchecked Sendable {
     /// happens at the current track's end, or at this monotonic time if it never ends.
     private var upcomingDueNs: UInt64?
     private let pendingPrepare = Lock<Source??>(nil)
+    /// Set by a seek until its first frame is pushed.
+    private var startingAfterSeek = false
     /// The previous frame pushed (running time), for the duration of the last one.
     private var previousPts: (pts: UInt64, epoch: UInt64)?
     private var eosSent = false
@@ -425,6 +427,7 @@ final class SrcPad: @unchecked Sendable {
         positionFromPreviousEpoch = false
         skipToNextGroup = false
         discont = true
+        startingAfterSeek = true
         // The target is rendered right after now: its running time is now minus what the sinks
         // wait, plus a margin for decoding.
         let renderDelay = src.renderDelayNs
@@ -638,7 +641,9 @@ final class SrcPad: @unchecked Sendable {
             switch placement {
             case .retargeted(let shift):
                 discont = true
-                if longForm { counters.underrun() }
+                // Nothing was playing yet when a seek's first frame misses its margin: the timeline
+                // moves as an anchor would, and no sample was late.
+                if longForm && !startingAfterSeek { counters.underrun() }
                 src.events.post(
                     "rebuffer.end", kind: kind, track: source.trackName,
                     [("added-latency-ms", .double(Double(shift) / 1e6))])
@@ -687,6 +692,7 @@ final class SrcPad: @unchecked Sendable {
         let size = frame.payload.count
         lastPushedUs.store(max(1, frame.timestampUs), ordering: .relaxed)
         let result = gst_pad_push(pad, buffer)
+        startingAfterSeek = false
         lastPosition = (frame.group, frame.index, frame.timestampUs)
         // The frame lasts until the next one: the previous frame's spacing is its best estimate
         // (a second at most), so that a splice starts right after it.
