@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 public import MoqCatalog
 public import MoqSession
+import MoqSync
 public import MoqWire
 import Synchronization
 
@@ -63,8 +64,12 @@ public final class TrackReader: @unchecked Sendable {
     private let cmaf: CMAFTrack?
     /// Where each CMAF track's previous fragment ended (for fragments without `tfdt`).
     private var cmafDecodeTimes: [UInt32: UInt64] = [:]
-    /// Samples of the last CMAF fragment not handed out yet.
+    /// Samples of the last CMAF fragment not handed out yet, from ``pendingIndex`` on.
     private var pendingSamples: [MediaFrame] = []
+    private var pendingIndex = 0
+    /// The newest CMAF fragment's last timestamp, by (group, frame count): ``liveEdgeUs`` is read for
+    /// every buffer and from other threads, and a fragment may hold thousands of samples.
+    private let edgeCache = Lock<(group: UInt64, count: Int, us: UInt64?)?>(nil)
     /// The index of the next sample within its group (CMAF: a fragment may hold several).
     private var sampleIndex = 0
 
@@ -114,6 +119,7 @@ public final class TrackReader: @unchecked Sendable {
     /// Abandons the rest of the current group: the next read starts the next group.
     public func skipRestOfGroup() {
         group = nil
+        dropPendingSamples()
     }
 
     /// The start (µs) of the cached group that holds `timestampUs`: the newest group starting at or
@@ -156,6 +162,7 @@ public final class TrackReader: @unchecked Sendable {
         consumer = TrackConsumer(
             track: track, startAt: start.sequence, maxLatencyMs: budget, reorderWindowMs: reorderWindowMs)
         group = nil
+        dropPendingSamples()
         lastGroup = start.sequence > 0 ? start.sequence - 1 : nil
         dropBeforeUs = dropEarlier && timestampUs > start.startUs ? timestampUs : nil
         return dropBeforeUs ?? start.startUs
@@ -173,8 +180,9 @@ public final class TrackReader: @unchecked Sendable {
             if cancelled.load(ordering: .acquiring) { return .failed(.cancelled) }
             let generation = signal.current
             var waitUntil: UInt64? = nil
-            if !pendingSamples.isEmpty {
-                let media = pendingSamples.removeFirst()
+            if pendingIndex < pendingSamples.count {
+                let media = pendingSamples[pendingIndex]
+                pendingIndex += 1
                 if let before = dropBeforeUs, media.timestampUs < before { continue }
                 dropBeforeUs = nil
                 return .frame(media)
@@ -280,6 +288,8 @@ public final class TrackReader: @unchecked Sendable {
             return .malformed(group: group, index: index, error.description)
         }
         let now = track.clock.now()
+        pendingSamples.removeAll(keepingCapacity: true)
+        pendingIndex = 0
         for sample in samples {
             pendingSamples.append(
                 MediaFrame(
@@ -288,7 +298,15 @@ public final class TrackReader: @unchecked Sendable {
             sampleIndex += 1
         }
         guard !pendingSamples.isEmpty else { return nil }
-        return .frame(pendingSamples.removeFirst())
+        pendingIndex = 1
+        return .frame(pendingSamples[0])
+    }
+
+    /// Forgets the samples of a CMAF fragment not handed out yet (a seek, a skipped group).
+    private func dropPendingSamples() {
+        pendingSamples.removeAll(keepingCapacity: true)
+        pendingIndex = 0
+        cmafDecodeTimes.removeAll()
     }
 
     /// The newest timestamp received on the track (µs), from the last frame of its newest
@@ -297,7 +315,13 @@ public final class TrackReader: @unchecked Sendable {
         guard let latest = track.latestGroup else { return nil }
         let count = track.frameCount(of: latest)
         guard count > 0, let last = track.frames(of: latest, from: count - 1).frames.first else { return nil }
-        return frameTimestampUs(last, last: true)
+        guard cmaf != nil else { return frameTimestampUs(last, last: true) }
+        if let cached = edgeCache.withLock({ $0 }), cached.group == latest.sequence, cached.count == count {
+            return cached.us
+        }
+        let us = frameTimestampUs(last, last: true)
+        edgeCache.withLock { $0 = (latest.sequence, count, us) }
+        return us
     }
 
     /// The media timestamp (µs) of a received frame: the legacy container's, or the first (or

@@ -217,6 +217,27 @@ struct CMAFTests {
         }
     }
 
+    @Test("samples are bounded per call, not per trun: many truns of empty samples are refused")
+    func manyEmptyTruns() throws {
+        let tracks = try CMAFInit(Build.initSegment()).tracks
+        var w = ISOWriter()
+        w.box(Code.moof) { moof in
+            moof.box(Code.traf) { traf in
+                Build.fullBox(&traf, "tfhd", flags: 0x10) { t in
+                    t.u32(1)
+                    t.u32(0)  // default sample size 0: samples cost no data
+                }
+                for _ in 0..<3 {
+                    Build.fullBox(&traf, "trun") { t in t.u32(30_000) }
+                }
+            }
+        }
+        var times: [UInt32: UInt64] = [:]
+        #expect(throws: CMAFError.self) {
+            try CMAFFragment.samples(in: Bytes(w.bytes), tracks: tracks, nextDecodeTime: &times)
+        }
+    }
+
     private func indexOf(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
         guard haystack.count >= needle.count else { return nil }
         return (0...(haystack.count - needle.count)).first { Array(haystack[$0..<($0 + needle.count)]) == needle }

@@ -35,8 +35,10 @@ final class CMAFInput {
     /// Track names published, for the catalog on release.
     private(set) var trackNames: [String] = []
 
-    /// A fragment (or a box before it) larger than this is refused.
+    /// Bytes waiting for a box to complete (a fragment, or the init segment) beyond this are refused.
     static let maxPendingBytes = 256 << 20
+    /// Where the unread bytes of ``pending`` start (compacted once per buffer, not per box).
+    private var readOffset = 0
 
     init(padIndex: Int, padTrackName: String?) {
         self.padIndex = padIndex
@@ -56,33 +58,35 @@ final class CMAFInput {
     func take(_ bytes: UnsafeRawBufferPointer, sink: MoqSink, run: MoqSink.Running) throws(CMAFInputError)
         -> Progress
     {
+        if readOffset > 0 {
+            pending.removeFirst(readOffset)
+            readOffset = 0
+        }
         pending += bytes
         guard pending.count <= Self.maxPendingBytes else {
             throw CMAFInputError("more than \(Self.maxPendingBytes >> 20) MiB without a complete fragment")
         }
         var progress = Progress()
-        while let (type, size) = nextBox() {
+        while let (type, size) = try nextBox(at: readOffset) {
+            let at = readOffset
             switch type {
             case "ftyp":
-                ftyp = Array(pending[0..<size])
-                consume(size)
+                ftyp = Array(pending[at..<(at + size)])
+                readOffset += size
             case "moov":
-                let segment = ftyp + pending[0..<size]
-                consume(size)
+                let segment = ftyp + pending[at..<(at + size)]
+                readOffset += size
                 if segment != initBytes { try start(segment, sink: sink, run: run) }
             case "moof":
                 // The fragment is the moof and the mdat right after it.
-                guard pending.count >= size + 8 else { return progress }
-                let mdat = boxHeader(at: size)
-                guard let mdat, mdat.type == "mdat" else {
-                    throw CMAFInputError("a moof not followed by its mdat")
-                }
-                guard pending.count >= size + mdat.size else { return progress }
-                let fragment = Bytes(pending[0..<(size + mdat.size)])
-                consume(size + mdat.size)
+                guard let mdat = try nextBox(at: at + size, headerOnly: true) else { return progress }
+                guard mdat.type == "mdat" else { throw CMAFInputError("a moof not followed by its mdat") }
+                guard pending.count - at >= size + mdat.size else { return progress }
+                let fragment = Bytes(pending[at..<(at + size + mdat.size)])
+                readOffset += size + mdat.size
                 try publish(fragment, progress: &progress)
             default:
-                consume(size)  // styp, sidx, prft, free…: nothing to publish
+                readOffset += size  // styp, sidx, prft, free…: nothing to publish
             }
         }
         return progress
@@ -162,31 +166,30 @@ final class CMAFInput {
         }
     }
 
-    /// The type and size of the complete box at the head of `pending`, if it has arrived.
-    private func nextBox() -> (type: String, size: Int)? {
-        guard let header = boxHeader(at: 0) else { return nil }
-        // A moof is complete only with its mdat: ``take`` checks that itself.
-        if header.type == "moof" { return pending.count >= header.size ? (header.type, header.size) : nil }
-        return pending.count >= header.size ? (header.type, header.size) : nil
-    }
-
-    private func boxHeader(at offset: Int) -> (type: String, size: Int)? {
+    /// The type and size of the box at `offset` of `pending`: nil until it has arrived whole (or,
+    /// with `headerOnly`, until its header has).
+    /// - Throws: for a size that cannot be streamed (0: "to the end of the file") or is smaller
+    ///   than the box's own header.
+    private func nextBox(at offset: Int, headerOnly: Bool = false) throws(CMAFInputError) -> (type: String, size: Int)?
+    {
         guard pending.count >= offset + 8 else { return nil }
         let b = pending[offset..<(offset + 8)].map { Int($0) }
         var size = b[0] << 24 | b[1] << 16 | b[2] << 8 | b[3]
         let type = String(decoding: pending[(offset + 4)..<(offset + 8)], as: UTF8.self)
+        var header = 8
         if size == 1 {
             guard pending.count >= offset + 16 else { return nil }
             let wide = pending[(offset + 8)..<(offset + 16)].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
             size = wide > UInt64(Self.maxPendingBytes) ? Self.maxPendingBytes + 1 : Int(wide)
+            header = 16
         }
-        // A box that cannot hold its own header, or size 0 ("to the end of the file"), which a
-        // live stream cannot use: skip a header's worth rather than loop.
-        return (type, max(size, 8))
-    }
-
-    private func consume(_ count: Int) {
-        pending.removeFirst(min(count, pending.count))
+        if size == 0 { throw CMAFInputError("a \(type) box of size 0 (to the end of the file) cannot be streamed") }
+        guard size >= header else { throw CMAFInputError("a \(type) box of \(size) bytes cannot hold its header") }
+        guard size <= Self.maxPendingBytes else {
+            throw CMAFInputError("a \(type) box of \(size) bytes is larger than \(Self.maxPendingBytes >> 20) MiB")
+        }
+        if headerOnly { return (type, size) }
+        return pending.count - offset >= size ? (type, size) : nil
     }
 }
 

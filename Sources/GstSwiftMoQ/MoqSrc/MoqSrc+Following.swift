@@ -91,6 +91,8 @@ extension MoqSrc {
         guard let run, run.sessionEpoch == epoch else { return }
         switch event {
         case .upcoming(let path):
+            // Another broadcast is next: what the pads prerolled for the previous one is dropped.
+            if run.upcoming != path { for pad in run.pads.values { pad.prepare(nil) } }
             run.upcoming = path
             run.upcomingCatalog = nil
             reporter.log(GST_LEVEL_INFO, "next in the queue: \(path)")
@@ -108,6 +110,12 @@ extension MoqSrc {
             reconcileData(run, session: session)
             if let catalog = run.catalog { followNowPlaying(run, session: session, catalog: catalog) }
         case .found(let path):
+            if run.upcoming == path {
+                // Its turn came before its catalog did: it plays as a new broadcast, unprepared.
+                run.upcoming = nil
+                run.upcomingCatalog = nil
+                for pad in run.pads.values { pad.prepare(nil) }
+            }
             if let previous = run.lastBroadcast, previous != path {
                 // Another broadcast (prefix mode): another publisher clock, so a new timeline
                 // after what was played.

@@ -257,20 +257,18 @@ final class SrcPad: @unchecked Sendable {
             gst_pad_pause_task(pad)
             return
         }
-        if let next = pending.withLock({ s -> Source? in
-            defer { s = nil }; return s
-        }) {
-            switchTo(next, src: src)
-        }
+        // A preroll first: a play of the same source that follows it then finds it prepared.
         if let prepared = pendingPrepare.withLock({ p -> Source?? in
             defer { p = nil }; return p
         }) {
             prepareUpcoming(prepared, src: src)
         }
-        if let due = upcomingDueNs, monotonicNow() >= due {
-            src.reporter.log(GST_LEVEL_INFO, "\(name): the previous broadcast did not end its track in time")
-            splice(src: src)
+        if let next = pending.withLock({ s -> Source? in
+            defer { s = nil }; return s
+        }) {
+            switchTo(next, src: src)
         }
+        if let due = upcomingDueNs, monotonicNow() >= due { splice(src: src) }
         if var next = upcoming, !next.prerolled, next.reader.liveEdgeUs != nil {
             next.prerolled = true
             upcoming = next
@@ -289,7 +287,6 @@ final class SrcPad: @unchecked Sendable {
             readerBudgetMs = budget
             reader?.updateBudget(maxLatencyMs: budget)
         }
-        if reader == nil, upcomingDueNs != nil { splice(src: src) }
         guard let reader, let source, !eosSent else {
             wake.wait(since: generation, timeoutNs: upcoming == nil ? 100_000_000 : 20_000_000)
             return
@@ -324,9 +321,11 @@ final class SrcPad: @unchecked Sendable {
                 src.events.post("rebuffer.start", kind: kind, track: source.trackName, [])
             }
         case .ended where upcoming != nil:
-            splice(src: src)
-        case .failed(let error) where upcoming != nil && error != .cancelled:
-            src.reporter.log(GST_LEVEL_INFO, "\(name): track \(source.trackName) ended: \(error)")
+            // The track finished and the queue's next broadcast is prerolled: it follows at once,
+            // without waiting for the unannouncement (which arrives tens of ms later: a gap). A
+            // track that finished while its broadcast goes on (a new format under the same name)
+            // therefore moves the queue on too. A track that failed (a lost session) does not: the
+            // control queue decides (the broadcast ended, or a reconnect).
             splice(src: src)
         case .ended:
             if source.eosOnEnd {
@@ -363,13 +362,17 @@ final class SrcPad: @unchecked Sendable {
 
     private func prepareUpcoming(_ prepared: Source?, src: MoqSrc) {
         if let current = upcoming, let prepared, current.source.same(as: prepared) { return }
+        // Already playing it (the queue moved on before its preroll was handled): nothing to prepare.
+        if let prepared, let source, source.session === prepared.session, source.broadcast == prepared.broadcast,
+            source.trackName == prepared.trackName
+        {
+            return
+        }
         upcoming?.remote.cancel()
         upcoming = nil
         upcomingDueNs = nil
         guard let prepared else { return }
-        let remote = prepared.session.subscribe(
-            broadcast: prepared.broadcast, track: prepared.trackName, range: subscriptionRange())
-        let reader = TrackReader(track: remote.track, maxLatencyMs: readerBudgetMs, cmaf: prepared.cmafTrack)
+        let (remote, reader, _) = subscribe(prepared, src: src)
         upcoming = (prepared, remote, reader, false)
         src.reporter.log(GST_LEVEL_INFO, "\(name): prerolling \(prepared.broadcast)/\(prepared.trackName)")
     }
@@ -450,18 +453,39 @@ final class SrcPad: @unchecked Sendable {
         counters.resetArrival()
     }
 
-    private func subscriptionRange() -> SubscriptionRange {
+    private func subscriptionRange(for playing: Source? = nil) -> SubscriptionRange {
         // Audio first under congestion: it is small and a gap in it is heard. Long-form asks for
         // its whole deep budget: the relay sends what it cached within it at once (faster than
         // real time), then the live groups.
-        SubscriptionRange(priority: kind == .audio ? 2 : 1, maxLatencyMs: latencyMs + (deepBufferMs ?? 0))
+        SubscriptionRange(
+            priority: kind == .audio ? 2 : 1, maxLatencyMs: latencyMs + (deepBufferMs(for: playing ?? source) ?? 0))
     }
 
     /// The deep budget in use (ms): `buffer-duration`, or the whole track for a finite broadcast
     /// (a file: every group is asked for and kept, from its start). Nil when playing live.
-    private var deepBufferMs: UInt64? {
+    private var deepBufferMs: UInt64? { deepBufferMs(for: source) }
+
+    private func deepBufferMs(for playing: Source?) -> UInt64? {
         guard let longFormBufferMs else { return nil }
-        return source?.finite == true ? Self.wholeTrackMs : longFormBufferMs
+        return playing?.finite == true ? Self.wholeTrackMs : longFormBufferMs
+    }
+
+    /// A subscription to `next` and its reader, as ``switchTo(_:src:)`` and a queue's preroll make
+    /// them. Long-form: the subscription's cache holds the deep buffer (and a margin for the time
+    /// frames spend between arriving and being played), and a missing group is waited for as
+    /// long as in live playback at most (1 s), not for the whole deep budget (a restarted relay
+    /// may announce a start it no longer holds).
+    private func subscribe(_ next: Source, src: MoqSrc) -> (RemoteTrack, TrackReader, budgetMs: UInt64) {
+        let deep = deepBufferMs(for: next)
+        let limits = deep.map { CacheLimits.retaining(ms: $0 + 10_000) } ?? CacheLimits()
+        let remote = next.session.subscribe(
+            broadcast: next.broadcast, track: next.trackName, range: subscriptionRange(for: next), limits: limits)
+        let budget = deep.map { src.renderDelayNs / 1_000_000 + latencyMs + $0 } ?? readerBudgetMs
+        let reader = TrackReader(
+            track: remote.track, maxLatencyMs: budget,
+            reorderWindowMs: longFormBufferMs == nil ? nil : TrackConsumer.defaultReorderWindowMs,
+            cmaf: next.cmafTrack)
+        return (remote, reader, budget)
     }
 
     /// A budget that covers any finite broadcast (about 35 years), far below the varint ceiling.
@@ -475,13 +499,9 @@ final class SrcPad: @unchecked Sendable {
             // (the broadcast was unannounced; its last frames may still be arriving), at once if
             // it already did.
             upcoming?.source = next
-            upcomingDueNs = monotonicNow() &+ Self.spliceWaitNs
-            if reader == nil { splice(src: src) }
+            upcomingDueNs = reader == nil ? monotonicNow() : monotonicNow() &+ Self.spliceWaitNs
             return
         }
-        upcoming?.remote.cancel()
-        upcoming = nil
-        upcomingDueNs = nil
         let previous = source
         if let previous, previous.same(as: next), reader != nil {
             // Same track: only its caps may have changed.
@@ -499,19 +519,11 @@ final class SrcPad: @unchecked Sendable {
         } else {
             remote?.cancel()
         }
-        // Long-form: the subscription's cache holds the deep buffer (and a margin for the time
-        // frames spend between arriving and being played).
         source = next
-        let limits = deepBufferMs.map { CacheLimits.retaining(ms: $0 + 10_000) } ?? CacheLimits()
-        let remote = next.session.subscribe(
-            broadcast: next.broadcast, track: next.trackName, range: subscriptionRange(), limits: limits)
-        if let deep = deepBufferMs { readerBudgetMs = src.renderDelayNs / 1_000_000 + latencyMs + deep }
-        // Long-form: a missing group is waited for as long as in live playback at most (1 s), not
-        // for the whole deep budget (a restarted relay may announce a start it no longer holds).
-        let reader = TrackReader(
-            track: remote.track, maxLatencyMs: readerBudgetMs,
-            reorderWindowMs: longFormBufferMs == nil ? nil : TrackConsumer.defaultReorderWindowMs,
-            cmaf: next.cmafTrack)
+        let (remote, reader, budget) = subscribe(next, src: src)
+        readerBudgetMs = budget
+        // A source the control queue chose over the queue's next one: that one waits for its turn.
+        upcomingDueNs = nil
         self.remote = remote
         self.reader = reader
         readerRef.withLock { $0 = reader }
@@ -643,10 +655,12 @@ final class SrcPad: @unchecked Sendable {
                 discont = true
                 // Nothing was playing yet when a seek's first frame misses its margin: the timeline
                 // moves as an anchor would, and no sample was late.
-                if longForm && !startingAfterSeek { counters.underrun() }
-                src.events.post(
-                    "rebuffer.end", kind: kind, track: source.trackName,
-                    [("added-latency-ms", .double(Double(shift) / 1e6))])
+                if !startingAfterSeek {
+                    if longForm { counters.underrun() }
+                    src.events.post(
+                        "rebuffer.end", kind: kind, track: source.trackName,
+                        [("added-latency-ms", .double(Double(shift) / 1e6))])
+                }
             case .anchored:
                 discont = true
             case .continued: break

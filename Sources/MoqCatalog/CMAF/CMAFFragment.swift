@@ -45,7 +45,9 @@ public struct CMAFSample: Sendable, Equatable {
 
 /// Reads and writes CMAF fragments (`moof` + `mdat`).
 public enum CMAFFragment {
-    /// Samples one fragment may list at most (a hostile `trun` claims billions).
+    /// Samples one call of ``samples(in:tracks:nextDecodeTime:)`` yields at most, over every `trun`
+    /// of every fragment in the bytes (a hostile `trun` claims billions, or thousands of `trun`s
+    /// repeat one with no sample data).
     public static let maxSamples = 65_536
 
     /// The samples of every `moof` + `mdat` in `data`, in order, for the tracks `tracks` knows
@@ -59,6 +61,7 @@ public enum CMAFFragment {
     ) throws(CMAFError) -> [CMAFSample] {
         let r = ISOReader(data: data)
         var out: [CMAFSample] = []
+        var listed = 0  // samples listed so far, of every track
         for moof in try r.boxes(in: 0..<data.count) where moof.type == Code.moof {
             var dataEnd = moof.start  // where the previous track fragment's data ended
             for traf in try r.boxes(in: moof.payload) where traf.type == Code.traf {
@@ -113,9 +116,10 @@ public enum CMAFFragment {
                         p += 4
                     }
                     let fields = [0x100, 0x200, 0x400, 0x800].filter { trunFlags & UInt32($0) != 0 }.count
-                    guard count <= maxSamples, count * fields * 4 <= trun.end - p else {
-                        throw .malformed("trun lists \(count) samples")
+                    guard count <= maxSamples - listed, count * fields * 4 <= trun.end - p else {
+                        throw .malformed("more than \(maxSamples) samples (a trun lists \(count))")
                     }
+                    listed += count
                     for i in 0..<count {
                         var duration = defaultDuration
                         var size = defaultSize
