@@ -11,6 +11,8 @@ Cases (each configurable through the environment, see benchlib/config.py):
   4. gst         appsrc ! moqsink → Swift relay → moqsrc latency=0 ! appsink, 1080p30 H.264
   4c. ttff       time to first frame: a new moqsrc ! decodebin ! appsink player (default settings),
                  and moq-dev's watch, started N times on a running 1080p30 broadcast
+  4d. glass      glass-to-glass: a live 1080p30 source with a clock overlay, x264 zerolatency → moqsink →
+                 Swift relay → moqsrc → decodebin → a synchronised sink, in one process; per stage
   4b. longform   moqsrc buffering=long-form vs live: startup, fill rate, longest gap-free outage
   5. memory      RSS of the subscriber and the relay over 50,000 groups
 
@@ -45,6 +47,7 @@ RUNNERS = {
     "fanout": cases.run_fanout,
     "gst": cases.run_gst,
     "ttff": cases.run_ttff,
+    "glass": cases.run_glass,
     "longform": cases.run_longform,
     "memory": cases.run_memory,
 }

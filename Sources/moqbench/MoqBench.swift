@@ -19,6 +19,7 @@ enum MoqBench {
           gst-subscribe       moqsrc latency=0 ! appsink, latency from the publisher-time reference meta
           long-form           moqsrc buffering=long-form vs live: startup, fill rate, longest gap-free outage
           ttff                time to first frame: a new moqsrc ! decodebin ! appsink player, N times
+          glass               glass-to-glass: live 1080p30 source → x264 → moqsink → moqsrc → decoder → sink, per stage
 
         Run 'moqbench <role> --help' for a role's options.
         """
@@ -33,6 +34,7 @@ enum MoqBench {
             "gst-subscribe": Subcommand(usage: GstSubscribeRole.usage, run: GstSubscribeRole.run),
             "long-form": Subcommand(usage: LongFormRole.usage, run: LongFormRole.run),
             "ttff": Subcommand(usage: TimeToFirstFrameRole.usage, run: TimeToFirstFrameRole.run),
+            "glass": Subcommand(usage: GlassRole.usage, run: GlassRole.run),
         ]
         switch await Subcommands.dispatch(argv, among: roles) {
         case .missing:

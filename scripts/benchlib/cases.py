@@ -385,6 +385,28 @@ def run_ttff(tools: Tools, cfg: Config, log) -> dict:
     }
 
 
+def run_glass(tools: Tools, cfg: Config, log) -> list[dict]:
+    """Case 4d: glass-to-glass, per stage, at moqsrc's default latency and the other values asked for.
+    No Rust row: moq-dev's GStreamer plugin is not installable here."""
+    rows = []
+    for latency in cfg.glass_latencies:
+        log(f"glass-to-glass: 1080p30, moqsrc latency {latency} ({cfg.glass_seconds:g} s)")
+        idle = wait_until_idle(log, timeout=cfg.idle_timeout_s)
+        relay = start_relay(tools, "swift", f"glass-{latency}-relay")
+        with stopping(relay.child):
+            options = {"broadcast": broadcast_name("glass"), "seconds": cfg.glass_seconds}
+            if latency != "default":
+                options["latency"] = latency
+            child = start_client(tools, "swift", "glass", f"glass-{latency}", relay, options)
+            with stopping(child):
+                result = child.wait_event("result", cfg.glass_seconds + 90)
+        stages = {k[len("stage_"):]: _ms_summary(v) for k, v in result.items() if k.startswith("stage_")}
+        rows.append({"latency": latency, "frames": result["frames"], "player_latency_ms": result["player_latency_ms"],
+                     "total": _ms_summary(result["latency_ms"]), "stages": stages, "busy_before_percent": idle,
+                     "latency_ms": result["latency_ms"]})
+    return rows
+
+
 def _ms_summary(values: list[float]) -> dict:
     """p50 / p90 / max of a few timings (ms)."""
     if not values:

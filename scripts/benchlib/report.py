@@ -233,6 +233,24 @@ def ttff_section(ttff: dict) -> str:
                       f"Swift/Rust p50: {fmt(ratio(s['p50_ms'], r['p50_ms']))}.", neighbour_note([ttff]), ""])
 
 
+def glass_section(rows: list[dict]) -> str:
+    order = ["source", "encode", "transport", "decode", "render_wait"]
+    names = {"source": "source (frame period until pushed)", "encode": "x264enc zerolatency",
+             "transport": "moqsink → relay → moqsrc", "decode": "decodebin", "render_wait": "jitter buffer + render wait"}
+    body = []
+    for row in rows:
+        label = f"moqsrc latency={row['latency']} (pipeline latency {fmt(row['player_latency_ms'])} ms)"
+        body.append([label, "glass to glass", row["total"]["p50_ms"], row["total"]["p90_ms"], row["total"]["max_ms"]])
+        for stage in order:
+            s = row["stages"].get(stage)
+            if s:
+                body.append(["", names[stage], s["p50_ms"], s["p90_ms"], s["max_ms"]])
+    return "\n".join(["### 4d. Glass to glass (1080p30 H.264 with a clock overlay, one process, Swift relay)", "",
+                      table(["player", "stage", "p50 ms", "p90 ms", "max ms"], body), "",
+                      "The sink is fakesink sync=true (no display here): it renders at the same clock time a video "
+                      "sink would, without the display's own refresh.", neighbour_note(rows), ""])
+
+
 def longform_section(longform: dict) -> str:
     """Case 4b: long-form against live playback of the same broadcast."""
     body = []
@@ -273,6 +291,8 @@ def render(results: dict) -> str:
         parts.append(gst_section(cases["gst"], cases.get("latency", [])))
     if "ttff" in cases:
         parts.append(ttff_section(cases["ttff"]))
+    if "glass" in cases:
+        parts.append(glass_section(cases["glass"]))
     if "longform" in cases:
         parts.append(longform_section(cases["longform"]))
     if "memory" in cases:
