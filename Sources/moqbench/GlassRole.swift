@@ -47,7 +47,7 @@ enum GlassRole {
             Element("videotestsrc").set("is-live", true).set("pattern", "ball")
             Caps(
                 "video/x-raw",
-                ["format": "I420", "width": width, "height": height, "framerate": Fraction(fps, 1)])
+                ["format": "I420", "width": width, "height": height, "framerate": Fraction(Int32(clamping: fps), 1)])
             Element("timeoverlay").set("font-desc", "Sans 36")
             Element("identity", name: "captured")
             Element("x264enc").set("tune", "zerolatency").set("speed-preset", "ultrafast").set("key-int-max", fps)
