@@ -15,7 +15,7 @@ enum GlassRole {
         usage: moqbench glass --url URL --tls-fingerprint HEX --broadcast PATH [options]
 
         Publishes `videotestsrc is-live=true ! timeoverlay ! x264enc tune=zerolatency ! moqsink` and
-        plays it with `moqsrc ! decodebin ! fakesink sync=true` in this process, then times each frame
+        plays it with `moqsrc ! queue ! decodebin ! queue ! fakesink sync=true` in this process, then times each frame
         from capture to render. Events: result {frames, latency_ms, stages {source, encode, transport,
         decode, render_wait: [ms]}, player_latency_ms}.
 
@@ -63,12 +63,17 @@ enum GlassRole {
                 + Branch {
                     From("src", pad: "video_0")
                     Element("identity", name: "received")
+                    // As in the README's pipelines: the decoder on a thread of its own, so that moqsrc's
+                    // pushes (and the `received` times) do not wait for the sink's clock.
+                    Element("queue")
                     Element("decodebin")
                     Element("identity", name: "decoded")
+                    // And the sink on its own: a frame waiting for its render time holds no decoder.
+                    Element("queue")
                     Element("fakesink", name: "display").set("sync", true)
                 }.nodes)
-        let captured = StageProbe(key: .pts)
-        let encoded = StageProbe(key: .pts)
+        let captured = StageProbe(key: .runningTime)
+        let encoded = StageProbe(key: .runningTime)
         let received = StageProbe(key: .publisherMeta)
         let decoded = StageProbe(key: .publisherMeta)
         let publisherBase: UInt64

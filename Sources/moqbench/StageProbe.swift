@@ -4,12 +4,13 @@ import MoqPipeline
 import MoqSync
 
 /// Records when each frame passes a pad (`CLOCK_MONOTONIC` ns), keyed by the frame's publisher
-/// timestamp in µs: the buffer's PTS before `moqsink` (a live source's PTS is its running time,
-/// which moqsink publishes), or the `timestamp/x-moq-publisher` meta after `moqsrc`.
+/// timestamp in µs: the buffer's running time before `moqsink` (what moqsink publishes; an encoder
+/// shifts PTS and segment by 1000 h, the running time stays), or the `timestamp/x-moq-publisher`
+/// meta after `moqsrc`.
 final class StageProbe: Sendable {
     enum Key: Sendable {
-        /// The buffer's PTS (the publisher's pipeline).
-        case pts
+        /// The buffer's running time (the publisher's pipeline).
+        case runningTime
         /// The publisher-time reference meta moqsrc attaches (the player's pipeline).
         case publisherMeta
     }
@@ -17,7 +18,12 @@ final class StageProbe: Sendable {
     private struct State {
         var times: [UInt64: UInt64] = [:]
         var ptsByKey: [UInt64: UInt64] = [:]
+        var segment = SegmentBox()
+        var hasSegment = false
     }
+
+    /// A segment (plain numbers; its reserved pointers are never used) kept under the lock.
+    private struct SegmentBox: @unchecked Sendable { var value = GstSegment() }
 
     private let key: Key
     private let state = Lock(State())
@@ -46,13 +52,28 @@ final class StageProbe: Sendable {
         defer { gst_object_unref(UnsafeMutableRawPointer(pad)) }
         let context = Unmanaged.passRetained(self).toOpaque()
         gst_pad_add_probe(
-            pad, GST_PAD_PROBE_TYPE_BUFFER,
+            pad, GstPadProbeType(GST_PAD_PROBE_TYPE_BUFFER.rawValue | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM.rawValue),
             { _, info, data in
-                guard let data, let buffer = info?.pointee.data else { return GST_PAD_PROBE_OK }
-                Unmanaged<StageProbe>.fromOpaque(data).takeUnretainedValue().observe(
-                    buffer.assumingMemoryBound(to: GstBuffer.self))
+                guard let data, let info, let object = info.pointee.data else { return GST_PAD_PROBE_OK }
+                let probe = Unmanaged<StageProbe>.fromOpaque(data).takeUnretainedValue()
+                if info.pointee.type.rawValue & GST_PAD_PROBE_TYPE_BUFFER.rawValue != 0 {
+                    probe.observe(object.assumingMemoryBound(to: GstBuffer.self))
+                } else {
+                    probe.observe(event: object.assumingMemoryBound(to: GstEvent.self))
+                }
                 return GST_PAD_PROBE_OK
             }, context, { data in Unmanaged<StageProbe>.fromOpaque(data!).release() })
+    }
+
+    private func observe(event: UnsafeMutablePointer<GstEvent>) {
+        guard swiftmoq_event_type(event) == GST_EVENT_SEGMENT else { return }
+        var segment = GstSegment()
+        gst_event_copy_segment(event, &segment)
+        let box = SegmentBox(value: segment)
+        state.withLock {
+            $0.segment = box
+            $0.hasSegment = box.value.format == GST_FORMAT_TIME
+        }
     }
 
     private func observe(_ buffer: UnsafeMutablePointer<GstBuffer>) {
@@ -60,9 +81,14 @@ final class StageProbe: Sendable {
         let pts = swiftmoq_buffer_pts(buffer)
         let us: UInt64
         switch key {
-        case .pts:
+        case .runningTime:
             guard swiftmoq_clock_time_is_valid(pts) != 0 else { return }
-            us = UInt64(pts) / 1000
+            let running = state.withLock { s -> GstClockTime? in
+                guard s.hasSegment else { return nil }
+                return gst_segment_to_running_time(&s.segment.value, GST_FORMAT_TIME, pts)
+            }
+            guard let running, swiftmoq_clock_time_is_valid(running) != 0 else { return }
+            us = UInt64(running) / 1000
         case .publisherMeta:
             guard let meta = gst_buffer_get_reference_timestamp_meta(buffer, reference) else { return }
             us = UInt64(meta.pointee.timestamp) / 1000
