@@ -10,30 +10,14 @@ import Testing
 struct QueuePlayerTests {
     typealias Heard = SyncBox<[(pts: Duration, duration: Duration, publisher: Duration)]>
 
-    /// A mono tone published as `path` on its own Session.
-    private func publish(_ relay: TestRelay, _ path: String) async throws -> (Session, Publisher) {
-        let session = Session(url: relay.url(), options: relay.sessionOptions)
-        try await session.connect()
-        let publisher = Publisher()
-        try publisher.addAudioTrack(source: TestPattern(), config: AudioEncoderConfig(channels: 1))
-        try await session.publish(path: path, publisher: publisher)
-        try await publisher.start()
-        return (session, publisher)
-    }
-
     @Test("the queued broadcast is prerolled and starts where the first one ends; the queue follows")
     func gapless() async throws {
         let relay = try TestRelay.start()
         let room = "queue-\(UInt32.random(in: 0...UInt32.max))"
-        let (firstSession, first) = try await publish(relay, "\(room)/one")
+        let (firstSession, first) = try await RadioFixture.publishTone(relay, path: "\(room)/one")
         let viewer = Session(url: relay.url(), options: relay.sessionOptions)
         try await viewer.connect()
-        let subscription = try await viewer.subscribe(prefix: "\(room)/one")
-        var broadcasts = subscription.broadcasts.makeAsyncIterator()
-        let broadcast = try #require(await broadcasts.next())
-        var catalogs = broadcast.catalogs().makeAsyncIterator()
-        var catalog = try #require(await catalogs.next())
-        while catalog.playableAudioTracks.isEmpty { catalog = try #require(await catalogs.next()) }
+        let catalog = try await RadioFixture.playableAudioCatalog(viewer, prefix: "\(room)/one")
 
         let heard = Heard([])
         let queue = try QueuePlayer(
@@ -62,7 +46,7 @@ struct QueuePlayerTests {
         // Queued while playing; published a little later, so its clock starts lower.
         queue.append("\(room)/two")
         #expect(queue.items == ["\(room)/two"])
-        let (secondSession, second) = try await publish(relay, "\(room)/two")
+        let (secondSession, second) = try await RadioFixture.publishTone(relay, path: "\(room)/two")
         try await waitUntil("the second broadcast prerolled", timeout: .seconds(10)) {
             collected.value.contains { $0.name == .queuePreroll }
         }

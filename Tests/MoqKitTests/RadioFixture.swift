@@ -15,21 +15,34 @@ struct RadioFixture {
 
     static func start() async throws -> RadioFixture {
         let relay = try TestRelay.start()
-        let session = Session(url: relay.url(), options: relay.sessionOptions)
-        try await session.connect()
+        let (session, publisher) = try await publishTone(relay, path: "radio")
         let viewer = Session(url: relay.url(), options: relay.sessionOptions)
         try await viewer.connect()
+        let catalog = try await playableAudioCatalog(viewer, prefix: "")
+        return RadioFixture(relay: relay, session: session, viewer: viewer, publisher: publisher, catalog: catalog)
+    }
+
+    /// A mono test tone published as `path` by a Session of its own.
+    static func publishTone(_ relay: TestRelay, path: String) async throws -> (Session, Publisher) {
+        let session = Session(url: relay.url(), options: relay.sessionOptions)
+        try await session.connect()
         let publisher = Publisher()
         try publisher.addAudioTrack(source: TestPattern(), config: AudioEncoderConfig(channels: 1))
-        try await session.publish(path: "radio", publisher: publisher)
+        try await session.publish(path: path, publisher: publisher)
         try await publisher.start()
-        let subscription = try await viewer.subscribe(prefix: "")
+        return (session, publisher)
+    }
+
+    /// The first catalog with a playable audio track of the first broadcast `viewer` sees under `prefix`
+    /// (a publisher completes its catalog as its encoders start).
+    static func playableAudioCatalog(_ viewer: Session, prefix: String) async throws -> Catalog {
+        let subscription = try await viewer.subscribe(prefix: prefix)
         var broadcasts = subscription.broadcasts.makeAsyncIterator()
         let broadcast = try #require(await broadcasts.next())
         var catalogs = broadcast.catalogs().makeAsyncIterator()
         var catalog = try #require(await catalogs.next())
         while catalog.playableAudioTracks.isEmpty { catalog = try #require(await catalogs.next()) }
-        return RadioFixture(relay: relay, session: session, viewer: viewer, publisher: publisher, catalog: catalog)
+        return catalog
     }
 
     /// Stops the publisher, closes both sessions, then the relay.
