@@ -97,18 +97,7 @@ extension MoqSrc {
             run.upcomingCatalog = nil
             reporter.log(GST_LEVEL_INFO, "next in the queue: \(path)")
         case .found(let path) where path == run.upcoming && run.upcomingCatalog != nil:
-            // The queue moves on to a broadcast the pads have prerolled: they splice it in
-            // where the previous one ends (no re-anchoring, no gap).
-            run.sourceEpoch = max(run.sourceEpoch + 1, run.upcomingEpoch)
-            run.lastBroadcast = path
-            run.broadcast = path
-            run.catalog = run.upcomingCatalog
-            run.upcoming = nil
-            run.upcomingCatalog = nil
-            reporter.log(GST_LEVEL_INFO, "playing broadcast \(path) (prerolled)")
-            reconcile(run, session: session)
-            reconcileData(run, session: session)
-            if let catalog = run.catalog { followNowPlaying(run, session: session, catalog: catalog) }
+            adoptUpcoming(run, session: session)
         case .found(let path):
             if run.upcoming == path {
                 // Its turn came before its catalog did: it plays as a new broadcast, unprepared.
@@ -135,6 +124,13 @@ extension MoqSrc {
             prepareUpcoming(run, session: session)
         case .catalog(let path, let catalog):
             guard path == run.broadcast else { return }
+            if run.upcomingCatalog != nil, dropsPlayedKind(run, catalog) {
+                // The publisher took its finished tracks out of the catalog (moq-dev's does, before or
+                // after the tracks' end reaches us): the broadcast is ending, and the queue's next one
+                // is prerolled. It takes over; the pads splice it in as their tracks end.
+                adoptUpcoming(run, session: session)
+                return
+            }
             run.catalog = catalog
             reconcile(run, session: session)
             followPublisherItem(run, catalog: catalog)
@@ -153,7 +149,9 @@ extension MoqSrc {
             for pad in run.pads.values { pad.prepare(nil) }
         case .ended(let path):
             reporter.log(GST_LEVEL_INFO, "broadcast \(path) ended")
-            if run.broadcast == path { run.broadcast = nil }
+            // A broadcast the queue already left (its tracks ended, the pads spliced on) changes nothing.
+            guard run.broadcast == path else { return }
+            run.broadcast = nil
             timeline.withLock { $0.markDiscontinuity() }
         case .notFound(let target):
             guard !run.foundOnce else { return }
@@ -163,6 +161,42 @@ extension MoqSrc {
                 "\(target) was not announced by \(url) within \(settings.withLock { $0.timeoutS }) s: check the name, "
                     + "and that the URL's path is the root it is published under (a broadcast room/cam published at "
                     + "moql://relay/anon is anon/room/cam at moql://relay/)")
+        }
+    }
+
+    /// The queue moves on to the broadcast the pads have prerolled: it becomes the one played, and
+    /// the pads splice it in where the previous one ends (no re-anchoring, no gap). Either the
+    /// follower found it (the previous one was unannounced), or a pad already spliced it in (its
+    /// track ended first): from then on, catalog updates of the previous broadcast (a publisher
+    /// that removes its finished tracks) no longer touch the pads.
+    private func adoptUpcoming(_ run: Running, session: MoqSession) {
+        guard let path = run.upcoming, let catalog = run.upcomingCatalog else { return }
+        run.sourceEpoch = max(run.sourceEpoch + 1, run.upcomingEpoch)
+        run.lastBroadcast = path
+        run.broadcast = path
+        run.catalog = catalog
+        run.upcoming = nil
+        run.upcomingCatalog = nil
+        reporter.log(GST_LEVEL_INFO, "playing broadcast \(path) (prerolled)")
+        reconcile(run, session: session)
+        reconcileData(run, session: session)
+        followNowPlaying(run, session: session, catalog: catalog)
+    }
+
+    /// Whether `catalog` no longer offers a rendition for a kind a pad plays.
+    private func dropsPlayedKind(_ run: Running, _ catalog: HangCatalog) -> Bool {
+        let s = settings.withLock { $0 }
+        let choice = RenditionChoice(
+            catalog: catalog, video: run.selection[.video] ?? s.videoTrack, audio: run.selection[.audio] ?? s.audioTrack
+        )
+        return run.pads.keys.contains { ($0 == .video ? choice.video : choice.audio) == nil }
+    }
+
+    /// A pad spliced the queue's next broadcast in (its track of the current one ended).
+    func queueAdvanced(to path: String) {
+        onControlQueue { [self] in
+            guard let run, run.upcoming == path, let session = run.session else { return }
+            adoptUpcoming(run, session: session)
         }
     }
 

@@ -238,6 +238,7 @@ final class SrcPad: @unchecked Sendable {
         upcoming?.remote.cancel()
         upcoming = nil
         upcomingDueNs = nil
+        heldForSplice = nil
         remote?.cancel()
         remote = nil
         reader = nil
@@ -303,6 +304,16 @@ final class SrcPad: @unchecked Sendable {
             performSeek(request, reader: reader, source: source, now: clock.runningTime ?? 0, src: src)
             return
         }
+        if let held = heldForSplice {
+            // Video's first frame of the queue's next broadcast waits for audio to anchor it.
+            if waitsForAudioSplice(source, src: src), monotonicNow() &- held.since < Self.spliceHoldNs {
+                wake.wait(since: generation, timeoutNs: 5_000_000)
+                return
+            }
+            heldForSplice = nil
+            push(held.frame, reader: reader, source: source, now: clock.runningTime ?? 0, src: src)
+            return
+        }
         if let drain = draining {
             if case .frame(let frame) = drain.reader.next(waitingUpTo: 0) {
                 push(frame, reader: drain.reader, source: source, now: clock.runningTime ?? 0, src: src)
@@ -350,12 +361,27 @@ final class SrcPad: @unchecked Sendable {
                     ("message", .string("frame \(index) of group \(group) is not a legacy frame: \(error)")),
                     ("group", .uint64(group)),
                 ])
+        case .frame(let frame) where waitsForAudioSplice(source, src: src):
+            heldForSplice = (frame, monotonicNow())
         case .frame(let frame):
             push(frame, reader: reader, source: source, now: clock.runningTime ?? 0, src: src)
         }
     }
 
     // MARK: Queue
+
+    /// Video's first frame of a spliced broadcast, held until audio anchors the splice.
+    private var heldForSplice: (frame: MediaFrame, since: UInt64)?
+    /// How long video waits for audio to end the previous broadcast and anchor the next one.
+    static let spliceHoldNs: UInt64 = 500_000_000
+
+    /// Audio decides where the next broadcast of a queue starts: it is what a gap or an overlap
+    /// would be heard in. A video pad that spliced first holds its first frame until the audio pad
+    /// has pushed the end of the previous broadcast and placed the first frame of the next.
+    private func waitsForAudioSplice(_ playing: Source, src: MoqSrc) -> Bool {
+        guard kind == .video, src.run?.pads[.audio] != nil else { return false }
+        return src.timeline.withLock { $0.awaitingSplice && $0.spliceEpoch == playing.epoch }
+    }
 
     /// How long after the queue moved on the current track may still deliver its last frames.
     static let spliceWaitNs: UInt64 = 1_000_000_000
@@ -381,6 +407,7 @@ final class SrcPad: @unchecked Sendable {
     /// pushed (on any pad) ends.
     private func splice(src: MoqSrc) {
         guard let next = upcoming else { return }
+        heldForSplice = nil
         upcoming = nil
         upcomingDueNs = nil
         let previous = source
@@ -402,6 +429,7 @@ final class SrcPad: @unchecked Sendable {
         _ = src.timeline.withLock { $0.splice(epoch: next.source.epoch) }
         startStream(next.source, src: src)
         src.reporter.log(GST_LEVEL_INFO, "\(name): \(previous?.broadcast ?? "-") → \(next.source.broadcast)")
+        src.queueAdvanced(to: next.source.broadcast)
         src.events.post(
             "queue.advance", kind: kind, track: next.source.trackName,
             [
@@ -431,6 +459,7 @@ final class SrcPad: @unchecked Sendable {
         skipToNextGroup = false
         discont = true
         startingAfterSeek = true
+        heldForSplice = nil
         // The target is rendered right after now: its running time is now minus what the sinks
         // wait, plus a margin for decoding.
         let renderDelay = src.renderDelayNs
