@@ -179,7 +179,8 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(name: "SwiftMoQTests", dependencies: ["SwiftMoQ"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "MoqPlaybackTests", dependencies: ["MoqPlayback", "MoqCatalog", "MoqSession", "MoqWire", "SwiftMoQ"],
+            name: "MoqPlaybackTests",
+            dependencies: ["MoqBase", "MoqPlayback", "MoqCatalog", "MoqSession", "MoqWire", "SwiftMoQ"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "MoqPipelineTests", dependencies: ["MoqPipeline", "GstSwiftMoQ", "CGStreamer"],

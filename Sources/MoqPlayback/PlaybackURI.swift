@@ -20,7 +20,7 @@ public struct PlaybackURI: Sendable, Equatable {
     public static let schemes = ["moql", "moqt"]
     /// Query keys that are element properties rather than part of the connection.
     public static let propertyKeys: Set<String> = [
-        "latency", "video-track", "audio-track", "timeout", "tls-fingerprint", "tls-disable-verify",
+        "latency", "latency-mode", "video-track", "audio-track", "timeout", "tls-fingerprint", "tls-disable-verify",
     ]
 
     /// The relay URL to connect to.

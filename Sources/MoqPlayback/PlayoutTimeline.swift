@@ -12,6 +12,10 @@
 /// - **Retarget** (forward only, so timestamps stay monotonic): when the live edge
 ///   itself arrives after its render deadline (the network got slower, or the link
 ///   stalled), the offset grows so the live edge maps to "now" again.
+/// - **Adaptive latency** (``AdaptiveLatency``, moqsrc's default): no jitter margin at first; lateness
+///   at the live edge grows one (never above a ceiling), and in the second after an anchor live
+///   frames that arrive before their running time move the timeline earlier (the anchoring frame may
+///   have waited in a relay's cache).
 /// - **Continuity** after a reconnect or a new broadcast: the offset is kept when the
 ///   new frames continue the old timeline (same publisher), otherwise the timeline is
 ///   re-anchored after everything already pushed. When it is kept, late frames are dropped
@@ -60,8 +64,57 @@ public struct PlayoutTimeline: Sendable, Equatable {
     /// ``retargets``), and a reconnect keeps the timeline without a grace period of drops.
     public var longForm = false
 
+    /// Adaptive live latency (moqsrc's default `latency-mode`); nil: the budget is fixed.
+    public private(set) var adaptive: AdaptiveLatency?
+
     /// Creates an unanchored timeline.
-    public init(longForm: Bool = false) { self.longForm = longForm }
+    /// - Parameter adaptive: live playback whose jitter margin starts at 0 and grows with what is
+    ///   late (``AdaptiveLatency``); nil for a fixed budget.
+    public init(longForm: Bool = false, adaptive: AdaptiveLatency? = nil) {
+        self.longForm = longForm
+        self.adaptive = longForm ? nil : adaptive
+    }
+
+    /// The jitter margin added to the pipeline's latency so far (ns): 0 with a fixed budget.
+    public var marginNs: UInt64 { adaptive?.marginNs ?? 0 }
+
+    /// A new ceiling for the adaptive margin (moqsrc's `latency` changed while playing): it bounds
+    /// further growth; what the margin already added stays until the timeline anchors again.
+    public mutating func setAdaptiveCeiling(ns: UInt64) {
+        adaptive?.ceilingNs = ns
+    }
+
+    /// A frame at the live edge inside a group (not a retarget point) is about to be pushed: how
+    /// late it is (beyond `toleranceNs`) is remembered, and the next group start grows the adaptive
+    /// margin by it; in the settling second after an anchor, a frame that arrived before its
+    /// running time moves the timeline earlier (``AdaptiveLatency/tighten(earlyNs:)``).
+    public mutating func observe(
+        timestampUs: UInt64, now: UInt64, latencyNs: UInt64, toleranceNs: UInt64 = 0, epoch: UInt64? = nil
+    ) {
+        guard adaptive != nil, offsetNs != nil, !isBeforeSplice(epoch), !isInLateGrace(now: now) else { return }
+        let pts = runningTime(of: timestampUs)
+        let deadline = Saturating.add(Saturating.add(pts, latencyNs), toleranceNs)
+        if now > deadline { adaptive?.noteLate(now - deadline) }
+        tightenIfEarly(pts: pts, now: now)
+    }
+
+    /// In the settling second after an anchor: the anchoring frame may have waited in a cache (the
+    /// newest frame a relay holds is up to a frame interval old), so a live frame that arrives
+    /// before its running time (plus the margin) moves the timeline earlier by that, at most
+    /// ``AdaptiveLatency/tightenStepNs`` a frame so that timestamps stay monotonic.
+    private mutating func tightenIfEarly(pts: UInt64, now: UInt64) {
+        guard let until = settleUntilNs, now < until, let offset = offsetNs else { return }
+        let target = Saturating.add(now, marginNs)
+        guard pts > target, let step = adaptive?.tighten(earlyNs: pts - target), step > 0 else { return }
+        offsetNs = Saturating.subtract(offset, Saturating.int64(step))
+    }
+
+    /// Until this running time (ns) after an anchor, adaptive playback tightens an anchor that
+    /// was late (``tightenIfEarly(pts:now:)``).
+    public private(set) var settleUntilNs: UInt64?
+
+    /// How long after an anchor the timeline may still move earlier.
+    public static let settleNs: UInt64 = 1_000_000_000
 
     /// What ``place(timestampUs:liveEdgeUs:now:latencyNs:)`` decided.
     public enum Placement: Sendable, Equatable {
@@ -82,9 +135,11 @@ public struct PlayoutTimeline: Sendable, Equatable {
     ///   - mayRetarget: evaluate the live edge's lateness (at group starts).
     ///   - epoch: the source epoch of the frame: one from before the last splice keeps the
     ///     previous broadcast's offset (nil: the current one).
+    ///   - toleranceNs: adaptive latency: lateness up to this much is not acted on (a video sink
+    ///     still renders a frame 20 ms late; an audio frame late at all is a gap).
     public mutating func place(
         timestampUs: UInt64, liveEdgeUs: UInt64, now: UInt64, latencyNs: UInt64, mayRetarget: Bool = true,
-        epoch: UInt64? = nil
+        epoch: UInt64? = nil, toleranceNs: UInt64 = 0
     ) -> (pts: UInt64, placement: Placement) {
         if isBeforeSplice(epoch) { return (runningTime(of: timestampUs, epoch: epoch), .continued) }
         var placement = Placement.continued
@@ -97,6 +152,7 @@ public struct PlayoutTimeline: Sendable, Equatable {
             awaitingContinuityCheck = false
             lateGraceUntilNs = nil
             offsetBeforeSpliceNs = offsetNs
+            settleUntilNs = nil
             let at = max(latestEndNs, latestPushedNs, now)
             offsetNs = Saturating.subtract(Saturating.int64(at), Saturating.nanoseconds(micros: timestampUs))
             return (runningTime(of: timestampUs), .anchored)
@@ -104,7 +160,7 @@ public struct PlayoutTimeline: Sendable, Equatable {
         if offsetNs != nil, awaitingAnchor {
             awaitingAnchor = false
             awaitingContinuityCheck = false
-            anchor(edgeUs: edge, at: max(now, Saturating.add(latestPushedNs, 1_000_000)))
+            anchor(edgeUs: edge, at: Saturating.add(max(now, Saturating.add(latestPushedNs, 1_000_000)), marginNs))
             placement = .anchored
         } else if let offset = offsetNs, awaitingContinuityCheck {
             awaitingContinuityCheck = false
@@ -116,25 +172,33 @@ public struct PlayoutTimeline: Sendable, Equatable {
                 candidate
                 > Saturating.add(Saturating.int64(now), Saturating.int64(Saturating.add(latencyNs, 5_000_000_000)))
             if backwards || farAhead {
-                anchor(edgeUs: edge, at: max(now, Saturating.add(latestPushedNs, 1_000_000)))
+                anchor(edgeUs: edge, at: Saturating.add(max(now, Saturating.add(latestPushedNs, 1_000_000)), marginNs))
                 placement = .anchored
             } else if !longForm {
                 lateGraceUntilNs = Saturating.add(now, Self.reconnectGraceNs)
             }
         } else if offsetNs == nil {
-            anchor(edgeUs: edge, at: now)
+            anchor(edgeUs: edge, at: Saturating.add(now, marginNs))
             placement = .anchored
         }
         if mayRetarget, placement == .continued, !isInLateGrace(now: now), let offset = offsetNs {
             let edgePts = Saturating.add(Saturating.nanoseconds(micros: edge), offset)
             let deadline = Saturating.add(edgePts, Saturating.int64(latencyNs))
             let nowNs = Saturating.int64(now)
-            if nowNs > deadline {
-                // now > deadline ≥ edgePts (latency is never negative): the difference is positive.
-                let shift = Saturating.subtract(nowNs, edgePts)
-                offsetNs = Saturating.add(offset, shift)
+            // Adaptive: what was late since the last group start (this edge included, beyond the
+            // tolerance) grows the margin, and the offset moves by what it grew. A fixed budget (or
+            // a margin at its ceiling) moves the late edge to "now", restoring the whole budget.
+            let late = nowNs > deadline ? UInt64(Saturating.subtract(nowNs, deadline)) : 0
+            let beyond = adaptive == nil ? late : (late > toleranceNs ? late - toleranceNs : 0)
+            let grown = adaptive?.grow(late: beyond) ?? 0
+            let catchUp = beyond > grown ? UInt64(Saturating.subtract(nowNs, edgePts)) : 0
+            let shift = max(grown, catchUp)
+            if shift > 0 {
+                offsetNs = Saturating.add(offset, Saturating.int64(shift))
                 retargets += 1
-                placement = .retargeted(ns: UInt64(shift))
+                placement = .retargeted(ns: shift)
+            } else if adaptive != nil, edgePts > 0 {
+                tightenIfEarly(pts: UInt64(edgePts), now: now)
             }
         }
         return (runningTime(of: timestampUs), placement)
@@ -204,18 +268,20 @@ public struct PlayoutTimeline: Sendable, Equatable {
         awaitingAnchor = false
         awaitingContinuityCheck = false
         lateGraceUntilNs = nil
-        anchor(edgeUs: timestampUs, at: runningTime)
+        anchor(edgeUs: timestampUs, at: runningTime, settling: false)
         latestPushedNs = runningTime
         return true
     }
 
-    /// Forgets the anchor (the element stopped).
+    /// Forgets the anchor (the element stopped); an adaptive margin starts again from 0.
     public mutating func reset() {
-        self = PlayoutTimeline(longForm: longForm)
+        self = PlayoutTimeline(longForm: longForm, adaptive: adaptive.map { AdaptiveLatency(ceilingNs: $0.ceilingNs) })
     }
 
-    private mutating func anchor(edgeUs: UInt64, at runningTime: UInt64) {
+    private mutating func anchor(edgeUs: UInt64, at runningTime: UInt64, settling: Bool = true) {
         if offsetNs != nil { retargets += 1 }
+        // A live anchor (not a seek's) may be tightened in the second that follows.
+        settleUntilNs = settling && adaptive != nil ? Saturating.add(runningTime, Self.settleNs) : nil
         offsetNs = Saturating.subtract(Saturating.int64(runningTime), Saturating.nanoseconds(micros: edgeUs))
     }
 }

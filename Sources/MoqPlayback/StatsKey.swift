@@ -24,6 +24,8 @@ public enum StatsKey: String, Sendable, CaseIterable {
     case groupsDropped = "groups-dropped"
     /// moqsrc: its `latency` property.
     case targetLatencyMs = "target-latency-ms"
+    case latencyMode = "latency-mode"
+    case latencyMarginMs = "latency-margin-ms"
     /// moqsrc: how often the timeline moved forward.
     case retargets
     /// moqsrc: its `buffering` property (`live` or `long-form`).

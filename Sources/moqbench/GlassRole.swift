@@ -26,10 +26,11 @@ enum GlassRole {
           --width W, --height H     picture size (default 1920x1080)
           --fps N                   frames per second (default 30)
           --latency MS              moqsrc's latency (default: the element's own default)
+          --latency-mode MODE       moqsrc's latency-mode, adaptive or fixed (default: the element's own)
         """
 
     private static let known = Client.options.union([
-        "broadcast", "seconds", "warmup-s", "width", "height", "fps", "latency",
+        "broadcast", "seconds", "warmup-s", "width", "height", "fps", "latency", "latency-mode",
     ])
 
     static func run(_ argv: [String]) async throws(BenchError) {
@@ -58,6 +59,7 @@ enum GlassRole {
         var source = Element("moqsrc", name: "src").set("url", client.url).set("broadcast", path).set(
             "tls-fingerprint", client.fingerprint)
         if let latency { source = source.set("latency", latency) }
+        if let mode = options.value("latency-mode") { source = source.set("latency-mode", mode) }
         let player = Pipeline(
             nodes: source.nodes
                 + Branch {
@@ -112,6 +114,9 @@ enum GlassRole {
         guard let playerRunning = player.runningTime else { throw .runtime("the player has no clock") }
         let playerBase = Monotonic.now() - UInt64(playerRunning.nanoseconds)
         let playerLatency = try pipelineLatency(player)
+        let stats = try? player.element(named: "src").property("stats")?.structureValue
+        let margin = stats?["latency-margin-ms"]?.doubleValue ?? 0
+        let retargets = Int(stats?["retargets"]?.intValue ?? 0)
         player.stop()
         publisher.stop()
 
@@ -138,6 +143,7 @@ enum GlassRole {
             fields: [
                 ("frames", .int(totals.count)), ("latency_ms", .doubles(totals)),
                 ("player_latency_ms", .double(Double(playerLatency) / 1e6)),
+                ("margin_ms", .double(margin)), ("retargets", .int(retargets)),
             ] + stages.sorted { $0.key < $1.key }.map { ("stage_\($0.key)", .doubles($0.value)) })
     }
 

@@ -64,7 +64,7 @@ struct FaultRun {
                 + "audiotestsrc is-live=true wave=sine ! audio/x-raw,rate=48000,channels=2 ! opusenc ! moq.sink_1 "
                 + DataTrackProbe.publisherBranch(pad: "sink_2"))
         let player = Pipeline(
-            launch: "moqsrc name=src \(endpoint(playProxy)) latency=\(fault.latencyMs) "
+            launch: "moqsrc name=src \(endpoint(playProxy)) latency-mode=fixed latency=\(fault.latencyMs) "
                 + "src.video_0 ! queue ! appsink name=video sync=true "
                 + "src.audio_0 ! queue ! fakesink sync=true")
         let probe = LatencyProbe()

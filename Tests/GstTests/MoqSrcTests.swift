@@ -150,14 +150,14 @@ struct MoqSrcTests {
         publisher.setState(GST_STATE_NULL)
     }
 
-    @Test("latency changed while playing: the LATENCY query and the playout delay follow")
+    @Test("latency-mode=fixed, latency changed while playing: the LATENCY query and the playout delay follow")
     func latencyWhilePlaying() async throws {
         let relay = try localRelay()
         defer { Task { await relay.shutdown(grace: .zero) } }
         let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "lat")
         #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
         let player = try TestPipeline(
-            "moqsrc name=s latency=100 \(relay.elementProperties) broadcast=lat "
+            "moqsrc name=s latency-mode=fixed latency=100 \(relay.elementProperties) broadcast=lat "
                 + "s.video_0 ! fakesink sync=true s.audio_0 ! fakesink sync=true")
         #expect(player.play() != GST_STATE_CHANGE_FAILURE)
         let src = player.element("s")!
@@ -181,6 +181,37 @@ struct MoqSrcTests {
             (statsField(src, "video-latency-ms") ?? 0) > 350
         }
         #expect(statsField(src, "target-latency-ms") == 500)
+        #expect(player.errors.isEmpty, "\(player.errors)")
+        player.setState(GST_STATE_NULL)
+        publisher.setState(GST_STATE_NULL)
+    }
+
+    @Test("latency-mode=adaptive (the default): moqsrc adds nothing to the LATENCY query until frames are late")
+    func adaptiveLatencyDefault() async throws {
+        let relay = try localRelay()
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "adaptive")
+        #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
+        let player = try TestPipeline(
+            "moqsrc name=s \(relay.elementProperties) broadcast=adaptive "
+                + "s.video_0 ! fakesink sync=true s.audio_0 ! fakesink sync=true")
+        #expect(player.play() != GST_STATE_CHANGE_FAILURE)
+        let src = player.element("s")!
+        defer { gst_object_unref(src) }
+        try await eventually("playing") { (statsField(src, "video-frames") ?? 0) > 30 }
+        var live: gboolean = 0
+        var min: GstClockTime = 0
+        var max: GstClockTime = 0
+        let srcQuery = gst_query_new_latency()!
+        defer { gst_query_unref(srcQuery) }
+        let pad = try #require(gst_element_get_static_pad(src, "video_0"))
+        defer { gst_object_unref(pad) }
+        #expect(gst_pad_query(pad, srcQuery) != 0)
+        gst_query_parse_latency(srcQuery, &live, &min, &max)
+        #expect(live != 0 && min == 0, "moqsrc answered \(min / 1_000_000) ms")
+        #expect(stringProperty(src, "stats")?.contains("latency-mode=(string)adaptive") == true)
+        // The margin is what lateness asked for, never above latency (100 ms by default).
+        #expect((statsField(src, "latency-margin-ms") ?? 1000) <= 100)
         #expect(player.errors.isEmpty, "\(player.errors)")
         player.setState(GST_STATE_NULL)
         publisher.setState(GST_STATE_NULL)

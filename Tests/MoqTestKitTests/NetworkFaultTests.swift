@@ -18,7 +18,9 @@ struct NetworkFaultTests {
         -> Pipeline
     {
         Pipeline {
-            Element.moqsrc(relay: relay, broadcast: broadcast, via: proxy).set("latency", latency)
+            // A fixed budget: these cases judge playback against it.
+            Element.moqsrc(relay: relay, broadcast: broadcast, via: proxy).set("latency-mode", "fixed").set(
+                "latency", latency)
             Branch {
                 From("src", pad: "video_0")
                 Queue()
@@ -120,6 +122,42 @@ struct NetworkFaultTests {
         try await eventually("the reconnect", timeout: .seconds(30)) { sessions.withLock { $0 } == 2 }
         #expect(connection.reconnects + connection.handovers == 1)
         connection.stop()
+        await path.stop()
+    }
+
+    @Test(
+        "adaptive latency (the default): 80 ms more delay on the player's path grows the margin by about that, within latency"
+    )
+    func adaptiveMarginFollowsDelay() async throws {
+        let path = try FaultPath.start()
+        let broadcast = uniqueBroadcast("adaptive")
+        let publisher = h264Publisher(.moqsink(relay: path.relay, broadcast: broadcast, via: path.publishLeg))
+        let player = Pipeline {
+            Element.moqsrc(relay: path.relay, broadcast: broadcast, via: path.playLeg)
+            Branch {
+                From("src", pad: "video_0")
+                Queue()
+                Element("appsink", name: "sink").set("sync", false)
+            }
+        }
+        func stat(_ name: String) throws -> Double {
+            try player.element(named: "src").property("stats")?.structureValue?[name]?.doubleValue ?? -1
+        }
+        try publisher.start()
+        try player.start()
+        let sink = try AppSink(player, name: "sink")
+        #expect(try await sink.pull(count: 30, timeout: .seconds(20)).count == 30)
+        let before = try stat("latency-margin-ms")
+        let retargetsBefore = try stat("retargets")
+        path.playLeg.impair(Impairment(toServer: .none, toClient: LinkImpairment(delay: .milliseconds(80))))
+        // Two seconds of frames after the step (groups of 15 frames: the margin grows at a group start).
+        #expect(try await sink.pull(count: 60, timeout: .seconds(20)).count == 60)
+        let after = try stat("latency-margin-ms")
+        #expect(after - before >= 40 && after <= 100, "margin \(before) → \(after) ms")
+        #expect(try stat("retargets") > retargetsBefore)
+        #expect(player.collectedMessages.first(where: \.isError) == nil)
+        player.stop()
+        publisher.stop()
         await path.stop()
     }
 

@@ -395,13 +395,17 @@ def run_glass(tools: Tools, cfg: Config, log) -> list[dict]:
         relay = start_relay(tools, "swift", f"glass-{latency}-relay")
         with stopping(relay.child):
             options = {"broadcast": broadcast_name("glass"), "seconds": cfg.glass_seconds}
-            if latency != "default":
+            if latency.startswith("fixed-"):
+                options["latency-mode"] = "fixed"
+                options["latency"] = latency[len("fixed-"):]
+            elif latency != "default":
                 options["latency"] = latency
             child = start_client(tools, "swift", "glass", f"glass-{latency}", relay, options)
             with stopping(child):
                 result = child.wait_event("result", cfg.glass_seconds + 90)
         stages = {k[len("stage_"):]: _ms_summary(v) for k, v in result.items() if k.startswith("stage_")}
         rows.append({"latency": latency, "frames": result["frames"], "player_latency_ms": result["player_latency_ms"],
+                     "margin_ms": result.get("margin_ms"), "retargets": result.get("retargets"),
                      "total": _ms_summary(result["latency_ms"]), "stages": stages, "busy_before_percent": idle,
                      "latency_ms": result["latency_ms"]})
     return rows

@@ -56,8 +56,9 @@ class Config:
     # 4. GStreamer path: 1080p30 H.264 (x264enc ultrafast) through appsrc ! moqsink → moqsrc ! appsink.
     gst_seconds: float = field(default_factory=lambda: _env_float("BENCH_GST_SECONDS", 10))
     gst_bitrate_kbps: int = field(default_factory=lambda: _env_int("BENCH_GST_BITRATE_KBPS", 4000))
-    # 4d. Glass-to-glass: moqsrc's latency values to run with ("default": the element's own).
-    glass_latencies: list[str] = field(default_factory=lambda: _env_list("BENCH_GLASS_LATENCIES", "default,0"))
+    # 4d. Glass-to-glass: moqsrc's latency values to run with ("default": the element's own, adaptive;
+    # "fixed-N": latency-mode=fixed latency=N, the default before issue #16).
+    glass_latencies: list[str] = field(default_factory=lambda: _env_list("BENCH_GLASS_LATENCIES", "default,fixed-100"))
     glass_seconds: float = field(default_factory=lambda: _env_float("BENCH_GLASS_SECONDS", 10))
     # 4c. Time to first frame: new players of a running 1080p30 broadcast, one after another.
     ttff_runs: int = field(default_factory=lambda: _env_int("BENCH_TTFF_RUNS", 10))

@@ -239,7 +239,12 @@ def glass_section(rows: list[dict]) -> str:
              "transport": "moqsink → relay → moqsrc", "decode": "decodebin", "render_wait": "jitter buffer + render wait"}
     body = []
     for row in rows:
-        label = f"moqsrc latency={row['latency']} (pipeline latency {fmt(row['player_latency_ms'])} ms)"
+        setting = {"default": "defaults (latency-mode=adaptive)"}.get(row["latency"], None)
+        if setting is None:
+            setting = (f"latency-mode=fixed latency={row['latency'][len('fixed-'):]}"
+                       if row["latency"].startswith("fixed-") else f"latency={row['latency']}")
+        margin = f", margin {fmt(row['margin_ms'])} ms, {row['retargets']} retargets" if row.get("margin_ms") is not None else ""
+        label = f"moqsrc {setting} (pipeline latency {fmt(row['player_latency_ms'])} ms{margin})"
         body.append([label, "glass to glass", row["total"]["p50_ms"], row["total"]["p90_ms"], row["total"]["max_ms"]])
         for stage in order:
             s = row["stages"].get(stage)

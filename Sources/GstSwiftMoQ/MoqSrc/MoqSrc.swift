@@ -40,6 +40,9 @@ final class MoqSrc: @unchecked Sendable {
         var broadcast: String?
         var prefix: String?
         var latencyMs: UInt32 = 100
+        /// `latency-mode=adaptive` (the default): `latency` is the ceiling of a jitter margin that
+        /// starts at 0 and grows with lateness; `fixed`: `latency` is the budget.
+        var adaptiveLatency = true
         var videoTrack: String?
         var audioTrack: String?
         var timeoutS: UInt32 = 10
@@ -167,7 +170,10 @@ final class MoqSrc: @unchecked Sendable {
     private let playback = Lock(Playback())
     /// How long after its running time a buffer is rendered: the pipeline's latency
     /// (LATENCY event), at least ours.
-    var renderDelayNs: UInt64 { max(playback.withLock { $0.pipelineLatencyNs }, latencyMs * 1_000_000) }
+    var renderDelayNs: UInt64 { max(playback.withLock { $0.pipelineLatencyNs }, reportedLatencyMs * 1_000_000) }
+    /// What the LATENCY query answers: the fixed budget, or 0 when adaptive (the margin then lives in
+    /// the timeline's offset, so that it can grow without the pipeline reconfiguring its latency).
+    var reportedLatencyMs: UInt64 { settings.withLock { $0.adaptiveLatency ? 0 : UInt64($0.latencyMs) } }
     /// The broadcast's timeline, shared by the pads.
     let timeline = Lock(PlayoutTimeline())
 
@@ -264,8 +270,12 @@ final class MoqSrc: @unchecked Sendable {
         }
         let fresh = Playback(groupID: UInt32(gst_util_group_id_next()), startedAt: monotonicNow())
         playback.withLock { $0 = fresh }
-        let longForm = settings.withLock { $0.longForm }
-        timeline.withLock { $0 = PlayoutTimeline(longForm: longForm) }
+        let (longForm, adaptive, ceilingMs) = settings.withLock { ($0.longForm, $0.adaptiveLatency, $0.latencyMs) }
+        timeline.withLock {
+            $0 = PlayoutTimeline(
+                longForm: longForm,
+                adaptive: adaptive ? AdaptiveLatency(ceilingNs: UInt64(ceilingMs) * 1_000_000) : nil)
+        }
 
         let weakSelf = WeakReference(self)
         let use = link.open(relay) { session, start in
@@ -354,6 +364,7 @@ final class MoqSrc: @unchecked Sendable {
     // MARK: Latency
 
     func latencyChanged(_ ms: UInt64) {
+        timeline.withLock { $0.setAdaptiveCeiling(ns: ms * 1_000_000) }
         for pad in run?.pads.values.map({ $0 }) ?? [] { pad.latencyChanged(ms: ms) }
         reporter.log(GST_LEVEL_INFO, "latency now \(ms) ms")
         gst_element_post_message(
@@ -364,7 +375,7 @@ final class MoqSrc: @unchecked Sendable {
     func query(_ pad: UnsafeMutablePointer<GstPad>, _ query: UnsafeMutablePointer<GstQuery>) -> gboolean {
         switch swiftmoq_query_type(query) {
         case GST_QUERY_LATENCY:
-            gst_query_set_latency(query, 1, GstClockTime(latencyMs * 1_000_000), swiftmoq_clock_time_none())
+            gst_query_set_latency(query, 1, GstClockTime(reportedLatencyMs * 1_000_000), swiftmoq_clock_time_none())
             return 1
         case GST_QUERY_SCHEDULING:
             gst_query_set_scheduling(query, GST_SCHEDULING_FLAG_SEQUENTIAL, 1, -1, 0)

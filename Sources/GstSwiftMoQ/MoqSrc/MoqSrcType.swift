@@ -16,8 +16,20 @@ enum MoqSrcType {
     enum Prop: UInt32, ElementPropertyID {
         case url = 1, broadcast, prefix, tlsDisableVerify, tlsFingerprint, tlsRootFile, authToken, latency,
             videoTrack, audioTrack, timeout, status, moqVersion, stats, uriTLS, buffering, bufferDuration,
-            dataTracks, queue
+            dataTracks, queue, latencyMode
     }
+
+    /// `latency-mode`'s values.
+    static let latencyModeType: GType = registerEnum(
+        "GstMoqSrcLatencyMode",
+        [
+            (
+                0,
+                "Adaptive: render after the pipeline's own latency plus a jitter margin that starts at 0 and grows by what a frame at the live edge was late (plus 10 ms), up to latency",
+                "adaptive"
+            ),
+            (1, "Fixed: render latency ms after the live edge (answered in the LATENCY query)", "fixed"),
+        ])
 
     /// `buffering`'s values.
     static let bufferingType: GType = registerEnum(
@@ -150,8 +162,15 @@ enum MoqSrcType {
                 .latency,
                 Property.uint(
                     "latency", "Latency",
-                    "Jitter budget in ms: frames are rendered this long after the live edge; groups older than it are skipped (answered in the LATENCY query; may change while playing)",
+                    "Jitter budget in ms. latency-mode=fixed: frames are rendered this long after the live edge (answered in the LATENCY query); adaptive: the most the jitter margin may grow to. Groups older than twice it are skipped (may change while playing)",
                     min: 0, max: 60_000, default: 100, flags: live)
+            ),
+            (
+                .latencyMode,
+                Property.enumeration(
+                    "latency-mode", "Latency mode",
+                    "adaptive: start with no jitter margin beyond the pipeline's own latency and grow it (never above latency) when frames at the live edge arrive late, for the lowest glass-to-glass latency the path allows; fixed: always latency ms, as rtpjitterbuffer does",
+                    type: latencyModeType, default: 0, flags: rw)
             ),
             (
                 .buffering,

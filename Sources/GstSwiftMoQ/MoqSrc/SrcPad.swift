@@ -613,6 +613,10 @@ final class SrcPad: @unchecked Sendable {
 
     // MARK: Buffers
 
+    /// Adaptive latency: how late a frame may be before the margin grows. Video sinks still render
+    /// a frame up to 20 ms late (their default `max-lateness`); a late audio frame is a gap.
+    private var lateToleranceNs: UInt64 { kind == .video ? 20_000_000 : 0 }
+
     private func push(_ frame: MediaFrame, reader: TrackReader, source: Source, now: UInt64, src: MoqSrc) {
         // Read before a seek that is about to move the reader: not played.
         if pendingSeek.withLock({ $0 != nil }) { return }
@@ -647,7 +651,7 @@ final class SrcPad: @unchecked Sendable {
             let placed = src.timeline.withLock {
                 $0.place(
                     timestampUs: frame.timestampUs, liveEdgeUs: edge, now: now, latencyNs: latencyNs,
-                    epoch: source.epoch)
+                    epoch: source.epoch, toleranceNs: lateToleranceNs)
             }
             if case .anchored = placed.placement {
                 lastPosition = nil
@@ -676,7 +680,7 @@ final class SrcPad: @unchecked Sendable {
                 ?? src.timeline.withLock {
                     $0.place(
                         timestampUs: frame.timestampUs, liveEdgeUs: edge, now: now, latencyNs: latencyNs,
-                        epoch: source.epoch)
+                        epoch: source.epoch, toleranceNs: lateToleranceNs)
                 }
             pts = placed
             switch placement {
@@ -704,7 +708,17 @@ final class SrcPad: @unchecked Sendable {
                 return
             }
         } else {
-            pts = src.timeline.withLock { $0.runningTime(of: frame.timestampUs, epoch: source.epoch) }
+            // A frame at the live edge that is late inside a group grows an adaptive margin at the
+            // next group start (older frames of a group joined late are expected to be late).
+            let atEdge = !longForm && frame.timestampUs >= reader.liveEdgeUs ?? frame.timestampUs
+            pts = src.timeline.withLock { timeline in
+                if atEdge {
+                    timeline.observe(
+                        timestampUs: frame.timestampUs, now: now, latencyNs: latencyNs, toleranceNs: lateToleranceNs,
+                        epoch: source.epoch)
+                }
+                return timeline.runningTime(of: frame.timestampUs, epoch: source.epoch)
+            }
         }
         guard let buffer = Self.wrap(frame.payload) else { return }
         swiftmoq_buffer_set_pts(buffer, GstClockTime(pts))

@@ -8,7 +8,7 @@ import MoqSync
 import SwiftMoQ
 
 /// Plays a broadcast's video and audio (moq-kit's `Player`), through a GStreamer pipeline that
-/// starts with `moqsrc`: one live timeline, target buffering as `moqsrc`'s `latency`, reconnects,
+/// starts with `moqsrc`: one live timeline, target buffering as `moqsrc`'s fixed `latency`, reconnects,
 /// moq-kit's events and stats.
 ///
 /// Differences from moq-kit: it renders where ``PlayerOutput`` says (a window, a file, app
@@ -374,7 +374,8 @@ public final class Player: Sendable {
     private func makePipeline(latency: Duration) -> Pipeline {
         let broadcast = catalog.broadcast
         var src = Element("moqsrc", name: "src").set("url", broadcast.url).set("broadcast", broadcast.absolutePath)
-            .set("latency", Self.ms(latency)).set("video-track", videoTrackName ?? "none")
+            // moq-kit's targetBuffering is a fixed target: moqsrc's adaptive default is not used here.
+            .set("latency-mode", "fixed").set("latency", Self.ms(latency)).set("video-track", videoTrackName ?? "none")
             .set("audio-track", audioTrackName ?? "none")
         for (key, value) in broadcast.options.elementProperties + mode.elementProperties { src = src.set(key, value) }
         let queue = state.withLock { $0.queue }
