@@ -39,7 +39,9 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
         /// CONNECTION_CLOSE with a TLS alert (crypto error), for `reason`.
         case tlsAlert(UInt8, reason: QUICCloseReason)
     }
-    var phase: Phase = .starting
+    var phase: Phase = .starting {
+        didSet { loop.expiryMayChange(self) }
+    }
 
     let settings: QUICSettings
     var socket: UDPSocket?
@@ -54,6 +56,10 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
     let pathStorage: UnsafeMutablePointer<ngtcp2_path_storage>
     let txBuffer: UnsafeMutableRawBufferPointer
     var isDirty = false
+    /// This connection's place in the loop's ``ExpiryHeap`` (nil: not in it).
+    var expirySlot: ExpiryHeap.Slot?
+    /// Queued for the loop to recompute its expiry (``QUICEventLoop/expiryMayChange(_:)``).
+    var expiryStale = false
     /// Server CIDs routed to this connection (server side).
     var cidKeys: Set<CIDKey> = []
     /// The client's address without its port (server side): handshakes are counted per source.
@@ -82,7 +88,9 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
     /// carried out by the next flush(). A TLS failure replaces an application close.
     var pendingClose: PendingClose?
     var closePacket: [UInt8] = []
-    var closeDeadline: UInt64 = .max
+    var closeDeadline: UInt64 = .max {
+        didSet { loop.expiryMayChange(self) }
+    }
     var closeReason: QUICCloseReason?
     var counters = QUICStats()
     var lostOnClosedStreams: UInt64 = 0

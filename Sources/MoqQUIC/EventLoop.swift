@@ -38,6 +38,9 @@ public final class QUICEventLoop: @unchecked Sendable {
     private var sources: [Int32: any LoopSource] = [:]
     private var connections: [ObjectIdentifier: QUICConnection] = [:]
     private var dirty: [QUICConnection] = []
+    /// Connections by expiry, and those whose expiry may have changed since it was cached.
+    private var expiries = ExpiryHeap()
+    private var staleExpiries: [QUICConnection] = []
     private var servers: [ObjectIdentifier: QUICServer] = [:]
     private var timers = TimerHeap()
     private var armedDeadline: UInt64 = .max
@@ -48,6 +51,10 @@ public final class QUICEventLoop: @unchecked Sendable {
     /// Fault injection for tests (loop thread only): sockets created from now on behave as if the kernel
     /// refused segmentation offload, so every packet is its own send call.
     var debugNoSegmentation = false
+    #if DEBUG
+        /// SWIFTMOQ_CHECK_EXPIRIES=1: every iteration checks the cached expiries against ngtcp2's.
+        private let checkExpiries = getenv("SWIFTMOQ_CHECK_EXPIRIES") != nil
+    #endif
 
     /// Creates the loop and starts its thread. The thread keeps the loop alive until ``shutdown()``: call it.
     /// - Throws: `QUICError.system` naming `epoll_create1`, `eventfd`, `timerfd_create`, `epoll_ctl` or `pthread_create`.
@@ -183,10 +190,31 @@ public final class QUICEventLoop: @unchecked Sendable {
     func add(_ connection: QUICConnection) {
         assertOnLoop()
         connections[ObjectIdentifier(connection)] = connection
+        expiries.update(connection, expiry: connection.expiry)
     }
 
     func remove(_ connection: QUICConnection) {
         connections.removeValue(forKey: ObjectIdentifier(connection))
+        expiries.remove(connection)
+    }
+
+    /// The connection's ngtcp2 state, phase or write blocking changed: its expiry is recomputed
+    /// before the loop next looks at expiries. Every path into ngtcp2 marks the connection dirty,
+    /// which calls this.
+    func expiryMayChange(_ connection: QUICConnection) {
+        if !connection.expiryStale {
+            connection.expiryStale = true
+            staleExpiries.append(connection)
+        }
+    }
+
+    private func refreshStaleExpiries() {
+        guard !staleExpiries.isEmpty else { return }
+        for connection in staleExpiries {
+            connection.expiryStale = false
+            if connection.expirySlot != nil { expiries.update(connection, expiry: connection.expiry) }
+        }
+        staleExpiries.removeAll(keepingCapacity: true)
     }
 
     func add(_ server: QUICServer) { servers[ObjectIdentifier(server)] = server }
@@ -194,6 +222,7 @@ public final class QUICEventLoop: @unchecked Sendable {
 
     /// Asks for `connection.flush()` before the loop sleeps again.
     func markDirty(_ connection: QUICConnection) {
+        expiryMayChange(connection)
         if !connection.isDirty {
             connection.isDirty = true
             dirty.append(connection)
@@ -245,6 +274,9 @@ public final class QUICEventLoop: @unchecked Sendable {
         connections.removeAll()
         servers.removeAll()
         dirty.removeAll()
+        for connection in expiries.all { connection.expirySlot = nil }
+        expiries = ExpiryHeap()
+        staleExpiries.removeAll()
         timers = TimerHeap()
     }
 
@@ -263,8 +295,16 @@ public final class QUICEventLoop: @unchecked Sendable {
             timers.pop()
             if let work = top.take() { work() }
         }
-        for connection in connections.values where connection.expiry <= now {
-            connection.handleExpiry(now)
+        refreshStaleExpiries()
+        // Taken out first: a connection whose expiry stays in the past is handled once per iteration.
+        var due: [QUICConnection] = []
+        while let top = expiries.top, expiries.earliest <= now {
+            due.append(top)
+            expiries.update(top, expiry: .max)
+        }
+        for connection in due {
+            if connection.expiry <= now { connection.handleExpiry(now) }
+            expiryMayChange(connection)
         }
     }
 
@@ -277,14 +317,22 @@ public final class QUICEventLoop: @unchecked Sendable {
             for connection in batch {
                 connection.isDirty = false
                 connection.flush()
+                expiryMayChange(connection)
             }
             rounds += 1
         }
     }
 
     private func nextDeadline() -> UInt64 {
-        var next = timers.top?.deadline ?? .max
-        for connection in connections.values { next = min(next, connection.expiry) }
+        refreshStaleExpiries()
+        #if DEBUG
+            if checkExpiries {
+                for connection in connections.values {
+                    assert(connection.expirySlot?.expiry == connection.expiry, "stale expiry cached")
+                }
+            }
+        #endif
+        var next = min(timers.top?.deadline ?? .max, expiries.earliest)
         if !dirty.isEmpty { next = 0 }
         return next
     }
