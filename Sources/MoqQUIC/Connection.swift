@@ -55,6 +55,10 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
     let connRef: UnsafeMutablePointer<ngtcp2_crypto_conn_ref>
     let pathStorage: UnsafeMutablePointer<ngtcp2_path_storage>
     let txBuffer: UnsafeMutableRawBufferPointer
+    /// The vectors one stream's data is gathered into for ngtcp2 (reused by every write).
+    let txVecs: UnsafeMutableBufferPointer<ngtcp2_vec>
+    /// The streams with something to send, ordered for one write (reused by every write).
+    var txCandidates: [StreamState] = []
     var isDirty = false
     /// This connection's place in the loop's ``ExpiryHeap`` (nil: not in it).
     var expirySlot: ExpiryHeap.Slot?
@@ -106,6 +110,7 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
         pathStorage = .allocate(capacity: 1)
         ngtcp2_path_storage_zero(pathStorage)
         txBuffer = .allocate(byteCount: 64 * 1024, alignment: 16)
+        txVecs = .allocate(capacity: 16)
         rng = settings.testLoss.seed ^ (isClient ? 0x9e37_79b9_7f4a_7c15 : 0x5851_f42d_4c95_7f2d)
         connRef.initialize(
             to: ngtcp2_crypto_conn_ref(
@@ -122,6 +127,7 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
         connRef.deallocate()
         pathStorage.deallocate()
         txBuffer.deallocate()
+        txVecs.deallocate()
     }
 
     // MARK: - Public API (loop thread only)

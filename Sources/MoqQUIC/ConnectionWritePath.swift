@@ -65,11 +65,19 @@ extension QUICConnection {
         defer { if isOpen { flushBatch() } }
 
         // Streams with something to send, highest order first, FIFO among equals.
-        var candidates: [StreamState] = sendable.compactMap { streams[$0] }.filter { $0.wantsToSend }
-        candidates.sort { $0.order != $1.order ? $0.order > $1.order : $0.sequence < $1.sequence }
+        var candidates = txCandidates
+        txCandidates = []
+        candidates.removeAll(keepingCapacity: true)
+        for id in sendable { if let s = streams[id], s.wantsToSend { candidates.append(s) } }
+        if candidates.count > 1 {
+            candidates.sort { $0.order != $1.order ? $0.order > $1.order : $0.sequence < $1.sequence }
+        }
+        defer {
+            candidates.removeAll(keepingCapacity: true)
+            txCandidates = candidates
+        }
         var ci = 0
-        let vecs = UnsafeMutableBufferPointer<ngtcp2_vec>.allocate(capacity: 16)
-        defer { vecs.deallocate() }
+        let vecs = txVecs
         var datagramTried = false
 
         while written < budget {
@@ -108,7 +116,7 @@ extension QUICConnection {
                 }
                 if n == 0 { break }
                 datagramTried = false
-                if !emit(n, path: path) { return }
+                if !emit(n, path: path, ts: ts) { return }
                 written += n
                 continue
             }
@@ -158,7 +166,7 @@ extension QUICConnection {
                 }
             }
             if n == 0 { break }
-            if !emit(n, path: path) { return }
+            if !emit(n, path: path, ts: ts) { return }
             written += n
             // A stream that was handed data but still has more keeps its place (highest order first).
         }
@@ -169,10 +177,10 @@ extension QUICConnection {
     /// when it is complete: a shorter packet ends it (all but the last segment have one size), as
     /// do the kernel's segment limit and a longer packet (which starts the next batch). Returns
     /// false if the connection must stop writing.
-    private func emit(_ n: Int, path: UnsafeMutablePointer<ngtcp2_path>) -> Bool {
+    private func emit(_ n: Int, path: UnsafeMutablePointer<ngtcp2_path>, ts: UInt64) -> Bool {
         counters.packetsSent += 1
         counters.bytesSent += UInt64(n)
-        measureSendRate(n)
+        sendRate.record(bytes: n, now: ts)
         if !isClient && pathChanged(path) {
             // Migration or NAT rebinding: what is batched goes to the old address, then follow the path.
             if !flushBatch(keeping: n) { return false }
@@ -238,10 +246,6 @@ extension QUICConnection {
         let r = path.pointee.remote
         guard let addr = r.addr, r.addrlen > 0 else { return false }
         return !remote.equals(UnsafeRawPointer(addr).assumingMemoryBound(to: sockaddr_storage.self), r.addrlen)
-    }
-
-    private func measureSendRate(_ n: Int) {
-        sendRate.record(bytes: n, now: Sys.now())
     }
 
     /// Makes `remote` the peer address of `path` when ngtcp2 moved to another path.

@@ -49,9 +49,9 @@ class Config:
     # 3. Fan-out: one 4 Mbit/s broadcast to N subscribers in one load-generator process.
     fanout_seconds: float = field(default_factory=lambda: _env_float("BENCH_FANOUT_SECONDS", 10))
     fanout_counts: list[int] = field(
-        default_factory=lambda: [int(n) for n in _env_list("BENCH_FANOUT_COUNTS", "10,50,100,200")]
+        default_factory=lambda: [int(n) for n in _env_list("BENCH_FANOUT_COUNTS", "50,100,200,400")]
     )
-    fanout_bitrate_bps: int = field(default_factory=lambda: _env_int("BENCH_FANOUT_BITRATE", 4_000_000))
+    fanout_bitrate_bps: int = field(default_factory=lambda: _env_int("BENCH_FANOUT_BITRATE", 2_000_000))
     fanout_fps: int = field(default_factory=lambda: _env_int("BENCH_FANOUT_FPS", 30))
     # 4. GStreamer path: 1080p30 H.264 (x264enc ultrafast) through appsrc ! moqsink → moqsrc ! appsink.
     gst_seconds: float = field(default_factory=lambda: _env_float("BENCH_GST_SECONDS", 10))
