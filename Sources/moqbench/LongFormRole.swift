@@ -57,6 +57,8 @@ enum LongFormRole {
             let modes: [(String, String, [Double])] = [
                 ("long-form", "buffering=long-form buffer-duration=\(Int(bufferS * 1000))", outages),
                 ("live", "buffering=live", liveOutages),
+                // The budget live playback had by default before issue #16 (moq-kit's target buffering).
+                ("live-fixed-100", "buffering=live latency-mode=fixed latency=100", liveOutages),
             ]
             for (mode, properties, ladder) in modes {
                 try await measure(

@@ -433,9 +433,9 @@ def run_longform(tools: Tools, cfg: Config, log) -> dict:
     child = Child("longform", tools.wrap("swift", "longform", argv), tools.log_dir)
     budget = cfg.longform_buffer_s * 4 + sum(float(x) for x in cfg.longform_outages.split(",")) * 3 + 120
     with stopping(child):
-        child.wait_event("result", budget, predicate=lambda e: e.get("mode") == "live")
+        child.wait_event("result", budget, predicate=lambda e: e.get("mode") == "live-fixed-100")
     rows = {}
-    for mode in ("long-form", "live"):
+    for mode in ("long-form", "live", "live-fixed-100"):
         mine = [e for e in child.events if e.get("mode") == mode]
         startup = next(e for e in mine if e["event"] == "startup")
         result = next(e for e in mine if e["event"] == "result")

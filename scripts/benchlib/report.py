@@ -307,7 +307,9 @@ def longform_section(longform: dict) -> str:
            "Startup: player start to the first sample rendered (sync=true, the pipeline latency included). Fill rate: "
            "media received per second until 90 % of the buffer-duration had arrived (live: of what the first seconds brought). An outage is gap-free when the "
            "sample counter (publisher timestamps, 20 ms frames) has no hole or repeat; the ladder stops at the first gap. "
-           "moq-dev's moqsrc has no long-form mode: live is its behaviour."]
+           "moq-dev's moqsrc has no long-form mode: live is its behaviour. live: moqsrc's defaults (adaptive latency, "
+           "no margin until something is late); live-fixed-100: latency-mode=fixed latency=100, the default before "
+           "issue #16."]
     if long_row and live_row and live_row["longest_gap_free_s"] > 0:
         out.append(f"Long-form / live longest gap-free outage: "
                    f"{fmt(ratio(long_row['longest_gap_free_s'], live_row['longest_gap_free_s']))}.")

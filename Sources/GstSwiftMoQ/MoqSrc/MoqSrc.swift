@@ -173,7 +173,10 @@ final class MoqSrc: @unchecked Sendable {
     var renderDelayNs: UInt64 { max(playback.withLock { $0.pipelineLatencyNs }, reportedLatencyMs * 1_000_000) }
     /// What the LATENCY query answers: the fixed budget, or 0 when adaptive (the margin then lives in
     /// the timeline's offset, so that it can grow without the pipeline reconfiguring its latency).
-    var reportedLatencyMs: UInt64 { settings.withLock { $0.adaptiveLatency ? 0 : UInt64($0.latencyMs) } }
+    /// Long-form playback has no adaptive margin: `latency` is its budget whatever `latency-mode` says.
+    var reportedLatencyMs: UInt64 {
+        settings.withLock { $0.adaptiveLatency && !$0.longForm ? 0 : UInt64($0.latencyMs) }
+    }
     /// The broadcast's timeline, shared by the pads.
     let timeline = Lock(PlayoutTimeline())
 
