@@ -26,7 +26,10 @@ extension MoqSrc {
             (StatsKey.bytesReceived.rawValue, .uint64(stats?.bytesReceived ?? 0)),
             (StatsKey.packetsLost.rawValue, .uint64(stats?.packetsLost ?? 0)),
             (StatsKey.targetLatencyMs.rawValue, .uint64(latencyMs)),
-            (StatsKey.latencyMode.rawValue, .string(settings.withLock { $0.adaptiveLatency && !$0.longForm } ? "adaptive" : "fixed")),
+            (
+                StatsKey.latencyMode.rawValue,
+                .string(settings.withLock { $0.adaptiveLatency && !$0.longForm } ? "adaptive" : "fixed")
+            ),
             (StatsKey.latencyMarginMs.rawValue, .double(Double(timeline.withLock { $0.marginNs }) / 1e6)),
             (StatsKey.buffering.rawValue, .string(longFormBufferMs == nil ? "live" : "long-form")),
             (StatsKey.bufferDurationMs.rawValue, .uint64(longFormBufferMs ?? 0)),
