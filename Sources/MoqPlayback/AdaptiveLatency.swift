@@ -19,18 +19,29 @@ public struct AdaptiveLatency: Sendable, Equatable {
     /// A margin of 0 that may grow to `ceilingNs`.
     public init(ceilingNs: UInt64) { self.ceilingNs = ceilingNs }
 
-    /// The most the timeline moves earlier per frame while settling (below an audio frame's 20 ms
-    /// and a video frame's 33 ms, so that timestamps stay monotonic).
-    public static let tightenStepNs: UInt64 = 15_000_000
+    /// The most the timeline moves earlier in one step while settling, and how often it may (in
+    /// running time). Every pad shares the offset, so a pad sees every step taken between two of its
+    /// frames: 5 ms per 20 ms of running time keeps any track's timestamps monotonic whose frames
+    /// last more than 7 ms (a burst of frames arriving at once sees one step).
+    public static let tightenStepNs: UInt64 = 5_000_000
+    public static let tightenIntervalNs: UInt64 = 20_000_000
+
+    /// When the last step was taken (running time).
+    var lastTightenNs: UInt64?
 
     /// What settling took off an anchor that was late, in all (ns).
     public internal(set) var tightenedNs: UInt64 = 0
 
     mutating func noteLate(_ ns: UInt64) { pendingLateNs = max(pendingLateNs, ns) }
 
-    /// A frame arrived `earlyNs` before its running time plus the margin while settling: the step
-    /// to move the timeline earlier by.
-    mutating func tighten(earlyNs: UInt64) -> UInt64 {
+    /// The timeline anchored again (or spliced, or seeked): lateness seen before no longer counts.
+    mutating func forgetLateness() { pendingLateNs = 0 }
+
+    /// A frame arrived `earlyNs` before its running time plus the margin while settling, at `now`:
+    /// the step to move the timeline earlier by (0 until ``tightenIntervalNs`` after the last one).
+    mutating func tighten(earlyNs: UInt64, now: UInt64) -> UInt64 {
+        if let last = lastTightenNs, now < Saturating.add(last, Self.tightenIntervalNs) { return 0 }
+        lastTightenNs = now
         let step = min(earlyNs, Self.tightenStepNs)
         tightenedNs = Saturating.add(tightenedNs, step)
         return step

@@ -105,7 +105,7 @@ public struct PlayoutTimeline: Sendable, Equatable {
     private mutating func tightenIfEarly(pts: UInt64, now: UInt64) {
         guard let until = settleUntilNs, now < until, let offset = offsetNs else { return }
         let target = Saturating.add(now, marginNs)
-        guard pts > target, let step = adaptive?.tighten(earlyNs: pts - target), step > 0 else { return }
+        guard pts > target, let step = adaptive?.tighten(earlyNs: pts - target, now: now), step > 0 else { return }
         offsetNs = Saturating.subtract(offset, Saturating.int64(step))
     }
 
@@ -153,6 +153,7 @@ public struct PlayoutTimeline: Sendable, Equatable {
             lateGraceUntilNs = nil
             offsetBeforeSpliceNs = offsetNs
             settleUntilNs = nil
+            adaptive?.forgetLateness()
             let at = max(latestEndNs, latestPushedNs, now)
             offsetNs = Saturating.subtract(Saturating.int64(at), Saturating.nanoseconds(micros: timestampUs))
             return (runningTime(of: timestampUs), .anchored)
@@ -160,7 +161,7 @@ public struct PlayoutTimeline: Sendable, Equatable {
         if offsetNs != nil, awaitingAnchor {
             awaitingAnchor = false
             awaitingContinuityCheck = false
-            anchor(edgeUs: edge, at: Saturating.add(max(now, Saturating.add(latestPushedNs, 1_000_000)), marginNs))
+            anchor(edgeUs: edge, at: max(Saturating.add(now, marginNs), Saturating.add(latestPushedNs, 1_000_000)))
             placement = .anchored
         } else if let offset = offsetNs, awaitingContinuityCheck {
             awaitingContinuityCheck = false
@@ -172,7 +173,7 @@ public struct PlayoutTimeline: Sendable, Equatable {
                 candidate
                 > Saturating.add(Saturating.int64(now), Saturating.int64(Saturating.add(latencyNs, 5_000_000_000)))
             if backwards || farAhead {
-                anchor(edgeUs: edge, at: Saturating.add(max(now, Saturating.add(latestPushedNs, 1_000_000)), marginNs))
+                anchor(edgeUs: edge, at: max(Saturating.add(now, marginNs), Saturating.add(latestPushedNs, 1_000_000)))
                 placement = .anchored
             } else if !longForm {
                 lateGraceUntilNs = Saturating.add(now, Self.reconnectGraceNs)
@@ -191,7 +192,10 @@ public struct PlayoutTimeline: Sendable, Equatable {
             let late = nowNs > deadline ? UInt64(Saturating.subtract(nowNs, deadline)) : 0
             let beyond = adaptive == nil ? late : (late > toleranceNs ? late - toleranceNs : 0)
             let grown = adaptive?.grow(late: beyond) ?? 0
-            let catchUp = beyond > grown ? UInt64(Saturating.subtract(nowNs, edgePts)) : 0
+            // The edge to "now" plus the margin (0 with a fixed budget), which lives in the offset.
+            let catchUp =
+                beyond > grown
+                ? UInt64(Saturating.add(Saturating.subtract(nowNs, edgePts), Saturating.int64(marginNs))) : 0
             let shift = max(grown, catchUp)
             if shift > 0 {
                 offsetNs = Saturating.add(offset, Saturating.int64(shift))
@@ -282,6 +286,7 @@ public struct PlayoutTimeline: Sendable, Equatable {
         if offsetNs != nil { retargets += 1 }
         // A live anchor (not a seek's) may be tightened in the second that follows.
         settleUntilNs = settling && adaptive != nil ? Saturating.add(runningTime, Self.settleNs) : nil
+        adaptive?.forgetLateness()
         offsetNs = Saturating.subtract(Saturating.int64(runningTime), Saturating.nanoseconds(micros: edgeUs))
     }
 }

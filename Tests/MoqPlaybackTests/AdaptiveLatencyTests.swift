@@ -62,7 +62,8 @@ struct AdaptiveLatencyTests {
         _ = t.place(timestampUs: 0, liveEdgeUs: 0, now: 1_000 * ms, latencyNs: renderDelay)
         let late = t.place(timestampUs: 1_000_000, liveEdgeUs: 1_000_000, now: 2_050 * ms, latencyNs: renderDelay)
         #expect(t.marginNs == 25 * ms)
-        #expect(late.placement == .retargeted(ns: 50 * ms) && late.pts == 2_050 * ms)
+        // The edge to now plus the margin: the margin lives in the offset and is not lost.
+        #expect(late.placement == .retargeted(ns: 75 * ms) && late.pts == 2_075 * ms)
         // A lower ceiling while playing stops growth; what was added stays.
         t.setAdaptiveCeiling(ns: 10 * ms)
         _ = t.place(timestampUs: 2_000_000, liveEdgeUs: 2_000_000, now: 3_200 * ms, latencyNs: renderDelay)
@@ -82,6 +83,10 @@ struct AdaptiveLatencyTests {
         t.observe(timestampUs: 500_000, now: 2_500 * ms, latencyNs: renderDelay)
         let start = t.place(timestampUs: 2_000_000, liveEdgeUs: 2_000_000, now: 3_000 * ms, latencyNs: renderDelay)
         #expect(start.placement == .continued && t.marginNs == 0)
+        // After the grace period an on-time group start grows nothing: the backlog was not remembered.
+        let after = t.place(timestampUs: 4_000_000, liveEdgeUs: 4_000_000, now: 5_000 * ms, latencyNs: renderDelay)
+        #expect(!t.isInLateGrace(now: 5_000 * ms))
+        #expect(after.placement == .continued && t.marginNs == 0)
     }
 
     @Test("under 0–60 ms of random jitter the margin settles after a few retargets and nothing is late after it")
@@ -125,24 +130,41 @@ struct AdaptiveLatencyTests {
         var t = adaptive()
         // The newest frame the relay had was captured 25 ms before it reached the player.
         _ = t.place(timestampUs: 0, liveEdgeUs: 0, now: 1_025 * ms, latencyNs: renderDelay)
-        var last = t.runningTime(of: 0)
         var placed: [UInt64] = []
-        for frame in 1...4 {
+        for frame in 1...6 {
             let ts = UInt64(frame) * 33_000
             // Live frames arrive at their ideal time (1 s + ts).
             t.observe(timestampUs: ts, now: 1_000 * ms + ts * 1000, latencyNs: renderDelay)
-            let pts = t.runningTime(of: ts)
-            #expect(pts > last, "frame \(frame): \(pts / ms) ms after \(last / ms) ms")
-            last = pts
-            placed.append(pts / ms)
+            placed.append(t.runningTime(of: ts) / ms)
         }
-        // 15 ms, then the last 10 ms: the live frames land on their arrival.
-        #expect(placed == [1_043, 1_066, 1_099, 1_132], "\(placed)")
+        // 5 ms a step, a step per 20 ms at most: the live frames land on their arrival after five.
+        #expect(placed == [1_053, 1_081, 1_109, 1_137, 1_165, 1_198], "\(placed)")
         #expect(t.adaptive?.tightenedNs == 25 * ms)
         // After the settling second an early frame no longer moves the timeline.
         let before = t.runningTime(of: 2_000_000)
         t.observe(timestampUs: 2_000_000, now: 2_900 * ms, latencyNs: renderDelay)
         #expect(t.runningTime(of: 2_000_000) == before)
+    }
+
+    @Test("tightening with audio (20 ms) and video (33 ms) interleaved keeps each track's timestamps monotonic")
+    func tighteningKeepsEveryTrackMonotonic() {
+        var t = adaptive()
+        // 60 ms of excess at the anchor; then a burst of cached frames (arriving at once), then live ones.
+        _ = t.place(timestampUs: 0, liveEdgeUs: 0, now: 1_060 * ms, latencyNs: renderDelay)
+        var arrivals: [(ts: UInt64, now: UInt64, audio: Bool)] = []
+        for i in 0..<50 { arrivals.append((UInt64(i) * 20_000, max(1_060, 1_000 + UInt64(i) * 20) * ms, true)) }
+        for i in 0..<30 { arrivals.append((UInt64(i) * 33_000, max(1_060, 1_000 + UInt64(i) * 33) * ms, false)) }
+        arrivals.sort { $0.now != $1.now ? $0.now < $1.now : $0.audio && !$1.audio }
+        var last: [Bool: UInt64] = [:]
+        var backwards = 0
+        for a in arrivals {
+            t.observe(timestampUs: a.ts, now: a.now, latencyNs: renderDelay)
+            let pts = t.runningTime(of: a.ts)
+            if let previous = last[a.audio], pts <= previous { backwards += 1 }
+            last[a.audio] = pts
+        }
+        #expect(backwards == 0)
+        #expect((t.adaptive?.tightenedNs ?? 0) >= 50 * ms, "tightened \((t.adaptive?.tightenedNs ?? 0) / ms) ms")
     }
 
     @Test("a fixed budget never tightens, and a seek's anchor is not tightened either")

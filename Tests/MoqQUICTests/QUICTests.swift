@@ -379,6 +379,26 @@ struct QUICFaultTests {
         #expect(receiver.snapshot.data.values.first == payload)
     }
 
+    /// The server's socket is shared: one connection's EAGAIN parks the others, whose expiries are
+    /// then `.max`. Each must be refreshed when the socket drains (`make test` checks every cached
+    /// expiry against ngtcp2's each loop iteration: SWIFTMOQ_CHECK_EXPIRIES).
+    @Test func connectionsSharingABlockedServerSocketKeepTheirTimers() async throws {
+        let payload = pattern(256 << 10, seed: 5)
+        let server = Recorder(onConnect: { connection in
+            guard let id = connection.openStream(bidirectional: false) else { return }
+            connection.write(id, Bytes(payload), fin: true)
+        })
+        let f = try Fixture(serverSide: server)
+        defer { f.shutdown() }
+        await onLoop(f.loop) { f.loop.debugWouldBlockEvery = 3 }
+        let clients = (0..<4).map { _ in Recorder() }
+        for client in clients { _ = f.connect(client) }
+        for client in clients {
+            #expect(await client.wait(.seconds(120)) { $0.fins.count == 1 })
+            #expect(client.snapshot.data.values.first == payload)
+        }
+    }
+
     @Test func silentPeerEndsInHandshakeTimeout() async throws {
         let loop = try QUICEventLoop(name: "hs-timeout")
         defer { loop.shutdown() }

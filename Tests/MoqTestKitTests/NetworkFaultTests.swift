@@ -153,7 +153,9 @@ struct NetworkFaultTests {
         // Two seconds of frames after the step (groups of 15 frames: the margin grows at a group start).
         #expect(try await sink.pull(count: 60, timeout: .seconds(20)).count == 60)
         let after = try stat("latency-margin-ms")
-        #expect(after - before >= 40 && after <= 100, "margin \(before) → \(after) ms")
+        // 80 ms more delay, 20 ms of which a video sink tolerates: the margin reaches ~70 ms (+10 ms
+        // headroom) whatever it was before the step, never above latency (100 ms by default).
+        #expect(after >= 50 && after <= 100, "margin \(before) → \(after) ms")
         #expect(try stat("retargets") > retargetsBefore)
         #expect(player.collectedMessages.first(where: \.isError) == nil)
         player.stop()
