@@ -186,7 +186,7 @@ struct MoqSrcTests {
         publisher.setState(GST_STATE_NULL)
     }
 
-    @Test("latency-mode=adaptive (the default): moqsrc adds nothing to the LATENCY query until frames are late")
+    @Test("latency-mode=auto (the default): adaptive, adding nothing to the LATENCY query; fixed once latency is set")
     func adaptiveLatencyDefault() async throws {
         let relay = try localRelay()
         defer { Task { await relay.shutdown(grace: .zero) } }
@@ -214,6 +214,23 @@ struct MoqSrcTests {
         #expect((statsField(src, "latency-margin-ms") ?? 1000) <= 100)
         #expect(player.errors.isEmpty, "\(player.errors)")
         player.setState(GST_STATE_NULL)
+
+        // A pipeline that sets latency asks for that budget: auto is then fixed, as before issue #16.
+        let budgeted = try TestPipeline(
+            "moqsrc name=s latency=250 \(relay.elementProperties) broadcast=adaptive s.video_0 ! fakesink sync=true")
+        #expect(budgeted.play() != GST_STATE_CHANGE_FAILURE)
+        let fixed = budgeted.element("s")!
+        defer { gst_object_unref(fixed) }
+        try await eventually("playing with a budget") { (statsField(fixed, "video-frames") ?? 0) > 10 }
+        let fixedPad = try #require(gst_element_get_static_pad(fixed, "video_0"))
+        defer { gst_object_unref(fixedPad) }
+        let fixedQuery = gst_query_new_latency()!
+        defer { gst_query_unref(fixedQuery) }
+        #expect(gst_pad_query(fixedPad, fixedQuery) != 0)
+        gst_query_parse_latency(fixedQuery, &live, &min, &max)
+        #expect(min == 250_000_000, "moqsrc answered \(min / 1_000_000) ms")
+        #expect(stringProperty(fixed, "stats")?.contains("latency-mode=(string)fixed") == true)
+        budgeted.setState(GST_STATE_NULL)
         publisher.setState(GST_STATE_NULL)
     }
 

@@ -276,7 +276,7 @@ def glass_section(rows: list[dict]) -> str:
              "transport": "moqsink → relay → moqsrc", "decode": "decodebin", "render_wait": "jitter buffer + render wait"}
     body = []
     for row in rows:
-        setting = {"default": "defaults (latency-mode=adaptive)"}.get(row["latency"], None)
+        setting = {"default": "defaults (latency-mode=auto: adaptive)"}.get(row["latency"], None)
         if setting is None:
             setting = (f"latency-mode=fixed latency={row['latency'][len('fixed-'):]}"
                        if row["latency"].startswith("fixed-") else f"latency={row['latency']}")

@@ -19,7 +19,10 @@ extension MoqSrc {
         switch prop {
         case .latency:
             let ms = g_value_get_uint(value)
-            settings.withLock { $0.latencyMs = ms }
+            settings.withLock {
+                $0.latencyMs = ms
+                $0.latencySet = true
+            }
             if live { latencyChanged(UInt64(ms)) }
             return
         case .queue:
@@ -46,7 +49,7 @@ extension MoqSrc {
             case .timeout: s.timeoutS = g_value_get_uint(value)
             case .uriTLS: s.uriTLS = g_value_get_boolean(value) != 0
             case .buffering: s.longForm = g_value_get_enum(value) == 1
-            case .latencyMode: s.adaptiveLatency = g_value_get_enum(value) == 0
+            case .latencyMode: s.latencyMode = g_value_get_enum(value)
             case .bufferDuration: s.bufferDurationMs = g_value_get_uint(value)
             case .dataTracks: s.dataTracks = Self.trackList(string(from: value))
             default: break
@@ -94,7 +97,7 @@ extension MoqSrc {
         case .timeout: g_value_set_uint(value, s.timeoutS)
         case .uriTLS: g_value_set_boolean(value, s.uriTLS ? 1 : 0)
         case .buffering: g_value_set_enum(value, s.longForm ? 1 : 0)
-        case .latencyMode: g_value_set_enum(value, s.adaptiveLatency ? 0 : 1)
+        case .latencyMode: g_value_set_enum(value, s.latencyMode)
         case .bufferDuration: g_value_set_uint(value, s.bufferDurationMs)
         case .dataTracks: g_value_set_string(value, s.dataTracks.isEmpty ? nil : s.dataTracks.joined(separator: ","))
         case .queue: g_value_set_string(value, s.queue.isEmpty ? nil : s.queue.joined(separator: ","))
@@ -118,9 +121,13 @@ extension MoqSrc {
             s.uriTLSKeys = []
             for (key, value) in parsed.properties {
                 switch key {
-                case "latency": if let v = UInt32(value) { s.latencyMs = v }
-                case "latency-mode" where value == "adaptive" || value == "fixed":
-                    s.adaptiveLatency = value == "adaptive"
+                case "latency":
+                    if let v = UInt32(value) {
+                        s.latencyMs = v
+                        s.latencySet = true
+                    }
+                case "latency-mode":
+                    if let mode = ["auto", "adaptive", "fixed"].firstIndex(of: value) { s.latencyMode = Int32(mode) }
                 case "timeout": if let v = UInt32(value) { s.timeoutS = v }
                 case "video-track": s.videoTrack = value
                 case "audio-track": s.audioTrack = value

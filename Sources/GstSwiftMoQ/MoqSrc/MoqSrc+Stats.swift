@@ -28,7 +28,7 @@ extension MoqSrc {
             (StatsKey.targetLatencyMs.rawValue, .uint64(latencyMs)),
             (
                 StatsKey.latencyMode.rawValue,
-                .string(settings.withLock { $0.adaptiveLatency && !$0.longForm } ? "adaptive" : "fixed")
+                .string(timeline.withLock { $0.adaptive != nil } ? "adaptive" : "fixed")
             ),
             (StatsKey.latencyMarginMs.rawValue, .double(Double(timeline.withLock { $0.marginNs }) / 1e6)),
             (StatsKey.buffering.rawValue, .string(longFormBufferMs == nil ? "live" : "long-form")),

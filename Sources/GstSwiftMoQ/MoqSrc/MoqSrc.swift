@@ -40,9 +40,17 @@ final class MoqSrc: @unchecked Sendable {
         var broadcast: String?
         var prefix: String?
         var latencyMs: UInt32 = 100
-        /// `latency-mode=adaptive` (the default): `latency` is the ceiling of a jitter margin that
-        /// starts at 0 and grows with lateness; `fixed`: `latency` is the budget.
-        var adaptiveLatency = true
+        /// `latency-mode`: 0 auto (the default: adaptive unless `latency` was set, then fixed),
+        /// 1 adaptive (`latency` is the ceiling of a jitter margin that starts at 0 and grows with
+        /// lateness), 2 fixed (`latency` is the budget).
+        var latencyMode: Int32 = 0
+        /// `latency` was set (property or URI key): in auto mode, the user asked for a budget.
+        var latencySet = false
+
+        /// Whether playback with these settings uses the adaptive margin.
+        var adaptiveLatency: Bool {
+            !longForm && (latencyMode == 1 || (latencyMode == 0 && !latencySet))
+        }
         var videoTrack: String?
         var audioTrack: String?
         var timeoutS: UInt32 = 10
@@ -166,6 +174,9 @@ final class MoqSrc: @unchecked Sendable {
         var pipelineLatencyNs: UInt64 = 0
         /// The seqnum of the last seek handled.
         var lastSeekSeqnum: UInt32?
+        /// Whether this playback uses the adaptive margin (decided at start: a `latency` set while
+        /// playing changes the budget or the ceiling, not the mode).
+        var adaptiveLatency: Bool?
     }
     private let playback = Lock(Playback())
     /// How long after its running time a buffer is rendered: the pipeline's latency
@@ -175,7 +186,8 @@ final class MoqSrc: @unchecked Sendable {
     /// the timeline's offset, so that it can grow without the pipeline reconfiguring its latency).
     /// Long-form playback has no adaptive margin: `latency` is its budget whatever `latency-mode` says.
     var reportedLatencyMs: UInt64 {
-        settings.withLock { $0.adaptiveLatency && !$0.longForm ? 0 : UInt64($0.latencyMs) }
+        let (settingsAdaptive, ms) = settings.withLock { ($0.adaptiveLatency, UInt64($0.latencyMs)) }
+        return playback.withLock { $0.adaptiveLatency } ?? settingsAdaptive ? 0 : ms
     }
     /// The broadcast's timeline, shared by the pads.
     let timeline = Lock(PlayoutTimeline())
@@ -271,9 +283,10 @@ final class MoqSrc: @unchecked Sendable {
                 .resource(GST_RESOURCE_ERROR_SETTINGS), "set either broadcast or prefix, not both")
             return false
         }
-        let fresh = Playback(groupID: UInt32(gst_util_group_id_next()), startedAt: monotonicNow())
-        playback.withLock { $0 = fresh }
         let (longForm, adaptive, ceilingMs) = settings.withLock { ($0.longForm, $0.adaptiveLatency, $0.latencyMs) }
+        let fresh = Playback(
+            groupID: UInt32(gst_util_group_id_next()), startedAt: monotonicNow(), adaptiveLatency: adaptive)
+        playback.withLock { $0 = fresh }
         timeline.withLock {
             $0 = PlayoutTimeline(
                 longForm: longForm,

@@ -23,12 +23,13 @@ enum MoqSrcType {
     static let latencyModeType: GType = registerEnum(
         "GstMoqSrcLatencyMode",
         [
+            (0, "Auto: adaptive, unless latency is set (then fixed)", "auto"),
             (
-                0,
+                1,
                 "Adaptive: render after the pipeline's own latency plus a jitter margin that starts at 0 and grows by what a frame at the live edge was late (plus 10 ms), up to latency",
                 "adaptive"
             ),
-            (1, "Fixed: render latency ms after the live edge (answered in the LATENCY query)", "fixed"),
+            (2, "Fixed: render latency ms after the live edge (answered in the LATENCY query)", "fixed"),
         ])
 
     /// `buffering`'s values.
@@ -162,14 +163,14 @@ enum MoqSrcType {
                 .latency,
                 Property.uint(
                     "latency", "Latency",
-                    "Jitter budget in ms. latency-mode=fixed: frames are rendered this long after the live edge (answered in the LATENCY query); adaptive: the most the jitter margin may grow to. Groups older than twice it are skipped (may change while playing)",
+                    "Jitter budget in ms (setting it makes latency-mode=auto fixed). fixed: frames are rendered this long after the live edge (answered in the LATENCY query); adaptive: the most the jitter margin may grow to. Groups older than twice it are skipped (may change while playing)",
                     min: 0, max: 60_000, default: 100, flags: live)
             ),
             (
                 .latencyMode,
                 Property.enumeration(
                     "latency-mode", "Latency mode",
-                    "adaptive: start with no jitter margin beyond the pipeline's own latency and grow it (never above latency) when frames at the live edge arrive late, for the lowest glass-to-glass latency the path allows; fixed: always latency ms, as rtpjitterbuffer does",
+                    "auto (default): adaptive, or fixed when latency is set (a pipeline that asks for a budget gets it); adaptive: start with no jitter margin beyond the pipeline's own latency and grow it (never above latency) when frames at the live edge arrive late, for the lowest glass-to-glass latency the path allows; fixed: always latency ms, as rtpjitterbuffer does",
                     type: latencyModeType, default: 0, flags: rw)
             ),
             (
