@@ -49,6 +49,23 @@ func statsField(_ element: UnsafeMutablePointer<GstElement>, _ field: String) ->
     return Double(value)
 }
 
+/// moqsrc's own answer to the LATENCY query on its `video_0` pad (nil if it has none or does not answer).
+func videoPadLatency(_ element: UnsafeMutablePointer<GstElement>) -> (live: Bool, minNs: UInt64)? {
+    guard let pad = gst_element_get_static_pad(element, "video_0"), let query = gst_query_new_latency() else {
+        return nil
+    }
+    defer {
+        gst_query_unref(query)
+        gst_object_unref(pad)
+    }
+    guard gst_pad_query(pad, query) != 0 else { return nil }
+    var live: gboolean = 0
+    var min: GstClockTime = 0
+    var max: GstClockTime = 0
+    gst_query_parse_latency(query, &live, &min, &max)
+    return (live != 0, UInt64(min))
+}
+
 func isMonotonic(_ buffers: [SeenBuffer]) -> Bool {
     let pts = buffers.compactMap(\.pts)
     return pts.count == buffers.count && zip(pts, pts.dropFirst()).allSatisfy { $0 < $1 }
@@ -199,16 +216,8 @@ struct MoqSrcTests {
         let src = player.element("s")!
         defer { gst_object_unref(src) }
         try await eventually("playing") { (statsField(src, "video-frames") ?? 0) > 30 }
-        var live: gboolean = 0
-        var min: GstClockTime = 0
-        var max: GstClockTime = 0
-        let srcQuery = gst_query_new_latency()!
-        defer { gst_query_unref(srcQuery) }
-        let pad = try #require(gst_element_get_static_pad(src, "video_0"))
-        defer { gst_object_unref(pad) }
-        #expect(gst_pad_query(pad, srcQuery) != 0)
-        gst_query_parse_latency(srcQuery, &live, &min, &max)
-        #expect(live != 0 && min == 0, "moqsrc answered \(min / 1_000_000) ms")
+        let answer = try #require(videoPadLatency(src), "moqsrc's video pad answers the LATENCY query")
+        #expect(answer.live && answer.minNs == 0, "moqsrc answered \(answer.minNs / 1_000_000) ms")
         #expect(stringProperty(src, "stats")?.contains("latency-mode=(string)adaptive") == true)
         // The margin is what lateness asked for, never above latency (100 ms by default).
         #expect((statsField(src, "latency-margin-ms") ?? 1000) <= 100)
@@ -222,13 +231,8 @@ struct MoqSrcTests {
         let fixed = budgeted.element("s")!
         defer { gst_object_unref(fixed) }
         try await eventually("playing with a budget") { (statsField(fixed, "video-frames") ?? 0) > 10 }
-        let fixedPad = try #require(gst_element_get_static_pad(fixed, "video_0"))
-        defer { gst_object_unref(fixedPad) }
-        let fixedQuery = gst_query_new_latency()!
-        defer { gst_query_unref(fixedQuery) }
-        #expect(gst_pad_query(fixedPad, fixedQuery) != 0)
-        gst_query_parse_latency(fixedQuery, &live, &min, &max)
-        #expect(min == 250_000_000, "moqsrc answered \(min / 1_000_000) ms")
+        let budget = try #require(videoPadLatency(fixed), "moqsrc's video pad answers the LATENCY query")
+        #expect(budget.minNs == 250_000_000, "moqsrc answered \(budget.minNs / 1_000_000) ms")
         #expect(stringProperty(fixed, "stats")?.contains("latency-mode=(string)fixed") == true)
         budgeted.setState(GST_STATE_NULL)
         publisher.setState(GST_STATE_NULL)

@@ -181,13 +181,21 @@ final class MoqSrc: @unchecked Sendable {
     private let playback = Lock(Playback())
     /// How long after its running time a buffer is rendered: the pipeline's latency
     /// (LATENCY event), at least ours.
-    var renderDelayNs: UInt64 { max(playback.withLock { $0.pipelineLatencyNs }, reportedLatencyMs * 1_000_000) }
+    /// Read once per buffer: one lock when adaptive (the settings are read only for a fixed budget).
+    var renderDelayNs: UInt64 {
+        let (pipelineNs, adaptive) = playback.withLock { ($0.pipelineLatencyNs, $0.adaptiveLatency) }
+        return max(pipelineNs, reportedLatencyMs(adaptive: adaptive) * 1_000_000)
+    }
     /// What the LATENCY query answers: the fixed budget, or 0 when adaptive (the margin then lives in
     /// the timeline's offset, so that it can grow without the pipeline reconfiguring its latency).
     /// Long-form playback has no adaptive margin: `latency` is its budget whatever `latency-mode` says.
-    var reportedLatencyMs: UInt64 {
+    var reportedLatencyMs: UInt64 { reportedLatencyMs(adaptive: playback.withLock { $0.adaptiveLatency }) }
+
+    /// `adaptive`: this playback's mode (nil before the first start: the settings decide).
+    private func reportedLatencyMs(adaptive: Bool?) -> UInt64 {
+        if adaptive == true { return 0 }
         let (settingsAdaptive, ms) = settings.withLock { ($0.adaptiveLatency, UInt64($0.latencyMs)) }
-        return playback.withLock { $0.adaptiveLatency } ?? settingsAdaptive ? 0 : ms
+        return adaptive ?? settingsAdaptive ? 0 : ms
     }
     /// The broadcast's timeline, shared by the pads.
     let timeline = Lock(PlayoutTimeline())
