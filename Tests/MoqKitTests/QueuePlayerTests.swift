@@ -64,6 +64,10 @@ struct QueuePlayerTests {
         // Gapless: at most one 20 ms frame between the last sample of one and the first of the next.
         #expect(gap >= .milliseconds(-1) && gap <= .milliseconds(20), "gap \(gap) at the switch")
         #expect(queue.items.isEmpty)
+        // Events reach the watcher task asynchronously.
+        try await waitUntil("the queue.advance event", timeout: .seconds(5)) {
+            collected.value.contains { $0.name == .queueAdvance }
+        }
         let advance = try #require(collected.value.first { $0.name == .queueAdvance })
         #expect(advance.fields["prerolled"]?.boolValue == true, "\(advance.fields)")
         #expect(queue.player.stats.reconnects == 0)

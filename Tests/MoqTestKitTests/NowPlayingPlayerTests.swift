@@ -33,8 +33,10 @@ struct NowPlayingPlayerTests {
         #expect(player.nowPlaying?.durationMs == 215_000)
         try publisher.element(named: "tags").set("tags", "title=\"Second Song\",artist=Someone")
         try await eventually("the second title", timeout: .seconds(10)) { player.nowPlaying?.title == "Second Song" }
-        let seen = titles.withLock { $0 }
-        #expect(seen.contains("First Song") && seen.contains("Second Song"), "\(seen)")
+        // The events reach the watcher task asynchronously: the property can change before its event is read.
+        try await eventually("a nowPlaying event for each title", timeout: .seconds(10)) {
+            titles.withLock { $0.contains("First Song") && $0.contains("Second Song") }
+        }
         await player.stop()
         await viewer.close()
     }
