@@ -8,12 +8,32 @@
 /// frames arrive, sent as datagrams when they fit, and reset when they fall too far behind.
 extension ServedSubscription {
     /// Opens streams for queued groups, oldest first, while the connection has room.
+    ///
+    /// Linear in the groups it starts: a backlog (a deep subscription, a subscriber catching up)
+    /// can be thousands of small groups at once. A stream that opens at once completes inside
+    /// ``startGroup(_:range:)`` without calling back into here (that recursed once per group), and
+    /// the room is summed once, then grown by each group started.
     func startQueued(range: SubscriptionRange) {
+        guard !startingQueued else { return }
+        startingQueued = true
+        var started = false
+        defer {
+            startingQueued = false
+            if started { prune() }
+        }
+        // Our unsent bytes: the streams started earlier only lose some while this loop runs
+        // (nothing is written to them meanwhile), so the running sum is an upper bound.
+        var unsent: Int?
         while !done, let next = queue.first {
-            switch room() {
+            switch room(ownUnsent: unsent) {
             case .available:
+                let before = unsent ?? ownUnsentBytes
                 queue.removeFirst()
-                startGroup(next, range: range)
+                let send = startGroup(next, range: range)
+                started = true
+                // Waiting for the peer's stream credit: its open resumes the queue.
+                if send.stream == nil && !send.isClosed { return }
+                unsent = before + (send.stream.map { session.unsentBytes($0) } ?? 0)
             case .waitingForCredit:
                 // The open in progress resumes the queue when the peer grants a stream.
                 return
@@ -39,10 +59,12 @@ extension ServedSubscription {
 
     /// Whether another group stream may open: nothing of ours waits for stream credit, ours
     /// is nearly all handed to the network, and the session is under its bound.
-    func room() -> Room {
-        if active.contains(where: { $0.stream == nil && !$0.isClosed }) { return .waitingForCredit }
+    /// - Parameter known: our unsent bytes when the caller keeps count (and knows that none of
+    ///   ours waits for credit); nil to look at every active group.
+    func room(ownUnsent known: Int? = nil) -> Room {
+        if known == nil, active.contains(where: { $0.stream == nil && !$0.isClosed }) { return .waitingForCredit }
         let limits = session.config.limits
-        let unsent = ownUnsentBytes
+        let unsent = known ?? ownUnsentBytes
         guard session.totalUnsentBytes < limits.maxUnsentBytes else {
             session.hitLimit(.unsentBytes(limits.maxUnsentBytes))
             return .waitingForDrain(unsent)
@@ -62,13 +84,18 @@ extension ServedSubscription {
         SendOrder.group(priority: subscribe?.range.priority ?? 0, subscribeID: subscribe?.id ?? 0, sequence: sequence)
     }
 
-    func startGroup(_ group: GroupState, range: SubscriptionRange) {
-        guard let id = subscribe?.id else { return }
+    /// Starts one group: a datagram, or a stream (at once, or when the peer grants one).
+    @discardableResult
+    func startGroup(_ group: GroupState, range: SubscriptionRange) -> GroupSend {
         let send = GroupSend(group: group, frameStart: range.frameStart, frameEnd: range.frameEnd)
+        guard let id = subscribe?.id else {
+            send.isClosed = true
+            return send
+        }
         active.append(send)
         highestStarted = max(highestStarted ?? group.sequence, group.sequence)
         session.counters.groupsSent += 1
-        if trySendAsDatagram(send) { return }
+        if trySendAsDatagram(send) { return send }
         session.openStream(
             bidirectional: false,
             isCancelled: { [weak self, weak send] in
@@ -87,11 +114,14 @@ extension ServedSubscription {
             send.bytesWritten += bytes.count
             self.session.install(GroupWriter(owner: self, send: send), on: stream)
             if let track = self.track { self.flush(send, track: track) }
+            // Opened at once, inside startQueued: its loop goes on, and its caller tidies up once.
+            guard !self.startingQueued else { return }
             self.prune()
-            // The open may have waited for credit: what queued behind it can go on.
+            // The open waited for credit: what queued behind it can go on.
             if let range = self.subscribe?.range { self.startQueued(range: range) }
             self.finishIfEnded(self.track)
         }
+        return send
     }
 
     /// Datagram groups: one finished frame that fits in a QUIC DATAGRAM.

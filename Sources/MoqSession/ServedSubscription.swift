@@ -55,6 +55,9 @@ final class ServedSubscription: StreamHandler, Pumpable {
     var active: [GroupSend] = []
     /// The highest sequence for which a stream was opened (END never goes at or below it).
     var highestStarted: UInt64?
+    /// Set while ``startQueued(range:)`` runs: a group stream that opens at once completes inside
+    /// it, and leaves the rest of the queue to that loop.
+    var startingQueued = false
     var drops = DropRuns()
     /// A pending re-check while written groups still wait in the transport.
     var recheck: (any Cancellable)?

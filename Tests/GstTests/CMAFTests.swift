@@ -109,4 +109,53 @@ struct CMAFTests {
         #expect(isMonotonic(video.all), "timestamps go backwards")
         #expect(player.errors.isEmpty, "\(player.errors)")
     }
+
+    /// A box: 32-bit size, type, body.
+    static func box(_ type: String, _ body: [UInt8] = []) -> [UInt8] {
+        let size = UInt32(8 + body.count)
+        return withUnsafeBytes(of: size.bigEndian, Array.init) + Array(type.utf8) + body
+    }
+
+    @Test(
+        "malformed fragmented MP4 into moqsink: an ERROR that names the pad and what is wrong, no crash",
+        arguments: [
+            (
+                Self.box("ftyp", Array("isom".utf8) + [0, 0, 0, 0]) + [0, 0, 0, 4] + Array("moov".utf8),
+                "a moov box of 4 bytes cannot hold its header"
+            ),
+            ([0, 0, 0, 0] + Array("ftyp".utf8), "a ftyp box of size 0"),
+            ([0, 0, 0, 1] + Array("mdat".utf8) + [UInt8](repeating: 0xff, count: 8), "larger than 256 MiB"),
+            (Self.box("moof") + Self.box("free"), "a moof not followed by its mdat"),
+            (
+                Self.box("ftyp", Array("isom".utf8) + [0, 0, 0, 0]) + Self.box("moov", Array("not a box".utf8)),
+                "fragmented MP4 input"
+            ),
+        ] as [([UInt8], String)])
+    func malformedInput(bytes: [UInt8], expected: String) async throws {
+        let relay = try localRelay()
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        let pipeline = try TestPipeline(
+            "appsrc name=src is-live=true format=time caps=video/quicktime,variant=iso-fragmented "
+                + "! moqsink name=m \(relay.elementProperties) broadcast=bad-mp4")
+        #expect(pipeline.play() != GST_STATE_CHANGE_FAILURE)
+        defer { pipeline.setState(GST_STATE_NULL) }
+        let src = pipeline.element("src")!
+        defer { gst_object_unref(src) }
+        let buffer = gst_buffer_new_allocate(nil, gsize(bytes.count), nil)!
+        _ = bytes.withUnsafeBytes { gst_buffer_fill(buffer, 0, $0.baseAddress, gsize(bytes.count)) }
+        var flow = GST_FLOW_OK
+        g_signal_emit_by_name_push(src, buffer, &flow)
+        let error = try await pipeline.waitFor { $0.kind == .error }
+        #expect(error.text.contains("sink_0: fragmented MP4 input") && error.text.contains(expected), "\(error.text)")
+        // The relay is unaffected: a new session still connects to it.
+        let probe = try TestPipeline(
+            "videotestsrc is-live=true num-buffers=5 ! x264enc tune=zerolatency ! h264parse "
+                + "! moqsink name=ok \(relay.elementProperties) broadcast=good")
+        #expect(probe.play() != GST_STATE_CHANGE_FAILURE)
+        defer { probe.setState(GST_STATE_NULL) }
+        let sink = probe.element("ok")!
+        defer { gst_object_unref(sink) }
+        try await eventually("the other publisher connected") { stringProperty(sink, "status") == "connected" }
+        #expect(probe.errors.isEmpty, "\(probe.errors)")
+    }
 }

@@ -301,6 +301,62 @@ struct MoqSrcTests {
         }
     }
 
+    @Test("values a moql:// URI gets wrong are ignored with a WARNING naming the key and what it takes")
+    func uriBadValuesWarn() async throws {
+        let relay = try localRelay()
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        let player = try TestPipeline("moqsrc name=s s.video_0 ! fakesink")
+        let src = player.element("s")!
+        defer { gst_object_unref(src) }
+        setString(src, "tls-fingerprint", relay.fingerprint)
+        let uri =
+            "moql://127.0.0.1:\(relay.port)/anon/room/none?latency-mode=turbo&latency=60001&timeout=-1&timeout=1"
+        var error: UnsafeMutablePointer<GError>?
+        #expect(gst_uri_handler_set_uri(OpaquePointer(src), uri, &error) != 0)
+        // The properties keep what they had: auto, 100 ms (so still adaptive); the valid timeout is taken.
+        #expect(stringProperty(src, "latency-mode") == "auto")
+        #expect(uintProperty(src, "latency") == 100)
+        #expect(uintProperty(src, "timeout") == 1)
+        _ = player.play()
+        // timeout=1 was taken: the absent broadcast fails within seconds, after the warnings.
+        let failure = try await player.waitFor(.seconds(20)) { $0.kind == .error }
+        #expect(failure.text.contains("not announced") || failure.text.contains("room/none"), "\(failure.text)")
+        let warnings = player.warnings.map(\.text)
+        #expect(
+            warnings.contains { $0.contains("latency-mode=turbo ignored: expected auto, adaptive, fixed") },
+            "\(warnings)")
+        #expect(warnings.contains { $0.contains("latency=60001 ignored") }, "\(warnings)")
+        #expect(warnings.contains { $0.contains("timeout=-1 ignored") }, "\(warnings)")
+        player.setState(GST_STATE_NULL)
+    }
+
+    @Test("queue entries that are not broadcast paths are left out with a WARNING each; the broadcast plays")
+    func invalidQueueEntriesWarn() async throws {
+        let relay = try localRelay()
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "q/one")
+        #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
+        defer { publisher.setState(GST_STATE_NULL) }
+        let player = try TestPipeline(
+            "moqsrc name=s \(relay.elementProperties) broadcast=q/one s.video_0 ! fakesink sync=false")
+        let src = player.element("s")!
+        defer { gst_object_unref(src) }
+        setString(src, "queue", "q/../x, q/two\u{1}, q/three")
+        #expect(player.play() != GST_STATE_CHANGE_FAILURE)
+        defer { player.setState(GST_STATE_NULL) }
+        try await eventually("playing") { (statsField(src, "video-frames") ?? 0) > 10 }
+        let warnings = player.warnings.map(\.text)
+        #expect(warnings.contains { $0.contains("queue: 'q/../x' left out") && $0.contains("'..'") }, "\(warnings)")
+        #expect(warnings.contains { $0.contains("left out") && $0.contains("control characters") }, "\(warnings)")
+        #expect(!warnings.contains { $0.contains("q/three") }, "\(warnings)")
+        // While playing, a new list is checked the same way.
+        setString(src, "queue", "q/./y")
+        _ = try await player.waitFor(.seconds(10)) {
+            $0.kind == .warning && $0.text.contains("queue: 'q/./y' left out")
+        }
+        #expect(player.errors.isEmpty, "\(player.errors)")
+    }
+
     @Test("GOAWAY from the relay: moqsink and moqsrc move to new sessions without reconnecting; playback goes on")
     func goawayHandover() async throws {
         let relay = try localRelay()

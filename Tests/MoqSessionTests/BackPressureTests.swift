@@ -124,4 +124,35 @@ import Testing
         }
         #expect(highDoneFirst == true)
     }
+
+    @Test("a backlog of thousands of small groups starts in work linear in the groups, every group in order")
+    func largeBacklogStartsLinearly() {
+        var limits = SessionLimits()
+        limits.subscriptionSendWindow = 16 << 20
+        let groups = 3000
+        let pair = SessionPair(serverConfig: SessionConfig(limits: limits), maxStreams: 2 * groups)
+        let track = pair.serverBroadcast("b").createTrack("t")
+        for i in 0..<groups { track.writeSingleFrameGroup(Bytes([UInt8(i & 0xff)]), timestamp: UInt64(i)) }
+        let remote = pair.remoteTrack("t")
+        pair.run()
+        // Nothing the relay writes leaves yet (the connection's send buffer fills), so every group
+        // started stays active with unsent bytes while the backlog is started in one go.
+        pair.link.server.stalled = true
+        let before = pair.link.server.unsentBytesQueries
+        // A subscriber that asks for all of it (long-form's deep subscription, from the first group).
+        pair.client.subscribe(
+            broadcast: "b", track: remote, range: SubscriptionRange(maxLatencyMs: 120_000, groupStart: 0))
+        pair.run()
+        #expect(groupStreams(pair).count == groups)
+        // Each group's stream is asked about a few times, not once per group started after it
+        // (3000 groups: ~9 million queries when the room was summed over every active group).
+        let queries = pair.link.server.unsentBytesQueries - before
+        #expect(queries < 10 * groups, "\(queries) queries for \(groups) groups")
+        pair.link.server.stalled = false
+        pair.link.server.release()
+        pair.scheduler.advance(by: .milliseconds(50))
+        #expect(pair.contents(remote).map(\.0) == Array(0..<UInt64(groups)))
+        #expect(pair.link.server.resetsSent.isEmpty)
+        #expect(pair.client.isReady && pair.server.isReady)
+    }
 }

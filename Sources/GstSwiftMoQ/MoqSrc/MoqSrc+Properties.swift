@@ -119,16 +119,31 @@ extension MoqSrc {
             s.broadcast = parsed.broadcast
             s.prefix = parsed.prefix
             s.uriTLSKeys = []
+            s.uriProblems = []
             for (key, value) in parsed.properties {
                 switch key {
                 case "latency":
-                    if let v = UInt32(value) {
+                    if let v = UInt32(value), v <= Self.maxLatencyMs {
                         s.latencyMs = v
                         s.latencySet = true
+                    } else {
+                        s.uriProblems.append(
+                            .init(key: key, value: value, expected: "milliseconds from 0 to \(Self.maxLatencyMs)"))
                     }
                 case "latency-mode":
-                    if let mode = ["auto", "adaptive", "fixed"].firstIndex(of: value) { s.latencyMode = Int32(mode) }
-                case "timeout": if let v = UInt32(value) { s.timeoutS = v }
+                    if let mode = Self.latencyModeNicks.firstIndex(of: value) {
+                        s.latencyMode = Int32(mode)
+                    } else {
+                        let expected = Self.latencyModeNicks.joined(separator: ", ")
+                        s.uriProblems.append(.init(key: key, value: value, expected: expected))
+                    }
+                case "timeout":
+                    if let v = UInt32(value), v <= Self.maxTimeoutS {
+                        s.timeoutS = v
+                    } else {
+                        let expected = "seconds from 0 (wait forever) to \(Self.maxTimeoutS)"
+                        s.uriProblems.append(.init(key: key, value: value, expected: expected))
+                    }
                 case "video-track": s.videoTrack = value
                 case "audio-track": s.audioTrack = value
                 // Kept aside: honoured at start only if the application allows it (uri-tls).
@@ -138,6 +153,33 @@ extension MoqSrc {
             }
         }
         return .success(())
+    }
+
+    /// A URI query value that was not taken.
+    struct URIValueProblem: Sendable {
+        let key: String
+        let value: String
+        /// What the key takes, for the warning.
+        let expected: String
+    }
+
+    /// The `latency-mode` values by number, as a URI names them.
+    static let latencyModeNicks = ["auto", "adaptive", "fixed"]
+
+    /// The largest `latency`, in ms.
+    static let maxLatencyMs: UInt32 = 60_000
+
+    /// The largest `timeout`, in seconds.
+    static let maxTimeoutS: UInt32 = 3600
+
+    /// Warns about each URI value that was not taken (the property keeps its previous value).
+    func reportURIProblems() {
+        let problems = settings.withLock { $0.uriProblems }
+        for problem in problems {
+            reporter.warning(
+                .resource(GST_RESOURCE_ERROR_SETTINGS),
+                "the URI's \(problem.key)=\(problem.value) ignored: expected \(problem.expected)")
+        }
     }
 
     /// TLS settings that came in a URI: applied when the application allows it (`uri-tls`, or

@@ -65,6 +65,8 @@ final class MoqSrc: @unchecked Sendable {
         var uriTLS = false
         /// TLS keys of the last URI, applied at start only if ``uriTLS`` allows.
         var uriTLSKeys: [(String, String)] = []
+        /// Values of the last URI that were not taken: warned about at start.
+        var uriProblems: [URIValueProblem] = []
     }
 
     /// What exists between READY→PAUSED and PAUSED→READY. The control queue changes it; what
@@ -264,6 +266,7 @@ final class MoqSrc: @unchecked Sendable {
 
     private func start() -> Bool {
         applyURITLS()
+        reportURIProblems()
         let s = settings.withLock { $0 }
         guard let relay = link.resolve(s.connection) else { return false }
         let target: BroadcastTarget

@@ -164,7 +164,7 @@ enum MoqSrcType {
                 Property.uint(
                     "latency", "Latency",
                     "Jitter budget in ms (setting it makes latency-mode=auto fixed). fixed: frames are rendered this long after the live edge (answered in the LATENCY query); adaptive: the most the jitter margin may grow to. Groups older than twice it are skipped (may change while playing)",
-                    min: 0, max: 60_000, default: 100, flags: live)
+                    min: 0, max: MoqSrc.maxLatencyMs, default: 100, flags: live)
             ),
             (
                 .latencyMode,
@@ -213,7 +213,7 @@ enum MoqSrcType {
                 Property.uint(
                     "timeout", "Timeout",
                     "Seconds to wait for the broadcast to be announced before an error (0: wait forever)", min: 0,
-                    max: 3600, default: 10, flags: rw)
+                    max: MoqSrc.maxTimeoutS, default: 10, flags: rw)
             ),
             (
                 .moqVersion,

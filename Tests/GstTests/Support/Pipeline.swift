@@ -159,6 +159,15 @@ struct PipelineError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
+/// Reads a `guint` property.
+func uintProperty(_ element: UnsafeMutablePointer<GstElement>, _ name: String) -> UInt32 {
+    var value = GValue()
+    g_value_init(&value, swiftmoq_type_uint())
+    defer { g_value_unset(&value) }
+    g_object_get_property(UnsafeMutableRawPointer(element).assumingMemoryBound(to: GObject.self), name, &value)
+    return g_value_get_uint(&value)
+}
+
 /// Reads an enum or string property.
 func stringProperty(_ element: UnsafeMutablePointer<GstElement>, _ name: String) -> String? {
     var value = GValue()

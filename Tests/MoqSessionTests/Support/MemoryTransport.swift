@@ -39,6 +39,9 @@ final class MemoryTransport: SessionTransport, @unchecked Sendable {
     /// When true, writes queue here instead of being delivered (a congested link).
     var stalled = false
     private var stalledWrites: [(Int64, Bytes, Bool)] = []
+    /// ``stalledWrites`` summed per stream and in all (asking costs what it costs a real transport).
+    private var unsentByStream: [Int64: Int] = [:]
+    private var unsentTotal = 0
     private(set) var sendOrders: [Int64: Int64] = [:]
     private(set) var resetsSent: [Int64: UInt64] = [:]
     private(set) var stopsSent: [Int64: UInt64] = [:]
@@ -87,6 +90,8 @@ final class MemoryTransport: SessionTransport, @unchecked Sendable {
         defer { if fin { checkClosed(stream) } }
         if stalled {
             stalledWrites.append((stream, data, fin))
+            unsentByStream[stream, default: 0] += data.count
+            unsentTotal += data.count
             return
         }
         deliver(stream, data, fin)
@@ -104,13 +109,14 @@ final class MemoryTransport: SessionTransport, @unchecked Sendable {
     func consumed(_ stream: Int64, bytes: Int) { consumedBytes[stream, default: 0] += bytes }
 
     func resetStream(_ stream: Int64, code: UInt64) {
-        guard closed == nil, !sendDone.contains(stream) || stalledWrites.contains(where: { $0.0 == stream }) else {
+        guard closed == nil, !sendDone.contains(stream) || unsentByStream[stream] != nil else {
             return
         }
         sendDone.insert(stream)
         defer { checkClosed(stream) }
         resetsSent[stream] = code
         stalledWrites.removeAll { $0.0 == stream }
+        unsentTotal -= unsentByStream.removeValue(forKey: stream) ?? 0
         scheduler.execute { [weak self] in self?.peer?.arriveReset(stream: stream, code: code) }
     }
 
@@ -122,11 +128,15 @@ final class MemoryTransport: SessionTransport, @unchecked Sendable {
 
     func setSendOrder(_ stream: Int64, _ order: Int64) { sendOrders[stream] = order }
 
+    /// How often the core asked for one stream's unsent bytes (its cost grows with the calls).
+    private(set) var unsentBytesQueries = 0
+
     func unsentBytes(_ stream: Int64) -> Int {
-        stalledWrites.filter { $0.0 == stream }.reduce(0) { $0 + $1.1.count }
+        unsentBytesQueries += 1
+        return unsentByStream[stream] ?? 0
     }
 
-    var totalUnsentBytes: Int { stalledWrites.reduce(0) { $0 + $1.1.count } }
+    var totalUnsentBytes: Int { unsentTotal }
 
     /// The threshold the core asked to hear about (see ``release(bySendOrder:)``).
     private(set) var drainThreshold: Int?
@@ -167,6 +177,8 @@ final class MemoryTransport: SessionTransport, @unchecked Sendable {
         stalled = false
         var pending = stalledWrites
         stalledWrites = []
+        unsentByStream = [:]
+        unsentTotal = 0
         if bySendOrder {
             let order = pending.map(\.0).reduce(into: [Int64]()) { if !$0.contains($1) { $0.append($1) } }
             let ranked = order.enumerated().sorted {
