@@ -15,6 +15,9 @@ public struct RenditionChoice: Sendable, Equatable {
     public var skipped: [SkippedRendition]
     /// Requests that could not be met, worded for the user.
     public var notes: [String]
+    /// The kinds asked for by a name the catalog does not list as playable, each with its note
+    /// (what is chosen instead is in ``video`` / ``audio``).
+    public var missing: [MediaKind: String]
 
     /// A preference value that plays no rendition of that kind.
     public static let none = "none"
@@ -27,7 +30,7 @@ public struct RenditionChoice: Sendable, Equatable {
         let (playable, skipped) = MediaFormat.playable(in: catalog)
         self.playable = playable
         self.skipped = skipped
-        var notes: [String] = []
+        var missing: [MediaKind: String] = [:]
         func pick(_ kind: MediaKind, _ wanted: String?) -> PlayableRendition? {
             let candidates = playable.filter { $0.rendition.config.kind == kind }
             guard let wanted, !wanted.isEmpty else { return candidates.first }
@@ -35,14 +38,15 @@ public struct RenditionChoice: Sendable, Equatable {
             if let match = candidates.first(where: { $0.rendition.name == wanted }) { return match }
             let names = candidates.map(\.rendition.name)
             let fallback = candidates.first
-            notes.append(
+            missing[kind] =
                 "\(kind)-track \"\(wanted)\" is not a playable \(kind) rendition of the catalog "
-                    + "(playable: \(names.isEmpty ? "none" : names.joined(separator: ", ")))"
-                    + (fallback.map { "; playing \"\($0.rendition.name)\"" } ?? ""))
+                + "(playable: \(names.isEmpty ? "none" : names.joined(separator: ", ")))"
+                + (fallback.map { "; playing \"\($0.rendition.name)\"" } ?? "")
             return fallback
         }
         self.video = pick(.video, video)
         self.audio = pick(.audio, audio)
-        self.notes = notes
+        self.missing = missing
+        self.notes = [MediaKind.video, .audio].compactMap { missing[$0] }
     }
 }

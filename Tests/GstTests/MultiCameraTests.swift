@@ -20,8 +20,8 @@ struct MultiCameraTests {
                 + "! appsink name=out sync=false max-buffers=1 drop=true")
         #expect(player.play() != GST_STATE_CHANGE_FAILURE)
         defer { player.setState(GST_STATE_NULL) }
-        // Until the catalog lists the asked-for track, moqsrc plays another one and switches when it
-        // appears (moqsink completes its catalog pad by pad): judge frames from after that.
+        // moqsrc waits a moment for the asked-for track to be listed (moqsink completes its catalog
+        // pad by pad), then plays another one and switches when it appears: judge frames from after that.
         func playing() -> Bool {
             player.collected.contains {
                 ($0.structureName == "playback.start" || $0.structureName == "track.switch")
@@ -86,5 +86,54 @@ struct MultiCameraTests {
         kill(publisher.process.processIdentifier, SIGINT)
         let published = try await publisher.wait(timeout: .seconds(20))
         #expect(published.status == 0, "\(published.stderr)")
+    }
+
+    @Test("video-track names a track the catalog lists a moment later: moqsrc waits for it and never shows another")
+    func namedTrackListedLater() async throws {
+        let relay = try localRelay()
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        let player = try TestPipeline(
+            "moqsrc name=s \(relay.elementProperties) broadcast=late video-track=rear audio-track=none "
+                + "s.video_0 ! fakesink sync=false")
+        #expect(player.play() != GST_STATE_CHANGE_FAILURE)
+        defer { player.setState(GST_STATE_NULL) }
+        // The rear camera's branch waits behind a closed valve: its caps, and so its catalog entry, come later.
+        let camera =
+            "video/x-raw,width=160,height=120,framerate=30/1 ! x264enc tune=zerolatency key-int-max=30 ! h264parse"
+        let publisher = try TestPipeline(
+            "moqsink name=m \(relay.elementProperties) broadcast=late sink_0::track=front sink_1::track=rear "
+                + "videotestsrc is-live=true pattern=red ! \(camera) ! m.sink_0 "
+                + "videotestsrc is-live=true pattern=blue ! valve name=gate drop=true ! \(camera) ! m.sink_1")
+        #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
+        defer { publisher.setState(GST_STATE_NULL) }
+        // The player has the catalog that lists front only.
+        _ = try await player.waitFor(.seconds(20)) { $0.kind == .streamCollection }
+        let gate = publisher.element("gate")!
+        defer { gst_object_unref(gate) }
+        setBool(gate, "drop", false)
+        func started(_ name: String) -> Bool {
+            player.collected.contains {
+                $0.structureName == "playback.start" && ($0.structure ?? "").contains("track=(string)\(name)")
+            }
+        }
+        try await eventually("moqsrc to play", timeout: .seconds(20)) { started("") }
+        #expect(started("rear") && !started("front"), "\(player.collected.filter { $0.kind == .element })")
+        #expect(!player.collected.contains { $0.structureName == "track.switch" })
+        #expect(!player.warnings.contains { $0.text.contains("is not a playable") }, "\(player.warnings)")
+        #expect(player.errors.isEmpty && publisher.errors.isEmpty, "\(player.errors) \(publisher.errors)")
+
+        // A name that never appears: after the wait, the first playable, with a WARNING that says so.
+        let misspelt = try TestPipeline(
+            "moqsrc name=s \(relay.elementProperties) broadcast=late video-track=raer audio-track=none "
+                + "s.video_0 ! fakesink sync=false")
+        #expect(misspelt.play() != GST_STATE_CHANGE_FAILURE)
+        defer { misspelt.setState(GST_STATE_NULL) }
+        let warning = try await misspelt.waitFor(.seconds(20)) {
+            $0.kind == .warning && $0.text.contains("video-track \"raer\" is not a playable")
+        }
+        #expect(warning.text.contains("playing \"front\""), "\(warning.text)")
+        try await eventually("the fallback plays", timeout: .seconds(20)) {
+            misspelt.collected.contains { $0.structureName == "playback.start" }
+        }
     }
 }

@@ -230,11 +230,16 @@ extension MoqSrc {
         let choice = RenditionChoice(
             catalog: catalog, video: run.selection[.video] ?? s.videoTrack,
             audio: run.selection[.audio] ?? s.audioTrack)
+        run.waitingForNamed = kindsWaitingForTheirName(run, choice: choice)
         for skipped in choice.skipped { warnOnce(run, "\(broadcast): \(skipped)") }
-        for note in choice.notes { warnOnce(run, "\(broadcast): \(note)") }
+        for kind in [MediaKind.video, .audio] where !run.waitingForNamed.contains(kind) {
+            if let note = choice.missing[kind] { warnOnce(run, "\(broadcast): \(note)") }
+        }
         publishCollection(run, choice: choice, broadcast: broadcast)
         let eosOnEnd = endsStream(run, path: broadcast)
         for (kind, wanted) in [(MediaKind.video, choice.video), (.audio, choice.audio)] {
+            // Its named track may be listed in a moment: nothing rather than another rendition.
+            if run.waitingForNamed.contains(kind) { continue }
             let existing = run.pads[kind]
             guard let wanted else {
                 if let existing {
@@ -260,7 +265,8 @@ extension MoqSrc {
     /// half a second after the first pad (publishers such as moqsink complete their catalog
     /// pad by pad as caps arrive, and gst-launch gives up delayed links at no-more-pads).
     private func noMorePadsWhenSettled(_ run: Running, bothKinds: Bool) {
-        guard !run.noMorePads, !run.pads.isEmpty else { return }
+        // A pad that waits for its named track comes later (the wait's end reconciles again).
+        guard !run.noMorePads, !run.pads.isEmpty, run.waitingForNamed.isEmpty else { return }
         let now = monotonicNow()
         if run.firstPadAt == nil { run.firstPadAt = now }
         if bothKinds || now >= run.firstPadAt! + Self.padSettleNs {
@@ -278,6 +284,33 @@ extension MoqSrc {
     }
 
     static let padSettleNs: UInt64 = 500_000_000
+
+    /// Kinds asked for by a track name the catalog does not list yet, with no pad playing them,
+    /// within ``namedTrackGraceNs`` of the first catalog: publishers such as moqsink list their
+    /// tracks pad by pad as caps arrive, and a viewer that asked for `rear` should not see
+    /// `front` first. Schedules the reconcile that ends the wait (then the fallback and its
+    /// warning, as before).
+    private func kindsWaitingForTheirName(_ run: Running, choice: RenditionChoice) -> Set<MediaKind> {
+        let now = monotonicNow()
+        let since = run.firstCatalogAt ?? now
+        run.firstCatalogAt = since
+        let waiting = Set(choice.missing.keys.filter { run.pads[$0] == nil })
+        let until = since &+ Self.namedTrackGraceNs
+        guard !waiting.isEmpty, now < until else { return [] }
+        if !run.namedWaitScheduled {
+            run.namedWaitScheduled = true
+            control.asyncAfter(deadline: .now() + .nanoseconds(Int(until - now))) { [weak self, weak run] in
+                guard let self, let run, self.run === run else { return }
+                run.namedWaitScheduled = false
+                if let session = run.session { self.reconcile(run, session: session) }
+            }
+        }
+        return waiting
+    }
+
+    /// How long a track asked for by name may take to appear in the catalog before another
+    /// rendition of its kind is played instead.
+    static let namedTrackGraceNs: UInt64 = 1_500_000_000
 
     func selectionChanged() {
         guard let run, let session = run.session else { return }

@@ -139,6 +139,12 @@ final class MoqSrc: @unchecked Sendable {
         var noMorePads = false
         var firstPadAt: UInt64?
         var settleScheduled = false
+        /// When the first catalog of this playback arrived (monotonic ns).
+        var firstCatalogAt: UInt64?
+        /// Kinds whose track was asked for by name and is not listed yet: no pad for them until it
+        /// is, or until ``MoqSrc/namedTrackGraceNs`` after the first catalog.
+        var waitingForNamed: Set<MediaKind> = []
+        var namedWaitScheduled = false
         var warned: Set<String> = []
         var collectionKey: [String] = []
         var selection: [MediaKind: String] = [:]

@@ -191,14 +191,14 @@ enum MoqSrcType {
                 .videoTrack,
                 Property.string(
                     "video-track", "Video track",
-                    "Video rendition to play (catalog track name); default: the first playable; \"none\": no video",
+                    "Video rendition to play (catalog track name; one the catalog does not list yet is waited for 1.5 s, then the first playable plays, with a WARNING); default: the first playable; \"none\": no video",
                     flags: live)
             ),
             (
                 .audioTrack,
                 Property.string(
                     "audio-track", "Audio track",
-                    "Audio rendition to play (catalog track name); default: the first playable; \"none\": no audio",
+                    "Audio rendition to play (catalog track name; one the catalog does not list yet is waited for 1.5 s, then the first playable plays, with a WARNING); default: the first playable; \"none\": no audio",
                     flags: live)
             ),
             (
