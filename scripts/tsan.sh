@@ -38,7 +38,9 @@ run() {
     shift
     echo "== tsan: $name"
     # A hang under instrumentation must fail here, with its log, not run into CI's limit.
-    if ! timeout --kill-after=30 "${TSAN_PHASE_TIMEOUT:-1200}" \
+    # Line-buffered (stdbuf reaches the test process through the environment): a test process
+    # killed by the timeout leaves its last lines in the log instead of a lost stdio buffer.
+    if ! timeout --kill-after=30 "${TSAN_PHASE_TIMEOUT:-1200}" stdbuf -oL -eL \
         "$SWIFT" test --skip-build --sanitize=thread --scratch-path "$SCRATCH" "$@" >"$LOGS/$name.log" 2>&1; then
         status=1
     fi

@@ -48,7 +48,7 @@ struct GoawayTests {
         let second = log.sessions.withLock { $0[1] }
         #expect(second !== first)
         #expect(second.closeReason == nil)
-        _ = await first.closed()
+        _ = try await closeReason(of: first)
         #expect(log.goaways.withLock { $0 } == [""])
         #expect(log.starts.withLock { $0 } == [.first, .handover])
         #expect(log.previousOpen.withLock { $0 } == [false, true], "make before break")

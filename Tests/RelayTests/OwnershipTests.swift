@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import Foundation
+import MoqSync
 import SwiftMoQ
 import Testing
 
@@ -33,7 +34,7 @@ struct OwnershipTests {
         defer { Task { await relay.shutdown(grace: .zero) } }
         let session = try await Self.connect(
             relay, "room", token: Self.token(root: "room", put: [""], expires: Date().addingTimeInterval(2)))
-        let reason = await session.closed()
+        let reason = try await closeReason(of: session)
         #expect(reason == .remote(.unauthorized, "the token expired"))
     }
 
@@ -62,23 +63,23 @@ struct OwnershipTests {
         // Another grant that may publish there too: refused, its session closed with a clear code.
         let intruder = try await Self.connect(relay, "room", token: Self.token(root: "room", put: [""]))
         intruder.publish(BroadcastProducer(path: "alice/cam"))
-        let reason = await intruder.closed()
+        let reason = try await closeReason(of: intruder)
         #expect(reason == .remote(.unauthorized, "broadcast 'room/alice/cam' is published by another session"))
         #expect(relay.origin.broadcast("room/alice/cam") != nil)
         // The owner reconnecting (same grant, the old session still open) replaces its own broadcast.
-        let updates = Task {
-            var seen = 0
-            for await event in watcher.announced(prefix: "alice") {
-                if case .active = event { seen += 1 }
-                if seen == 2 { return true }
-            }
-            return false
+        // Watched from before it reconnects (the stream registers when asked for, not when a task
+        // first reads it), and waited for with a deadline: a missed announcement fails, never hangs.
+        let announcements = watcher.announced(prefix: "alice")
+        let actives = Lock(0)
+        let reader = Task {
+            for await event in announcements { if case .active = event { actives.withLock { $0 += 1 } } }
         }
+        defer { reader.cancel() }
         let again = try await Self.connect(relay, "room", token: alice)
         again.publish(BroadcastProducer(path: "alice/cam"))
         // The watcher hears the path again (a new route): the replacement happened while the
         // old session still held it.
-        #expect(await updates.value)
+        try await waitUntil { actives.withLock { $0 } >= 2 }
         try await waitUntil { relay.sessionCount == 3 }  // the intruder is gone
         owner.close()
         try await waitUntil { relay.sessionCount == 2 }
@@ -107,11 +108,13 @@ struct OwnershipTests {
         b.close()
     }
 
-    func waitUntil(_ condition: @escaping @Sendable () -> Bool) async throws {
+    func waitUntil(
+        sourceLocation: SourceLocation = #_sourceLocation, _ condition: @escaping @Sendable () -> Bool
+    ) async throws {
         let deadline = ContinuousClock.now + .seconds(15)
         while !condition() {
             if ContinuousClock.now > deadline {
-                Issue.record("timed out")
+                Issue.record("timed out", sourceLocation: sourceLocation)
                 return
             }
             try await Task.sleep(for: .milliseconds(10))

@@ -166,7 +166,7 @@ struct RelayBehaviourTests {
         let relay = try Self.start()
         let client = try await Self.connect(relay)
         await relay.shutdown(grace: .seconds(1))
-        _ = await client.closed()
+        _ = try await closeReason(of: client)
         #expect(client.goawayURI == "")
     }
 }
