@@ -66,12 +66,13 @@ public enum CMAFFragment {
             var dataEnd = moof.start  // where the previous track fragment's data ended
             for traf in try r.boxes(in: moof.payload) where traf.type == Code.traf {
                 let tfhd = try r.require(Code.tfhd, in: traf.payload, of: "traf")
-                let flags = try r.u32(tfhd.payloadStart) & 0x00ff_ffff
-                let trackID = try r.u32(tfhd.payloadStart + 4)
+                let tf = r.fields(of: tfhd)
+                let flags = try tf.u32(tfhd.payloadStart) & 0x00ff_ffff
+                let trackID = try tf.u32(tfhd.payloadStart + 4)
                 var at = tfhd.payloadStart + 8
                 var base = moof.start
                 if flags & 0x01 != 0 {
-                    let offset = try r.u64(at)
+                    let offset = try tf.u64(at)
                     guard offset <= UInt64(data.count) else { throw .malformed("base data offset past the data") }
                     base = Int(offset)
                     at += 8
@@ -84,35 +85,37 @@ public enum CMAFFragment {
                 var defaultSize = track?.defaultSampleSize ?? 0
                 var defaultFlags = track?.defaultSampleFlags ?? 0
                 if flags & 0x08 != 0 {
-                    defaultDuration = try r.u32(at)
+                    defaultDuration = try tf.u32(at)
                     at += 4
                 }
                 if flags & 0x10 != 0 {
-                    defaultSize = try r.u32(at)
+                    defaultSize = try tf.u32(at)
                     at += 4
                 }
-                if flags & 0x20 != 0 { defaultFlags = try r.u32(at) }
+                if flags & 0x20 != 0 { defaultFlags = try tf.u32(at) }
                 let children = try r.boxes(in: traf.payload)
                 var decodeTime = nextDecodeTime[trackID] ?? 0
                 if let tfdt = children.first(where: { $0.type == Code.tfdt }) {
+                    let f = r.fields(of: tfdt)
                     decodeTime =
-                        try r.u8(tfdt.payloadStart) == 1
-                        ? try r.u64(tfdt.payloadStart + 4) : UInt64(try r.u32(tfdt.payloadStart + 4))
+                        try f.u8(tfdt.payloadStart) == 1
+                        ? try f.u64(tfdt.payloadStart + 4) : UInt64(try f.u32(tfdt.payloadStart + 4))
                 }
                 var cursor = base
                 for trun in children where trun.type == Code.trun {
-                    let version = try r.u8(trun.payloadStart)
-                    let trunFlags = try r.u32(trun.payloadStart) & 0x00ff_ffff
-                    let count = Int(try r.u32(trun.payloadStart + 4))
+                    let f = r.fields(of: trun)
+                    let version = try f.u8(trun.payloadStart)
+                    let trunFlags = try f.u32(trun.payloadStart) & 0x00ff_ffff
+                    let count = Int(try f.u32(trun.payloadStart + 4))
                     var p = trun.payloadStart + 8
                     if trunFlags & 0x01 != 0 {
-                        let offset = Int(Int32(bitPattern: try r.u32(p)))
+                        let offset = Int(Int32(bitPattern: try f.u32(p)))
                         cursor = base + offset
                         p += 4
                     }
                     var firstFlags: UInt32?
                     if trunFlags & 0x04 != 0 {
-                        firstFlags = try r.u32(p)
+                        firstFlags = try f.u32(p)
                         p += 4
                     }
                     let fields = [0x100, 0x200, 0x400, 0x800].filter { trunFlags & UInt32($0) != 0 }.count
@@ -126,19 +129,19 @@ public enum CMAFFragment {
                         var sampleFlags = i == 0 ? firstFlags ?? defaultFlags : defaultFlags
                         var cto: Int64 = 0
                         if trunFlags & 0x100 != 0 {
-                            duration = try r.u32(p)
+                            duration = try f.u32(p)
                             p += 4
                         }
                         if trunFlags & 0x200 != 0 {
-                            size = try r.u32(p)
+                            size = try f.u32(p)
                             p += 4
                         }
                         if trunFlags & 0x400 != 0 {
-                            sampleFlags = try r.u32(p)
+                            sampleFlags = try f.u32(p)
                             p += 4
                         }
                         if trunFlags & 0x800 != 0 {
-                            let raw = try r.u32(p)
+                            let raw = try f.u32(p)
                             cto = version == 0 ? Int64(raw) : Int64(Int32(bitPattern: raw))
                             p += 4
                         }

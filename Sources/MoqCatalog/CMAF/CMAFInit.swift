@@ -59,10 +59,10 @@ public struct CMAFInit: Sendable, Equatable {
         var defaults: [UInt32: (UInt32, UInt32, UInt32)] = [:]
         if let mvex = children.first(where: { $0.type == Code.mvex }) {
             for trex in try r.boxes(in: mvex.payload) where trex.type == Code.trex {
-                let p = trex.payloadStart
-                let id = try r.u32(p + 4)
+                let (f, p) = (r.fields(of: trex), trex.payloadStart)
+                let id = try f.u32(p + 4)
                 trexes[id] = trex.range
-                defaults[id] = (try r.u32(p + 12), try r.u32(p + 16), try r.u32(p + 20))
+                defaults[id] = (try f.u32(p + 12), try f.u32(p + 16), try f.u32(p + 20))
             }
         }
         var tracks: [CMAFTrack] = []
@@ -116,13 +116,15 @@ public struct CMAFInit: Sendable, Equatable {
 
     private static func track(_ trak: ISOBox, reader r: ISOReader) throws(CMAFError) -> CMAFTrack {
         let tkhd = try r.require(Code.tkhd, in: trak.payload, of: "trak")
-        let trackID = try r.u32(tkhd.payloadStart + (try r.u8(tkhd.payloadStart) == 1 ? 20 : 12))
+        let tkhdFields = r.fields(of: tkhd)
+        let trackID = try tkhdFields.u32(tkhd.payloadStart + (try tkhdFields.u8(tkhd.payloadStart) == 1 ? 20 : 12))
         let mdia = try r.require(Code.mdia, in: trak.payload, of: "trak")
         let mdhd = try r.require(Code.mdhd, in: mdia.payload, of: "mdia")
-        let timescale = try r.u32(mdhd.payloadStart + (try r.u8(mdhd.payloadStart) == 1 ? 20 : 12))
+        let mdhdFields = r.fields(of: mdhd)
+        let timescale = try mdhdFields.u32(mdhd.payloadStart + (try mdhdFields.u8(mdhd.payloadStart) == 1 ? 20 : 12))
         guard timescale > 0 else { throw .malformed("track \(trackID) has timescale 0") }
         let hdlr = try r.require(Code.hdlr, in: mdia.payload, of: "mdia")
-        let handler = ISOReader.name(try r.u32(hdlr.payloadStart + 8))
+        let handler = ISOReader.name(try r.fields(of: hdlr).u32(hdlr.payloadStart + 8))
         let minf = try r.require(Code.minf, in: mdia.payload, of: "mdia")
         let stbl = try r.require(Code.stbl, in: minf.payload, of: "minf")
         let stsd = try r.require(Code.stsd, in: stbl.payload, of: "stbl")
@@ -133,16 +135,16 @@ public struct CMAFInit: Sendable, Equatable {
         var track = CMAFTrack(
             trackID: trackID, timescale: timescale, handler: handler, sampleEntry: ISOReader.name(entry.type),
             configuration: nil)
-        let p = entry.payloadStart
+        let (f, p) = (r.fields(of: entry), entry.payloadStart)
         let childrenStart: Int
         switch handler {
         case "vide":
-            track.width = try r.u16(p + 24)
-            track.height = try r.u16(p + 26)
+            track.width = try f.u16(p + 24)
+            track.height = try f.u16(p + 26)
             childrenStart = p + 78
         case "soun":
-            track.channels = try r.u16(p + 16)
-            track.sampleRate = try r.u32(p + 24) >> 16
+            track.channels = try f.u16(p + 16)
+            track.sampleRate = try f.u32(p + 24) >> 16
             childrenStart = p + 28
         default:
             return track

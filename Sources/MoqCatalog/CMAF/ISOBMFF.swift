@@ -36,12 +36,28 @@ struct ISOBox: Equatable {
 /// and throws instead of trapping, and a buffer never yields more than ``maxBoxes`` boxes per level.
 struct ISOReader {
     let data: Bytes
+    /// One past the last byte a field may be read from: the data's end, or a box's
+    /// (``fields(of:)``), so that a short box never lends its fields from the box after it.
+    let limit: Int
+
+    init(data: Bytes) {
+        self.data = data
+        limit = data.count
+    }
+
+    private init(data: Bytes, limit: Int) {
+        self.data = data
+        self.limit = min(limit, data.count)
+    }
+
+    /// A reader of `box`'s fields: a read past the box's end throws.
+    func fields(of box: ISOBox) -> ISOReader { ISOReader(data: data, limit: box.end) }
 
     /// Boxes at one level beyond this are refused (a hostile file of 8-byte boxes).
     static let maxBoxes = 4096
 
     func u8(_ at: Int) throws(CMAFError) -> UInt8 {
-        guard at >= 0, at < data.count else { throw .malformed("read past the end at \(at)") }
+        guard at >= 0, at < limit else { throw .malformed("read past the end at \(at)") }
         return data[at]
     }
 
@@ -50,7 +66,7 @@ struct ISOReader {
     }
 
     func u32(_ at: Int) throws(CMAFError) -> UInt32 {
-        guard at >= 0, at <= data.count - 4 else { throw .malformed("read past the end at \(at)") }
+        guard at >= 0, at <= limit - 4 else { throw .malformed("read past the end at \(at)") }
         return UInt32(data[at]) << 24 | UInt32(data[at + 1]) << 16 | UInt32(data[at + 2]) << 8 | UInt32(data[at + 3])
     }
 
