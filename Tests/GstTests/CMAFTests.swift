@@ -52,7 +52,8 @@ struct CMAFTests {
         defer { Task { await relay.shutdown(grace: .zero) } }
         let name = "cmaf-\(UInt32.random(in: 0...UInt32.max))"
         let publisher = try TestPipeline(
-            Self.fragmentedMP4(frames: 100_000) + "mux. ! moqsink \(relay.elementProperties) broadcast=\(name)")
+            Self.fragmentedMP4(frames: 100_000)
+                + "mux. ! moqsink name=sink \(relay.elementProperties) broadcast=\(name)")
         #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
         defer { publisher.setState(GST_STATE_NULL) }
         let player = try TestPipeline(
@@ -73,7 +74,7 @@ struct CMAFTests {
         #expect(isMonotonic(video.all), "video timestamps go backwards")
         #expect(isMonotonic(audio.all), "audio timestamps go backwards")
         #expect(player.errors.isEmpty && publisher.errors.isEmpty, "\(player.errors) \(publisher.errors)")
-        let sink = publisher.element("moqsink0")
+        let sink = publisher.element("sink")
         defer { sink.map { gst_object_unref($0) } }
         #expect(sink.flatMap { stringProperty($0, "stats") }?.contains("frames") == true)
     }

@@ -317,6 +317,13 @@ struct MoqSrcTests {
         #expect(stringProperty(src, "latency-mode") == "auto")
         #expect(uintProperty(src, "latency") == 100)
         #expect(uintProperty(src, "timeout") == 1)
+        // Each mode by its nick (the enum's own, as a property string takes it).
+        for mode in ["fixed", "adaptive", "auto"] {
+            #expect(
+                gst_uri_handler_set_uri(OpaquePointer(src), "moql://127.0.0.1:1/anon/x?latency-mode=\(mode)", nil) != 0)
+            #expect(stringProperty(src, "latency-mode") == mode)
+        }
+        #expect(gst_uri_handler_set_uri(OpaquePointer(src), uri, &error) != 0)
         _ = player.play()
         // timeout=1 was taken: the absent broadcast fails within seconds, after the warnings.
         let failure = try await player.waitFor(.seconds(20)) { $0.kind == .error }

@@ -230,6 +230,7 @@ extension MoqSrc {
         let choice = RenditionChoice(
             catalog: catalog, video: run.selection[.video] ?? s.videoTrack,
             audio: run.selection[.audio] ?? s.audioTrack)
+        if run.firstCatalogAt == nil { run.firstCatalogAt = monotonicNow() }
         run.waitingForNamed = kindsWaitingForTheirName(run, choice: choice)
         for skipped in choice.skipped { warnOnce(run, "\(broadcast): \(skipped)") }
         for kind in [MediaKind.video, .audio] where !run.waitingForNamed.contains(kind) {
@@ -293,7 +294,6 @@ extension MoqSrc {
     private func kindsWaitingForTheirName(_ run: Running, choice: RenditionChoice) -> Set<MediaKind> {
         let now = monotonicNow()
         let since = run.firstCatalogAt ?? now
-        run.firstCatalogAt = since
         let waiting = Set(choice.missing.keys.filter { run.pads[$0] == nil })
         let until = since &+ Self.namedTrackGraceNs
         guard !waiting.isEmpty, now < until else { return [] }

@@ -131,10 +131,10 @@ extension MoqSrc {
                             .init(key: key, value: value, expected: "milliseconds from 0 to \(Self.maxLatencyMs)"))
                     }
                 case "latency-mode":
-                    if let mode = Self.latencyModeNicks.firstIndex(of: value) {
-                        s.latencyMode = Int32(mode)
+                    if let mode = enumValue(MoqSrcType.latencyModeType, nick: value) {
+                        s.latencyMode = mode
                     } else {
-                        let expected = Self.latencyModeNicks.joined(separator: ", ")
+                        let expected = enumNicks(MoqSrcType.latencyModeType).joined(separator: ", ")
                         s.uriProblems.append(.init(key: key, value: value, expected: expected))
                     }
                 case "timeout":
@@ -162,9 +162,6 @@ extension MoqSrc {
         /// What the key takes, for the warning.
         let expected: String
     }
-
-    /// The `latency-mode` values by number, as a URI names them.
-    static let latencyModeNicks = ["auto", "adaptive", "fixed"]
 
     /// The largest `latency`, in ms.
     static let maxLatencyMs: UInt32 = 60_000
