@@ -15,14 +15,15 @@ case "$(basename "$FILE" .pipeline)" in
   watch | record) : "${MOQ_BROADCAST:=$(hostname)/test-pattern}" ;;
   *) : "${MOQ_BROADCAST:=$(hostname)/$(basename "$FILE" .pipeline)}" ;;
 esac
-: "${MOQ_LATENCY:=100}"
+# Extra moqsrc properties for the players (e.g. latency=300); MOQ_LATENCY=N, as before, means latency=N.
+: "${MOQ_PLAYOUT:=${MOQ_LATENCY:+latency=$MOQ_LATENCY}}"
 : "${MOQ_OUTPUT:=recording.mkv}"
 : "${MOQ_TLS:=}"   # e.g. tls-fingerprint=… or tls-disable-verify=true
 : "${CAMERA:=/dev/video0}"
 : "${CAMERA2:=/dev/video2}"
 : "${DISPLAY:=:0}"
 export CAMERA CAMERA2 DISPLAY
-export MOQ_URL MOQ_BROADCAST MOQ_TLS MOQ_LATENCY MOQ_OUTPUT
+export MOQ_URL MOQ_BROADCAST MOQ_TLS MOQ_PLAYOUT MOQ_OUTPUT
 export GST_PLUGIN_PATH="$ROOT/build/gst${GST_PLUGIN_PATH:+:$GST_PLUGIN_PATH}"
 DESCRIPTION="$(grep -v '^[[:space:]]*#' "$FILE" | python3 -c 'import os,sys; print(os.path.expandvars(sys.stdin.read()).replace("\\\n", " "))')"
 echo "gst-launch-1.0 -e $DESCRIPTION" >&2

@@ -37,6 +37,9 @@ public final class GroupState: @unchecked Sendable {  // mutable fields: under t
     /// When the newest frame arrived (ns, the track's clock); `createdAt` until one has.
     private let lastArrival: Atomic<UInt64>
 
+    /// When the newest frame arrived (ns, the track's clock); when the group was created until one has.
+    public var lastArrivalNs: UInt64 { lastArrival.load(ordering: .relaxed) }
+
     /// True for one-frame groups that may travel as QUIC datagrams.
     public internal(set) var isDatagram: Bool {
         get { datagram.load(ordering: .relaxed) }

@@ -308,15 +308,19 @@ public final class GroupConsumer: @unchecked Sendable {
     }
 
     /// Reads without waiting.
-    public func poll() -> Poll {
+    public func poll() -> Poll { pollWithArrival().poll }
+
+    /// Reads without waiting; a frame that was the newest of its group when read comes with when
+    /// it arrived (the track's clock), which a player measures lateness by.
+    public func pollWithArrival() -> (poll: Poll, arrivalNs: UInt64?) {
         let version = track.version
-        return next.withLock { i -> Poll in
+        return next.withLock { i -> (Poll, UInt64?) in
             let (frames, status) = track.frames(of: group, from: i)
             if let f = frames.first {
                 i += 1
-                return .frame(f)
+                return (.frame(f), frames.count == 1 ? group.lastArrivalNs : nil)
             }
-            return status == .open ? .wait(version: version) : .ended(status)
+            return (status == .open ? .wait(version: version) : .ended(status), nil)
         }
     }
 

@@ -333,6 +333,15 @@ public final class TrackProducer: @unchecked Sendable {
     /// The newest group (kept even when evicted from the cache by size).
     public var latestGroup: GroupState? { state.withLock { $0.latest } }
 
+    /// The newest group's last frame, with the group, its frame count and when that frame arrived
+    /// (the track's clock), read under one lock: the live edge as this track knows it.
+    public var newestFrame: (group: GroupState, count: Int, frame: Frame, arrivalNs: UInt64)? {
+        state.withLock { s in
+            guard let group = s.latest, let frame = group.frames.last else { return nil }
+            return (group, group.frames.count, frame, group.lastArrivalNs)
+        }
+    }
+
     /// The cached group with exactly this sequence.
     public func group(sequence: UInt64) -> GroupState? {
         state.withLock { s in

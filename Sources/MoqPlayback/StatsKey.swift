@@ -28,6 +28,19 @@ public enum StatsKey: String, Sendable, CaseIterable {
     case latencyMarginMs = "latency-margin-ms"
     /// moqsrc: how often the timeline moved forward.
     case retargets
+    /// moqsrc: its `latency-mode` property (`auto`, `adaptive`, `fixed`); `latency-mode` is what
+    /// playback uses (`adaptive`, `fixed`, or `long-form`).
+    case latencyModeSetting = "latency-mode-setting"
+    /// moqsrc: its `catch-up` property, whether it is taking time out now, the audio frames it
+    /// dropped and the time it took out (ms) in all.
+    case catchUp = "catch-up"
+    case catchingUp = "catching-up"
+    case catchUpDrops = "catch-up-drops"
+    case catchUpMs = "catch-up-ms"
+    /// moqsrc: how far ahead of its target latency the live edge plays now (ms).
+    case latencyExcessMs = "latency-excess-ms"
+    /// moqsrc: where the timeline stands (`joining`, `playing`, `checking-continuity`, `splicing`).
+    case playoutPhase = "playout-phase"
     /// moqsrc: its `buffering` property (`live` or `long-form`).
     case buffering
     /// moqsrc: its `buffer-duration` property (ms), the deep budget of long-form playback.

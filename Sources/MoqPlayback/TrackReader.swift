@@ -17,6 +17,9 @@ public struct MediaFrame: Sendable, Equatable {
     public var index: Int
     /// The moment it was read, on the track's clock (ns).
     public var readAt: UInt64
+    /// When it arrived (the track's clock), when the reader could tell: it was the newest frame of
+    /// its group when read (always for audio, one frame per group).
+    public var arrivalNs: UInt64? = nil
 
     /// True for the first frame of a group.
     public var startsGroup: Bool { index == 0 }
@@ -188,12 +191,13 @@ public final class TrackReader: @unchecked Sendable {
                 return .frame(media)
             }
             if let current = group {
-                switch current.poll() {
+                let (polled, arrival) = current.pollWithArrival()
+                switch polled {
                 case .frame(let frame):
                     groupProgress = clock.now()
                     let i = index
                     index += 1
-                    switch decode(frame, group: current.sequence, index: i) {
+                    switch decode(frame, group: current.sequence, index: i, arrivalNs: arrival) {
                     case .some(.frame(let media)) where dropBeforeUs.map({ media.timestampUs < $0 }) ?? false:
                         continue  // before a seek's target
                     case .some(let item):
@@ -258,13 +262,13 @@ public final class TrackReader: @unchecked Sendable {
         }
     }
 
-    private func decode(_ frame: Frame, group: UInt64, index: Int) -> Item? {
+    private func decode(_ frame: Frame, group: UInt64, index: Int, arrivalNs: UInt64?) -> Item? {
         if let cmaf { return decodeFragment(frame, track: cmaf, group: group, index: index) }
         if raw {
             return .frame(
                 MediaFrame(
                     timestampUs: frame.timestamp, payload: frame.payload, group: group, index: index,
-                    readAt: track.clock.now()))
+                    readAt: track.clock.now(), arrivalNs: arrivalNs))
         }
         do {
             let legacy = try LegacyFrame(decoding: frame.payload)
@@ -272,7 +276,7 @@ public final class TrackReader: @unchecked Sendable {
             return .frame(
                 MediaFrame(
                     timestampUs: legacy.timestamp, payload: legacy.payload, group: group, index: index,
-                    readAt: track.clock.now()))
+                    readAt: track.clock.now(), arrivalNs: arrivalNs))
         } catch {
             return .malformed(group: group, index: index, error.description)
         }
@@ -311,17 +315,32 @@ public final class TrackReader: @unchecked Sendable {
 
     /// The newest timestamp received on the track (µs), from the last frame of its newest
     /// group: where the live edge is, for anchoring and lateness.
-    public var liveEdgeUs: UInt64? {
-        guard let latest = track.latestGroup else { return nil }
-        let count = track.frameCount(of: latest)
-        guard count > 0, let last = track.frames(of: latest, from: count - 1).frames.first else { return nil }
-        guard cmaf != nil else { return frameTimestampUs(last, last: true) }
-        if let cached = edgeCache.withLock({ $0 }), cached.group == latest.sequence, cached.count == count {
-            return cached.us
+    public var liveEdgeUs: UInt64? { edge?.timestampUs }
+
+    /// The newest frame received on the track: its timestamp, when it arrived, which it is.
+    /// Thread-safe (one lock on the track; a CMAF fragment's timestamps are cached).
+    public var edge: EdgeSample? {
+        guard let newest = track.newestFrame else { return nil }
+        let us: UInt64?
+        if cmaf == nil {
+            us = frameTimestampUs(newest.frame, last: true)
+        } else if let cached = edgeCache.withLock({ $0 }), cached.group == newest.group.sequence,
+            cached.count == newest.count
+        {
+            us = cached.us
+        } else {
+            us = frameTimestampUs(newest.frame, last: true)
+            edgeCache.withLock { $0 = (newest.group.sequence, newest.count, us) }
         }
-        let us = frameTimestampUs(last, last: true)
-        edgeCache.withLock { $0 = (latest.sequence, count, us) }
-        return us
+        guard let us else { return nil }
+        return EdgeSample(
+            timestampUs: us, arrivalNs: newest.arrivalNs, group: newest.group.sequence, count: newest.count)
+    }
+
+    /// What the playout needs to know about the track when it decides a frame of `group`.
+    public func view(after group: UInt64) -> LaneView {
+        let edge = self.edge
+        return LaneView(edge: edge, hasNewerGroup: edge.map { $0.group > group } ?? hasGroup(after: group))
     }
 
     /// The media timestamp (µs) of a received frame: the legacy container's, or the first (or

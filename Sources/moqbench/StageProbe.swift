@@ -38,7 +38,7 @@ final class StageProbe: Sendable {
     /// When the frame with publisher timestamp `us` passed (monotonic ns).
     func time(of us: UInt64) -> UInt64? { state.withLock { $0.times[us] } }
 
-    /// The buffer PTS of that frame here (the player's running time, for its render deadline).
+    /// The running time of that frame here (from its PTS and segment: the player's render deadline).
     func pts(of us: UInt64) -> UInt64? { state.withLock { $0.ptsByKey[us] } }
 
     /// Every publisher timestamp recorded.
@@ -96,7 +96,9 @@ final class StageProbe: Sendable {
         state.withLock { s in
             guard s.times[us] == nil, s.times.count < Self.capacity else { return }
             s.times[us] = now
-            if swiftmoq_clock_time_is_valid(pts) != 0 { s.ptsByKey[us] = UInt64(pts) }
+            guard swiftmoq_clock_time_is_valid(pts) != 0, s.hasSegment else { return }
+            let running = gst_segment_to_running_time(&s.segment.value, GST_FORMAT_TIME, pts)
+            if swiftmoq_clock_time_is_valid(running) != 0 { s.ptsByKey[us] = UInt64(running) }
         }
     }
 }

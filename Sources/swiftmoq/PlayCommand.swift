@@ -18,7 +18,10 @@ enum PlayCommand {
           --prefix P                instead: whatever is announced under P
           --record FILE             write a Matroska file instead of rendering
           --headless                render nowhere (still decoded, at real-time pace)
-          --latency MS              target buffering (default 100)
+          --latency MS              a fixed target buffering (default: moqsrc's, which joins at the live
+                                    edge and adds a jitter margin only when frames arrive late)
+          --no-catch-up             after a stall, stay behind rather than drop frames to return to the
+                                    live edge (always so with --record)
           --mpris                   answer media keys and desktop players: org.mpris.MediaPlayer2.swiftmoq
                                     on the D-Bus session bus (Play, Pause, PlayPause, Stop, Metadata)
           --long-form               long-form listening: play --buffer-duration behind the live edge,
@@ -45,12 +48,12 @@ enum PlayCommand {
                     "broadcast", "prefix", "record", "latency", "video-track", "audio-track", "duration", "timeout",
                     "buffer-duration",
                 ]),
-                flags: ClientFlags.flags.union(["headless", "long-form", "mpris"]))
+                flags: ClientFlags.flags.union(["headless", "long-form", "mpris", "no-catch-up"]))
         } catch { throw .usage(error.description) }
         let broadcast = args.value("broadcast")
         let prefix = args.value("prefix")
         guard (broadcast == nil) != (prefix == nil) else { throw .usage("give either --broadcast or --prefix") }
-        let latency: Int
+        let latency: Int?
         let duration: Duration?
         let timeout: Duration
         let mode: PlaybackMode
@@ -60,7 +63,7 @@ enum PlayCommand {
                 throw CommandFailure.usage("--buffer-duration goes with --long-form")
             }
             mode = args.has("long-form") ? .longForm(bufferDuration: buffer) : .live
-            latency = try args.integer("latency", default: 100)
+            latency = args.value("latency") == nil ? nil : try args.integer("latency", default: 0)
             duration = args.value("duration") == nil ? nil : try args.seconds("duration", default: .zero)
             timeout = try args.seconds("timeout", default: .seconds(10))
         } catch { throw .usage(error.description) }
@@ -118,7 +121,8 @@ enum PlayCommand {
                 player = try Player(
                     catalog: catalog, videoTrackName: args.value("video-track").flatMap { $0 == "none" ? nil : $0 },
                     audioTrackName: args.value("audio-track").flatMap { $0 == "none" ? nil : $0 },
-                    targetBuffering: .milliseconds(latency), output: output, mode: mode)
+                    targetBuffering: latency.map { .milliseconds($0) }, output: output, mode: mode,
+                    catchUp: !args.has("no-catch-up"))
                 try await player.play()
                 if args.has("mpris") { try player.publishMPRIS() }
             } catch { throw .runtime(error.description) }

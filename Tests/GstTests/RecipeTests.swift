@@ -25,7 +25,7 @@ struct RecipeTests {
         let text = try Recipe.text(
             name,
             [
-                "MOQ_URL": "moql://127.0.0.1:9/anon", "MOQ_BROADCAST": "x", "MOQ_TLS": "", "MOQ_LATENCY": "100",
+                "MOQ_URL": "moql://127.0.0.1:9/anon", "MOQ_BROADCAST": "x", "MOQ_TLS": "", "MOQ_PLAYOUT": "",
                 "MOQ_OUTPUT": "/dev/null", "CAMERA": "/dev/video0", "CAMERA2": "/dev/video2", "DISPLAY": ":0",
             ])
         #expect(!text.contains("${"), "unexpanded variable in \(name): \(text)")
@@ -46,7 +46,7 @@ struct RecipeTests {
         let recorder = try TestPipeline(
             try Recipe.text(
                 "record",
-                ["MOQ_URL": url, "MOQ_BROADCAST": "rec", "MOQ_TLS": tls, "MOQ_LATENCY": "100", "MOQ_OUTPUT": file.path])
+                ["MOQ_URL": url, "MOQ_BROADCAST": "rec", "MOQ_TLS": tls, "MOQ_PLAYOUT": "", "MOQ_OUTPUT": file.path])
         )
         #expect(recorder.play() != GST_STATE_CHANGE_FAILURE)
         let src = recorder.element("src")!

@@ -24,7 +24,7 @@ struct RecipeTests {
 
     static let variables = [
         "MOQ_URL": url, "MOQ_BROADCAST": "room/cam", "MOQ_TLS": "tls-fingerprint=\(fingerprint)",
-        "CAMERA": "/dev/video0", "CAMERA2": "/dev/video2", "MOQ_LATENCY": "100", "MOQ_OUTPUT": "/tmp/recording.mkv",
+        "CAMERA": "/dev/video0", "CAMERA2": "/dev/video2", "MOQ_PLAYOUT": "", "MOQ_OUTPUT": "/tmp/recording.mkv",
     ]
 
     static var sink: Element {
@@ -130,8 +130,7 @@ struct RecipeTests {
     }
 
     static var source: Element {
-        Element("moqsrc", name: "src").set("url", url).set("broadcast", "room/cam").set("latency", 100)
-            .set("tls-fingerprint", fingerprint)
+        Element("moqsrc", name: "src").set("url", url).set("broadcast", "room/cam").set("tls-fingerprint", fingerprint)
     }
 
     static let watch = Pipeline {
@@ -154,7 +153,8 @@ struct RecipeTests {
     }
 
     static let record = Pipeline {
-        source
+        Element("moqsrc", name: "src").set("url", url).set("broadcast", "room/cam").set("catch-up", false)
+            .set("tls-fingerprint", fingerprint)
         for (pad, parser) in [("video_0", "h264parse"), ("audio_0", "opusparse")] {
             Branch {
                 From("src", pad: pad)

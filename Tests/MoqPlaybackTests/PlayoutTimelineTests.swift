@@ -1,170 +1,231 @@
 // SPDX-License-Identifier: MIT
+import MoqCatalog
 import MoqPlayback
 import Testing
 
-@Suite("PlayoutTimeline: one offset per broadcast, forward-only retargets")
+/// The timeline's other moves: reconnects, a restarted publisher, pause and resume, a queue's
+/// splice, seeks, long-form underruns, repeats after a resubscription.
+@Suite("Playout: one timeline through reconnects, splices, seeks")
 struct PlayoutTimelineTests {
-    let ms: UInt64 = 1_000_000
-    let latency: UInt64 = 100_000_000
+    static let ms: UInt64 = 1_000_000
 
-    @Test("the first frame anchors the live edge at now; older frames of the group land in the past")
-    func anchorsAtLiveEdge() {
-        var t = PlayoutTimeline()
-        // Joined mid-GOP: the keyframe is 500 ms older than the newest frame received.
-        let (pts, placement) = t.place(
-            timestampUs: 1_000_000, liveEdgeUs: 1_500_000, now: 10_000 * ms, latencyNs: latency)
-        #expect(placement == .anchored)
-        #expect(pts == 9_500 * ms)
-        #expect(t.runningTime(of: 1_500_000) == 10_000 * ms)
+    /// A core with a video and an audio lane, deciding frames that arrive the moment they are
+    /// decided (so the edge is the frame itself unless said otherwise). Monotonic = running + 1 s.
+    struct Bench {
+        var core: PlayoutCore
+        let video: LaneID
+        let audio: LaneID
+        /// Monotonic minus running time (ms): grows while the running time stands still (a pause).
+        var monotonicAheadMs: UInt64 = 1_000
+
+        init(_ policy: PlayoutPolicy = PlayoutPolicy(mode: .fixed, latencyNs: 100 * ms), renderDelayNs: UInt64 = 0) {
+            core = PlayoutCore(policy: policy)
+            core.renderDelayNs = renderDelayNs
+            video = core.register(.video)
+            audio = core.register(.audio)
+        }
+
+        func now(_ runningMs: UInt64) -> PlayoutNow {
+            PlayoutNow(runningNs: runningMs * ms, monotonicNs: (runningMs + monotonicAheadMs) * ms)
+        }
+
+        /// Decides a frame at running time `atMs`, arrived then (or `arrivedAtMs`), with the
+        /// track's edge at `edgeUs` (the frame itself by default).
+        mutating func decide(
+            _ lane: LaneID, group: UInt64, index: Int = 0, us: UInt64, atMs: UInt64, epoch: UInt64 = 1,
+            edgeUs: UInt64? = nil, newer: Bool = false
+        ) -> PlayoutDecision {
+            let now = now(atMs)
+            let edge = EdgeSample(
+                timestampUs: edgeUs ?? us, arrivalNs: now.monotonicNs, group: group, count: index + 1)
+            return core.decide(
+                PlayoutFrame(lane: lane, epoch: epoch, group: group, index: index, timestampUs: us, payloadBytes: 100),
+                view: LaneView(edge: edge, hasNewerGroup: newer), now: now)
+        }
+
+        /// Joins: the first audio frame, another one 20 ms later that settles the edge (and is
+        /// before the clip point unless the render delay covers it); returns the first push.
+        mutating func join(us: UInt64, atMs: UInt64) -> PlayoutPush? {
+            // Video's track has a live edge too (the join waits for every track's).
+            for n in UInt64(0)..<2 {
+                let now = now(atMs + n * 20)
+                core.observe(
+                    video,
+                    edge: EdgeSample(
+                        timestampUs: us + n * 20_000, arrivalNs: now.monotonicNs, group: 0, count: Int(n) + 1),
+                    now: now)
+            }
+            for n in UInt64(0)..<3 {
+                if case .push(let push) = decide(audio, group: n + 1, us: us + n * 20_000, atMs: atMs + n * 20) {
+                    return push
+                }
+            }
+            return nil
+        }
     }
 
-    @Test("every track shares the offset, so the publisher's A/V offset survives")
+    static func pts(_ decision: PlayoutDecision) -> Int64? {
+        if case .push(let push) = decision { return push.pts }
+        return nil
+    }
+
+    @Test("every track shares one offset: the publisher's A/V offset survives")
     func sharedOffset() {
-        var t = PlayoutTimeline()
-        _ = t.place(timestampUs: 2_000_000, liveEdgeUs: 2_000_000, now: 50 * ms, latencyNs: latency)
-        // Audio recorded 400 ms after that video frame stays 400 ms after it.
-        #expect(t.runningTime(of: 2_400_000) - t.runningTime(of: 2_000_000) == 400 * ms)
+        var b = Bench()
+        _ = b.join(us: 2_000_000, atMs: 1_000)
+        let audio = Self.pts(b.decide(b.audio, group: 10, us: 2_100_000, atMs: 1_100))!
+        let video = Self.pts(b.decide(b.video, group: 1, us: 2_400_000, atMs: 1_110))!
+        #expect(video - audio == 300 * Int64(Self.ms), "300 ms later in the broadcast")
     }
 
-    @Test("a live edge arriving after its render deadline moves the timeline forward (never back)")
+    @Test("a live edge arriving after its render deadline moves the timeline later (a fixed budget restored)")
     func retargetsForward() {
-        var t = PlayoutTimeline()
-        _ = t.place(timestampUs: 0, liveEdgeUs: 0, now: 1_000 * ms, latencyNs: latency)
-        // On time: 1 s of media after 1 s.
-        let onTime = t.place(timestampUs: 1_000_000, liveEdgeUs: 1_000_000, now: 2_050 * ms, latencyNs: latency)
-        #expect(onTime.placement == .continued && onTime.pts == 2_000 * ms)
-        // The link stalled: that same media time arrives 700 ms later than the anchor expects.
-        let late = t.place(timestampUs: 2_000_000, liveEdgeUs: 2_000_000, now: 3_700 * ms, latencyNs: latency)
-        #expect(late.placement == .retargeted(ns: 700 * ms))
-        #expect(late.pts == 3_700 * ms)
-        #expect(t.retargets == 1)
-        // Frames that arrive earlier than expected never move it back.
-        let early = t.place(timestampUs: 3_000_000, liveEdgeUs: 3_000_000, now: 4_000 * ms, latencyNs: latency)
-        #expect(early.placement == .continued && early.pts == 4_700 * ms)
+        var b = Bench(renderDelayNs: 100 * Self.ms)
+        let first = b.join(us: 0, atMs: 1_000)!
+        // On time: 1 s later.
+        #expect(Self.pts(b.decide(b.audio, group: 50, us: 1_000_000, atMs: 2_000)) == first.pts + 980 * Int64(Self.ms))
+        // Stalled: the frame of t=2 s arrives 700 ms later than it should.
+        guard case .push(let late) = b.decide(b.audio, group: 100, us: 2_000_000, atMs: 3_700) else {
+            Issue.record("not pushed")
+            return
+        }
+        #expect(late.discont, "audio jumps: the sink resyncs without a warning")
+        if case .retargeted = late.note {} else { Issue.record("\(String(describing: late.note))") }
+        #expect(late.pts == Int64(3_700 * Self.ms), "the edge plays now plus the whole budget")
+        #expect(b.core.retargets == 1)
     }
 
-    @Test("after a reconnect, the same publisher's timestamps continue the timeline")
-    func continuityKept() {
-        var t = PlayoutTimeline()
-        _ = t.place(timestampUs: 0, liveEdgeUs: 0, now: 1_000 * ms, latencyNs: latency)
-        t.pushed(1_900 * ms)
-        t.markDiscontinuity()
-        let next = t.place(timestampUs: 3_000_000, liveEdgeUs: 3_000_000, now: 3_950 * ms, latencyNs: latency)
-        #expect(next.placement == .continued)
-        #expect(next.pts == 4_000 * ms)
+    @Test("after a reconnect the same publisher's timeline continues, and late backlog frames are dropped for 2 s")
+    func continuityAndGrace() {
+        var b = Bench(renderDelayNs: 100 * Self.ms)
+        let first = b.join(us: 0, atMs: 1_000)!
+        _ = b.decide(b.audio, group: 10, us: 200_000, atMs: 1_180)
+        b.core.markDiscontinuity()
+        // 30 s later the first frame of the resubscription is 25 s old (a relay's backlog).
+        let backlog = b.decide(b.audio, group: 1_000, us: 5_000_000, atMs: 31_000, edgeUs: 5_000_000, newer: true)
+        #expect(backlog == .skipGroup(.late))
+        #expect(b.core.retargets == 0)
+        // The live edge arrives on time: played where it belongs, no latency added.
+        let live = b.decide(b.audio, group: 2_000, us: 30_000_000, atMs: 31_010)
+        #expect(Self.pts(live) == first.pts + Int64(29_980 * Self.ms))
     }
 
-    @Test("after a reconnect on the same timeline, late backlog frames do not move it for 2 s")
-    func lateGraceAfterReconnect() {
-        var t = PlayoutTimeline()
-        _ = t.place(timestampUs: 0, liveEdgeUs: 0, now: 1_000 * ms, latencyNs: latency)
-        t.pushed(1_000 * ms)
-        t.markDiscontinuity()
-        // 30 s later the first frame to arrive is one captured 25 s ago (the relay's backlog).
-        let now = 31_000 * ms
-        let old = t.place(timestampUs: 5_000_000, liveEdgeUs: 5_000_000, now: now, latencyNs: latency)
-        #expect(old.placement == .continued && old.pts == 6_000 * ms, "late, to be dropped")
-        #expect(t.isInLateGrace(now: now))
-        let later = t.place(timestampUs: 6_000_000, liveEdgeUs: 6_000_000, now: now + 20 * ms, latencyNs: latency)
-        #expect(later.placement == .continued && t.retargets == 0)
-        // The live edge arrives on time: it plays where it belongs, with no latency added.
-        let live = t.place(timestampUs: 30_000_000, liveEdgeUs: 30_000_000, now: now + 50 * ms, latencyNs: latency)
-        #expect(live.placement == .continued && live.pts == 31_000 * ms)
-        // Once the grace is over, a live edge that is still late moves the timeline as before.
-        #expect(!t.isInLateGrace(now: now + 2_000 * ms))
-        let lateEdge = t.place(
-            timestampUs: 30_000_000, liveEdgeUs: 30_000_000, now: now + 3_000 * ms, latencyNs: latency)
-        if case .retargeted = lateEdge.placement {} else { Issue.record("\(lateEdge.placement)") }
-    }
-
-    @Test("a restarted publisher (timestamps back to 0) starts a new timeline after what was pushed")
+    @Test("a restarted publisher (timestamps back to 0) joins again after what was pushed")
     func restartedPublisher() {
-        var t = PlayoutTimeline()
-        _ = t.place(timestampUs: 50_000_000, liveEdgeUs: 50_000_000, now: 1_000 * ms, latencyNs: latency)
-        t.pushed(5_000 * ms)
-        t.markDiscontinuity()
-        let next = t.place(timestampUs: 0, liveEdgeUs: 0, now: 4_000 * ms, latencyNs: latency)
-        #expect(next.placement == .anchored)
-        #expect(next.pts == 5_001 * ms, "monotonic: after the last pushed buffer")
+        var b = Bench()
+        _ = b.join(us: 50_000_000, atMs: 1_000)
+        _ = b.decide(b.video, group: 1, us: 50_100_000, atMs: 1_100)
+        let latest = b.core.latestPushedNs
+        b.core.markDiscontinuity()
+        b.core.reset(b.audio, .newSource(newEpoch: true, discont: true))
+        #expect(b.decide(b.audio, group: 0, us: 0, atMs: 4_000, epoch: 2).isHold)
+        for n in UInt64(0)..<2 {
+            let now = b.now(4_000 + n * 20)
+            b.core.observe(
+                b.video,
+                edge: EdgeSample(timestampUs: n * 20_000, arrivalNs: now.monotonicNs, group: 0, count: Int(n) + 1),
+                now: now)
+        }
+        // The frame that completed the join is before its clip point (now plus the time a frame
+        // needs to reach its sink): the next one plays.
+        #expect(b.decide(b.audio, group: 1, us: 20_000, atMs: 4_020, epoch: 2) == .drop(.beforeJoin))
+        let push = b.decide(b.audio, group: 2, us: 40_000, atMs: 4_040, epoch: 2)
+        #expect(Self.pts(push).map { $0 > Int64(latest) } == true, "monotonic: after the last pushed buffer")
     }
 
-    @Test("a publisher clock jumping far ahead also re-anchors")
-    func jumpAhead() {
-        var t = PlayoutTimeline()
-        _ = t.place(timestampUs: 0, liveEdgeUs: 0, now: 1_000 * ms, latencyNs: latency)
-        t.pushed(1_000 * ms)
-        t.markDiscontinuity()
-        let next = t.place(timestampUs: 3_600_000_000, liveEdgeUs: 3_600_000_000, now: 2_000 * ms, latencyNs: latency)
-        #expect(next.placement == .anchored && next.pts == 2_000 * ms)
-    }
-
-    @Test("resuming after a pause anchors again after what was pushed")
+    @Test("resuming after a pause joins the live edge again, after what was pushed")
     func resume() {
-        var t = PlayoutTimeline()
-        _ = t.place(timestampUs: 0, liveEdgeUs: 0, now: 1_000 * ms, latencyNs: latency)
-        t.pushed(3_000 * ms)
-        t.reanchorOnNextFrame()
-        // 10 s of broadcast went by while the running time stood still.
-        let next = t.place(timestampUs: 12_000_000, liveEdgeUs: 12_000_000, now: 3_010 * ms, latencyNs: latency)
-        #expect(next.placement == .anchored && next.pts == 3_010 * ms)
-    }
-
-    @Test("timestamps before the anchor clamp at zero running time")
-    func clampsAtZero() {
-        var t = PlayoutTimeline()
-        _ = t.place(timestampUs: 10_000_000, liveEdgeUs: 10_000_000, now: 100 * ms, latencyNs: latency)
-        #expect(t.runningTime(of: 0) == 0)
-    }
-
-    @Test("a seek puts its target at the given running time once per id; later frames continue from it")
-    func seek() {
-        var t = PlayoutTimeline(longForm: true)
-        _ = t.place(timestampUs: 0, liveEdgeUs: 0, now: 100 * ms, latencyNs: latency)
-        t.pushed(900 * ms)
-        // Back 0.5 s of publisher time, rendered at running time 2 s.
-        let moved = t.seek(id: 7, timestampUs: 300_000, at: 2_000 * ms)
-        #expect(moved)
-        #expect(t.runningTime(of: 300_000) == 2_000 * ms)
-        #expect(t.latestPushedNs == 2_000 * ms)
-        // The second pad handling the same seek changes nothing.
-        let again = t.seek(id: 7, timestampUs: 300_000, at: 2_500 * ms)
-        #expect(!again)
-        #expect(t.runningTime(of: 300_000) == 2_000 * ms)
-        let (pts, placement) = t.place(timestampUs: 320_000, liveEdgeUs: 320_000, now: 1_990 * ms, latencyNs: latency)
-        #expect(placement == .continued && pts == 2_020 * ms)
+        var b = Bench()
+        _ = b.join(us: 0, atMs: 1_000)
+        _ = b.decide(b.audio, group: 3, us: 60_000, atMs: 3_000)
+        b.core.rejoin(newClock: false)
+        // 10 s of broadcast went by while the running time stood still: the edge is known, no wait.
+        b.monotonicAheadMs += 10_000
+        #expect(b.decide(b.audio, group: 500, us: 12_000_000, atMs: 3_010) == .drop(.beforeJoin))
+        let push = b.decide(b.audio, group: 501, us: 12_020_000, atMs: 3_030)
+        #expect(Self.pts(push) == Int64(3_030 * Self.ms), "the live edge, at once")
     }
 
     @Test(
         "a splice starts the next broadcast where the last frame pushed ends; the previous one's frames keep their offset"
     )
     func splice() {
-        var t = PlayoutTimeline()
-        _ = t.place(timestampUs: 5_000_000, liveEdgeUs: 5_000_000, now: 100 * ms, latencyNs: latency, epoch: 1)
-        // The last audio frame of broadcast 1: 20 ms long, ending at 1.02 s.
-        let last = t.runningTime(of: 5_900_000, epoch: 1)
-        t.pushed(last, endNs: last + 20 * ms)
-        let spliced = t.splice(epoch: 2)
-        let again = t.splice(epoch: 2)
+        var b = Bench()
+        _ = b.join(us: 5_000_000, atMs: 100)
+        _ = b.decide(b.audio, group: 39, us: 5_880_000, atMs: 980)
+        let last = Self.pts(b.decide(b.audio, group: 40, us: 5_900_000, atMs: 1_000))!
+        let spliced = b.core.splice(epoch: 2)
+        let again = b.core.splice(epoch: 2)
         #expect(spliced && !again, "the second pad does not splice again")
-        // Broadcast 2's clock is unrelated (it starts at 0.3 s): its first frame follows at once.
-        let first = t.place(timestampUs: 300_000, liveEdgeUs: 700_000, now: 400 * ms, latencyNs: latency, epoch: 2)
-        #expect(first.placement == .anchored && first.pts == last + 20 * ms)
-        let next = t.place(timestampUs: 320_000, liveEdgeUs: 700_000, now: 400 * ms, latencyNs: latency, epoch: 2)
-        #expect(next.placement == .continued && next.pts == last + 40 * ms)
+        b.core.reset(b.audio, .splice)
+        b.core.reset(b.video, .splice)
+        // Video's first frame of the next broadcast waits for audio to anchor the splice.
+        #expect(b.decide(b.video, group: 0, us: 300_000, atMs: 1_005, epoch: 2).isHold)
+        let first = Self.pts(b.decide(b.audio, group: 0, us: 300_000, atMs: 1_010, epoch: 2))
+        #expect(first == last + Int64(20 * Self.ms))
+        let next = Self.pts(b.decide(b.audio, group: 1, us: 320_000, atMs: 1_020, epoch: 2))
+        #expect(next == last + Int64(40 * Self.ms))
         // A video frame of broadcast 1 pushed after the splice stays on broadcast 1's timeline.
-        #expect(t.runningTime(of: 5_933_000, epoch: 1) == last + 33 * ms)
-        let late = t.place(timestampUs: 5_933_000, liveEdgeUs: 5_933_000, now: 400 * ms, latencyNs: latency, epoch: 1)
-        #expect(late.placement == .continued && late.pts == last + 33 * ms)
+        let old = Self.pts(b.decide(b.video, group: 9, us: 5_933_000, atMs: 1_030, epoch: 1))
+        #expect(old == last + Int64(33 * Self.ms))
     }
 
-    @Test("a splice after the previous broadcast's end has passed starts the next one now")
-    func spliceAfterEnd() {
-        var t = PlayoutTimeline()
-        _ = t.place(timestampUs: 0, liveEdgeUs: 0, now: 0, latencyNs: latency, epoch: 1)
-        t.pushed(100 * ms, endNs: 120 * ms)
-        t.splice(epoch: 2)
-        let first = t.place(
-            timestampUs: 9_000_000, liveEdgeUs: 9_000_000, now: 2_000 * ms, latencyNs: latency, epoch: 2)
-        #expect(first.placement == .anchored && first.pts == 2_000 * ms)
+    @Test("a seek puts its target at the given running time once per id")
+    func seek() {
+        var b = Bench(PlayoutPolicy(mode: .longForm, latencyNs: 100 * Self.ms))
+        _ = b.decide(b.audio, group: 0, us: 0, atMs: 100)
+        let moved = b.core.seek(id: 7, timestampUs: 300_000, at: 2_000 * Self.ms)
+        let again = b.core.seek(id: 7, timestampUs: 300_000, at: 2_500 * Self.ms)
+        #expect(moved && !again, "the second pad handling the same seek changes nothing")
+        b.core.reset(b.audio, .seek)
+        #expect(Self.pts(b.decide(b.audio, group: 16, us: 320_000, atMs: 1_990)) == Int64(2_020 * Self.ms))
+    }
+
+    @Test("long-form plays every frame from the first one; a late one moves the timeline (an underrun)")
+    func longFormUnderrun() {
+        var b = Bench(PlayoutPolicy(mode: .longForm, latencyNs: 100 * Self.ms), renderDelayNs: 100 * Self.ms)
+        let first = Self.pts(b.decide(b.audio, group: 0, us: 0, atMs: 500))
+        #expect(first == Int64(500 * Self.ms), "anchored on the frame itself, no wait")
+        // Old frames (a backlog) are never skipped: 1 s of audio arrives in 100 ms.
+        #expect(Self.pts(b.decide(b.audio, group: 1, us: 20_000, atMs: 510, newer: true)) == Int64(520 * Self.ms))
+        guard case .push(let late) = b.decide(b.audio, group: 2, us: 40_000, atMs: 900, newer: true) else {
+            Issue.record("not pushed")
+            return
+        }
+        #expect(late.pts == Int64(900 * Self.ms) && late.discont && b.core.retargets == 1)
+    }
+
+    @Test("repeats of a resubscription are dropped by position; a new epoch's first group decides")
+    func repeats() {
+        var b = Bench(renderDelayNs: 100 * Self.ms)
+        _ = b.join(us: 0, atMs: 1_000)
+        _ = b.decide(b.video, group: 5, us: 10_000, atMs: 1_010)
+        _ = b.decide(b.video, group: 5, index: 1, us: 43_000, atMs: 1_040)
+        b.core.reset(b.video, .newSource(newEpoch: false, discont: true))
+        #expect(b.decide(b.video, group: 5, us: 10_000, atMs: 1_050) == .drop(.repeated))
+        #expect(b.decide(b.video, group: 5, index: 1, us: 43_000, atMs: 1_060) == .drop(.repeated))
+        #expect(Self.pts(b.decide(b.video, group: 5, index: 2, us: 76_000, atMs: 1_070)) != nil)
+        // A restarted publisher's groups count from 0 again, with newer timestamps: not repeats.
+        b.core.reset(b.video, .newSource(newEpoch: true, discont: true))
+        #expect(b.decide(b.video, group: 0, index: 1, us: 900_000, atMs: 1_080) == .drop(.repeated))
+        #expect(Self.pts(b.decide(b.video, group: 1, us: 933_000, atMs: 1_090)) != nil)
+    }
+
+    @Test("hostile timestamps (the varint ceiling) saturate: no trap, monotonic clamps")
+    func hostileTimestamps() {
+        var b = Bench()
+        _ = b.join(us: (1 << 62) - 1_000_000, atMs: 1_000)
+        for us: UInt64 in [0, 1 << 61, (1 << 62) - 1, 1] {
+            _ = b.decide(b.audio, group: us % 1000 + 10, us: us, atMs: 1_100)
+            _ = b.decide(b.video, group: us % 1000 + 10, us: us, atMs: 1_100)
+        }
+        #expect(b.core.runningTime(ofUs: (1 << 62) - 1) != nil)
+    }
+}
+
+extension PlayoutDecision {
+    var isHold: Bool {
+        if case .hold = self { return true }
+        return false
     }
 }

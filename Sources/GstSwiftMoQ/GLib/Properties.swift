@@ -70,18 +70,3 @@ func registerEnum(_ name: String, _ values: [(Int32, String, String)]) -> GType 
     table[values.count] = GEnumValue(value: 0, value_name: nil, value_nick: nil)
     return g_enum_register_static(leakedCString(name), table)
 }
-
-/// The value of a registered GEnum's `nick` (nil: not one of its nicks).
-func enumValue(_ type: GType, nick: String) -> Int32? {
-    guard let enumClass = g_type_class_ref(type) else { return nil }
-    defer { g_type_class_unref(enumClass) }
-    return g_enum_get_value_by_nick(enumClass.assumingMemoryBound(to: GEnumClass.self), nick)?.pointee.value
-}
-
-/// A registered GEnum's nicks, in value order.
-func enumNicks(_ type: GType) -> [String] {
-    guard let enumClass = g_type_class_ref(type) else { return [] }
-    defer { g_type_class_unref(enumClass) }
-    let c = enumClass.assumingMemoryBound(to: GEnumClass.self).pointee
-    return (0..<Int(c.n_values)).compactMap { c.values[$0].value_nick.map { String(cString: $0) } }
-}

@@ -27,7 +27,7 @@ extension MoqSrc {
         let epoch = run.sessionEpoch
         if !handover {
             run.sourceEpoch += 1
-            timeline.withLock { $0.markDiscontinuity() }
+            playout?.markDiscontinuity()
         }
         reporter.log(GST_LEVEL_INFO, "connected: looking for \(run.target)")
         startFollowing(run, session: session, epoch: epoch)
@@ -109,10 +109,10 @@ extension MoqSrc {
                 // Another broadcast (prefix mode): another publisher clock, so a new timeline
                 // after what was played.
                 run.sourceEpoch += 1
-                timeline.withLock { $0.reanchorOnNextFrame() }  // long-form too: another timeline
+                playout?.rejoin(newClock: true)  // long-form too: another timeline
             } else if run.broadcast != path {
                 run.sourceEpoch += 1
-                timeline.withLock { $0.markDiscontinuity() }
+                playout?.markDiscontinuity()
             }
             run.lastBroadcast = path
             run.broadcast = path
@@ -152,7 +152,7 @@ extension MoqSrc {
             // A broadcast the queue already left (its tracks ended, the pads spliced on) changes nothing.
             guard run.broadcast == path else { return }
             run.broadcast = nil
-            timeline.withLock { $0.markDiscontinuity() }
+            playout?.markDiscontinuity()
         case .notFound(let target):
             guard !run.foundOnce else { return }
             let url = run.connection.url.redacted
@@ -272,6 +272,7 @@ extension MoqSrc {
         if run.firstPadAt == nil { run.firstPadAt = now }
         if bothKinds || now >= run.firstPadAt! + Self.padSettleNs {
             run.noMorePads = true
+            padsComplete.store(true, ordering: .relaxed)
             reporter.log(GST_LEVEL_INFO, "no more pads")
             gst_element_no_more_pads(element)
         } else if !run.settleScheduled {
@@ -355,9 +356,10 @@ extension MoqSrc {
     private func createPad(_ kind: MediaKind, source: SrcPad.Source) -> SrcPad? {
         let name = "\(kind)_0"
         let template = kind == .video ? MoqSrcType.videoTemplate : MoqSrcType.audioTemplate
-        guard let pad = gst_pad_new_from_template(template, name) else { return nil }
+        guard let playout, let pad = gst_pad_new_from_template(template, name) else { return nil }
         let srcPad = SrcPad(
-            pad: pad, kind: kind, name: name, src: self, latencyMs: latencyMs, longFormBufferMs: longFormBufferMs)
+            pad: pad, kind: kind, name: name, src: self, playout: playout, latencyMs: latencyMs,
+            longFormBufferMs: longFormBufferMs)
         pad.pointee.element_private = Unmanaged.passUnretained(srcPad).toOpaque()
         gst_pad_set_query_function_full(
             pad, { pad, parent, query in MoqSrcType.src(UnsafeMutableRawPointer(parent)).query(pad!, query!) }, nil,

@@ -48,8 +48,9 @@ extension MoqSrc {
             case .prefix: s.prefix = string(from: value)
             case .timeout: s.timeoutS = g_value_get_uint(value)
             case .uriTLS: s.uriTLS = g_value_get_boolean(value) != 0
-            case .buffering: s.longForm = g_value_get_enum(value) == 1
-            case .latencyMode: s.latencyMode = g_value_get_enum(value)
+            case .buffering: s.longForm = Buffering(gValue: g_value_get_enum(value)) == .longForm
+            case .latencyMode: s.latencyMode = LatencyMode(gValue: g_value_get_enum(value)) ?? .auto
+            case .catchUp: s.catchUp = g_value_get_boolean(value) != 0
             case .bufferDuration: s.bufferDurationMs = g_value_get_uint(value)
             case .dataTracks: s.dataTracks = Self.trackList(string(from: value))
             default: break
@@ -96,8 +97,9 @@ extension MoqSrc {
         case .audioTrack: g_value_set_string(value, s.audioTrack)
         case .timeout: g_value_set_uint(value, s.timeoutS)
         case .uriTLS: g_value_set_boolean(value, s.uriTLS ? 1 : 0)
-        case .buffering: g_value_set_enum(value, s.longForm ? 1 : 0)
-        case .latencyMode: g_value_set_enum(value, s.latencyMode)
+        case .buffering: g_value_set_enum(value, (s.longForm ? Buffering.longForm : .live).rawValue)
+        case .latencyMode: g_value_set_enum(value, s.latencyMode.rawValue)
+        case .catchUp: g_value_set_boolean(value, s.catchUp ? 1 : 0)
         case .bufferDuration: g_value_set_uint(value, s.bufferDurationMs)
         case .dataTracks: g_value_set_string(value, s.dataTracks.isEmpty ? nil : s.dataTracks.joined(separator: ","))
         case .queue: g_value_set_string(value, s.queue.isEmpty ? nil : s.queue.joined(separator: ","))
@@ -131,11 +133,17 @@ extension MoqSrc {
                             .init(key: key, value: value, expected: "milliseconds from 0 to \(Self.maxLatencyMs)"))
                     }
                 case "latency-mode":
-                    if let mode = enumValue(MoqSrcType.latencyModeType, nick: value) {
+                    if let mode = LatencyMode(nick: value) {
                         s.latencyMode = mode
                     } else {
-                        let expected = enumNicks(MoqSrcType.latencyModeType).joined(separator: ", ")
+                        let expected = LatencyMode.nicks.joined(separator: ", ")
                         s.uriProblems.append(.init(key: key, value: value, expected: expected))
+                    }
+                case "catch-up":
+                    switch value {
+                    case "true", "1": s.catchUp = true
+                    case "false", "0": s.catchUp = false
+                    default: s.uriProblems.append(.init(key: key, value: value, expected: "true or false"))
                     }
                 case "timeout":
                     if let v = UInt32(value), v <= Self.maxTimeoutS {

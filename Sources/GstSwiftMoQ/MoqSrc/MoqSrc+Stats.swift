@@ -26,11 +26,27 @@ extension MoqSrc {
             (StatsKey.bytesReceived.rawValue, .uint64(stats?.bytesReceived ?? 0)),
             (StatsKey.packetsLost.rawValue, .uint64(stats?.packetsLost ?? 0)),
             (StatsKey.targetLatencyMs.rawValue, .uint64(latencyMs)),
-            (
-                StatsKey.latencyMode.rawValue,
-                .string(timeline.withLock { $0.adaptive != nil } ? "adaptive" : "fixed")
-            ),
-            (StatsKey.latencyMarginMs.rawValue, .double(Double(timeline.withLock { $0.marginNs }) / 1e6)),
+        ]
+        let settingsNow = settings.withLock { $0 }
+        let playout = self.playout
+        let clock = playingClock()
+        let playoutNow = clock.flatMap { time -> PlayoutNow? in
+            defer { gst_object_unref(time.clock) }
+            return time.runningTime.map { PlayoutNow(runningNs: $0, monotonicNs: now) }
+        }
+        let snapshot = playout?.snapshot(now: playoutNow)
+        fields += [
+            (StatsKey.latencyMode.rawValue, .string(snapshot?.mode ?? settingsNow.policy.modeName)),
+            (StatsKey.latencyModeSetting.rawValue, .string(settingsNow.latencyMode.nick)),
+            (StatsKey.latencyMarginMs.rawValue, .double(snapshot?.marginMs ?? 0)),
+            (StatsKey.catchUp.rawValue, .bool(playout?.policy.catchUp ?? settingsNow.policy.catchUp)),
+            (StatsKey.catchingUp.rawValue, .bool(snapshot?.catchingUp ?? false)),
+            (StatsKey.catchUpDrops.rawValue, .uint64(snapshot?.catchUpDrops ?? 0)),
+            (StatsKey.catchUpMs.rawValue, .double(snapshot?.catchUpMs ?? 0)),
+            (StatsKey.playoutPhase.rawValue, .string(snapshot?.phase ?? "stopped")),
+        ]
+        if let excess = snapshot?.excessMs { fields.append((StatsKey.latencyExcessMs.rawValue, .double(excess))) }
+        fields += [
             (StatsKey.buffering.rawValue, .string(longFormBufferMs == nil ? "live" : "long-form")),
             (StatsKey.bufferDurationMs.rawValue, .uint64(longFormBufferMs ?? 0)),
         ]
@@ -54,7 +70,7 @@ extension MoqSrc {
             ]
             if let first = s.timeToFirstFrameMs { fields.append((StatsKey.timeToFirstFrameMs(k), .double(first))) }
         }
-        fields.append((StatsKey.retargets.rawValue, .uint64(UInt64(timeline.withLock { $0.retargets }))))
+        fields.append((StatsKey.retargets.rawValue, .uint64(UInt64(snapshot?.retargets ?? 0))))
         return makeStructure(name, fields)
     }
 }

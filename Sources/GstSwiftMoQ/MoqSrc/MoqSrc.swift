@@ -40,16 +40,18 @@ final class MoqSrc: @unchecked Sendable {
         var broadcast: String?
         var prefix: String?
         var latencyMs: UInt32 = 100
-        /// `latency-mode`: 0 auto (the default: adaptive unless `latency` was set, then fixed),
-        /// 1 adaptive (`latency` is the ceiling of a jitter margin that starts at 0 and grows with
-        /// lateness), 2 fixed (`latency` is the budget).
-        var latencyMode: Int32 = 0
+        /// `latency-mode` (``LatencyMode``: auto by default, adaptive unless `latency` was set).
+        var latencyMode = LatencyMode.auto
         /// `latency` was set (property or URI key): in auto mode, the user asked for a budget.
         var latencySet = false
+        /// `catch-up`: live playback takes back the delay a stall added (``PlayoutPolicy/catchUp``).
+        var catchUp = true
 
-        /// Whether playback with these settings uses the adaptive margin.
-        var adaptiveLatency: Bool {
-            !longForm && (latencyMode == 1 || (latencyMode == 0 && !latencySet))
+        /// How a playback with these settings places frames.
+        var policy: PlayoutPolicy {
+            PlayoutPolicy(
+                buffering: longForm ? .longForm : .live, latencyMode: latencyMode, latencySet: latencySet,
+                latencyMs: UInt64(latencyMs), catchUp: catchUp)
         }
         var videoTrack: String?
         var audioTrack: String?
@@ -182,31 +184,32 @@ final class MoqSrc: @unchecked Sendable {
         var pipelineLatencyNs: UInt64 = 0
         /// The seqnum of the last seek handled.
         var lastSeekSeqnum: UInt32?
-        /// Whether this playback uses the adaptive margin (decided at start: a `latency` set while
-        /// playing changes the budget or the ceiling, not the mode).
-        var adaptiveLatency: Bool?
+        /// This playback's policy (decided at start: a `latency` set while playing changes the
+        /// budget or the ceiling, not the mode).
+        var policy: PlayoutPolicy?
     }
     private let playback = Lock(Playback())
-    /// How long after its running time a buffer is rendered: the pipeline's latency
-    /// (LATENCY event), at least ours.
-    /// Read once per buffer: one lock when adaptive (the settings are read only for a fixed budget).
-    var renderDelayNs: UInt64 {
-        let (pipelineNs, adaptive) = playback.withLock { ($0.pipelineLatencyNs, $0.adaptiveLatency) }
-        return max(pipelineNs, reportedLatencyMs(adaptive: adaptive) * 1_000_000)
-    }
     /// What the LATENCY query answers: the fixed budget, or 0 when adaptive (the margin then lives in
     /// the timeline's offset, so that it can grow without the pipeline reconfiguring its latency).
     /// Long-form playback has no adaptive margin: `latency` is its budget whatever `latency-mode` says.
-    var reportedLatencyMs: UInt64 { reportedLatencyMs(adaptive: playback.withLock { $0.adaptiveLatency }) }
-
-    /// `adaptive`: this playback's mode (nil before the first start: the settings decide).
-    private func reportedLatencyMs(adaptive: Bool?) -> UInt64 {
-        if adaptive == true { return 0 }
-        let (settingsAdaptive, ms) = settings.withLock { ($0.adaptiveLatency, UInt64($0.latencyMs)) }
-        return adaptive ?? settingsAdaptive ? 0 : ms
+    var reportedLatencyMs: UInt64 {
+        let policy = playback.withLock { $0.policy }
+        let (settingsPolicy, ms) = settings.withLock { ($0.policy, UInt64($0.latencyMs)) }
+        return (policy ?? settingsPolicy).mode == .adaptive ? 0 : ms
     }
-    /// The broadcast's timeline, shared by the pads.
-    let timeline = Lock(PlayoutTimeline())
+    /// Since when every media pad's last push returned NOT_LINKED (``combine(_:from:)``).
+    let notLinkedSince = Lock<UInt64?>(nil)
+    /// `no-more-pads` was signalled in this playback (read by the pads' threads).
+    let padsComplete = Atomic(false)
+    /// Every timing and drop decision of this playback, shared by the pads (made at start).
+    private let playoutBox = Lock<Playout?>(nil)
+    var playout: Playout? { playoutBox.withLock { $0 } }
+
+    /// The pipeline's latency, or a fixed budget that changed: what sinks wait after running time.
+    private func updateRenderDelay() {
+        let pipelineNs = playback.withLock { $0.pipelineLatencyNs }
+        playout?.setRenderDelay(ns: max(pipelineNs, reportedLatencyMs * 1_000_000))
+    }
 
     init(element: UnsafeMutablePointer<GstElement>) {
         self.element = element
@@ -255,7 +258,7 @@ final class MoqSrc: @unchecked Sendable {
             if playback.withLock({ p in
                 defer { p.hasPlayed = true }; return p.hasPlayed
             }), !settings.withLock({ $0.longForm }) {
-                timeline.withLock { $0.reanchorOnNextFrame() }
+                playout?.rejoin(newClock: false)
             }
         case GST_STATE_CHANGE_PAUSED_TO_READY:
             stop()
@@ -300,15 +303,19 @@ final class MoqSrc: @unchecked Sendable {
                 .resource(GST_RESOURCE_ERROR_SETTINGS), "set either broadcast or prefix, not both")
             return false
         }
-        let (longForm, adaptive, ceilingMs) = settings.withLock { ($0.longForm, $0.adaptiveLatency, $0.latencyMs) }
-        let fresh = Playback(
-            groupID: UInt32(gst_util_group_id_next()), startedAt: monotonicNow(), adaptiveLatency: adaptive)
+        let policy = settings.withLock { $0.policy }
+        let fresh = Playback(groupID: UInt32(gst_util_group_id_next()), startedAt: monotonicNow(), policy: policy)
         playback.withLock { $0 = fresh }
-        timeline.withLock {
-            $0 = PlayoutTimeline(
-                longForm: longForm,
-                adaptive: adaptive ? AdaptiveLatency(ceilingNs: UInt64(ceilingMs) * 1_000_000) : nil)
-        }
+        padsComplete.store(false, ordering: .relaxed)
+        notLinkedSince.withLock { $0 = nil }
+        let playout = Playout(policy: policy)
+        playout.setRenderDelay(ns: policy.reportedLatencyNs)
+        playoutBox.withLock { $0 = playout }
+        reporter.log(
+            GST_LEVEL_INFO,
+            "playout: \(policy.modeName), latency \(policy.latencyNs / 1_000_000) ms, catch-up \(policy.catchUp)"
+                + (s.latencyMode == .auto && s.latencySet && !s.longForm
+                    ? " (latency-mode=auto with latency set: a fixed budget)" : ""))
 
         let weakSelf = WeakReference(self)
         let use = link.open(relay) { session, start in
@@ -397,7 +404,8 @@ final class MoqSrc: @unchecked Sendable {
     // MARK: Latency
 
     func latencyChanged(_ ms: UInt64) {
-        timeline.withLock { $0.setAdaptiveCeiling(ns: ms * 1_000_000) }
+        playout?.setAdaptiveCeiling(ns: ms * 1_000_000)
+        updateRenderDelay()
         for pad in run?.pads.values.map({ $0 }) ?? [] { pad.latencyChanged(ms: ms) }
         reporter.log(GST_LEVEL_INFO, "latency now \(ms) ms")
         gst_element_post_message(
@@ -432,6 +440,7 @@ final class MoqSrc: @unchecked Sendable {
             var latency: GstClockTime = 0
             gst_event_parse_latency(event, &latency)
             playback.withLock { $0.pipelineLatencyNs = UInt64(latency) }
+            updateRenderDelay()
             reporter.log(GST_LEVEL_DEBUG, "pipeline latency \(UInt64(latency) / 1_000_000) ms")
             return gst_pad_event_default(
                 pad, UnsafeMutableRawPointer(element).assumingMemoryBound(to: GstObject.self), event)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import CGStreamer
+import MoqPlayback
 
 /// The GObject side of `moqsrc`: type registration, properties, the `video_%u` /
 /// `audio_%u` sometimes-pad templates, the URI handler, and vfuncs that forward to ``MoqSrc``.
@@ -16,33 +17,14 @@ enum MoqSrcType {
     enum Prop: UInt32, ElementPropertyID {
         case url = 1, broadcast, prefix, tlsDisableVerify, tlsFingerprint, tlsRootFile, authToken, latency,
             videoTrack, audioTrack, timeout, status, moqVersion, stats, uriTLS, buffering, bufferDuration,
-            dataTracks, queue, latencyMode
+            dataTracks, queue, latencyMode, catchUp
     }
 
-    /// `latency-mode`'s values.
-    static let latencyModeType: GType = registerEnum(
-        "GstMoqSrcLatencyMode",
-        [
-            (0, "Auto: adaptive, unless latency is set (then fixed)", "auto"),
-            (
-                1,
-                "Adaptive: render after the pipeline's own latency plus a jitter margin that starts at 0 and grows by what a frame at the live edge was late (plus 10 ms), up to latency",
-                "adaptive"
-            ),
-            (2, "Fixed: render latency ms after the live edge (answered in the LATENCY query)", "fixed"),
-        ])
+    /// `latency-mode`'s values (``LatencyMode``).
+    static let latencyModeType: GType = LatencyMode.registerGEnum("GstMoqSrcLatencyMode")
 
-    /// `buffering`'s values.
-    static let bufferingType: GType = registerEnum(
-        "GstMoqSrcBuffering",
-        [
-            (0, "Live: play at the live edge, skip what is late", "live"),
-            (
-                1,
-                "Long-form: play buffer-duration behind the live edge (or from the start), fill faster than real time, never skip",
-                "long-form"
-            ),
-        ])
+    /// `buffering`'s values (``Buffering``).
+    static let bufferingType: GType = Buffering.registerGEnum("GstMoqSrcBuffering")
 
     /// What the pads carry: the parsers' input caps for each codec the catalog can name.
     static let videoCaps = """
@@ -172,6 +154,13 @@ enum MoqSrcType {
                     "latency-mode", "Latency mode",
                     "auto (default): adaptive, or fixed when latency is set (a pipeline that asks for a budget gets it); adaptive: start with no jitter margin beyond the pipeline's own latency and grow it (never above latency) when frames at the live edge arrive late, for the lowest glass-to-glass latency the path allows; fixed: always latency ms, as rtpjitterbuffer does",
                     type: latencyModeType, default: 0, flags: rw)
+            ),
+            (
+                .catchUp,
+                Property.bool(
+                    "catch-up", "Catch up",
+                    "Live playback returns to its target latency after a stall: once the path is steady again (2 s), whole audio frames are dropped at quiet moments (at most one in five) and video follows, until the live edge plays at its target (within a few seconds of a 1 s stall). false: keep everything and stay behind (recordings). Long-form playback never catches up",
+                    default: true, flags: rw)
             ),
             (
                 .buffering,

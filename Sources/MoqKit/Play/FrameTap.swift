@@ -34,10 +34,14 @@ final class FrameTap: Sendable {
         var map = GstMapInfo()
         guard gst_buffer_map(buffer, &map, GST_MAP_READ) != 0 else { return (Data(), nil) }
         defer { gst_buffer_unmap(buffer, &map) }
-        let pts = swiftmoq_buffer_pts(buffer)
+        // The running time (moqsrc's PTS are offset, as encoders' are; the segment says how).
+        var time = swiftmoq_buffer_pts(buffer)
+        if swiftmoq_clock_time_is_valid(time) != 0, let segment = gst_sample_get_segment(sample) {
+            time = gst_segment_to_running_time(segment, GST_FORMAT_TIME, time)
+        }
         return (
             Data(bytes: map.data, count: Int(map.size)),
-            swiftmoq_clock_time_is_valid(pts) != 0 ? .nanoseconds(Int64(pts)) : nil
+            swiftmoq_clock_time_is_valid(time) != 0 ? .nanoseconds(Int64(clamping: UInt64(time))) : nil
         )
     }
 

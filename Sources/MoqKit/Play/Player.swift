@@ -8,8 +8,9 @@ import MoqSync
 import SwiftMoQ
 
 /// Plays a broadcast's video and audio (moq-kit's `Player`), through a GStreamer pipeline that
-/// starts with `moqsrc`: one live timeline, target buffering as `moqsrc`'s fixed `latency`, reconnects,
-/// moq-kit's events and stats.
+/// starts with `moqsrc`: one live timeline joined at the live edge, reconnects, moq-kit's events and
+/// stats. Latency is moqsrc's own default (an adaptive margin, and catch-up after a stall) unless a
+/// `targetBuffering` is given: then it is moqsrc's fixed `latency`, as moq-kit means it.
 ///
 /// Differences from moq-kit: it renders where ``PlayerOutput`` says (a window, a file, app
 /// callbacks, or nowhere) instead of an `AVSampleBufferDisplayLayer`; it plays on its Session's
@@ -30,7 +31,8 @@ public final class Player: Sendable {
     private let events = Broadcaster<PlayerEvent>()
     private let statsStream = Broadcaster<PlaybackStats>()
     private struct State {
-        var latency: Duration
+        /// moq-kit's target buffering (moqsrc's fixed `latency`); nil: moqsrc's default.
+        var latency: Duration?
         /// 0 (silent) to 1 (as published), or more (amplified, up to 10).
         var volume = 1.0
         var pipeline: Pipeline?
@@ -54,12 +56,22 @@ public final class Player: Sendable {
     }
     private let state: Lock<State>
 
+    /// Live playback takes back the delay a stall added (moqsrc's `catch-up`); off for a recording.
+    public let catchUp: Bool
+
     /// A player for `catalog`'s tracks: the named ones, else the first playable video and audio.
+    /// - Parameters:
+    ///   - targetBuffering: moq-kit's target: frames of the live edge are rendered that long after
+    ///     they arrive (moqsrc's fixed `latency`). nil (the default): moqsrc's own default, which
+    ///     renders them as soon as the path allows and adds a margin only when frames arrive late.
+    ///   - catchUp: after a stall, live playback returns to its target by dropping whole frames at
+    ///     quiet moments; false keeps everything (``PlayerOutput/file(path:)`` records never catch up).
     /// - Throws: ``SessionError/noTracksAvailable`` when nothing is playable;
     ///   ``SessionError/invalidConfiguration(_:)`` for a name that is not a playable track.
     public init(
         catalog: Catalog, videoTrackName: String? = nil, audioTrackName: String? = nil,
-        targetBuffering: Duration = .milliseconds(100), output: PlayerOutput = .window, mode: PlaybackMode = .live
+        targetBuffering: Duration? = nil, output: PlayerOutput = .window, mode: PlaybackMode = .live,
+        catchUp: Bool = true
     ) throws(SessionError) {
         func pick<T>(_ name: String?, _ tracks: [T], _ trackName: (T) -> String, _ playable: (T) -> Bool)
             throws(SessionError) -> String?
@@ -77,13 +89,11 @@ public final class Player: Sendable {
         guard self.videoTrackName != nil || self.audioTrackName != nil else { throw .noTracksAvailable }
         self.output = output
         self.mode = mode
+        if case .file = output { self.catchUp = false } else { self.catchUp = catchUp }
         state = Lock(State(latency: targetBuffering))
-        events.yield(
-            PlayerEvent(
-                .playerInit,
-                fields: [
-                    "catalog-path": .string(catalog.path), "target-buffering-ms": .int(Int64(Self.ms(targetBuffering))),
-                ]))
+        var fields: [String: PipelineValue] = ["catalog-path": .string(catalog.path)]
+        if let targetBuffering { fields["target-buffering-ms"] = .int(Int64(Self.ms(targetBuffering))) }
+        events.yield(PlayerEvent(.playerInit, fields: fields))
     }
 
     /// Player events from now on (each call is an independent stream).
@@ -113,13 +123,13 @@ public final class Player: Sendable {
             mpris?.update(status: .playing)
             return
         }
-        let (latency, resume) =
-            try state.withLock { s throws(SessionError) -> (Duration, Bool)? in
+        guard
+            let (latency, resume) = try state.withLock({ s throws(SessionError) -> (Duration?, Bool)? in
                 guard !s.stopped else { throw .invalidState("the player was stopped") }
                 guard s.pipeline == nil else { return nil }
                 return (s.latency, s.everPlayed)
-            } ?? (.zero, false)
-        guard latency != .zero || state.withLock({ $0.pipeline == nil }) else { return }
+            })
+        else { return }
         events.yield(PlayerEvent(resume ? .playbackResume : .playbackRequest))
         SwiftMoQElements.register()
         let pipeline = makePipeline(latency: latency)
@@ -294,7 +304,8 @@ public final class Player: Sendable {
     /// The audio volume (``setVolume(_:)``).
     public var volume: Double { state.withLock { $0.volume } }
 
-    /// Changes the target buffering while playing (moqsrc's `latency`).
+    /// Changes the target buffering while playing (moqsrc's `latency`: the fixed budget when one
+    /// was given at the start, else the ceiling of moqsrc's adaptive margin).
     public func updateTargetLatency(_ latency: Duration) {
         let pipeline = state.withLock { s -> Pipeline? in
             s.latency = latency
@@ -371,12 +382,13 @@ public final class Player: Sendable {
         Int(d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000)
     }
 
-    private func makePipeline(latency: Duration) -> Pipeline {
+    private func makePipeline(latency: Duration?) -> Pipeline {
         let broadcast = catalog.broadcast
         var src = Element("moqsrc", name: "src").set("url", broadcast.url).set("broadcast", broadcast.absolutePath)
-            // moq-kit's targetBuffering is a fixed target: moqsrc's adaptive default is not used here.
-            .set("latency-mode", "fixed").set("latency", Self.ms(latency)).set("video-track", videoTrackName ?? "none")
-            .set("audio-track", audioTrackName ?? "none")
+            .set("video-track", videoTrackName ?? "none").set("audio-track", audioTrackName ?? "none")
+        // moq-kit's targetBuffering is a fixed target; without one, moqsrc's default plays.
+        if let latency { src = src.set("latency-mode", "fixed").set("latency", Self.ms(latency)) }
+        if !catchUp { src = src.set("catch-up", false) }
         for (key, value) in broadcast.options.elementProperties + mode.elementProperties { src = src.set(key, value) }
         let queue = state.withLock { $0.queue }
         if !queue.isEmpty { src = src.set("queue", queue.joined(separator: ",")) }

@@ -22,9 +22,9 @@ public final class QueuePlayer: Sendable {
 
     /// A queue that plays `catalog`'s broadcast, then `items` (broadcast paths relative to the
     /// Session's root, as ``Broadcast/absolutePath``).
-    /// - Throws: as ``Player/init(catalog:videoTrackName:audioTrackName:targetBuffering:output:mode:)``.
+    /// - Throws: as ``Player/init(catalog:videoTrackName:audioTrackName:targetBuffering:output:mode:catchUp:)``.
     public init(
-        first catalog: Catalog, then items: [String] = [], targetBuffering: Duration = .milliseconds(100),
+        first catalog: Catalog, then items: [String] = [], targetBuffering: Duration? = nil,
         output: PlayerOutput = .window, mode: PlaybackMode = .live
     ) throws(SessionError) {
         player = try Player(catalog: catalog, targetBuffering: targetBuffering, output: output, mode: mode)

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: MIT
+import MoqCatalog
+import MoqPlayback
+import Testing
+
+/// Joining a running broadcast (issue #22): the viewer decodes from the keyframe but shows and
+/// plays from the live edge, whatever the GOP and wherever in it they came in.
+@Suite("Playout: joining a running broadcast at the live edge")
+struct PlayoutJoinTests {
+    /// Joins at several points of GOPs of 0.5, 2 and 8 s: latency after the join is the path plus the
+    /// target, within 50 ms, for video and audio alike.
+    @Test(
+        "latency after a join is the path plus the target whatever the GOP and the phase",
+        arguments: [(15, 1_250), (15, 1_490), (60, 2_010), (60, 3_000), (60, 3_950), (240, 9_100), (240, 15_900)])
+    func joinLatencyIndependentOfGOP(gopFrames: Int, joinAtMs: Int) {
+        var world = PlayoutWorld(
+            .init(gopFrames: gopFrames, delayMs: 5, joinAtMs: UInt64(joinAtMs), playMs: 4_000))
+        world.run()
+        let video = world.latenciesMs(.video, fromMs: 200)
+        let audio = world.latenciesMs(.audio, fromMs: 200)
+        // Adaptive at the start: no margin, so glass to glass is the path (5 ms) and a frame or so.
+        #expect(video.count > 100 && audio.count > 150)
+        #expect(median(video) < 55, "video p50 \(median(video)) ms after a join at \(joinAtMs) ms, GOP \(gopFrames)")
+        #expect(median(audio) < 55, "audio p50 \(median(audio)) ms")
+        #expect(video.max()! < 80 && audio.max()! < 80, "max \(video.max()!) / \(audio.max()!) ms")
+        #expect(world.bentAudio().isEmpty, "audio bent: \(world.bentAudio().prefix(3))")
+    }
+
+    @Test("a fixed budget plays the live edge `latency` after it arrives, and what is older than that is not shown")
+    func fixedBudget() {
+        var world = PlayoutWorld(
+            .init(
+                gopFrames: 60, joinAtMs: 3_500, playMs: 3_000, renderDelayNs: 100_000_000,
+                policy: PlayoutPolicy(mode: .fixed, latencyNs: 100_000_000)))
+        world.run()
+        let video = world.latenciesMs(.video, fromMs: 200)
+        #expect(abs(median(video) - 105) < 25, "video p50 \(median(video)) ms")
+        // The first frame shown is no older than the budget (plus the slack a frame needs).
+        let first = world.shown(.video).first!
+        #expect(Double(first.renderNs) / 1e6 - Double(first.frame.timestampUs) / 1e3 < 130)
+    }
+
+    @Test("video before the join point is decoded, not shown; audio before it is not pushed; one segment clips it")
+    func clipsBeforeTheJoin() {
+        var world = PlayoutWorld(.init(gopFrames: 60, joinAtMs: 3_800, playMs: 1_000))
+        world.run()
+        let video = world.outcomes[.video] ?? []
+        let pushes = video.compactMap(\.push)
+        let decodeOnly = pushes.filter(\.decodeOnly)
+        // Joined 1.8 s into a 2 s GOP: the keyframe and about 53 frames after it only decode.
+        #expect(decodeOnly.count > 45, "\(decodeOnly.count) decode-only frames")
+        #expect(
+            pushes.first?.decodeOnly == true && pushes.first?.segmentStartNs != nil && pushes.first?.discont == true)
+        #expect(pushes.filter { $0.segmentStartNs != nil }.count == 1)
+        let start = pushes.first!.segmentStartNs!
+        #expect(decodeOnly.allSatisfy { $0.pts < start })
+        #expect(pushes.filter { !$0.decodeOnly }.allSatisfy { $0.pts >= start })
+        #expect(zip(pushes, pushes.dropFirst()).allSatisfy { $0.pts < $1.pts }, "video PTS monotonic")
+        #expect((world.drops(.audio)[.beforeJoin] ?? 0) > 0)
+    }
+
+    @Test("the join waits for the relay's burst: ablated (no wait), latency is the GOP's phase")
+    func ablationJoinWait() {
+        var tuning = PlayoutCore.Tuning()
+        tuning.maxJoinWaitNs = 0
+        // The burst of a 2 s GOP arrives over ~50 ms (a slower relay), audio too.
+        var world = PlayoutWorld(
+            .init(audio: false, gopFrames: 60, joinAtMs: 3_800, playMs: 3_000, burstUsPerFrame: 1_000, tuning: tuning))
+        world.run()
+        let ablated = median(world.latenciesMs(.video, fromMs: 200))
+        var full = PlayoutWorld(
+            .init(audio: false, gopFrames: 60, joinAtMs: 3_800, playMs: 3_000, burstUsPerFrame: 1_000))
+        full.run()
+        let joined = median(full.latenciesMs(.video, fromMs: 200))
+        #expect(joined < 60, "with the wait: \(joined) ms")
+        #expect(ablated > 500, "without it the first frame's view of the edge stays: \(ablated) ms")
+    }
+
+    @Test("ablated clip: the frames before the join point are shown late, seconds behind the edge")
+    func ablationClip() {
+        var tuning = PlayoutCore.Tuning()
+        tuning.clipsAtJoin = false
+        // A pipeline that has been running for a while (a prefix follow moving to a new broadcast).
+        var world = PlayoutWorld(
+            .init(gopFrames: 60, joinAtMs: 3_800, playMs: 1_000, pipelineRunningMs: 3_000, tuning: tuning))
+        world.run()
+        let worst = world.latenciesMs(.video).max() ?? 0
+        #expect(worst > 1_000, "the keyframe 1.8 s old is shown: \(worst) ms")
+        var full = PlayoutWorld(.init(gopFrames: 60, joinAtMs: 3_800, playMs: 1_000, pipelineRunningMs: 3_000))
+        full.run()
+        #expect((full.latenciesMs(.video).max() ?? 0) < 80)
+    }
+
+    @Test("screen share (video only, 15 fps, 2 s GOP): joins at the live edge too, never ahead of it")
+    func videoOnly() {
+        for join in [2_100, 2_700, 3_300, 3_900] {
+            var world = PlayoutWorld(
+                .init(audio: false, fps: 15, gopFrames: 30, joinAtMs: UInt64(join), playMs: 3_000))
+            world.run()
+            let video = world.latenciesMs(.video, fromMs: 200)
+            #expect(median(video) > 0 && median(video) < 90, "join at \(join): \(median(video)) ms")
+        }
+    }
+
+    @Test(
+        "audio that leaves the encoder later than video (a whole frame first) sets the timeline: nothing late, A/V in sync"
+    )
+    func audioLagsVideo() {
+        var world = PlayoutWorld(.init(gopFrames: 60, joinAtMs: 3_300, playMs: 4_000, audioLagMs: 27))
+        world.run()
+        let audio = world.latenciesMs(.audio, fromMs: 200)
+        let video = world.latenciesMs(.video, fromMs: 200)
+        #expect(world.drops(.audio)[.late] == nil, "\(world.drops(.audio))")
+        #expect(world.core.retargets == 0)
+        // One offset: video waits for audio, so both are rendered as late after capture.
+        #expect(abs(median(audio) - median(video)) < 2, "audio \(median(audio)) ms, video \(median(video)) ms")
+        #expect(median(audio) < 40)
+    }
+}
