@@ -50,6 +50,7 @@ final class RenderedAudioDevice: Sendable {
         var underrunFrames: Int64 = 0
         var resyncs = 0
         var warnings = 0
+        var firstWarnings: [String] = []
 
         var queued: Int { queue.count - head }
 
@@ -96,6 +97,7 @@ final class RenderedAudioDevice: Sendable {
         state.withLock { s in
             s.resyncs = 0
             s.warnings = 0
+            s.firstWarnings = []
             s.underruns = 0
             s.underrunFrames = 0
         }
@@ -177,6 +179,7 @@ final class RenderedAudioDevice: Sendable {
     func noteWarning(_ text: String) {
         state.withLock { s in
             s.warnings += 1
+            if s.firstWarnings.count < 4 { s.firstWarnings.append(text) }
             if text.contains("resyncing") { s.resyncs += 1 }
         }
     }
@@ -190,7 +193,8 @@ final class RenderedAudioDevice: Sendable {
                 s.tracker?.report
                 ?? ToneTracker(frequency: s.frequency, sampleRate: format?.rate ?? 48_000).report
             return RenderedAudioReport(
-                tone: tone, resyncs: s.resyncs, warnings: s.warnings, underruns: s.underruns,
+                tone: tone, resyncs: s.resyncs, warnings: s.warnings, firstWarnings: s.firstWarnings,
+                underruns: s.underruns,
                 underrunMs: Double(s.underrunFrames) * 1000 / Double(format?.rate ?? 48_000),
                 rate: format?.rate ?? 0, channels: format?.channels ?? 0, format: format?.sample.rawValue ?? "")
         }

@@ -14,8 +14,11 @@ public struct RenderedAudioReport: Sendable, Equatable, CustomStringConvertible 
     /// a buffer's timestamp was further than `alignment-threshold` (40 ms) from where the
     /// previous one ended, for longer than `discont-wait` (1 s), and the sink jumped to it.
     public var resyncs: Int
-    /// Every WARNING GstAudioBaseSink logged about this sink (the resyncs among them).
+    /// Every WARNING GstAudioBaseSink logged about this sink (the resyncs among them; others
+    /// are clock-skew corrections, seen when its ring buffer's thread is starved).
     public var warnings: Int
+    /// The first four of them, as logged.
+    public var firstWarnings: [String]
     /// Times the emulated device ran dry because the ring buffer's thread wrote late (a real
     /// device would have clicked; the played samples do not include the gap).
     public var underruns: Int
@@ -30,12 +33,13 @@ public struct RenderedAudioReport: Sendable, Equatable, CustomStringConvertible 
 
     /// A report with these values.
     public init(
-        tone: ToneReport, resyncs: Int, warnings: Int, underruns: Int, underrunMs: Double, rate: Int, channels: Int,
-        format: String
+        tone: ToneReport, resyncs: Int, warnings: Int, firstWarnings: [String] = [], underruns: Int, underrunMs: Double,
+        rate: Int, channels: Int, format: String
     ) {
         self.tone = tone
         self.resyncs = resyncs
         self.warnings = warnings
+        self.firstWarnings = firstWarnings
         self.underruns = underruns
         self.underrunMs = underrunMs
         self.rate = rate
@@ -67,6 +71,7 @@ public struct RenderedAudioReport: Sendable, Equatable, CustomStringConvertible 
                 ),
                 ("resyncs", .uint64(UInt64(resyncs))),
                 ("warnings", .uint64(UInt64(warnings))),
+                ("first-warnings", .string(firstWarnings.joined(separator: "; "))),
                 ("underruns", .uint64(UInt64(underruns))),
                 ("underrun-ms", .double(underrunMs)),
                 ("amplitude", .double(tone.amplitude)),

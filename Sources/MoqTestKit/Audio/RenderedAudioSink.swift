@@ -21,14 +21,14 @@ public import MoqPipeline
 ///     + "! moqtestaudiosink name=out")
 /// try p.start()
 /// try await p.waitForEOS()
-/// let report = try RenderedAudioSink.report(of: p.element(named: "out"))
-/// #expect(report?.tone.discontinuities == 0 && report?.resyncs == 0)
+/// let report = try await p.renderedAudioAfterTone(named: "out")
+/// #expect(report.tone.discontinuities == 0 && report.resyncs == 0)
 /// ```
 ///
 /// Properties: `frequency` (double, the sine to follow; set it in NULL or READY) and `stats`
 /// (read-only structure `application/x-moqtestaudiosink-stats`: rendered-samples, tone-ms,
 /// tone-start-ms, silence-gaps, silence-ms, longest-silence-ms, discontinuities,
-/// first-discontinuities, resyncs, warnings, underruns, underrun-ms, amplitude, rate, channels,
+/// first-discontinuities, resyncs, warnings, first-warnings, underruns, underrun-ms, amplitude, rate, channels,
 /// format, frequency-hz). The counts start again when the element opens (NULL → READY); the
 /// tone's at each caps negotiation.
 ///

@@ -61,7 +61,7 @@ enum RenderedAudioSinkType {
             gobject, Prop.stats.rawValue,
             Property.structure(
                 "stats", "Statistics",
-                "What the emulated device played, channel 0: rendered-samples, tone-ms, tone-start-ms, silence-gaps, silence-ms, longest-silence-ms, discontinuities, first-discontinuities, resyncs (GstAudioBaseSink's resync warnings), warnings, underruns, underrun-ms, amplitude, rate, channels, format, frequency-hz",
+                "What the emulated device played, channel 0: rendered-samples, tone-ms, tone-start-ms, silence-gaps, silence-ms, longest-silence-ms, discontinuities, first-discontinuities, resyncs (GstAudioBaseSink's resync warnings), warnings, first-warnings, underruns, underrun-ms, amplitude, rate, channels, format, frequency-hz",
                 flags: ParamFlags.readable))
 
         let element = cast(klass, GstElementClass.self)

@@ -8,8 +8,10 @@ import MoqSync
 /// or a buffer lost.
 ///
 /// ```swift
+/// try pipeline.start(.ready)
 /// // 20 ms buffers stamped 15 ms apart: a source whose clock runs slow.
 /// let tamper = try BufferTamper.attach(.spacing(.milliseconds(15)), to: pipeline, element: "src")
+/// try pipeline.setState(.playing)
 /// ```
 public final class BufferTamper: Sendable {
     /// What is done to the buffers.
@@ -32,6 +34,11 @@ public final class BufferTamper: Sendable {
     public var buffersDropped: Int { state.withLock { $0.dropped } }
 
     /// Attaches `fault` to the pad `pad` of the element `element` of a running `pipeline`.
+    ///
+    /// Attach it before the pipeline leaves READY (`start(.ready)`, attach, then PLAYING), so
+    /// that the pad's streaming thread starts after it exists: attached to a thread already
+    /// running, it reaches that thread under GLib's locks, which are enough for the program but
+    /// invisible to ThreadSanitizer (which then reports the hand-over as a race).
     ///
     /// - Throws: ``TestKitError/pipeline(_:)`` when the pipeline is not running or has no such
     ///   element or pad.
