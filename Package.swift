@@ -132,7 +132,8 @@ let package = Package(
         // A typed, declarative gst-launch builder that also runs what it builds.
         .target(
             name: "MoqPipeline", dependencies: ["MoqSync", "CGStreamer", "GstSupport"], swiftSettings: swiftSettings),
-        // Pipeline test harness: in-process relay, UDP impairment proxy, appsrc/appsink, GstHarness, latency probe.
+        // Pipeline test harness: in-process relay, UDP impairment proxy, appsrc/appsink, GstHarness, latency probe,
+        // moqtestaudiosink (a GstAudioSink on an emulated sound card that measures the sine it renders).
         .target(
             name: "MoqTestKit",
             dependencies: [
@@ -140,6 +141,7 @@ let package = Package(
                 "MoqBase", "MoqPipeline", "SwiftMoQ", "MoqQUIC", "MoqCatalog", "GstSwiftMoQ", "GstSupport",
                 "CGStreamer",
                 "CGstApp",
+                "CGstAudio",
                 "CGstCheck",
             ],
             swiftSettings: swiftSettings),

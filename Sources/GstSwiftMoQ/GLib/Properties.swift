@@ -1,22 +1,24 @@
 // SPDX-License-Identifier: MIT
-import CGStreamer
+package import CGStreamer
 
 /// `GParamFlags` bits GStreamer adds (G_PARAM_USER_SHIFT = 8).
-enum ParamFlags {
-    static let readable = UInt32(bitPattern: G_PARAM_READABLE.rawValue)
-    static let writable = UInt32(bitPattern: G_PARAM_WRITABLE.rawValue)
-    static let readWrite = readable | writable
+package enum ParamFlags {
+    package static let readable = UInt32(bitPattern: G_PARAM_READABLE.rawValue)
+    package static let writable = UInt32(bitPattern: G_PARAM_WRITABLE.rawValue)
+    package static let readWrite = readable | writable
     /// `GST_PARAM_MUTABLE_READY`: may only change in NULL or READY.
-    static let mutableReady: UInt32 = 1 << 10
+    package static let mutableReady: UInt32 = 1 << 10
     /// `GST_PARAM_MUTABLE_PLAYING`: may change at any time.
-    static let mutablePlaying: UInt32 = 1 << 12
+    package static let mutablePlaying: UInt32 = 1 << 12
     /// `GST_PARAM_DOC_SHOW_DEFAULT`.
-    static let showDefault: UInt32 = 1 << 13
+    package static let showDefault: UInt32 = 1 << 13
 }
 
 /// Declarative property specs (installed once in `class_init`; strings are leaked on purpose).
-enum Property {
-    static func string(_ name: String, _ nick: String, _ blurb: String, default value: String? = nil, flags: UInt32)
+package enum Property {
+    package static func string(
+        _ name: String, _ nick: String, _ blurb: String, default value: String? = nil, flags: UInt32
+    )
         -> UnsafeMutablePointer<GParamSpec>
     {
         g_param_spec_string(
@@ -24,7 +26,7 @@ enum Property {
             GParamFlags(rawValue: Int32(bitPattern: flags)))
     }
 
-    static func bool(_ name: String, _ nick: String, _ blurb: String, default value: Bool, flags: UInt32)
+    package static func bool(_ name: String, _ nick: String, _ blurb: String, default value: Bool, flags: UInt32)
         -> UnsafeMutablePointer<GParamSpec>
     {
         g_param_spec_boolean(
@@ -32,7 +34,7 @@ enum Property {
             GParamFlags(rawValue: Int32(bitPattern: flags)))
     }
 
-    static func uint(
+    package static func uint(
         _ name: String, _ nick: String, _ blurb: String, min: UInt32, max: UInt32, default value: UInt32, flags: UInt32
     )
         -> UnsafeMutablePointer<GParamSpec>
@@ -42,7 +44,17 @@ enum Property {
             GParamFlags(rawValue: Int32(bitPattern: flags)))
     }
 
-    static func enumeration(
+    package static func double(
+        _ name: String, _ nick: String, _ blurb: String, min: Double, max: Double, default value: Double, flags: UInt32
+    )
+        -> UnsafeMutablePointer<GParamSpec>
+    {
+        g_param_spec_double(
+            leakedCString(name), leakedCString(nick), leakedCString(blurb), min, max, value,
+            GParamFlags(rawValue: Int32(bitPattern: flags)))
+    }
+
+    package static func enumeration(
         _ name: String, _ nick: String, _ blurb: String, type: GType, default value: Int32, flags: UInt32
     )
         -> UnsafeMutablePointer<GParamSpec>
@@ -52,9 +64,9 @@ enum Property {
             GParamFlags(rawValue: Int32(bitPattern: flags)))
     }
 
-    static func structure(_ name: String, _ nick: String, _ blurb: String, flags: UInt32) -> UnsafeMutablePointer<
-        GParamSpec
-    > {
+    package static func structure(_ name: String, _ nick: String, _ blurb: String, flags: UInt32)
+        -> UnsafeMutablePointer<GParamSpec>
+    {
         g_param_spec_boxed(
             leakedCString(name), leakedCString(nick), leakedCString(blurb), swiftmoq_type_structure(),
             GParamFlags(rawValue: Int32(bitPattern: flags)))

@@ -1,21 +1,24 @@
 // SPDX-License-Identifier: MIT
-import CGStreamer
+package import CGStreamer
 
 /// Bookkeeping for one GObject subclass implemented in Swift: its GType, the parent
 /// class (to chain up) and where in each instance the Swift object lives.
 ///
 /// C callbacks cannot capture context, so each element type keeps one of these in a
 /// static; it is written once, during `class_init`, before any instance exists.
-final class SubclassInfo: @unchecked Sendable {
-    var type: GType = 0
-    var parentClass: UnsafeMutableRawPointer?
+package final class SubclassInfo: @unchecked Sendable {
+    package var type: GType = 0
+    package var parentClass: UnsafeMutableRawPointer?
     /// Byte offset of the Swift-object pointer inside each instance.
-    var slot = 0
+    package var slot = 0
+
+    /// Bookkeeping filled in by ``registerSubclass(parent:name:info:classInit:instanceInit:)``.
+    package init() {}
 }
 
 /// Registers a static GObject subclass whose instances carry one extra pointer: the
 /// Swift object that implements it (attached in `instanceInit`, released in finalize).
-func registerSubclass(
+package func registerSubclass(
     parent: GType, name: String, info: SubclassInfo, classInit: GClassInitFunc, instanceInit: GInstanceInitFunc
 ) -> GType {
     var query = GTypeQuery()
@@ -31,35 +34,35 @@ func registerSubclass(
 }
 
 /// Attaches `object` to `instance` (retained until `detachObject`).
-func attachObject(_ object: AnyObject, to instance: UnsafeMutableRawPointer, info: SubclassInfo) {
+package func attachObject(_ object: AnyObject, to instance: UnsafeMutableRawPointer, info: SubclassInfo) {
     (instance + info.slot).storeBytes(of: Unmanaged.passRetained(object).toOpaque(), as: UnsafeMutableRawPointer.self)
 }
 
 /// The Swift object attached to `instance`.
-func attachedObject<T: AnyObject>(_ instance: UnsafeMutableRawPointer, info: SubclassInfo, as: T.Type) -> T {
+package func attachedObject<T: AnyObject>(_ instance: UnsafeMutableRawPointer, info: SubclassInfo, as: T.Type) -> T {
     let raw = (instance + info.slot).load(as: UnsafeMutableRawPointer.self)
     return Unmanaged<T>.fromOpaque(raw).takeUnretainedValue()
 }
 
 /// Releases the Swift object attached to `instance` (from finalize).
-func detachObject(_ instance: UnsafeMutableRawPointer, info: SubclassInfo) {
+package func detachObject(_ instance: UnsafeMutableRawPointer, info: SubclassInfo) {
     let raw = (instance + info.slot).load(as: UnsafeMutableRawPointer.self)
     Unmanaged<AnyObject>.fromOpaque(raw).release()
 }
 
 /// Reinterprets a C pointer (class or instance structs, which start with their parent's).
 @inline(__always)
-func cast<T>(_ pointer: UnsafeMutableRawPointer?, _: T.Type) -> UnsafeMutablePointer<T> {
+package func cast<T>(_ pointer: UnsafeMutableRawPointer?, _: T.Type) -> UnsafeMutablePointer<T> {
     pointer!.assumingMemoryBound(to: T.self)
 }
 
 @inline(__always)
-func cast<T, U>(_ pointer: UnsafeMutablePointer<U>?, _: T.Type) -> UnsafeMutablePointer<T> {
+package func cast<T, U>(_ pointer: UnsafeMutablePointer<U>?, _: T.Type) -> UnsafeMutablePointer<T> {
     UnsafeMutableRawPointer(pointer!).assumingMemoryBound(to: T.self)
 }
 
 /// A C string that lives for the process (GObject keeps pointers to names, blurbs…).
-func leakedCString(_ s: String) -> UnsafePointer<CChar> {
+package func leakedCString(_ s: String) -> UnsafePointer<CChar> {
     UnsafePointer(strdup(s)!)
 }
 
