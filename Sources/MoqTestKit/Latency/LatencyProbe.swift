@@ -24,6 +24,9 @@ public final class LatencyProbe: Sendable {
         case runningTimeMicros
         /// The buffer's PTS in µs.
         case ptsMicros
+        /// The publisher's timestamp `moqsrc` attaches to every buffer (the `timestamp/x-moq-publisher`
+        /// reference meta, which decoders keep), in µs: a player's frames after `moqsrc`, decoded or not.
+        case publisherTimeMicros
     }
 
     private struct State {
@@ -108,6 +111,9 @@ public final class LatencyProbe: Sendable {
 
 /// A pad probe's context: which probe, which side, which key.
 private final class PadStamp: Sendable {
+    /// The reference of moqsrc's publisher-time meta.
+    nonisolated(unsafe) static let publisherTime = gst_caps_new_empty_simple("timestamp/x-moq-publisher")!
+
     let probe: LatencyProbe
     let key: LatencyProbe.Key
     let publishing: Bool
@@ -120,6 +126,12 @@ private final class PadStamp: Sendable {
 
     func stamp(_ pad: UnsafeMutablePointer<GstPad>, _ buffer: UnsafeMutablePointer<GstBuffer>) {
         let now = LatencyProbe.now
+        if case .publisherTimeMicros = key {
+            guard let meta = gst_buffer_get_reference_timestamp_meta(buffer, Self.publisherTime) else { return }
+            let micros = UInt64(meta.pointee.timestamp) / 1000
+            if publishing { probe.published(key: micros, at: now) } else { probe.received(key: micros, at: now) }
+            return
+        }
         var time = swiftmoq_buffer_pts(buffer)
         if swiftmoq_clock_time_is_valid(time) == 0 { time = swiftmoq_buffer_dts(buffer) }
         guard swiftmoq_clock_time_is_valid(time) != 0 else { return }
