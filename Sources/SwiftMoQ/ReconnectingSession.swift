@@ -108,11 +108,6 @@ public final class ReconnectingSession: @unchecked Sendable {
     /// peer that answers keeps paths whose handshake takes longer (a round trip of a second) reachable.
     public static let reconnectAttemptTimeout: Duration = .seconds(2)
 
-    /// The time allowed to the attempt after `timedOut` attempts in a row ran out of time.
-    static func attemptTimeout(afterTimeouts timedOut: Int, cap: Duration) -> Duration {
-        min(cap, reconnectAttemptTimeout * (1 << min(timedOut, 8)))
-    }
-
     /// While attempts keep failing, ``Handlers/transientError`` is reported at most this often.
     public static let transientReportInterval: Duration = .seconds(10)
 
@@ -151,7 +146,8 @@ public final class ReconnectingSession: @unchecked Sendable {
 
     /// A wait of between half and all of `delay` ("equal jitter"): reconnecting clients spread out.
     public static func jittered(_ delay: Duration) -> Duration {
-        delay * Double.random(in: 0.5...1.0)
+        var random = SystemRandomNumberGenerator()
+        return ReconnectPolicy.jittered(delay, using: &random)
     }
 
     /// Sessions handed over after GOAWAY so far.
@@ -197,128 +193,91 @@ public final class ReconnectingSession: @unchecked Sendable {
         if let listeners { Self.fanout(listeners).status(status) }
     }
 
+    /// Connects and reconnects as ``ReconnectPolicy`` decides, until stopped or failed.
     private func run() async {
-        var attempt = 0
-        var timedOut = 0
-        var lastAttemptTimedOut = false
-        var everConnected = false
-        var lastReport: ContinuousClock.Instant?
-        // The first connect reports failing once `connectTimeout` has passed (as one long attempt
-        // would), though it makes shorter attempts within that time.
-        let firstDeadline = ContinuousClock.now + options.connectTimeout
-        func report(_ error: MoqError) {
-            let now = ContinuousClock.now
-            if !everConnected, lastReport == nil, case .timeout = error, now < firstDeadline { return }
-            if let last = lastReport, now - last < Self.transientReportInterval { return }
-            lastReport = now
-            handlers.transientError(error)
-        }
-        set(.connecting)
+        var policy = ReconnectPolicy(
+            connectTimeout: options.connectTimeout, retryAfterLoss: retryAfterLoss, relay: url.redacted)
+        var random = SystemRandomNumberGenerator()
+        let started = ContinuousClock.now
+        func elapsed() -> Duration { .now - started }
+        set(policy.status)
         while !Task.isCancelled {
+            var attemptOptions = options
+            attemptOptions.connectTimeout = policy.nextAttempt(now: elapsed())
+            let answered = Lock(false)
+            let next: ReconnectPolicy.Next
             do throws(MoqError) {
-                var attemptOptions = options
-                var limit = Self.attemptTimeout(afterTimeouts: timedOut, cap: options.connectTimeout)
-                if !everConnected, lastReport == nil {
-                    // Within the first connect's time: the last attempt ends at its deadline.
-                    let remaining = firstDeadline - ContinuousClock.now
-                    if remaining > .milliseconds(500) { limit = min(limit, remaining) }
-                }
-                attemptOptions.connectTimeout = limit
-                var session: MoqSession
-                let answered = Lock(false)
-                lastAttemptTimedOut = false
-                do throws(MoqError) {
-                    session = try await MoqSession.connect(url, options: attemptOptions, answered: answered)
-                } catch {
-                    // Only a path that answers but is slow earns a longer attempt: through an outage a
-                    // fresh 2 s attempt beats one whose retransmissions have backed off.
-                    if case .timeout = error { lastAttemptTimedOut = true }
-                    if case .timeout = error, answered.withLock({ $0 }) { timedOut += 1 } else { timedOut = 0 }
-                    throw error
-                }
+                let session = try await MoqSession.connect(url, options: attemptOptions, answered: answered)
                 if Task.isCancelled {
                     session.close()
                     return
                 }
-                attempt = 0
-                timedOut = 0
-                lastReport = nil
-                // The session and the listeners it is announced to are taken together: a listener
-                // added at the same time hears of it exactly once (here, or from addListener).
-                let listeners = state.withLock {
-                    $0.session = session
-                    if everConnected { $0.reconnects += 1 }
-                    return $0.listeners
-                }
-                let start: SessionStart = everConnected ? .reconnect : .first
-                everConnected = true
-                set(.connected)
-                Self.fanout(listeners).session(session, start)
-                // Live until the session ends; GOAWAY hands over to a successor on the way.
-                var reason: SessionCloseReason
-                while true {
-                    let event = await withTaskCancellationHandler {
-                        await session.lifecycleEvent()
-                    } onCancel: { [session] in
-                        session.close()
-                    }
-                    if Task.isCancelled { return }
-                    guard case .goaway(let uri) = event else {
-                        if case .closed(let r) = event { reason = r } else { reason = .transport("closed") }
-                        break
-                    }
-                    handlers.goaway(uri)
-                    guard let next = await successor(of: session, goawayURI: uri) else {
-                        // No successor: keep the old session until it ends, then reconnect.
-                        reason = await session.closed()
-                        break
-                    }
-                    let listeners = state.withLock {
-                        $0.session = next
-                        $0.handovers += 1
-                        return $0.listeners
-                    }
-                    Self.fanout(listeners).session(next, .handover)
-                    session.close()  // after the successor took over
-                    session = next
-                }
-                state.withLock { if $0.session === session { $0.session = nil } }
-                if Task.isCancelled { return }
-                if case .remote(let code, let text) = reason, code == .unauthorized {
-                    set(.failed)
-                    handlers.fatalError(.refused(code: code.rawValue, reason: text))
-                    return
-                }
-                guard retryAfterLoss else {
-                    if reason.isGraceful {
-                        set(.disconnected)
-                    } else {
-                        set(.failed)
-                        handlers.fatalError(.closed("the session with \(url.redacted) ended: \(reason)"))
-                    }
-                    return
-                }
-                report(.closed("the session with \(url.redacted) ended: \(reason)"))
+                announce(session, policy.connected())
+                guard let reason = await follow(session), !Task.isCancelled else { return }
+                next = policy.sessionEnded(reason, now: elapsed(), using: &random)
             } catch {
                 if Task.isCancelled { return }
-                if error.isFatal || !retryAfterLoss {
-                    set(.failed)
-                    handlers.fatalError(error)
-                    return
-                }
-                report(error)
+                next = policy.failed(error, answered: answered.withLock { $0 }, now: elapsed(), using: &random)
             }
-            set(everConnected ? .reconnecting : .connecting)
-            // An attempt that ran out of time has waited already: the next one starts at once (an
-            // Initial goes out at each attempt's start and about 1 s later, so a path that returns
-            // is tried within about a second). Quick failures wait for the backoff.
-            let delay =
-                lastAttemptTimedOut
-                ? .milliseconds(Int.random(in: 0...100))
-                : Self.jittered(Self.backoff[min(attempt, Self.backoff.count - 1)])
-            attempt += 1
-            try? await Task.sleep(for: delay)
+            if case .retry(_, let report?) = next { handlers.transientError(report) }
+            set(policy.status)
+            switch next {
+            case .retry(let delay, _): try? await Task.sleep(for: delay)
+            case .fail(let error):
+                handlers.fatalError(error)
+                return
+            case .disconnect: return
+            }
         }
+    }
+
+    /// Makes `session` the open one and hands it to the listeners.
+    private func announce(_ session: MoqSession, _ start: SessionStart) {
+        // The session and the listeners it is announced to are taken together: a listener
+        // added at the same time hears of it exactly once (here, or from addListener).
+        let listeners = state.withLock {
+            $0.session = session
+            if start == .reconnect { $0.reconnects += 1 }
+            return $0.listeners
+        }
+        set(.connected)
+        Self.fanout(listeners).session(session, start)
+    }
+
+    /// Lives with a session until it ends, handing over to a successor at each GOAWAY on the way.
+    /// Returns why the last one ended, or nil when stopped meanwhile.
+    private func follow(_ first: MoqSession) async -> SessionCloseReason? {
+        var session = first
+        var reason: SessionCloseReason?
+        while reason == nil {
+            let event = await withTaskCancellationHandler {
+                await session.lifecycleEvent()
+            } onCancel: { [session] in
+                session.close()
+            }
+            if Task.isCancelled { return nil }
+            switch event {
+            case .closed(let why):
+                reason = why
+            case .goaway(let uri):
+                handlers.goaway(uri)
+                guard let next = await successor(of: session, goawayURI: uri) else {
+                    // No successor: keep the old session until it ends, then reconnect.
+                    reason = await session.closed()
+                    break
+                }
+                let listeners = state.withLock {
+                    $0.session = next
+                    $0.handovers += 1
+                    return $0.listeners
+                }
+                Self.fanout(listeners).session(next, .handover)
+                session.close()  // after the successor took over
+                session = next
+            }
+        }
+        state.withLock { if $0.session === session { $0.session = nil } }
+        return reason
     }
 
     /// The session that replaces one told to go away: to the URI GOAWAY named when it is a
@@ -326,10 +285,8 @@ public final class ReconnectingSession: @unchecked Sendable {
     /// nil when it cannot be opened (the old one is then kept until it ends).
     private func successor(of old: MoqSession, goawayURI: String) async -> MoqSession? {
         let target = (try? MoqURL(goawayURI)) ?? url
-        // One short attempt: a relay that is shutting down is often gone before it answers, and
-        // an attempt whose Initial went unanswered backs off; the reconnect loop does better.
         var attemptOptions = options
-        attemptOptions.connectTimeout = min(options.connectTimeout, Self.reconnectAttemptTimeout)
+        attemptOptions.connectTimeout = ReconnectPolicy.handoverTimeout(connectTimeout: options.connectTimeout)
         do {
             let next = try await MoqSession.connect(target, options: attemptOptions)
             if Task.isCancelled {
