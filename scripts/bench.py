@@ -13,6 +13,8 @@ Cases (each configurable through the environment, see benchlib/config.py):
                  and moq-dev's watch, started N times on a running 1080p30 broadcast
   4d. glass      glass-to-glass: a live 1080p30 source with a clock overlay, x264 zerolatency → moqsink →
                  Swift relay → moqsrc → decodebin → a synchronised sink, in one process; per stage
+  4e. join       viewers joining a running broadcast at random GOP phases (GOP 1 s and 2 s), video only
+                 and with audio into a real audio sink: glass to glass, audio rendered, a 1 s stall
   4b. longform   moqsrc buffering=long-form vs live: startup, fill rate, longest gap-free outage
   5. memory      RSS of the subscriber and the relay over 50,000 groups
 
@@ -48,6 +50,7 @@ RUNNERS = {
     "gst": cases.run_gst,
     "ttff": cases.run_ttff,
     "glass": cases.run_glass,
+    "join": cases.run_join,
     "longform": cases.run_longform,
     "memory": cases.run_memory,
 }

@@ -20,6 +20,7 @@ enum MoqBench {
           long-form           moqsrc buffering=long-form vs live: startup, fill rate, longest gap-free outage
           ttff                time to first frame: a new moqsrc ! decodebin ! appsink player, N times
           glass               glass-to-glass: live 1080p30 source → x264 → moqsink → moqsrc → decoder → sink, per stage
+          join                viewers joining a running broadcast at random GOP phases: glass to glass, audio, a stall
 
         Run 'moqbench <role> --help' for a role's options.
         """
@@ -35,6 +36,7 @@ enum MoqBench {
             "long-form": Subcommand(usage: LongFormRole.usage, run: LongFormRole.run),
             "ttff": Subcommand(usage: TimeToFirstFrameRole.usage, run: TimeToFirstFrameRole.run),
             "glass": Subcommand(usage: GlassRole.usage, run: GlassRole.run),
+            "join": Subcommand(usage: JoinRole.usage, run: JoinRole.run),
         ]
         switch await Subcommands.dispatch(argv, among: roles) {
         case .missing:

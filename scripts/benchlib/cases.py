@@ -420,6 +420,73 @@ def _ms_summary(values: list[float]) -> dict:
     return {"p50_ms": round(pick(0.5), 1), "p90_ms": round(pick(0.9), 1), "max_ms": round(ordered[-1], 1)}
 
 
+def run_join(tools: Tools, cfg: Config, log) -> dict:
+    """Case 4e: viewers who join a running broadcast at random points of its GOP, at moqsrc's defaults
+    (`moqbench join`, one process: publisher, relay, a UDP proxy on the player's path, the viewers):
+    video-only viewers (glass to glass as in 4d), then audio-and-video viewers whose sound is rendered
+    by moqtestaudiosink (a GstAudioBaseSink measuring the sine), and one viewer through a blackhole.
+    No Rust row: moq-dev's GStreamer player is not installable here, and its `watch` renders nothing."""
+    modes = {
+        "video": ["--no-audio", "--stall-s", "0"],
+        "av": ["--audio-buffer-ms", str(cfg.join_audio_buffer_ms), "--stall-s", f"{cfg.join_stall_s:g}"],
+    }
+    out = {"gops": cfg.join_gops, "joins": cfg.join_count, "audio_buffer_ms": cfg.join_audio_buffer_ms, "modes": {}}
+    gops = [float(g) for g in cfg.join_gops.split(",") if g.strip()]
+    for mode, extra in modes.items():
+        log(f"joins ({mode}): GOP {cfg.join_gops} s, {cfg.join_count} viewers each, {cfg.join_watch_s:g} s each")
+        idle = wait_until_idle(log, timeout=cfg.idle_timeout_s)
+        argv = [str(tools.moqbench), "join", "--gops", cfg.join_gops, "--joins", str(cfg.join_count),
+                "--watch-s", f"{cfg.join_watch_s:g}"] + extra
+        child = Child(f"join-{mode}", tools.wrap("swift", f"join-{mode}", argv), tools.log_dir)
+        budget = len(gops) * (cfg.join_count * (cfg.join_watch_s + max(gops) + 8) + 60)
+        with stopping(child):
+            child.wait_event("result", budget)
+        joins = [e for e in child.events if e["event"] == "join"]
+        stalls = [e for e in child.events if e["event"] == "stall"]
+        rows = {}
+        for gop in gops:
+            mine = [j for j in joins if j["gop_s"] == gop]
+            video = [v for j in mine for v in j["video_ms"]]
+            audio = [a for j in mine for a in j["audio_ms"]]
+            per_join = [_percentile(j["video_ms"], 0.5) for j in mine if j["video_ms"]]
+            rows[f"{gop:g}"] = {
+                "joins": len(mine), "phases_ms": [round(j["phase_ms"]) for j in mine],
+                "video": _ms_summary99(video), "audio": _ms_summary99(audio), "per_join_p50": _ms_summary99(per_join),
+                "first_frame_glass": _ms_summary99([j["first_ms"] for j in mine]),
+                "time_to_first_frame": _ms_summary99([j["ttff_ms"] for j in mine]),
+                "audio_rendered_ms": round(sum(j["audio_rendered_ms"] for j in mine)),
+                "audio_pushed_ms": round(sum(j["audio_pushed_ms"] for j in mine)),
+                "audio_published_ms": round(sum(j["audio_published_ms"] for j in mine)),
+                "discontinuities": sum(max(0, j["discontinuities"]) for j in mine),
+                "resyncs": sum(max(0, j["resyncs"]) for j in mine),
+                "silence_gaps": sum(max(0, j["silence_gaps"]) for j in mine),
+                "retargets": sum(j["retargets"] for j in mine),
+            }
+            stall = next((s for s in stalls if s["gop_s"] == gop), None)
+            if stall:
+                rows[f"{gop:g}"]["stall"] = {
+                    "stall_s": stall["stall_s"], "before_ms": round(stall["before_ms"], 1), "back_s": stall["back_s"],
+                    "catch_up_drops": stall.get("catch_up_drops"), "discontinuities": stall.get("discontinuities"),
+                    "series": [[round(t, 2), round(g, 1)] for t, g in zip(stall["after_s"], stall["glass_ms"])],
+                }
+        out["modes"][mode] = {"gops": rows, "busy_before_percent": idle}
+    return out
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def _ms_summary99(values: list[float]) -> dict:
+    """p50 / p99 / max of many timings (ms)."""
+    values = [v for v in values if v == v]
+    if not values:
+        return {"p50_ms": float("nan"), "p99_ms": float("nan"), "max_ms": float("nan"), "n": 0}
+    return {"p50_ms": round(_percentile(values, 0.5), 1), "p99_ms": round(_percentile(values, 0.99), 1),
+            "max_ms": round(max(values), 1), "n": len(values)}
+
+
 def run_longform(tools: Tools, cfg: Config, log) -> dict:
     """Case 4b: long-form listening (moqsrc buffering=long-form) beside live playback of the same Opus
     broadcast, in one process (`moqbench long-form`: relay, UDP proxy, moqsink, moqsrc): time to the

@@ -20,7 +20,7 @@ def _env_list(name: str, default: str) -> list[str]:
     return [part.strip() for part in os.environ.get(name, default).split(",") if part.strip()]
 
 
-ALL_CASES = "latency,throughput,webtransport,openloop,fanout,gst,ttff,glass,longform,memory"
+ALL_CASES = "latency,throughput,webtransport,openloop,fanout,gst,ttff,glass,join,longform,memory"
 
 
 @dataclass
@@ -62,6 +62,13 @@ class Config:
     glass_seconds: float = field(default_factory=lambda: _env_float("BENCH_GLASS_SECONDS", 10))
     # 4c. Time to first frame: new players of a running 1080p30 broadcast, one after another.
     ttff_runs: int = field(default_factory=lambda: _env_int("BENCH_TTFF_RUNS", 10))
+    # 4e. Joining viewers: GOP lengths (s), viewers per GOP (each at a random point of it), their playing
+    # time, the sound card buffer of the audio viewers (ms), and the blackhole of the stall run (s).
+    join_gops: str = field(default_factory=lambda: os.environ.get("BENCH_JOIN_GOPS", "1,2"))
+    join_count: int = field(default_factory=lambda: _env_int("BENCH_JOIN_COUNT", 20))
+    join_watch_s: float = field(default_factory=lambda: _env_float("BENCH_JOIN_WATCH_S", 3))
+    join_audio_buffer_ms: int = field(default_factory=lambda: _env_int("BENCH_JOIN_AUDIO_BUFFER_MS", 40))
+    join_stall_s: float = field(default_factory=lambda: _env_float("BENCH_JOIN_STALL_S", 1))
     # 4b. Long-form listening: moqsrc buffering=long-form beside live playback of one Opus broadcast.
     longform_buffer_s: float = field(default_factory=lambda: _env_float("BENCH_LONGFORM_BUFFER_S", 15))
     longform_outages: str = field(default_factory=lambda: os.environ.get("BENCH_LONGFORM_OUTAGES", "3,6,9,12,14"))

@@ -252,6 +252,13 @@ extension PlayoutCore {
             lane.lastEdge != edge
         else { return }
         lanes[id.index]?.lastEdge = edge
+        // (A gap of several frames' spacing at least: a slide show is not stalled between slides.)
+        let gap = max(Self.stallGapNs, Saturating.add(0, 4 &* (lane.frameDurationNs ?? 0)))
+        if phase == .playing, let previous = lane.lastEdge, edge.arrivalNs > Saturating.add(previous.arrivalNs, gap) {
+            // Nothing arrived for a while: what comes now is the stall's backlog.
+            recoveringUntilNs = Saturating.add(edge.arrivalNs, Self.stallRecoveryNs)
+            catchUp.lateAt(now.monotonicNs)
+        }
         lanes[id.index]?.clock.observe(
             timestampNs: Saturating.nanosecondsUnsigned(micros: edge.timestampUs), arrivalNs: edge.arrivalNs,
             now: now.monotonicNs)

@@ -24,7 +24,9 @@ extension PlayoutCore {
         let edgePts = Saturating.add(Saturating.nanoseconds(micros: edgeUs), offset)
         let deadline = Saturating.add(edgePts, Saturating.int64(renderDelayNs))
         var late = edgeArrival > deadline ? UInt64(Saturating.subtract(edgeArrival, deadline)) : 0
-        if let adaptive, !isEdge, let frameArrival = frame.arrivalNs, lanes[frame.lane.index]?.clipNs == nil,
+        let recovering = isRecovering(now)
+        if let adaptive, !isEdge, !recovering, let frameArrival = frame.arrivalNs,
+            lanes[frame.lane.index]?.clipNs == nil,
             Saturating.nanosecondsUnsigned(micros: edgeUs - frame.timestampUs) <= adaptive.ceilingNs
         {
             // One far behind the edge is a backlog, late by design.
@@ -36,7 +38,8 @@ extension PlayoutCore {
         let tolerance = Self.lateTolerance(kind)
         let beyond = adaptive == nil ? late : Saturating.minus(late, tolerance)
         if beyond > 0 { catchUp.lateAt(now.monotonicNs) }
-        let grown = adaptive?.grow(late: beyond, now: now.monotonicNs) ?? 0
+        // A stall's backlog is late by what the stall lasted: the timeline moves, the margin does not.
+        let grown = recovering ? 0 : adaptive?.grow(late: beyond, now: now.monotonicNs) ?? 0
         // The edge to its arrival plus the margin (0 with a fixed budget), which lives in the offset.
         let restore =
             beyond > grown
@@ -55,7 +58,8 @@ extension PlayoutCore {
     mutating func observeMidGroup(
         _ frame: PlayoutFrame, kind: MediaKind, pts: Int64, view: LaneView, now: PlayoutNow
     ) {
-        guard adaptive != nil, !isInGrace(now), let edge = view.edge, frame.timestampUs >= edge.timestampUs
+        guard adaptive != nil, !isInGrace(now), !isRecovering(now), let edge = view.edge,
+            frame.timestampUs >= edge.timestampUs
         else { return }
         let toRunning = Saturating.subtract(Saturating.int64(now.runningNs), Saturating.int64(now.monotonicNs))
         let arrival = Saturating.add(Saturating.int64(frame.arrivalNs ?? edge.arrivalNs), toRunning)
@@ -65,4 +69,7 @@ extension PlayoutCore {
         adaptive?.noteLate(UInt64(Saturating.subtract(arrival, deadline)))
         catchUp.lateAt(now.monotonicNs)
     }
+
+    /// Whether a stall's backlog is still arriving (``recoveringUntilNs``).
+    func isRecovering(_ now: PlayoutNow) -> Bool { recoveringUntilNs.map { now.monotonicNs < $0 } ?? false }
 }

@@ -49,6 +49,13 @@ public struct PlayoutCore: Sendable {
     var beforeSplice: (epoch: UInt64, offsetNs: Int64)?
     /// Until this running time, late frames are dropped rather than moving the timeline.
     var graceUntilNs: UInt64?
+    /// A track received nothing for a while (a stall) and its backlog is arriving: until this
+    /// monotonic time, lateness is the stall's, not jitter, and grows no margin.
+    var recoveringUntilNs: UInt64?
+    /// A gap in a track's arrivals this long is a stall.
+    public static let stallGapNs: UInt64 = 250_000_000
+    /// How long after a stall the backlog's lateness is not taken for jitter.
+    public static let stallRecoveryNs: UInt64 = 1_500_000_000
     var adaptive: AdaptiveLatency?
     var lanes: [Lane?] = []
     var catchUp = CatchUpState()
