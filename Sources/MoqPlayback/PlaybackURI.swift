@@ -12,7 +12,7 @@ public import SwiftMoQ
 ///   `moql://relay:4443/anon/room/cam` → url `moql://relay:4443/anon`, broadcast `room/cam`.
 /// - A single segment is a broadcast at the root: `moql://relay:4443/cam` → url `…/`, broadcast `cam`.
 ///
-/// Query keys naming element properties (`latency`, `video-track`, `audio-track`, `timeout`,
+/// Query keys naming element properties (`latency`, `latency-mode`, `catch-up`, `video-track`, `audio-track`, `timeout`,
 /// `tls-fingerprint`, `tls-disable-verify`) set them; every other key (such as `jwt`)
 /// stays in the connection URL. Values are percent-decoded.
 public struct PlaybackURI: Sendable, Equatable {
@@ -20,7 +20,8 @@ public struct PlaybackURI: Sendable, Equatable {
     public static let schemes = ["moql", "moqt"]
     /// Query keys that are element properties rather than part of the connection.
     public static let propertyKeys: Set<String> = [
-        "latency", "latency-mode", "video-track", "audio-track", "timeout", "tls-fingerprint", "tls-disable-verify",
+        "latency", "latency-mode", "catch-up", "video-track", "audio-track", "timeout", "tls-fingerprint",
+        "tls-disable-verify",
     ]
 
     /// The relay URL to connect to.

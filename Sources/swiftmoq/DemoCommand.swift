@@ -12,8 +12,11 @@ enum DemoCommand {
         Publishes a test pattern and a tone (Publisher → moqsink), plays them back (Player →
         moqsrc) through the relay at URL, to a window when a display exists (headless otherwise),
         and prints one line per second: frames per second, bitrate, publish-to-render latency
-        (p50/p99, measured on one clock), the player's playout delay and drops. Exits 0 when
-        video and audio played throughout.
+        (p50/p99, measured on one clock), the player's playout delay and drops. Halfway through a
+        second viewer joins the running broadcast (at whatever point of its GOP that is). At the end,
+        what each viewer experienced: time to the first frame, publish-to-render latency, audio
+        frames played per second (50 for 20 ms Opus frames), stalls, frames dropped to catch up.
+        Exits 0 when video and audio played throughout.
 
         \(ClientFlags.help)
           --seconds N               how long to run (default 10)
@@ -60,7 +63,30 @@ enum DemoCommand {
 
         var goodSeconds = 0
         var latencies: [Double] = []
+        let joinAt = max(2, seconds / 2)
+        var joiner: (session: Session, player: Player, meter: LatencyMeter, started: ContinuousClock.Instant)?
+        var joinerLatencies: [Double] = []
         for second in 1...max(1, seconds) {
+            if second == joinAt, seconds >= 4 {
+                // Another viewer comes in while the broadcast runs (mid-GOP, wherever that is).
+                if let session = try? await flags.connect(),
+                    let catalog = try? await firstCatalog(session, path: path),
+                    let player = try? Player(catalog: catalog, output: .headless)
+                {
+                    let started = ContinuousClock.now
+                    try? await player.play()
+                    let joinMeter = LatencyMeter()
+                    if let moq = try? publisher.runningPipeline?.element(named: "moq") {
+                        joinMeter.attachPublisher(moq, pad: "sink_0")
+                    }
+                    if let vout = try? player.runningPipeline?.element(named: "vout") {
+                        joinMeter.attachPlayer(vout, pad: "sink")
+                    }
+                    joiner = (session, player, joinMeter, started)
+                    print("[demo] a second viewer joins the running broadcast")
+                }
+            }
+            if let joiner, let latency = joiner.meter.drain() { joinerLatencies.append(latency.p50) }
             try? await Task.sleep(for: .seconds(1))
             let stats = player.stats
             let sent = publisher.statistics()
@@ -77,6 +103,23 @@ enum DemoCommand {
                     StatusLine.ms(stats.videoLatency), stats.videoFramesDropped + stats.audioFramesDropped,
                     sent.map { StatusLine.rate(Double($0.estimatedSendRateBps)) } ?? "–"))
         }
+        let viewers: [(String, PlaybackStats, [Double], Double)] =
+            [("viewer from the start", player.stats, latencies, Double(seconds))]
+            + (joiner.map {
+                [
+                    (
+                        "viewer who joined at \(joinAt) s", $0.player.stats, joinerLatencies,
+                        Double((ContinuousClock.now - $0.started).components.seconds)
+                    )
+                ]
+            } ?? [])
+        for (who, stats, samples, played) in viewers {
+            print("[demo] \(who): " + experience(stats, latencies: samples, seconds: played))
+        }
+        if let joiner {
+            await joiner.player.stop()
+            await joiner.session.close()
+        }
         await player.stop()
         publisher.stop()
         for await _ in publisher.state {}
@@ -89,6 +132,20 @@ enum DemoCommand {
         guard goodSeconds >= max(1, seconds / 2) else {
             throw .runtime("the demo did not play back video and audio (\(goodSeconds) of \(seconds) s)")
         }
+    }
+
+    /// What a viewer experienced, in one line.
+    private static func experience(_ stats: PlaybackStats, latencies: [Double], seconds: Double) -> String {
+        let first = stats.timeToFirstVideoFrame.map { StatusLine.ms($0) } ?? "–"
+        let median = latencies.sorted().dropFirst(latencies.count / 2).first
+        let audioStart = stats.timeToFirstAudioFrame.map { Double($0.components.seconds) } ?? 0
+        let audioRate = Double(stats.audioFrames) / max(1, seconds - audioStart)
+        return String(
+            format: "first frame after %@, publish-to-render p50 %@, audio %.1f frames/s (50 expected), %d stalls, "
+                + "%d frames dropped to catch up, latency mode %@ (margin %@)",
+            first, median.map { String(format: "%.0f ms", $0) } ?? "–", audioRate,
+            stats.videoStalls.count + stats.audioStalls.count, stats.catchUpDrops, stats.latencyMode ?? "–",
+            StatusLine.ms(stats.latencyMargin))
     }
 
     /// The broadcast's first catalog with both a playable video and audio track.

@@ -313,6 +313,12 @@ struct MoqSrcTests {
             "moql://127.0.0.1:\(relay.port)/anon/room/none?latency-mode=turbo&latency=60001&timeout=-1&timeout=1"
         var error: UnsafeMutablePointer<GError>?
         #expect(gst_uri_handler_set_uri(OpaquePointer(src), uri, &error) != 0)
+        // Read before playing, the stats say what playback would use: the default is adaptive (it
+        // said "fixed" before issue #22), catching up.
+        let idle = stringProperty(src, "stats") ?? ""
+        #expect(
+            idle.contains("latency-mode=(string)adaptive") && idle.contains("latency-mode-setting=(string)auto")
+                && idle.contains("catch-up=(boolean)true"), "\(idle)")
         // The properties keep what they had: auto, 100 ms (so still adaptive); the valid timeout is taken.
         #expect(stringProperty(src, "latency-mode") == "auto")
         #expect(uintProperty(src, "latency") == 100)
@@ -323,6 +329,8 @@ struct MoqSrcTests {
                 gst_uri_handler_set_uri(OpaquePointer(src), "moql://127.0.0.1:1/anon/x?latency-mode=\(mode)", nil) != 0)
             #expect(stringProperty(src, "latency-mode") == mode)
         }
+        #expect(gst_uri_handler_set_uri(OpaquePointer(src), "moql://127.0.0.1:1/anon/x?catch-up=false", nil) != 0)
+        #expect(stringProperty(src, "stats")?.contains("catch-up=(boolean)false") == true)
         #expect(gst_uri_handler_set_uri(OpaquePointer(src), uri, &error) != 0)
         _ = player.play()
         // timeout=1 was taken: the absent broadcast fails within seconds, after the warnings.

@@ -181,11 +181,16 @@ struct PlayoutTimelineTests {
         #expect(Self.pts(b.decide(b.audio, group: 16, us: 320_000, atMs: 1_990)) == Int64(2_020 * Self.ms))
     }
 
-    @Test("long-form plays every frame from the first one; a late one moves the timeline (an underrun)")
+    @Test(
+        "long-form plays every frame from the earliest track's first one; a late one moves the timeline (an underrun)")
     func longFormUnderrun() {
         var b = Bench(PlayoutPolicy(mode: .longForm, latencyNs: 100 * Self.ms), renderDelayNs: 100 * Self.ms)
+        // Video's first keyframe comes later in the deep buffer than audio's first frame: the timeline
+        // waits for both and starts at audio's, so audio before the keyframe is not late.
+        #expect(b.decide(b.video, group: 0, us: 100_000, atMs: 500).isHold)
         let first = Self.pts(b.decide(b.audio, group: 0, us: 0, atMs: 500))
-        #expect(first == Int64(500 * Self.ms), "anchored on the frame itself, no wait")
+        #expect(first == Int64(500 * Self.ms), "anchored on the earliest first frame")
+        #expect(Self.pts(b.decide(b.video, group: 0, us: 100_000, atMs: 505)) == Int64(600 * Self.ms))
         // Old frames (a backlog) are never skipped: 1 s of audio arrives in 100 ms.
         #expect(Self.pts(b.decide(b.audio, group: 1, us: 20_000, atMs: 510, newer: true)) == Int64(520 * Self.ms))
         guard case .push(let late) = b.decide(b.audio, group: 2, us: 40_000, atMs: 900, newer: true) else {
@@ -193,6 +198,13 @@ struct PlayoutTimelineTests {
             return
         }
         #expect(late.pts == Int64(900 * Self.ms) && late.discont && b.core.retargets == 1)
+    }
+
+    @Test("long-form whose second track never delivers starts after the join's wait, on what it has")
+    func longFormOneTrack() {
+        var b = Bench(PlayoutPolicy(mode: .longForm, latencyNs: 100 * Self.ms), renderDelayNs: 100 * Self.ms)
+        #expect(b.decide(b.audio, group: 0, us: 0, atMs: 500).isHold)
+        #expect(Self.pts(b.decide(b.audio, group: 0, us: 0, atMs: 760)) == Int64(760 * Self.ms))
     }
 
     @Test("repeats of a resubscription are dropped by position; a new epoch's first group decides")

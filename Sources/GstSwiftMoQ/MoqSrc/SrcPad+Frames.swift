@@ -44,7 +44,13 @@ extension SrcPad {
         if case .retargeted(let shift) = push.note, !startingAfterSeek {
             // Nothing was playing yet when a seek's first frame misses its margin: the timeline
             // moves as an anchor would, and no sample was late.
-            if !playout.policy.isLive { counters.underrun() }
+            if !playout.policy.isLive {
+                counters.underrun()
+                src.reporter.log(
+                    GST_LEVEL_INFO,
+                    "\(name): underrun at \(frame.timestampUs) µs (group \(frame.group) index \(frame.index)): "
+                        + "\(shift / 1_000_000) ms late, running time \(now.runningNs / 1_000_000) ms")
+            }
             src.events.post(
                 "rebuffer.end", kind: kind, track: source.trackName,
                 [("added-latency-ms", .double(Double(shift) / 1e6))])

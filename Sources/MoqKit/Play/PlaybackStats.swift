@@ -47,6 +47,18 @@ public struct PlaybackStats: Sendable, Equatable {
     /// Frames that reached the pipeline after their render deadline (audible or visible gaps).
     public var videoUnderruns: Int = 0
     public var audioUnderruns: Int = 0
+    /// Audio frames pushed so far (moqsrc's `audio-frames`).
+    public var audioFrames: Int = 0
+    /// Video frames pushed so far.
+    public var videoFrames: Int = 0
+    /// The latency mode in use (`adaptive`, `fixed`, `long-form`), the jitter margin the adaptive
+    /// mode added, and how far the live edge plays behind its target now (nil before the join).
+    public var latencyMode: String?
+    public var latencyMargin: Duration?
+    public var latencyExcess: Duration?
+    /// Catch-up after stalls: audio frames dropped, and the time taken out in all.
+    public var catchUpDrops: Int = 0
+    public var catchUpTime: Duration = .zero
 
     /// An empty record.
     public init() {}
@@ -76,5 +88,12 @@ public struct PlaybackStats: Sendable, Equatable {
         videoJitterBuffer = ms(K.bufferMs.name("video"))
         audioJitterBuffer = ms(K.bufferMs.name("audio"))
         reconnects = int(StatsKey.reconnects.rawValue)
+        audioFrames = int(K.frames.name("audio"))
+        videoFrames = int(K.frames.name("video"))
+        latencyMode = s[StatsKey.latencyMode.rawValue]?.stringValue
+        latencyMargin = ms(StatsKey.latencyMarginMs.rawValue)
+        latencyExcess = ms(StatsKey.latencyExcessMs.rawValue)
+        catchUpDrops = int(StatsKey.catchUpDrops.rawValue)
+        catchUpTime = ms(StatsKey.catchUpMs.rawValue) ?? .zero
     }
 }

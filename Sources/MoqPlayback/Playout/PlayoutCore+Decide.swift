@@ -36,7 +36,20 @@ extension PlayoutCore {
                 if case .joining = phase { return decide(frame, view: view, now: now) }
             case .joining(let since, let floorNs):
                 if longForm {
-                    anchor(timestampNs: frame.timestampNs, at: max(now.runningNs, floorNs))
+                    // Every frame plays: the timeline starts at the earliest first frame of every
+                    // track (audio's deep buffer starts before video's first keyframe), so wait a
+                    // moment for each track's first frame.
+                    let started = since ?? now.monotonicNs
+                    if since == nil { phase = .joining(since: started, floorNs: floorNs) }
+                    if lanes[i]?.firstTimestampNs == nil { lanes[i]?.firstTimestampNs = frame.timestampNs }
+                    let firsts = lanes.compactMap { $0 }.map(\.firstTimestampNs)
+                    let deadline = Saturating.add(started, tuning.maxJoinWaitNs)
+                    if firsts.contains(nil), now.monotonicNs < deadline {
+                        return .hold(untilNs: min(deadline, Saturating.add(now.monotonicNs, 5_000_000)))
+                    }
+                    let earliest = firsts.compactMap { $0 }.min() ?? frame.timestampNs
+                    anchor(timestampNs: earliest, at: max(now.runningNs, floorNs))
+                    for index in lanes.indices { lanes[index]?.firstTimestampNs = nil }
                     phase = .playing
                     note = .anchored
                 } else {
