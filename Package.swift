@@ -189,7 +189,9 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "MoqTestKitTests",
-            dependencies: ["MoqTestKit", "MoqPipeline", "SwiftMoQ", "MoqKit", "MoqSync", "GstSwiftMoQ"],
+            dependencies: [
+                "MoqTestKit", "MoqPipeline", "SwiftMoQ", "MoqKit", "MoqSync", "GstSwiftMoQ", "MoqInteropSupport",
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RelayTests", dependencies: ["MoqSync", "SwiftMoQ", "MoqQUIC", "MoqWebTransport"],

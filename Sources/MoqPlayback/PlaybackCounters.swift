@@ -62,8 +62,11 @@ public final class PlaybackCounters: Sendable {
     /// A frame was pushed at `now`; `slackNs` is the newest received frame's render deadline minus `now`.
     /// - Returns: the duration of the stall it ends, if it ends one (ns).
     @discardableResult
-    public func framePushed(bytes: Int, now: UInt64, slackNs: Int64, bufferNs: UInt64) -> UInt64? {
+    public func framePushed(
+        bytes: Int, now: UInt64, liveEdgeUs: UInt64? = nil, slackNs: Int64, bufferNs: UInt64
+    ) -> UInt64? {
         state.withLock { s in
+            if let liveEdgeUs { Self.noteLiveEdge(&s, liveEdgeUs, now: now) }
             var ended: UInt64?
             if let start = s.stallStart {
                 ended = now &- start
@@ -100,17 +103,19 @@ public final class PlaybackCounters: Sendable {
 
     /// The newest received timestamp at `now`: the fill rate is its advance per second of wall time.
     public func liveEdge(_ edgeUs: UInt64, now: UInt64) {
-        state.withLock { s in
-            guard let mark = s.fillMark else {
-                s.fillMark = (edgeUs, now)
-                return
-            }
-            let elapsed = now &- mark.at
-            guard elapsed >= 1_000_000_000 else { return }
-            let advanced = edgeUs > mark.edgeUs ? edgeUs - mark.edgeUs : 0
-            s.snapshot.fillRate = Double(advanced) * 1000 / Double(elapsed)
+        state.withLock { Self.noteLiveEdge(&$0, edgeUs, now: now) }
+    }
+
+    private static func noteLiveEdge(_ s: inout State, _ edgeUs: UInt64, now: UInt64) {
+        guard let mark = s.fillMark else {
             s.fillMark = (edgeUs, now)
+            return
         }
+        let elapsed = now &- mark.at
+        guard elapsed >= 1_000_000_000 else { return }
+        let advanced = edgeUs > mark.edgeUs ? edgeUs - mark.edgeUs : 0
+        s.snapshot.fillRate = Double(advanced) * 1000 / Double(elapsed)
+        s.fillMark = (edgeUs, now)
     }
 
     /// A frame reached the pad after its render deadline.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 import Foundation
 import GstSwiftMoQ
+import MoqInteropSupport
 import MoqPipeline
 import MoqTestKit
 import Testing
@@ -92,5 +93,41 @@ struct JoinTests {
         #expect(
             pushedMs > 2_000 && abs(tone.toneMs - pushedMs) <= 60, "rendered \(tone.toneMs) ms of \(pushedMs) ms pushed"
         )
+    }
+
+    @Test("moq-dev's publisher (its own encoders, a 2 s GOP) through moq-dev's relay: joined at the live edge too")
+    func rustPublisher() async throws {
+        let relay = try await RustRelay.start()
+        defer { relay.stop() }
+        let name = RustPeer.uniqueName("join")
+        let publisher = try RustPeer.launch(
+            ["publish-media"] + relay.client + ["--broadcast", name, "--seconds", "0", "--gop", "60"])
+        defer { publisher.terminateInBackground() }
+        _ = try await publisher.waitFor(event: "announced", timeout: .seconds(20))
+        // Two GOPs in and part of a third.
+        try await Task.sleep(for: .milliseconds(5_300))
+        let viewer = Pipeline(
+            launch: "moqsrc name=src url=\(relay.url()) tls-fingerprint=\(relay.fingerprint) broadcast=\(name) "
+                + "src.video_0 ! queue ! decodebin ! videoconvert ! fakesink sync=true "
+                + "src.audio_0 ! queue ! decodebin ! audioconvert ! audioresample ! "
+                + "moqtestaudiosink name=out frequency=440")
+        try viewer.start()
+        defer { viewer.stop() }
+        try await Task.sleep(for: .seconds(3))
+        let stats = try viewer.element(named: "src").property("stats")?.structureValue
+        func stat(_ name: String) -> Double {
+            stats?[name]?.doubleValue ?? stats?[name]?.intValue.map(Double.init) ?? .nan
+        }
+        try viewer.sendEOS()
+        try await viewer.waitForEOS(timeout: .seconds(10))
+        let audio = try await viewer.renderedAudioAfterTone(named: "out")
+        print("moq-dev publisher, joined: \(audio); \(stats.map { "\($0)" } ?? "")")
+        // The live edge plays at its target: nothing of the GOP's phase is left in the latency.
+        #expect(abs(stat("latency-excess-ms")) < 50, "excess \(stat("latency-excess-ms")) ms")
+        #expect(stat("video-frames") > 60 && stat("audio-frames") > 100)
+        // (440 Hz: whole 20 ms frames are whole periods, so only breaks and resyncs are seen, not drops.)
+        #expect(audio.tone.silenceGaps == 0 && audio.resyncs == 0, "\(audio)")
+        #expect(abs(audio.tone.toneMs - stat("audio-frames") * 20) <= 60, "\(audio.tone.toneMs) ms rendered")
+        #expect(!viewer.collectedMessages.contains { $0.isError })
     }
 }

@@ -201,6 +201,8 @@ final class MoqSrc: @unchecked Sendable {
     let notLinkedSince = Lock<UInt64?>(nil)
     /// `no-more-pads` was signalled in this playback (read by the pads' threads).
     let padsComplete = Atomic(false)
+    /// `playback.start` was posted in this playback.
+    let firstPushDone = Atomic(false)
     /// Every timing and drop decision of this playback, shared by the pads (made at start).
     private let playoutBox = Lock<Playout?>(nil)
     var playout: Playout? { playoutBox.withLock { $0 } }
@@ -209,6 +211,7 @@ final class MoqSrc: @unchecked Sendable {
     private func updateRenderDelay() {
         let pipelineNs = playback.withLock { $0.pipelineLatencyNs }
         playout?.setRenderDelay(ns: max(pipelineNs, reportedLatencyMs * 1_000_000))
+        for pad in run?.pads.values.map({ $0 }) ?? [] { pad.renderDelayChanged() }
     }
 
     init(element: UnsafeMutablePointer<GstElement>) {
@@ -307,6 +310,7 @@ final class MoqSrc: @unchecked Sendable {
         let fresh = Playback(groupID: UInt32(gst_util_group_id_next()), startedAt: monotonicNow(), policy: policy)
         playback.withLock { $0 = fresh }
         padsComplete.store(false, ordering: .relaxed)
+        firstPushDone.store(false, ordering: .relaxed)
         notLinkedSince.withLock { $0 = nil }
         let playout = Playout(policy: policy)
         playout.setRenderDelay(ns: policy.reportedLatencyNs)
@@ -384,11 +388,14 @@ final class MoqSrc: @unchecked Sendable {
 
     /// Called by a pad after each push: the first one is `playback.start`.
     func firstBufferPushed() {
+        // Every push asks: one atomic load once playback started.
+        guard !firstPushDone.load(ordering: .relaxed) else { return }
         guard
             !playback.withLock({ p in
                 defer { p.started = true }; return p.started
             })
         else { return }
+        firstPushDone.store(true, ordering: .relaxed)
         let s = settings.withLock { $0 }
         let run = self.run
         var fields: [(String, FieldValue)] = [

@@ -11,9 +11,8 @@ extension SrcPad {
         _ frame: MediaFrame, reader: TrackReader, source: Source, now: PlayoutNow, src: MoqSrc, generation: UInt64
     ) {
         // Read before a seek that is about to move the reader: not played.
-        if pendingSeek.withLock({ $0 != nil }) { return }
+        if seekPending.load(ordering: .acquiring) { return }
         let view = reader.view(after: frame.group)
-        counters.liveEdge(view.edge?.timestampUs ?? frame.timestampUs, now: now.monotonicNs)
         let decision = playout.decide(
             PlayoutFrame(
                 lane: lane, epoch: source.epoch, group: frame.group, index: frame.index,
@@ -37,8 +36,9 @@ extension SrcPad {
     private func pushFrame(
         _ frame: MediaFrame, _ push: PlayoutPush, source: Source, edgeUs: UInt64?, now: PlayoutNow, src: MoqSrc
     ) {
-        if let tags = takePendingTags(), let list = tags.take() {
-            gst_pad_push_event(pad, gst_event_new_tag(list))
+        if let tags = pendingTags {
+            pendingTags = nil
+            if let list = tags.take() { gst_pad_push_event(pad, gst_event_new_tag(list)) }
         }
         if let start = push.segmentStartNs { StreamEvents.pushClip(pad: pad, startNs: start) }
         if case .retargeted(let shift) = push.note, !startingAfterSeek {
@@ -81,13 +81,13 @@ extension SrcPad {
         // The live edge's running time, from this frame's (one offset): how long until it renders.
         let edge = max(edgeUs ?? frame.timestampUs, frame.timestampUs)
         let edgePts = push.pts &+ Int64(clamping: Self.nanoseconds(edge - frame.timestampUs))
-        let renderDelay = Int64(clamping: playout.renderDelayNs)
+        let renderDelay = Int64(clamping: push.renderDelayNs)
         let size = frame.payload.count
         lastPushedUs.store(max(1, frame.timestampUs), ordering: .relaxed)
         self.push(buffer, src: src)
         startingAfterSeek = false
         if let stall = counters.framePushed(
-            bytes: size, now: monotonicNow(),
+            bytes: size, now: monotonicNow(), liveEdgeUs: edge,
             // Clamping: a publisher's timestamps can put the live edge at the end of time.
             slackNs: edgePts &+ renderDelay &- Int64(clamping: now.runningNs),
             bufferNs: edgePts > push.pts ? UInt64(edgePts &- push.pts) : 0)

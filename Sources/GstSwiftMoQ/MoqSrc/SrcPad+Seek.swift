@@ -20,8 +20,8 @@ extension SrcPad {
     /// Plays from `request.targetUs` at once: downstream is flushed, the reader moves to the
     /// cached group holding the target, and the shared timeline puts the target right after now.
     func seek(_ request: SeekRequest) {
-        pendingSeek.withLock { $0 = request }
-        interrupt()
+        seekPending.store(true, ordering: .releasing)
+        post { $0.seek = request }
     }
 
     /// Flushes downstream, moves the reader and (first pad to get here) the shared timeline.

@@ -48,11 +48,21 @@ final class SrcPad: PadTask, @unchecked Sendable {
     let counters: PlaybackCounters
     let playout: Playout
     let lane: LaneID
-    private let pending = Lock<Source?>(nil)
-    let pendingPrepare = Lock<Source??>(nil)
-    let pendingSeek = Lock<SeekRequest?>(nil)
-    private let pendingTags = Lock<TagListBox?>(nil)
-    private let latencyRef = Lock<UInt64?>(nil)
+    /// What other threads ask of the streaming thread, taken under one lock when ``hasMail`` says
+    /// something is there (one atomic load per iteration otherwise).
+    struct Inbox {
+        var play: Source?
+        var prepare: Source??
+        var seek: SeekRequest?
+        var tags: TagListBox?
+        var latencyMs: UInt64?
+        /// The render delay changed: the reader's budget follows.
+        var renderDelayChanged = false
+    }
+    private let inbox = Lock(Inbox())
+    private let hasMail = Atomic(false)
+    /// A seek waits in the inbox: frames read before it are not played.
+    let seekPending = Atomic(false)
     let currentTrack = Lock<String?>(nil)
     /// The timestamp (µs) of the last frame handed downstream (0: none yet), for the stats.
     let lastPushedUs = Atomic<UInt64>(0)
@@ -95,20 +105,24 @@ final class SrcPad: PadTask, @unchecked Sendable {
     }
 
     /// The rendition currently (or about to be) played.
-    var trackName: String? { pending.withLock { $0 }?.trackName ?? currentTrack.withLock { $0 } }
+    var trackName: String? { inbox.withLock { $0.play }?.trackName ?? currentTrack.withLock { $0 } }
 
-    /// Plays `source` from the next iteration on (the previous subscription ends).
-    func play(_ source: Source) {
-        pending.withLock { $0 = source }
+    /// Leaves `change` for the streaming thread and wakes it.
+    func post(_ change: (inout Inbox) -> Void) {
+        inbox.withLock { change(&$0) }
+        hasMail.store(true, ordering: .releasing)
         interrupt()
     }
+
+    /// Plays `source` from the next iteration on (the previous subscription ends).
+    func play(_ source: Source) { post { $0.play = source } }
 
     /// Subscribes to `source` (the next broadcast of a queue) while the current track plays, to
     /// splice it in when the current track ends; nil forgets a prepared one.
-    func prepare(_ source: Source?) {
-        pendingPrepare.withLock { $0 = .some(source) }
-        interrupt()
-    }
+    func prepare(_ source: Source?) { post { $0.prepare = .some(source) } }
+
+    /// The render delay (the pipeline's latency) changed.
+    func renderDelayChanged() { post { $0.renderDelayChanged = true } }
 
     /// The publisher timestamp (µs) of the last frame handed downstream (0: none yet).
     var lastPushedTimestampUs: UInt64 { lastPushedUs.load(ordering: .relaxed) }
@@ -137,21 +151,14 @@ final class SrcPad: PadTask, @unchecked Sendable {
     /// Pushes `list` (copied) downstream before the next buffer.
     func setPendingTags(_ list: UnsafeMutablePointer<GstTagList>) {
         let copy = TagListBox(gst_tag_list_copy(list))
-        pendingTags.withLock { $0 = copy }
+        post { $0.tags = copy }
     }
 
-    /// Tags waiting to go downstream before the next buffer.
-    func takePendingTags() -> TagListBox? {
-        pendingTags.withLock { t in
-            defer { t = nil }; return t
-        }
-    }
+    /// Tags to push before the next buffer (streaming thread).
+    var pendingTags: TagListBox?
 
     /// The latency budget changed: the subscription and the reader follow from the next group.
-    func latencyChanged(ms: UInt64) {
-        latencyRef.withLock { $0 = ms }
-        wake.signal()
-    }
+    func latencyChanged(ms: UInt64) { post { $0.latencyMs = ms } }
 
     /// Sets the first source before the task starts (from the control queue), so the
     /// pad's sticky events exist when it is added.
@@ -163,33 +170,10 @@ final class SrcPad: PadTask, @unchecked Sendable {
     // MARK: Task
 
     override func step(_ src: MoqSrc, generation: UInt64) {
-        // A preroll first: a play of the same source that follows it then finds it prepared.
-        if let prepared = pendingPrepare.withLock({ p -> Source?? in
-            defer { p = nil }; return p
-        }) {
-            prepareUpcoming(prepared, src: src)
-        }
-        if let next = pending.withLock({ s -> Source? in
-            defer { s = nil }; return s
-        }) {
-            switchTo(next, src: src)
-        }
+        if hasMail.exchange(false, ordering: .acquiring) { readMail(src: src) }
         if let due = upcomingDueNs, monotonicNow() >= due { splice(src: src) }
         notePreroll(src: src)
-        if let ms = latencyRef.withLock({ l -> UInt64? in
-            defer { l = nil }; return l
-        }) {
-            policy.latencyMs = ms
-            remote?.update(policy.range(finite: source?.finite ?? false))
-        }
-        let budget = policy.readerBudgetMs(
-            renderDelayMs: playout.renderDelayNs / 1_000_000, finite: source?.finite ?? false)
-        if budget != readerBudgetMs {
-            readerBudgetMs = budget
-            reader?.updateBudget(maxLatencyMs: budget)
-        }
-        let seek = pendingSeek.withLock { $0 != nil }
-        guard let reader, let source, !eosSent || seek else {
+        guard let reader, let source, !eosSent || seekPending.load(ordering: .acquiring) else {
             wake.wait(since: generation, timeoutNs: upcoming == nil ? 100_000_000 : 20_000_000)
             return
         }
@@ -200,9 +184,9 @@ final class SrcPad: PadTask, @unchecked Sendable {
         }
         defer { gst_object_unref(clock.clock) }
         let now = PlayoutNow(runningNs: clock.runningTime ?? 0, monotonicNs: monotonicNow())
-        if let request = pendingSeek.withLock({ r -> SeekRequest? in
-            defer { r = nil }; return r
-        }) {
+        if let request = pendingSeekRequest {
+            pendingSeekRequest = nil
+            seekPending.store(false, ordering: .releasing)
             performSeek(request, reader: reader, source: source, now: now.runningNs, src: src)
             return
         }
@@ -262,6 +246,34 @@ final class SrcPad: PadTask, @unchecked Sendable {
                 ])
         case .frame(let frame):
             handle(frame, reader: reader, source: source, now: now, src: src, generation: generation)
+        }
+    }
+
+    /// A seek taken from the inbox, performed once the pipeline plays.
+    var pendingSeekRequest: SeekRequest?
+
+    /// Takes what other threads left: a preroll first (a play of the same source that follows it then
+    /// finds it prepared), then a new source, a seek, tags, a new latency or render delay.
+    private func readMail(src: MoqSrc) {
+        let mail = inbox.withLock { box -> Inbox in
+            defer { box = Inbox() }
+            return box
+        }
+        if let prepared = mail.prepare { prepareUpcoming(prepared, src: src) }
+        if let next = mail.play { switchTo(next, src: src) }
+        if let seek = mail.seek { pendingSeekRequest = seek }
+        if let tags = mail.tags { pendingTags = tags }
+        if let ms = mail.latencyMs {
+            policy.latencyMs = ms
+            remote?.update(policy.range(finite: source?.finite ?? false))
+        }
+        if mail.latencyMs != nil || mail.renderDelayChanged {
+            let budget = policy.readerBudgetMs(
+                renderDelayMs: playout.renderDelayNs / 1_000_000, finite: source?.finite ?? false)
+            if budget != readerBudgetMs {
+                readerBudgetMs = budget
+                reader?.updateBudget(maxLatencyMs: budget)
+            }
         }
     }
 

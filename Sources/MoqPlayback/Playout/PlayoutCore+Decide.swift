@@ -149,9 +149,10 @@ extension PlayoutCore {
             pts = nowNs
             note = note ?? .retargeted(ns: Saturating.unsigned(shift))
         }
-        let push = PlayoutPush(
+        var push = PlayoutPush(
             pts: pts, discont: lane.discontPending, decodeOnly: decodeOnly, segmentStartNs: lane.pendingSegmentNs,
             note: note)
+        push.renderDelayNs = renderDelayNs
         lane.discontPending = false
         lane.pendingSegmentNs = nil
         lane.pushed(frame, pts: pts, now: now.monotonicNs)

@@ -110,6 +110,8 @@ public struct PlayoutPush: Sendable, Equatable {
     public var segmentStartNs: Int64?
     /// What happened to the timeline on the way.
     public var note: PlayoutNote?
+    /// The render delay the decision used (the pipeline's latency), for the pad's statistics.
+    public var renderDelayNs: UInt64 = 0
 
     public init(
         pts: Int64, discont: Bool = false, decodeOnly: Bool = false, segmentStartNs: Int64? = nil,
