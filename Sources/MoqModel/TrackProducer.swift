@@ -45,6 +45,9 @@ public final class TrackProducer: @unchecked Sendable {
         var demandHandler: (@Sendable (SubscriptionRange?) -> Void)?
         var subscriptionStart: UInt64?
         var awaitingStart = false
+        /// Dropped runs above the newest group when they were dropped, kept until newer groups
+        /// arrive (at most ``maxDroppedAhead``).
+        var droppedAhead: [(range: ClosedRange<UInt64>, code: StreamErrorCode)] = []
     }
 
     /// The track name within its broadcast.
@@ -189,12 +192,13 @@ public final class TrackProducer: @unchecked Sendable {
         state.withLock { ($0.subscriptionStart, $0.awaitingStart) }
     }
 
-    /// Records groups a publisher declared undeliverable (SUBSCRIBE_DROP): counted, and
-    /// (for ranges up to ``maxPlaceholders`` groups, below the newest group) kept as empty
-    /// aborted placeholders so that readers do not wait for them. Groups above the newest
-    /// need none (nobody waits for a group past the newest, except the subscription's first
-    /// group, which moves past the run), so a DROP of future groups costs nothing;
-    /// placeholders are merged into the cache in one pass.
+    /// Records groups a publisher declared undeliverable (SUBSCRIBE_DROP): counted, and kept as
+    /// empty aborted placeholders (for runs up to ``maxPlaceholders`` groups) so that readers
+    /// do not wait for them. Groups below the newest get theirs at once. A run above the newest
+    /// (a publisher serving a backlog newest first says what it drops before the groups after it
+    /// arrive) is remembered, and its placeholders are made when a newer group arrives: a reader
+    /// at the next sequence would otherwise wait its budget (or reorder window) for groups that
+    /// are not coming. A run holding the subscription's first group moves it past the run.
     public func markDropped(_ range: ClosedRange<UInt64>, code: StreamErrorCode) {
         mutate { s in
             // Saturating: a DROP range may span the whole varint space.
@@ -206,27 +210,63 @@ public final class TrackProducer: @unchecked Sendable {
             if let start = s.subscriptionStart, range.contains(start) {
                 s.subscriptionStart = VarInt.saturatingAdd(range.upperBound, 1)
             }
-            guard s.end == nil, let latest = s.latest, range.lowerBound < latest.sequence else { return }
-            let upper = min(range.upperBound, latest.sequence - 1)
-            guard upper - range.lowerBound < UInt64(Self.maxPlaceholders) else { return }
-            var added: [GroupState] = []
-            var i = index(s.groups, of: range.lowerBound)
-            var sequence = range.lowerBound
-            while sequence <= upper {
-                while i < s.groups.count && s.groups[i].sequence < sequence { i += 1 }
-                if !(i < s.groups.count && s.groups[i].sequence == sequence) {
-                    let g = GroupState(sequence: sequence, createdAt: clock.now())
-                    g.isCached = true
-                    g.status = .aborted(code)
-                    added.append(g)
+            guard s.end == nil else { return }
+            let newest = s.latest?.sequence
+            if newest.map({ range.upperBound > $0 }) ?? true {
+                let lower = newest.map { max(range.lowerBound, $0 + 1) } ?? range.lowerBound
+                if s.droppedAhead.count < Self.maxDroppedAhead {
+                    s.droppedAhead.append((lower...range.upperBound, code))
                 }
-                sequence += 1
             }
-            guard !added.isEmpty else { return }
-            s.groups = Self.merged(s.groups, added)
-            evict(&s)
+            if let newest, range.lowerBound < newest {
+                addPlaceholders(&s, range.lowerBound...min(range.upperBound, newest - 1), code: code)
+                evict(&s)
+            }
         }
     }
+
+    /// Empty aborted groups for the sequences of `range` that have none (nothing for a run of
+    /// ``maxPlaceholders`` or more), merged into the cache in one pass.
+    private func addPlaceholders(_ s: inout State, _ range: ClosedRange<UInt64>, code: StreamErrorCode) {
+        guard range.upperBound - range.lowerBound < UInt64(Self.maxPlaceholders) else { return }
+        var added: [GroupState] = []
+        var i = index(s.groups, of: range.lowerBound)
+        var sequence = range.lowerBound
+        while sequence <= range.upperBound {
+            while i < s.groups.count && s.groups[i].sequence < sequence { i += 1 }
+            if !(i < s.groups.count && s.groups[i].sequence == sequence) {
+                let g = GroupState(sequence: sequence, createdAt: clock.now())
+                g.isCached = true
+                g.status = .aborted(code)
+                added.append(g)
+            }
+            sequence += 1
+        }
+        guard !added.isEmpty else { return }
+        s.groups = Self.merged(s.groups, added)
+    }
+
+    /// Group `sequence` arrived: remembered dropped runs below it get their placeholders, and
+    /// it leaves the run it was in.
+    private func placeDroppedRuns(_ s: inout State, below sequence: UInt64) {
+        guard !s.droppedAhead.isEmpty else { return }
+        var kept: [(range: ClosedRange<UInt64>, code: StreamErrorCode)] = []
+        for (range, code) in s.droppedAhead {
+            guard range.lowerBound <= sequence else {
+                kept.append((range, code))
+                continue
+            }
+            if range.lowerBound < sequence {
+                addPlaceholders(&s, range.lowerBound...min(range.upperBound, sequence - 1), code: code)
+            }
+            if range.upperBound > sequence { kept.append(((sequence + 1)...range.upperBound, code)) }
+        }
+        s.droppedAhead = kept
+    }
+
+    /// Dropped runs above the newest group remembered at once, at most (a peer's DROPs of future
+    /// groups beyond it cost nothing, and their readers wait as before).
+    package static let maxDroppedAhead = 16
 
     /// What a frame costs in the cache besides its payload (the `Frame` value and array slot).
     public static let frameOverhead = 48
@@ -420,6 +460,7 @@ public final class TrackProducer: @unchecked Sendable {
         let i = index(s.groups, of: sequence)
         s.groups.insert(g, at: i)
         if s.latest == nil || sequence > s.latest!.sequence { s.latest = g }
+        placeDroppedRuns(&s, below: sequence)
         evict(&s)
         return g
     }

@@ -4,10 +4,12 @@
     import MoqWire
 #endif
 
-/// Group streams: started in order of sequence as the connection makes room, written as
-/// frames arrive, sent as datagrams when they fit, and reset when they fall too far behind.
+/// Group streams: started as the connection makes room (the live edge first, then the rest of a
+/// backlog in order of sequence), written as frames arrive, sent as datagrams when they fit, and
+/// reset when they fall too far behind.
 extension ServedSubscription {
-    /// Opens streams for queued groups, oldest first, while the connection has room.
+    /// Opens streams for queued groups while the connection has room, in the order of
+    /// ``nextQueuedIndex()``: the newest group first, then the older ones from the oldest up.
     ///
     /// Linear in the groups it starts: a backlog (a deep subscription, a subscriber catching up)
     /// can be thousands of small groups at once. A stream that opens at once completes inside
@@ -24,11 +26,11 @@ extension ServedSubscription {
         // Our unsent bytes: the streams started earlier only lose some while this loop runs
         // (nothing is written to them meanwhile), so the running sum is an upper bound.
         var unsent: Int?
-        while !done, let next = queue.first {
+        while !done, let index = nextQueuedIndex() {
             switch room(ownUnsent: unsent) {
             case .available:
                 let before = unsent ?? ownUnsentBytes
-                queue.removeFirst()
+                let next = queue.remove(at: index)
                 let send = startGroup(next, range: range)
                 started = true
                 // Waiting for the peer's stream credit: its open resumes the queue.
@@ -42,6 +44,25 @@ extension ServedSubscription {
                 return
             }
         }
+    }
+
+    /// Which queued group opens next: the newest, unless a newer group already has a stream;
+    /// then the oldest. moq-lite sends the newest group of a subscription first (§5), so the live
+    /// edge does not wait behind a backlog: what queued behind a stalled path, or what a publisher
+    /// or relay cached for a deep budget (a relay's 30 s upstream subscription after an outage).
+    /// Each group newer than every started one is a new live edge and jumps the queue again.
+    ///
+    /// The rest of the backlog goes from the oldest up, not newest to oldest: readers that keep
+    /// sequence order (``TrackConsumer``, moqsrc) wait at the oldest missing group, so groups
+    /// arriving in sequence order behind the live edge are delivered one by one as they come,
+    /// where newest-to-oldest would hold every one of them until the oldest (last) arrived; and a
+    /// relay waiting for its upstream's first group (``upstreamBacklogDue(_:)``) has it second.
+    /// What waits still ages out of the budget and is dropped (``dropStale(_:range:)``). Among the
+    /// streams open at once the transport still sends the newest first (``order(for:)``).
+    func nextQueuedIndex() -> Int? {
+        guard let newest = queue.last else { return nil }
+        if let highest = highestStarted, newest.sequence < highest { return queue.startIndex }
+        return queue.index(before: queue.endIndex)
     }
 
     enum Room {

@@ -11,9 +11,10 @@
 /// back-pressure, never with the end of its session: a group stream is opened only
 /// when the connection has taken what the subscription already queued (its unsent
 /// bytes are below ``SessionLimits/subscriptionSendWindow`` and the session's below
-/// ``SessionLimits/maxUnsentBytes``), oldest group first, so a backlog is delivered in
-/// order. Groups that wait become older; the ones that fall out of the subscriber's
-/// budget (or out of the cache) before their stream opens are dropped with
+/// ``SessionLimits/maxUnsentBytes``), the newest group first (moq-lite's priority: the
+/// live edge never waits behind a backlog), then the rest from the oldest up
+/// (``nextQueuedIndex()``). Groups that wait become older; the ones that fall out of the
+/// subscriber's budget (or out of the cache) before their stream opens are dropped with
 /// SUBSCRIBE_DROP, in runs, and counted: a moq-rs subscriber never sees an error for
 /// them. Only a group already in flight that is still stuck behind the budget is reset
 /// (OLD).

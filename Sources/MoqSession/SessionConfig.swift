@@ -36,8 +36,9 @@ public struct SessionLimits: Sendable, Equatable {
     /// new group stream opens until the connection drains (back-pressure, never a reset).
     public var maxUnsentBytes = 32 << 20
     /// Bytes one subscription may have queued before its next group stream opens: a
-    /// backlog is sent a group at a time, in order, and what waits is dropped with
-    /// SUBSCRIBE_DROP only once it is older than the subscriber's latency budget.
+    /// backlog is sent a group at a time (the newest first, then the rest from the oldest
+    /// up), and what waits is dropped with SUBSCRIBE_DROP only once it is older than the
+    /// subscriber's latency budget.
     public var subscriptionSendWindow = 64 << 10
     /// Group streams waiting for stream credit before the oldest are dropped.
     public var maxPendingGroups = 4096

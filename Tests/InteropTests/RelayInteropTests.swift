@@ -182,6 +182,73 @@ struct RelayInteropTests {
         await relay.stop()
     }
 
+    @Test(
+        "moq-rs subscribers frozen for 3 s: the live edge comes before the backlog, the rest follows, sessions end cleanly"
+    )
+    func liveEdgeFirstAfterAStall() async throws {
+        let relay = try SwiftRelay.start()
+        let name = RustPeer.uniqueName("backlog")
+        let groups = 250
+        // 50 groups a second of 60 kB (3 MB/s): a 3 s stall queues more than the path's buffers
+        // hold, so most of it waits at the relay, within the subscribers' 10 s budget.
+        let publisher = try RustPeer.launch(
+            ["publish"] + relay.client() + [
+                "--broadcast", name, "--groups", "\(groups)", "--frames-per-group", "1", "--payload-size", "60000",
+                "--interval-ms", "20", "--wait-subscriber", "--wallclock-timestamps", "--linger-ms", "3000",
+            ])
+        defer { publisher.terminateInBackground() }
+        // One reads in arrival order (recv_group), one in sequence order (next_group, which skips
+        // a group that arrives after a newer one); each lists the groups it got, in the order it
+        // got them.
+        let subscribers = try ["arrival", "sequence"].map { order in
+            try RustPeer.launch(
+                ["subscribe"] + relay.client() + [
+                    "--broadcast", name, "--max-latency-ms", "10000", "--order", order, "--summary",
+                    "--timeout-s", "60",
+                ])
+        }
+        defer { for s in subscribers { s.terminateInBackground() } }
+        try await eventually("both subscriptions at the relay", timeout: .seconds(30)) {
+            relay.relay.origin.broadcast("anon/\(name)")?.existingTrack("data")?.observerCount == 2
+        }
+        func newest() -> Int {
+            publisher.history.filter { $0.name == "group" }.compactMap { $0.int("group") }.last ?? -1
+        }
+        try await eventually("the publisher writing", timeout: .seconds(30)) { newest() >= 10 }
+        for s in subscribers { kill(s.pid, SIGSTOP) }
+        let stalled = newest()
+        try await Task.sleep(for: .seconds(3))
+        // The newest group when the path comes back.
+        let live = newest()
+        for s in subscribers { kill(s.pid, SIGCONT) }
+        let backlog = Set((stalled + 1)..<live)
+        #expect(backlog.count >= 100, "only \(backlog.count) groups written during the stall")
+        for (i, s) in subscribers.enumerated() {
+            let summary = try await s.waitFor(event: "summary", timeout: .seconds(40))
+            let got = summary.array("groups") ?? []
+            let edge = got.firstIndex { $0 >= live } ?? got.count
+            let before = backlog.intersection(got[..<edge]).count
+            let after = backlog.intersection(got[edge...]).count
+            if i == 0 {
+                // Arrival order shows the wire: the live edge overtook the backlog (oldest first,
+                // 132 of ~138 came before it), and the backlog followed, all of it within budget.
+                #expect(after > backlog.count / 2, "before the live edge: \(before), after it: \(after)")
+                #expect(Set(got) == Set(0..<groups), "got \(got.count) of \(groups)")
+            } else {
+                // moq-rs's reader in sequence order (next_group) copes with the older groups now
+                // coming after a newer one: in some runs it read the whole backlog first, in others
+                // it went on from the live edge and skipped it (its next_group drops a group that
+                // comes after a newer one it returned); either way every newer group, in order.
+                #expect(zip(got, got.dropFirst()).allSatisfy { $0 < $1 })
+                #expect(Set(got).isSuperset(of: live..<groups), "got \(got.count) of \(groups)")
+            }
+            #expect(summary.int("group_errors") == 0)
+            _ = try await s.waitFor(event: "end", timeout: .seconds(10))
+            #expect(try await s.waitForExit(timeout: .seconds(20)) == 0)
+        }
+        await relay.stop()
+    }
+
     @Test("a relay that asks every client to prove its address (Retry): Rust clients publish and subscribe through it")
     func retryForEveryClient() async throws {
         let relay = try SwiftRelay.start { $0.retryThreshold = 0 }

@@ -52,6 +52,24 @@ struct RelayedStartTests {
         #expect(pair.contents(remote).map(\.0) == Array(0..<10))
     }
 
+    @Test("an upstream backlog arriving live edge first, then from the oldest up (as ours is sent): START at once")
+    func backlogArrivingLiveEdgeFirstThenInOrder() {
+        let pair = SessionPair()
+        let track = relayedTrack(pair, upstreamStart: 0)
+        arrive(track, 9)
+        let remote = pair.remoteTrack("t")
+        pair.client.subscribe(broadcast: "b", track: remote, range: SubscriptionRange(maxLatencyMs: 60_000))
+        pair.run()
+        #expect(remote.subscriptionStart.sequence == nil, "START waits for the upstream's first group")
+        // The second group to come is the upstream's first: no waiting for the rest.
+        arrive(track, 0)
+        pair.run()
+        #expect(remote.subscriptionStart.sequence == 0)
+        for sequence in UInt64(1)..<9 { arrive(track, sequence) }
+        pair.run()
+        #expect(pair.contents(remote).map(\.0) == Array(0..<10))
+    }
+
     @Test("the backlog wait is bounded: groups that do not come are not waited for by the subscriber")
     func backlogThatNeverComes() {
         let pair = SessionPair()
