@@ -88,4 +88,19 @@ struct PlayoutCatchUpTests {
         }
         #expect(late.count < 3, "\(late.count) late audio frames after settling")
     }
+
+    @Test("a join that settled on late frames (an encoder starting up) is taken back once the path shows it")
+    func joinEstimateTakenBack() {
+        // Everything captured around the join left the publisher 50 ms late; what follows is on time.
+        var world = PlayoutWorld(
+            .init(
+                gopFrames: 30, joinAtMs: 3_000, playMs: 8_000,
+                jitterUs: { _, us in us >= 2_500_000 && us < 3_300_000 ? 50_000 : 0 }))
+        world.run()
+        let early = median(Self.window(world, .audio, 500, 1_500))
+        let late = median(Self.window(world, .audio, 6_000, 8_000))
+        #expect(early > 45, "the join placed the edge where the late frames said: \(early) ms")
+        #expect(late < 30, "taken back by catch-up: \(late) ms")
+        #expect(world.bentAudio().isEmpty)
+    }
 }

@@ -31,7 +31,7 @@ extension PlayoutCore {
     /// How long the path must be free of late frames before catch-up starts.
     public static let catchUpSteadyNs: UInt64 = 2_000_000_000
     /// Catch-up starts above this excess and stops below ``catchUpStopNs``.
-    public static let catchUpStartNs: UInt64 = 60_000_000
+    public static let catchUpStartNs: UInt64 = 30_000_000
     public static let catchUpStopNs: UInt64 = 15_000_000
     /// Audio: at least this many frames between two drops (at most one in five: 25 % faster)…
     static let minFramesBetweenDrops = 4
