@@ -33,6 +33,9 @@ extension PlayoutCore {
     /// Catch-up starts above this excess and stops below ``catchUpStopNs``.
     public static let catchUpStartNs: UInt64 = 30_000_000
     public static let catchUpStopNs: UInt64 = 15_000_000
+    /// Video alone (no audio playing): from 10 ms down to 5 ms.
+    public static let videoCatchUpStartNs: UInt64 = 10_000_000
+    public static let videoCatchUpStopNs: UInt64 = 5_000_000
     /// Audio: at least this many frames between two drops (at most one in five: 25 % faster)…
     static let minFramesBetweenDrops = 4
     /// …and a frame no larger than the recent ones (a quiet moment) is waited for at most this long.
@@ -62,10 +65,15 @@ extension PlayoutCore {
             return .none
         }
         let steady = now.monotonicNs >= Saturating.add(steadySince, Self.catchUpSteadyNs)
-        // Below a frame's duration of the track that drops (audio when it plays) nothing can be
-        // taken out without overshooting.
-        let stop = max(Self.catchUpStopNs, drivingFrameDurationNs(now: now) ?? lane.frameDurationNs ?? 0)
-        if !catchUp.active, steady, excess >= Saturating.int64(Self.catchUpStartNs) { catchUp.active = true }
+        // Audio takes out whole frames: below one frame's duration nothing can go without
+        // overshooting. Video alone is placed closer together by any amount, unheard.
+        let audio = hasActiveLane(.audio, now: now)
+        let start = audio ? Self.catchUpStartNs : Self.videoCatchUpStartNs
+        let stop =
+            audio
+            ? max(Self.catchUpStopNs, drivingFrameDurationNs(now: now) ?? lane.frameDurationNs ?? 0)
+            : Self.videoCatchUpStopNs
+        if !catchUp.active, steady, excess >= Saturating.int64(start) { catchUp.active = true }
         if catchUp.active, !steady || excess < Saturating.int64(stop) { catchUp.active = false }
         guard catchUp.active else { return .none }
         switch lane.kind {

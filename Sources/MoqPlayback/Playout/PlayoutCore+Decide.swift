@@ -57,6 +57,10 @@ extension PlayoutCore {
                     if since == nil { phase = .joining(since: started, floorNs: floorNs) }
                     let deadline = Saturating.add(started, tuning.maxJoinWaitNs)
                     if !clocksSettled, now.monotonicNs < deadline {
+                        if let early = decodeWhileJoining(frame, lane: &lane, now: now) {
+                            lanes[i] = lane
+                            return .push(early)
+                        }
                         return .hold(untilNs: min(deadline, Saturating.add(now.monotonicNs, 5_000_000)))
                     }
                     note = .joined(clipNs: join(frame, view: view, now: now, floorNs: floorNs))
@@ -77,6 +81,24 @@ extension PlayoutCore {
         lane = lanes[i] ?? lane
         return place(frame, lane: lane, view: view, now: now, note: note)
     }
+
+    /// The first join of video: while the live edge settles, the group's frames from its keyframe
+    /// go to the decoder at once, decode-only and stamped an hour before running time 0 (the
+    /// default segment clips them), so that the decoder has caught up when the live edge is placed.
+    /// Whatever of them would have been shown is at most the wait's few frames.
+    private func decodeWhileJoining(_ frame: PlayoutFrame, lane: inout Lane, now: PlayoutNow) -> PlayoutPush? {
+        guard tuning.clipsAtJoin, lane.kind == .video, offsetNs == nil, lane.lastPts.map({ $0 < 0 }) ?? true else {
+            return nil
+        }
+        let pts = Saturating.add(lane.lastPts ?? Self.beforeRunningTimeNs, 1_000_000)
+        let push = PlayoutPush(pts: pts, discont: lane.discontPending, decodeOnly: true)
+        lane.discontPending = false
+        lane.pushed(frame, pts: pts, now: now.monotonicNs)
+        return push
+    }
+
+    /// Where frames decoded while a join waits are stamped (running time, ns): an hour before 0.
+    static let beforeRunningTimeNs: Int64 = -3_600_000_000_000
 
     /// Places a frame on the anchored timeline: lateness, the join's clip point, catch-up.
     private mutating func place(
