@@ -44,6 +44,10 @@ extension SrcPad {
         if case .retargeted(let shift) = push.note, !startingAfterSeek {
             // Nothing was playing yet when a seek's first frame misses its margin: the timeline
             // moves as an anchor would, and no sample was late.
+            src.reporter.log(
+                GST_LEVEL_DEBUG,
+                "\(name): late at \(frame.timestampUs) µs (group \(frame.group) index \(frame.index)): "
+                    + "timeline moved \(shift / 1_000_000) ms later")
             if !playout.policy.isLive {
                 counters.underrun()
                 src.reporter.log(
