@@ -71,9 +71,45 @@ func isMonotonic(_ buffers: [SeenBuffer]) -> Bool {
     return pts.count == buffers.count && zip(pts, pts.dropFirst()).allSatisfy { $0 < $1 }
 }
 
+/// A publisher's frames at a fixed spacing: what of them a pipeline decoded, by the publisher
+/// times moqsrc attaches (decoders keep the meta).
+struct FrameSpan {
+    var count: Int
+    var durationNs: UInt64
+
+    func times(_ buffers: [SeenBuffer]) -> [UInt64] { buffers.compactMap(\.publisherTime) }
+
+    /// The frame before the last is there. The last one is not always: moq-rs's video ends with a
+    /// group of one frame that moqsrc misses now and then (the track's end may overtake it; see
+    /// docs/reliability.md "Open").
+    func reachesEnd(_ buffers: [SeenBuffer]) -> Bool {
+        guard count > 1, let last = times(buffers).max() else { return false }
+        return last + durationNs / 2 >= UInt64(count - 2) * durationNs
+    }
+
+    /// Frames missing between consecutive decoded ones: (after ms, missing).
+    func gaps(_ buffers: [SeenBuffer]) -> [(afterMs: UInt64, missing: UInt64)] {
+        let t = times(buffers)
+        return zip(t, t.dropFirst()).compactMap { a, b in
+            b > a + durationNs * 3 / 2 ? (a / 1_000_000, (b - a + durationNs / 2) / durationNs - 1) : nil
+        }
+    }
+
+    /// Where decoding started (ms into the broadcast).
+    func firstMs(_ buffers: [SeenBuffer]) -> UInt64 { (times(buffers).first ?? .max / 2) / 1_000_000 }
+
+    func describe(_ buffers: [SeenBuffer]) -> String {
+        let t = times(buffers)
+        return "\(t.count) of \(count) decoded, from \(firstMs(buffers)) ms to \((t.max() ?? 0) / 1_000_000) ms, "
+            + "gaps \(gaps(buffers).map { "\($0.missing) after \($0.afterMs) ms" })"
+    }
+}
+
 @Suite("moqsrc end to end", .serialized, .timeLimit(.minutes(3)))
 struct MoqSrcTests {
-    @Test("Rust media publisher (H.264 + Opus) → Rust relay → moqsrc ! decodebin: ≥ 95 % decoded, monotonic timestamps")
+    @Test(
+        "Rust media publisher (H.264 + Opus) → Rust relay → moqsrc ! decodebin: every frame from the join to the end decoded, monotonic timestamps"
+    )
     func rustPublisherToDecodebin() async throws {
         let relay = try await RustRelay.start()
         defer { relay.stop() }
@@ -99,14 +135,24 @@ struct MoqSrcTests {
         #expect(videoFrames >= 100 && audioFrames >= 150, "\(finished)")
         let src = pipeline.element("s")!
         defer { gst_object_unref(src) }
+        // The publisher stamps frame i at i × 33,333 µs (video) and i × 20 ms (audio).
+        let videoSpan = FrameSpan(count: videoFrames, durationNs: 33_333_000)
+        let audioSpan = FrameSpan(count: audioFrames, durationNs: 20_000_000)
         try await eventually(
-            "95 % of the video decoded", timeout: .seconds(10),
+            "the frame before the last of each track decoded", timeout: .seconds(10),
             detail: {
-                "decoded \(video.count) video, \(audio.count) audio of \(finished); stats \(stringProperty(src, "stats") ?? "")"
+                "video \(videoSpan.describe(video.all)), audio \(audioSpan.describe(audio.all)) of \(finished); "
+                    + "stats \(stringProperty(src, "stats") ?? "")"
             }
         ) {
-            video.count * 100 >= videoFrames * 95 && audio.count * 100 >= audioFrames * 95
+            videoSpan.reachesEnd(video.all) && audioSpan.reachesEnd(audio.all)
         }
+        // Joining at the live edge skips what arrived while the edge settled and decodebin plugged
+        // its decoders (up to a few hundred ms on a loaded machine); from there on, nothing is lost.
+        #expect(videoSpan.gaps(video.all).isEmpty, "video \(videoSpan.describe(video.all))")
+        #expect(audioSpan.gaps(audio.all).isEmpty, "audio \(audioSpan.describe(audio.all))")
+        #expect(videoSpan.firstMs(video.all) <= 1000, "video \(videoSpan.describe(video.all))")
+        #expect(audioSpan.firstMs(audio.all) <= 1000, "audio \(audioSpan.describe(audio.all))")
         #expect(isMonotonic(video.all), "video timestamps go backwards")
         #expect(isMonotonic(audio.all), "audio timestamps go backwards")
         #expect(pipeline.errors.isEmpty, "\(pipeline.errors)")

@@ -60,6 +60,36 @@ struct PlayoutJoinTests {
         #expect((world.drops(.audio)[.beforeJoin] ?? 0) > 0)
     }
 
+    @Test(
+        "the join waits for the pads' first pushes (decodebin plugging decoders): nothing late or skipped after the first frame"
+    )
+    func joinWaitsForFirstPushes() {
+        // Measured on a loaded machine: video's first push into decodebin took 0.4 s.
+        func world(_ tuning: PlayoutCore.Tuning) -> PlayoutWorld {
+            var world = PlayoutWorld(
+                .init(
+                    gopFrames: 60, joinAtMs: 3_100, playMs: 2_000, tuning: tuning,
+                    firstPushBlocksMs: [.video: 400]))
+            world.run()
+            return world
+        }
+        let waiting = world(PlayoutCore.Tuning())
+        #expect(waiting.drops(.audio)[.late] == nil, "\(waiting.drops(.audio))")
+        #expect(waiting.drops(.video)[.late] == nil, "\(waiting.drops(.video))")
+        #expect(waiting.bentAudio().isEmpty)
+        #expect(median(waiting.latenciesMs(.video, fromMs: 600)) < 60)
+        let audio = waiting.shown(.audio).map(\.frame.timestampUs)
+        #expect(
+            audio.count > 60 && zip(audio, audio.dropFirst()).allSatisfy { $1 - $0 == 20_000 },
+            "audio heard without a gap")
+        var ablated = PlayoutCore.Tuning()
+        ablated.waitsForFirstPushes = false
+        // Without the wait, video's first frames after the join come out of the blocked pad late.
+        let late = world(ablated).latenciesMs(.video).prefix(5).max() ?? 0
+        #expect(late > 30, "without the wait video's first frames are late: \(late) ms")
+        #expect((waiting.latenciesMs(.video).max() ?? 0) < 30)
+    }
+
     @Test("the join waits for the relay's burst: ablated (no wait), latency is the GOP's phase")
     func ablationJoinWait() {
         var tuning = PlayoutCore.Tuning()

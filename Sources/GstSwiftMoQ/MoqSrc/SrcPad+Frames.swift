@@ -30,6 +30,12 @@ extension SrcPad {
             counters.dropped()
         case .push(let push):
             pushFrame(frame, push, source: source, edgeUs: view.edge?.timestampUs, now: now, src: src)
+            if push.primes {
+                playout.pushReturned(lane)
+                // What the join waited for: downstream's setup (decodebin plugging a decoder).
+                let tookNs = monotonicNow() &- now.monotonicNs
+                src.reporter.log(GST_LEVEL_DEBUG, "\(name): first push returned after \(tookNs / 1_000_000) ms")
+            }
         }
     }
 

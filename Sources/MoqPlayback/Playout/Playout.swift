@@ -27,6 +27,9 @@ public final class Playout: Sendable {
         core.withLock { $0.decide(frame, view: view, now: now) }
     }
 
+    /// A push whose ``PlayoutPush/primes`` was set has returned: downstream is ready.
+    public func pushReturned(_ id: LaneID) { core.withLock { $0.pushReturned(id) } }
+
     public func observe(_ id: LaneID, edge: EdgeSample?, now: PlayoutNow) {
         core.withLock { $0.observe(id, edge: edge, now: now) }
     }

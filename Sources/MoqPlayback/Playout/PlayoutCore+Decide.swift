@@ -56,12 +56,18 @@ extension PlayoutCore {
                     let started = since ?? now.monotonicNs
                     if since == nil { phase = .joining(since: started, floorNs: floorNs) }
                     let deadline = Saturating.add(started, tuning.maxJoinWaitNs)
-                    if !clocksSettled, now.monotonicNs < deadline {
+                    let settling = !clocksSettled && now.monotonicNs < deadline
+                    // The first pushes set up what is downstream (a decoder plugged): no frame is
+                    // placed on a timeline that a pad blocked in its first push would miss.
+                    let priming =
+                        tuning.waitsForFirstPushes && isPriming
+                        && now.monotonicNs < Saturating.add(started, Self.maxPrimeWaitNs)
+                    if settling || priming {
                         if let early = decodeWhileJoining(frame, lane: &lane, now: now) {
                             lanes[i] = lane
                             return .push(early)
                         }
-                        return .hold(untilNs: min(deadline, Saturating.add(now.monotonicNs, 5_000_000)))
+                        return .hold(untilNs: Saturating.add(now.monotonicNs, 5_000_000))
                     }
                     note = .joined(clipNs: join(frame, view: view, now: now, floorNs: floorNs))
                 }
@@ -85,13 +91,20 @@ extension PlayoutCore {
     /// The first join of video: while the live edge settles, the group's frames from its keyframe
     /// go to the decoder at once, decode-only and stamped an hour before running time 0 (the
     /// default segment clips them), so that the decoder has caught up when the live edge is placed.
+    /// The first of them sets up what is downstream (decodebin plugs a decoder, loading its
+    /// plugin): the join waits for that push to return (``PlayoutPush/primes``). Audio's frames
+    /// wait (each must play once it is placed: its first may start an output that continues).
     /// Whatever of them would have been shown is at most the wait's few frames.
     private func decodeWhileJoining(_ frame: PlayoutFrame, lane: inout Lane, now: PlayoutNow) -> PlayoutPush? {
         guard tuning.clipsAtJoin, lane.kind == .video, offsetNs == nil, lane.lastPts.map({ $0 < 0 }) ?? true else {
             return nil
         }
         let pts = Saturating.add(lane.lastPts ?? Self.beforeRunningTimeNs, 1_000_000)
-        let push = PlayoutPush(pts: pts, discont: lane.discontPending, decodeOnly: true)
+        var push = PlayoutPush(pts: pts, discont: lane.discontPending, decodeOnly: true)
+        if lane.lastPts == nil {
+            push.primes = true
+            lane.priming = true
+        }
         lane.discontPending = false
         lane.pushed(frame, pts: pts, now: now.monotonicNs)
         return push

@@ -87,6 +87,8 @@ public struct PlayoutCore: Sendable {
         package var maxJoinWaitNs = PlayoutCore.maxJoinWaitNs
         /// Frames before the join point are decoded but not shown; false: shown (late).
         package var clipsAtJoin = true
+        /// A join waits for the pads' first pushes to return (``maxPrimeWaitNs``); false: it does not.
+        package var waitsForFirstPushes = true
 
         package init() {}
     }
@@ -100,6 +102,12 @@ public struct PlayoutCore: Sendable {
     /// How long a join waits for the live edge to settle at most (a long backlog on a slow path:
     /// catch-up takes the rest).
     public static let maxJoinWaitNs: UInt64 = 250_000_000
+    /// How long (from its first frame) a join waits at most for the pads' first pushes to return:
+    /// downstream being set up (decodebin plugging a decoder, loading its plugin) took up to 0.4 s
+    /// on a loaded machine. A push can also block until the pipeline is PLAYING, which needs the
+    /// other pads' sinks to preroll (an encoded track straight into a sink, the other decoded):
+    /// that costs the viewer this much of the start, once.
+    public static let maxPrimeWaitNs: UInt64 = 500_000_000
     /// How long video's first frame of a spliced broadcast waits for audio to anchor the splice.
     public static let spliceHoldNs: UInt64 = 500_000_000
     /// The time a frame needs from the pad to its sink: what a join leaves before its first frame.
@@ -227,6 +235,15 @@ public struct PlayoutCore: Sendable {
             if lane.clock.settled { settled = min(settled ?? lead, lead) }
         }
         return settled ?? any
+    }
+
+    /// Whether a pad's first push of the join (what sets up its downstream) has not returned yet.
+    var isPriming: Bool { lanes.contains { $0?.priming == true } }
+
+    /// A push whose ``PlayoutPush/primes`` was set has returned: that pad's downstream is ready.
+    public mutating func pushReturned(_ id: LaneID) {
+        guard lanes.indices.contains(id.index) else { return }
+        lanes[id.index]?.priming = false
     }
 
     /// Whether every track knows where its live edge is: a track that has received nothing yet is

@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: MIT
-public import MoqCatalog
 
 /// Identifies one pad's frames to the playout (``PlayoutCore/register(_:)``).
 public struct LaneID: Sendable, Hashable, CustomStringConvertible {
@@ -112,6 +111,10 @@ public struct PlayoutPush: Sendable, Equatable {
     public var note: PlayoutNote?
     /// The render delay the decision used (the pipeline's latency), for the pad's statistics.
     public var renderDelayNs: UInt64 = 0
+    /// A join waits until this push has returned (the pad calls ``Playout/pushReturned(_:)``):
+    /// the first buffer a pad pushes sets up what is downstream (a decoder plugged, its plugin
+    /// loaded), which can take hundreds of milliseconds that no frame may be placed across.
+    public var primes = false
 
     public init(
         pts: Int64, discont: Bool = false, decodeOnly: Bool = false, segmentStartNs: Int64? = nil,

@@ -46,6 +46,8 @@ extension PlayoutCore {
         var clock = EdgeClock()
         /// Long-form, joining: this track's first frame (ns), to start the timeline at the earliest.
         var firstTimestampNs: UInt64?
+        /// A join's first push to this pad (``PlayoutPush/primes``) has not returned yet.
+        var priming = false
         /// Video's first frame of a spliced broadcast has waited for audio since then (monotonic ns).
         var spliceHoldSince: UInt64?
         /// Catch-up: the payload sizes of the last frames, frames pushed since the last drop, and

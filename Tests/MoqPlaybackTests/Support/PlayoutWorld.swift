@@ -39,6 +39,9 @@ struct PlayoutWorld {
         var pipelineRunningMs: UInt64 = 50
         var policy = PlayoutPolicy(mode: .adaptive, latencyNs: 100_000_000)
         var tuning = PlayoutCore.Tuning()
+        /// How long a pad's first push blocks it (downstream being set up: decodebin plugging a
+        /// decoder), ms, by kind.
+        var firstPushBlocksMs: [MediaKind: UInt64] = [:]
         /// Extra delay of individual frames (µs), by kind and capture time (µs).
         var jitterUs: @Sendable (MediaKind, UInt64) -> UInt64 = { _, _ in 0 }
     }
@@ -165,11 +168,17 @@ struct PlayoutWorld {
         var next: [MediaKind: Int] = [:]
         var held: [MediaKind: UInt64] = [:]
         var skipping: [MediaKind: UInt64] = [:]
+        var blockedUntil: [MediaKind: UInt64] = [:]
         let end = joinNs + config.playMs * 1_000_000
         var now = joinNs
         while now < end {
             for kind in [MediaKind.audio, .video] {
                 guard let lane = lanes[kind], let track = tracks[kind] else { continue }
+                if let until = blockedUntil[kind] {
+                    if now < until { continue }
+                    blockedUntil[kind] = nil
+                    core.pushReturned(lane)
+                }
                 while true {
                     let i = next[kind] ?? 0
                     guard i < track.count, track[i].arrivalNs <= now else { break }
@@ -194,6 +203,15 @@ struct PlayoutWorld {
                     if case .skipGroup = decision { skipping[kind] = frame.group }
                     outcomes[kind, default: []].append(Outcome(frame: frame, decidedAtNs: now, decision: decision))
                     next[kind] = i + 1
+                    if case .push(let push) = decision, push.primes {
+                        let block = (config.firstPushBlocksMs[kind] ?? 0) * 1_000_000
+                        guard block > 0 else {
+                            core.pushReturned(lane)
+                            continue
+                        }
+                        blockedUntil[kind] = now + block
+                        break
+                    }
                 }
             }
             if (now - joinNs) % 500_000_000 == 0 {
