@@ -14,7 +14,8 @@ Cases (each configurable through the environment, see benchlib/config.py):
   4d. glass      glass-to-glass: a live 1080p30 source with a clock overlay, x264 zerolatency → moqsink →
                  Swift relay → moqsrc → decodebin → a synchronised sink, in one process; per stage
   4e. join       viewers joining a running broadcast at random GOP phases (GOP 1 s and 2 s), video only
-                 and with audio into a real audio sink: glass to glass, audio rendered, a 1 s stall
+                 and with audio into a real audio sink: glass to glass, audio rendered, a 1 s blackhole
+                 and a 1 s delay spike
   4b. longform   moqsrc buffering=long-form vs live: startup, fill rate, longest gap-free outage
   5. memory      RSS of the subscriber and the relay over 50,000 groups
 

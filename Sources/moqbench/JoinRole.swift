@@ -14,19 +14,22 @@ import MoqTestKit
 /// for video, `… ! moqtestaudiosink` for audio: a GstAudioBaseSink that measures the sine it renders).
 /// For each: glass to glass of every video frame and audio frame rendered, time to the first frame
 /// (the live edge), the audio rendered against what was published, breaks and resyncs. Then one
-/// viewer through a 1 s blackhole: glass to glass over the seconds after it (catch-up).
+/// viewer through a 1 s blackhole, and one through a 1 s delay spike: glass to glass over the
+/// seconds after each (catch-up).
 enum JoinRole {
     static let usage = """
         usage: moqbench join [options]
 
         Events: join {gop_s, phase_ms, ttff_ms, first_ms, video_ms [], audio_ms [], audio_rendered_ms,
         audio_pushed_ms, audio_published_ms, discontinuities, resyncs, silence_gaps, retargets},
-        stall {gop_s, before_ms, after_s [], glass_ms [], back_s}, result {}.
+        stall {gop_s, kind, stall_s, before_ms, after_s [], glass_ms [], back_s}, result {}.
 
           --gops LIST           GOP lengths in seconds (default 1,2)
           --joins N             viewers per GOP, each at a random point of it (default 20)
           --watch-s S           how long each viewer plays (default 3)
           --stall-s S           the blackhole on the player's path (default 1; 0: none)
+          --spike-s S           a delay spike on the player's path: nothing arrives for S, then
+                                everything S late and in order until it has caught up (default 1; 0: none)
           --after-stall-s S     playing time after the blackhole (default 15)
           --width W, --height H picture size (default 1280x720)
           --audio-buffer-ms MS  the viewers' sound card buffer (moqtestaudiosink buffer-time; default 40,
@@ -36,13 +39,14 @@ enum JoinRole {
         """
 
     private static let known: Set<String> = [
-        "gops", "joins", "watch-s", "stall-s", "after-stall-s", "width", "height", "seed", "audio-buffer-ms",
+        "gops", "joins", "watch-s", "stall-s", "spike-s", "after-stall-s", "width", "height", "seed", "audio-buffer-ms",
     ]
 
     struct Settings {
         var joins = 20
         var watchS = 3.0
         var stallS = 1.0
+        var spikeS = 1.0
         var afterStallS = 15.0
         var width = 1280
         var height = 720
@@ -56,6 +60,7 @@ enum JoinRole {
         settings.joins = max(1, try options.integer("joins", default: 20))
         settings.watchS = try options.double("watch-s", default: 3)
         settings.stallS = try options.double("stall-s", default: 1)
+        settings.spikeS = try options.double("spike-s", default: 1)
         settings.afterStallS = try options.double("after-stall-s", default: 15)
         settings.width = try options.integer("width", default: 1280)
         settings.height = try options.integer("height", default: 720)
@@ -114,31 +119,52 @@ enum JoinRole {
                     ("audio", .bool(settings.audioBufferUs != nil)),
                 ] + viewing.fields)
         }
-        if settings.stallS > 0 {
+        for (kind, seconds) in [(StallKind.blackhole, settings.stallS), (.spike, settings.spikeS)] where seconds > 0 {
             try await stall(
-                gop: gop, settings: settings, source: source, publisherBase: publisherBase, playLeg: playLeg)
+                kind, seconds: seconds, gop: gop, settings: settings, source: source, publisherBase: publisherBase,
+                playLeg: playLeg, publisher: publisher)
         }
         await relay.stop()
     }
 
-    /// One viewer through a blackhole on its path: glass to glass of the video frames before it and
-    /// over the seconds after, and when it was back within 50 ms of where it was before.
+    /// What interrupts a viewer's path.
+    enum StallKind: String {
+        /// Everything dropped: once the path returns, the relay sends what it holds at once, the
+        /// stalled frames render late or are skipped, and the live edge is on time.
+        case blackhole
+        /// Everything delayed, in order (``Impairment/spike(_:)``): the live edge itself arrives
+        /// late, the timeline moves later, and catch-up has to take the delay back.
+        case spike
+    }
+
+    /// One viewer through a stall on its path, starting 0.2 s after a keyframe: glass to glass of the
+    /// video frames before it and over the seconds after, and when it was back within 50 ms of where
+    /// it was before.
     private static func stall(
-        gop: Double, settings: Settings, source: String, publisherBase: UInt64, playLeg: UDPProxy
+        _ kind: StallKind, seconds: Double, gop: Double, settings: Settings, source: String, publisherBase: UInt64,
+        playLeg: UDPProxy, publisher: Pipeline
     ) async throws {
-        let total = 3 + settings.stallS + settings.afterStallS
+        let total = 4 + gop + seconds + settings.afterStallS
         let restoreAt = Lock<UInt64>(0)
+        let gopNs = UInt64(gop * 1e9)
         let viewing = try await Viewing.play(
             source: source, seconds: total, publisherBase: publisherBase, audioBufferUs: settings.audioBufferUs
         ) {
             try? await Task.sleep(for: .seconds(3))
-            playLeg.blackhole()
-            try? await Task.sleep(for: .milliseconds(Int(settings.stallS * 1000)))
-            playLeg.restore()
+            let running = publisher.runningTime.map { UInt64($0.nanoseconds) } ?? 0
+            let phase = running % gopNs
+            let untilKeyframe = (gopNs - phase + 200_000_000) % gopNs
+            try? await Task.sleep(for: .nanoseconds(untilKeyframe))
+            switch kind {
+            case .blackhole: playLeg.blackhole()
+            case .spike: playLeg.impair(.spike(.milliseconds(Int(seconds * 1000))))
+            }
+            try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+            playLeg.impair(kind == .spike ? .inOrder : .none)
             restoreAt.withLock { $0 = Monotonic.now() }
         }
         let restored = restoreAt.withLock { $0 }
-        let before = viewing.video.filter { $0.renderNs < restored - UInt64(settings.stallS * 1e9) }.map { $0.glassMs }
+        let before = viewing.video.filter { $0.renderNs < restored - UInt64(seconds * 1e9) }.map { $0.glassMs }
         let beforeP50 = percentile(before, 0.5)
         let after = viewing.video.filter { $0.renderNs >= restored }
         let afterS = after.map { Double($0.renderNs - restored) / 1e9 }
@@ -161,7 +187,8 @@ enum JoinRole {
         Events.emit(
             "stall",
             fields: [
-                ("gop_s", .double(gop)), ("stall_s", .double(settings.stallS)), ("before_ms", .double(beforeP50)),
+                ("gop_s", .double(gop)), ("kind", .string(kind.rawValue)), ("stall_s", .double(seconds)),
+                ("before_ms", .double(beforeP50)),
                 ("after_s", .doubles(afterS)), ("glass_ms", .doubles(after.map { $0.glassMs })),
                 ("back_s", .double(back)),
             ] + viewing.fields.filter { ["catch_up_drops", "discontinuities", "resyncs"].contains($0.0) })

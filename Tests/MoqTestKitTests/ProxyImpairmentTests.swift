@@ -161,6 +161,28 @@ struct ProxyImpairmentTests {
         }
     }
 
+    @Test("a delay spike holds everything, then delivers it in order with what follows behind it")
+    func spike() async throws {
+        try await withEcho { proxy, _, client in
+            proxy.impair(.spike(.milliseconds(200)))
+            let start = ContinuousClock.now
+            for i in 0..<10 { client.send(Self.datagram(i)) }
+            try await Task.sleep(for: .milliseconds(20))
+            proxy.impair(.inOrder)
+            for i in 10..<20 { client.send(Self.datagram(i)) }
+            #expect(try await client.receive(count: 20).map(Self.index) == Array(0..<20))
+            #expect(ContinuousClock.now - start >= .milliseconds(190), "held for the spike")
+
+            // Without keeping the order, what follows the spike overtakes what it still holds.
+            proxy.impair(.spike(.milliseconds(200)))
+            for i in 0..<10 { client.send(Self.datagram(i)) }
+            try await Task.sleep(for: .milliseconds(20))
+            proxy.impair(.none)
+            for i in 10..<20 { client.send(Self.datagram(i)) }
+            #expect(try await client.receive(count: 20).map(Self.index) == Array(10..<20) + Array(0..<10))
+        }
+    }
+
     @Test("one-way faults: a blackhole toward the server, then only toward the client")
     func oneWay() async throws {
         try await withEcho { proxy, echo, client in

@@ -424,11 +424,13 @@ def run_join(tools: Tools, cfg: Config, log) -> dict:
     """Case 4e: viewers who join a running broadcast at random points of its GOP, at moqsrc's defaults
     (`moqbench join`, one process: publisher, relay, a UDP proxy on the player's path, the viewers):
     video-only viewers (glass to glass as in 4d), then audio-and-video viewers whose sound is rendered
-    by moqtestaudiosink (a GstAudioBaseSink measuring the sine), and one viewer through a blackhole.
+    by moqtestaudiosink (a GstAudioBaseSink measuring the sine), and one viewer through a blackhole and
+    one through a delay spike (everything late and in order: the live edge itself is late).
     No Rust row: moq-dev's GStreamer player is not installable here, and its `watch` renders nothing."""
     modes = {
-        "video": ["--no-audio", "--stall-s", "0"],
-        "av": ["--audio-buffer-ms", str(cfg.join_audio_buffer_ms), "--stall-s", f"{cfg.join_stall_s:g}"],
+        "video": ["--no-audio", "--stall-s", "0", "--spike-s", "0"],
+        "av": ["--audio-buffer-ms", str(cfg.join_audio_buffer_ms), "--stall-s", f"{cfg.join_stall_s:g}",
+               "--spike-s", f"{cfg.join_stall_s:g}"],
     }
     out = {"gops": cfg.join_gops, "joins": cfg.join_count, "audio_buffer_ms": cfg.join_audio_buffer_ms, "modes": {}}
     gops = [float(g) for g in cfg.join_gops.split(",") if g.strip()]
@@ -438,7 +440,8 @@ def run_join(tools: Tools, cfg: Config, log) -> dict:
         argv = [str(tools.moqbench), "join", "--gops", cfg.join_gops, "--joins", str(cfg.join_count),
                 "--watch-s", f"{cfg.join_watch_s:g}"] + extra
         child = Child(f"join-{mode}", tools.wrap("swift", f"join-{mode}", argv), tools.log_dir)
-        budget = len(gops) * (cfg.join_count * (cfg.join_watch_s + max(gops) + 8) + 60)
+        budget = len(gops) * (cfg.join_count * (cfg.join_watch_s + max(gops) + 8) + 60
+                              + 2 * (25 + max(gops) + cfg.join_stall_s))
         with stopping(child):
             child.wait_event("result", budget)
         joins = [e for e in child.events if e["event"] == "join"]
@@ -462,13 +465,14 @@ def run_join(tools: Tools, cfg: Config, log) -> dict:
                 "silence_gaps": sum(max(0, j["silence_gaps"]) for j in mine),
                 "retargets": sum(j["retargets"] for j in mine),
             }
-            stall = next((s for s in stalls if s["gop_s"] == gop), None)
-            if stall:
-                rows[f"{gop:g}"]["stall"] = {
+            rows[f"{gop:g}"]["stalls"] = {
+                stall.get("kind", "blackhole"): {
                     "stall_s": stall["stall_s"], "before_ms": round(stall["before_ms"], 1), "back_s": stall["back_s"],
                     "catch_up_drops": stall.get("catch_up_drops"), "discontinuities": stall.get("discontinuities"),
                     "series": [[round(t, 2), round(g, 1)] for t, g in zip(stall["after_s"], stall["glass_ms"])],
                 }
+                for stall in stalls if stall["gop_s"] == gop
+            }
         out["modes"][mode] = {"gops": rows, "busy_before_percent": idle}
     return out
 

@@ -63,7 +63,7 @@ class Config:
     # 4c. Time to first frame: new players of a running 1080p30 broadcast, one after another.
     ttff_runs: int = field(default_factory=lambda: _env_int("BENCH_TTFF_RUNS", 10))
     # 4e. Joining viewers: GOP lengths (s), viewers per GOP (each at a random point of it), their playing
-    # time, the sound card buffer of the audio viewers (ms), and the blackhole of the stall run (s).
+    # time, the sound card buffer of the audio viewers (ms), and the stall runs' blackhole and delay spike (s).
     join_gops: str = field(default_factory=lambda: os.environ.get("BENCH_JOIN_GOPS", "1,2"))
     join_count: int = field(default_factory=lambda: _env_int("BENCH_JOIN_COUNT", 20))
     join_watch_s: float = field(default_factory=lambda: _env_float("BENCH_JOIN_WATCH_S", 3))

@@ -65,6 +65,16 @@ public struct Impairment: Sendable, Equatable {
         Impairment(both: LinkImpairment(rate: RateLimit(bitsPerSecond: bitsPerSecond, queueBytes: queueBytes)))
     }
 
+    /// A delay spike: every datagram `delay` late, in order, both ways. Going back to
+    /// ``inOrder`` afterwards delivers what was delayed first and what follows behind it (a radio
+    /// link retrying, a handover): nothing arrives for `delay`, then the path catches up.
+    public static func spike(_ delay: Duration) -> Impairment {
+        Impairment(both: LinkImpairment(delay: delay, inOrder: true))
+    }
+
+    /// Nothing dropped or delayed, and nothing overtakes a datagram still delayed by ``spike(_:)``.
+    public static let inOrder = Impairment(both: LinkImpairment(inOrder: true))
+
     /// Drops QUIC long-header packets (Initial, Handshake, 0-RTT, Retry) with probability `rate`,
     /// both ways; short-header packets pass.
     public static func handshakeLoss(_ rate: Double) -> Impairment {

@@ -27,12 +27,16 @@ public struct LinkImpairment: Sendable, Equatable {
     public var duplicate: Double
     /// A bottleneck with a bounded queue.
     public var rate: RateLimit?
+    /// Whether every datagram leaves no earlier than the one before it, also across a change of
+    /// impairment: a delay that ends does not let new datagrams overtake the delayed ones.
+    public var inOrder: Bool
 
     /// A link impairment; the defaults forward everything at once.
     public init(
         blackhole: Bool = false, loss: Double = 0, burstLoss: GilbertElliott? = nil, handshakeLoss: Double = 0,
         delay: Duration = .zero, jitter: Duration = .zero, jitterReorders: Bool = true, reorder: Double = 0,
-        reorderDelay: Duration = .milliseconds(10), duplicate: Double = 0, rate: RateLimit? = nil
+        reorderDelay: Duration = .milliseconds(10), duplicate: Double = 0, rate: RateLimit? = nil,
+        inOrder: Bool = false
     ) {
         self.blackhole = blackhole
         self.loss = loss
@@ -45,6 +49,7 @@ public struct LinkImpairment: Sendable, Equatable {
         self.reorderDelay = reorderDelay
         self.duplicate = duplicate
         self.rate = rate
+        self.inOrder = inOrder
     }
 
     /// Forward everything at once.

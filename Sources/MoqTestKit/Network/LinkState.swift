@@ -48,6 +48,7 @@ struct LinkState {
             due = offset < 0 ? due - min(due - departure, UInt64(-offset)) : due + UInt64(offset)
             if !link.jitterReorders { due = max(due, lastDue) }
         }
+        if link.inOrder { due = max(due, lastDue) }
         let reordered = generator.chance(link.reorder)
         if reordered { due += Self.nanoseconds(link.reorderDelay) }
         let overtakes = due < lastDue
