@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 import CGStreamer
 import CGstApp
+import Dispatch
 import FoundationEssentials
 import Glibc
 import MoqPipeline
@@ -9,11 +10,14 @@ import Synchronization
 /// Pulls decoded samples from an appsink on a thread of its own and hands them to an app callback.
 final class FrameTap: Sendable {
     private let stopped = StopFlag()
+    private let finished = DispatchSemaphore(value: 0)
 
     init(_ handle: ElementHandle, deliver: @escaping @Sendable (OpaquePointer) -> Void) {
         let sink = UncheckedSink(handle)
         let stopped = self.stopped
+        let finished = self.finished
         Thread.start {
+            defer { finished.signal() }
             let appsink = UnsafeMutableRawPointer(sink.handle.object.pointer).assumingMemoryBound(to: GstAppSink.self)
             while !stopped.isSet {
                 guard let sample = gst_app_sink_try_pull_sample(appsink, 100_000_000) else {
@@ -27,6 +31,13 @@ final class FrameTap: Sendable {
     }
 
     func stop() { stopped.set() }
+
+    /// Waits (at most `timeoutMs`) for the reader to have delivered everything up to the sink's
+    /// EOS, then stops it.
+    func drain(timeoutMs: Int) {
+        _ = finished.wait(timeout: .now() + .milliseconds(timeoutMs))
+        stop()
+    }
 
     /// Static helpers to read a sample.
     static func bytes(_ sample: OpaquePointer) -> (Data, Duration?) {

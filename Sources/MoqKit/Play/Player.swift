@@ -177,8 +177,10 @@ public final class Player: Sendable {
             throw .invalidState("not playing: call play() first")
         }
         let tapName = "aout-\(generation)"
+        let previous = state.withLock { $0.audioTap }
         do {
-            try volume.replaceDownstream(with: output.description(tap: tapName))
+            // The old output's reader takes what its appsink still holds before it is shut down.
+            try volume.replaceDownstream(with: output.description(tap: tapName)) { previous?.drain(timeoutMs: 500) }
         } catch {
             throw .invalidConfiguration("the audio output cannot be made: \(error)")
         }

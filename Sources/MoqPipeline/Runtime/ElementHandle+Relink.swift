@@ -4,15 +4,20 @@ import Dispatch
 
 /// Swaps what follows `upstream`'s src pad for a new sink bin while data flows: the new bin is
 /// added and brought to the pipeline's state first, then an IDLE probe relinks between two
-/// buffers, and the old elements are shut down after. No flush, no reconnect: the next buffer
-/// goes to the new sink.
+/// buffers, then the old chain gets EOS (a sink renders what it holds, an appsink's reader can
+/// take what is queued) and is shut down. No flush, no reconnect: the next buffer goes to the new
+/// sink, and nothing the old one had is dropped.
 extension ElementHandle {
     /// Replaces everything linked after this element's `src` pad (a chain down to a sink) by the
     /// sink described by `description` (gst-launch syntax; a bin with a ghost sink pad), while
     /// data flows. Returns once the new sink is linked and the old chain is shut down.
+    /// - Parameter beforeShutdown: runs after the old chain has taken EOS and before it is shut
+    ///   down (an appsink's reader drains it: what is queued there is lost at NULL).
     /// - Throws: ``PipelineError/parse(_:)`` for a description GStreamer refuses;
     ///   ``PipelineError/failed(_:)`` when this element has no src pad or is in no pipeline.
-    public func replaceDownstream(with description: String) throws(PipelineError) {
+    public func replaceDownstream(
+        with description: String, beforeShutdown: () -> Void = {}
+    ) throws(PipelineError) {
         let upstream = object.pointer
         guard let srcPad = gst_element_get_static_pad(upstream, "src") else { throw .failed("\(name) has no src pad") }
         defer { gst_object_unref(srcPad) }
@@ -60,6 +65,13 @@ extension ElementHandle {
                 return GST_PAD_PROBE_REMOVE
             }, box, { data in Unmanaged<Relink>.fromOpaque(data!).release() })
         context.done.wait()
+        // The old chain is unlinked: EOS into its head renders what it holds (no queue in a sink
+        // chain, so this returns once the sink has it).
+        if let head = old.first, let sinkPad = gst_element_get_static_pad(head, "sink") {
+            _ = gst_pad_send_event(sinkPad, gst_event_new_eos())
+            gst_object_unref(sinkPad)
+        }
+        beforeShutdown()
         for element in old {
             _ = gst_element_set_state(element, GST_STATE_NULL)
             _ = gst_bin_remove(pipeline, element)

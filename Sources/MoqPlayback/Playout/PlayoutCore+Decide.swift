@@ -59,15 +59,16 @@ extension PlayoutCore {
                     let settling = !clocksSettled && now.monotonicNs < deadline
                     // The first pushes set up what is downstream (a decoder plugged): no frame is
                     // placed on a timeline that a pad blocked in its first push would miss.
-                    let priming =
-                        tuning.waitsForFirstPushes && isPriming
-                        && now.monotonicNs < Saturating.add(started, Self.maxPrimeWaitNs)
+                    let primeDeadline = Saturating.add(started, Self.maxPrimeWaitNs)
+                    let priming = tuning.waitsForFirstPushes && isPriming && now.monotonicNs < primeDeadline
                     if settling || priming {
                         if let early = decodeWhileJoining(frame, lane: &lane, now: now) {
                             lanes[i] = lane
                             return .push(early)
                         }
-                        return .hold(untilNs: Saturating.add(now.monotonicNs, 5_000_000))
+                        // Asked again at the deadline itself: where the join clips depends on when.
+                        let due = settling ? deadline : primeDeadline
+                        return .hold(untilNs: min(due, Saturating.add(now.monotonicNs, 5_000_000)))
                     }
                     note = .joined(clipNs: join(frame, view: view, now: now, floorNs: floorNs))
                 }
