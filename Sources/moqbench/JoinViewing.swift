@@ -95,9 +95,7 @@ struct Viewing {
             viewing.firstFrameMs = ms(first.renderNs, since: started)
             viewing.firstGlassMs = first.glassMs
         }
-        // Only what is in the segment: the first frame goes downstream decode-only while a join
-        // waits (setting the decoder up), before the segment's start.
-        let audioKeys = audioOut.keys.sorted().filter { audioOut.pts(of: $0) != nil }
+        let audioKeys = audioOut.keys.sorted()
         for key in audioKeys {
             guard let running = audioOut.pts(of: key) else { continue }
             viewing.audioGlassMs.append(ms(playerBase + running + latency, since: publisherBase + key * 1000))

@@ -57,11 +57,6 @@ struct PlayoutTimelineTests {
             }
             for n in UInt64(0)..<3 {
                 if case .push(let push) = decide(audio, group: n + 1, us: us + n * 20_000, atMs: atMs + n * 20) {
-                    // The pad's first push (decode-only, while the edge settles) returns at once.
-                    if push.primes {
-                        core.pushReturned(audio)
-                        continue
-                    }
                     return push
                 }
             }
