@@ -76,7 +76,7 @@ final class ServedSubscription: StreamHandler, Pumpable {
         case requested
         /// Serving a track.
         case serving
-        /// END written; written groups still draining.
+        /// END written (every group below it written in full; the transport may still be sending them).
         case ended
         /// Finished, reset or the session closed: nothing more happens.
         case done
@@ -413,11 +413,16 @@ final class ServedSubscription: StreamHandler, Pumpable {
             handled.raiseWatermark(to: end)
         }
         flushDrops()
+        guard active.isEmpty, queue.isEmpty else { return }
         if phase == .serving {
+            // END only once the backlog is written, and behind every byte of it still unsent: a
+            // moq-rs reader counts the track complete on END once it holds the newest group (sent
+            // first), then ends the subscription, so an END ahead of the backlog lost it (a slow
+            // subscriber of a finished flood got 58 of 1500 groups).
             phase = .ended
+            session.setSendOrder(stream, order(for: 0) &- 1)
             writeControl(SubscribeResponse.end(group: end).encoded())
         }
-        guard active.isEmpty, queue.isEmpty else { return }
         session.finish(stream)
         session.counters.servedSubscriptionsCompleted += 1
         cleanup()

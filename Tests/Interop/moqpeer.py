@@ -494,6 +494,7 @@ async def cmd_subscribe(args) -> None:
         count = 0
         received_groups: list[int] = []
         group_errors = 0
+        group_error_kinds: dict[str, int] = {}
 
         async def read_group(group: moq.GroupConsumer) -> bool:
             """Print the group's frames; True once --count frames were printed."""
@@ -514,6 +515,9 @@ async def cmd_subscribe(args) -> None:
                 # A reset group stream (e.g. GroupProducer.abort(n): APP code 64+n) ends
                 # that group only; the subscription carries on.
                 group_errors += 1
+                fields = error_fields(exc)
+                kind = f"{fields.get('kind', 'error')} {fields.get('code', fields['message'])}"
+                group_error_kinds[kind] = group_error_kinds.get(kind, 0) + 1
                 if not args.summary:
                     emit("group_error", group=group.sequence, frames=index, **error_fields(exc))
             return False
@@ -554,7 +558,13 @@ async def cmd_subscribe(args) -> None:
             finished.cancel()
             acceptor.result()
         if args.summary:
-            emit("summary", frames=count, groups=received_groups, group_errors=group_errors)
+            emit(
+                "summary",
+                frames=count,
+                groups=received_groups,
+                group_errors=group_errors,
+                group_error_kinds=group_error_kinds,
+            )
         emit("end", frames=count)
         if args.count and count < args.count:
             raise PeerError(f"track ended after {count} of {args.count} frames")

@@ -305,7 +305,7 @@ package struct PeerEvent: Sendable, CustomStringConvertible {
         }
     }
 
-    subscript(key: String) -> JSONValue? { fields[key] }
+    package subscript(key: String) -> JSONValue? { fields[key] }
 
     package func int(_ key: String) -> Int? {
         switch fields[key] {

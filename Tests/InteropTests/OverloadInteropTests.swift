@@ -6,8 +6,14 @@ import SwiftMoQ
 import Testing
 
 /// A publisher faster than its subscribers, open loop: the relay never ends a subscriber's
-/// session for being slow, delivers what is within its budget in order, and drops only
-/// what falls out of it.
+/// session for being slow, delivers what is within its budget, and drops only what falls out
+/// of it.
+///
+/// A subscriber behind the live edge gets the newest group first and the backlog after it
+/// (moq-lite's order, ``ServedSubscription.nextQueuedIndex()``; moq-relay does the same), so
+/// the Rust subscriber reads in arrival order: its `next_group` keeps sequence order by skipping
+/// every group that lands behind one it already returned, which would count the relay's
+/// backlog as lost whenever the subscriber falls behind (2 of 25 runs, 58 of 1500 delivered).
 @Suite("Interop: an unthrottled publisher through the Swift relay", .serialized, .timeLimit(.minutes(4)))
 struct OverloadInteropTests {
     static let groups = 1500
@@ -26,7 +32,7 @@ struct OverloadInteropTests {
     }
 
     @Test(
-        "moq-rs publisher → Swift relay → moq-rs subscriber, 1500 × 100 kB as fast as possible: session kept, ≥ 97 % in order"
+        "moq-rs publisher → Swift relay → moq-rs subscriber, 1500 × 100 kB as fast as possible: session kept, ≥ 97 % delivered once"
     )
     func rustSubscriber() async throws {
         let relay = try SwiftRelay.start()
@@ -34,6 +40,7 @@ struct OverloadInteropTests {
         let subscriber = try RustPeer.launch(
             ["subscribe"] + relay.client() + [
                 "--broadcast", name, "--max-latency-ms", "10000", "--summary", "--timeout-s", "90",
+                "--order", "arrival",
             ])
         defer { subscriber.terminateInBackground() }
         let publisher = try Self.flood(relay, name)
@@ -41,8 +48,9 @@ struct OverloadInteropTests {
         let summary = try await subscriber.waitFor(event: "summary", timeout: .seconds(90))
         let groups = summary.array("groups") ?? []
         #expect(groups.count * 100 >= Self.groups * 97, "delivered \(groups.count) of \(Self.groups)")
-        #expect(zip(groups, groups.dropFirst()).allSatisfy { $0 < $1 }, "not in order")
-        #expect(summary.int("group_errors") == 0)
+        #expect(Set(groups).count == groups.count, "a group delivered twice")
+        let kinds = summary["group_error_kinds"].map { "\($0)" } ?? "none"
+        #expect(summary.int("group_errors") == 0, "group errors by kind: \(kinds)")
         // The session ended because the track did, not because of an error.
         _ = try await subscriber.waitFor(event: "end", timeout: .seconds(10))
         #expect(try await subscriber.waitForExit(timeout: .seconds(20)) == 0)

@@ -184,7 +184,29 @@ struct BacklogOrderTests {
         #expect(pair.client.isReady && pair.server.isReady)
     }
 
-    @Test("a track that ends under a newest-first backlog: END after the newest group, FIN once every group went")
+    /// Where in the subscriber's arrivals END came, and where each group stream's first bytes came.
+    func endAndGroupArrivals(_ pair: SessionPair) -> (end: Int?, groups: [Int]) {
+        var subscribeBytes: [UInt8] = []
+        var end: Int?
+        var groups: [Int] = []
+        var seen = Set<Int64>()
+        for (index, event) in pair.link.client.log.enumerated() {
+            guard case .data(let stream, let bytes, _) = event else { continue }
+            if StreamID.isUnidirectional(stream) {
+                guard StreamID.isServerInitiated(stream), stream != 3, seen.insert(stream).inserted else { continue }
+                groups.append(index)
+            } else if stream != 0, end == nil {
+                subscribeBytes += bytes
+                var r = WireReader(Bytes(subscribeBytes))
+                while let message = try? SubscribeResponse.decode(from: &r) {
+                    if case .end = message { end = index }
+                }
+            }
+        }
+        return (end, groups)
+    }
+
+    @Test("a track that ends under a newest-first backlog: END behind every group stream's bytes, then FIN")
     func endAfterTheBacklog() throws {
         let pair = pair()
         let track = pair.serverBroadcast("b").createTrack("t")
@@ -206,6 +228,11 @@ struct BacklogOrderTests {
         #expect(answered.end == 11)
         #expect(answered.dropped.isEmpty)
         #expect(pair.server.counters.servedSubscriptionsCompleted == 1)
+        // A moq-rs reader counts the track complete on END once it holds the newest group (which
+        // went first) and then ends the subscription: every group must have reached it before.
+        let (end, groups) = endAndGroupArrivals(pair)
+        #expect(groups.count == 11)
+        #expect(try #require(end) > groups.max() ?? .max)
     }
 
     @Test("a DROP ahead of the newest group: placeholders once a newer group arrives; a reader moves on at once")
