@@ -413,16 +413,18 @@ final class ServedSubscription: StreamHandler, Pumpable {
             handled.raiseWatermark(to: end)
         }
         flushDrops()
-        guard active.isEmpty, queue.isEmpty else { return }
+        guard queue.isEmpty, active.allSatisfy({ $0.finWritten || $0.isClosed }) else { return }
         if phase == .serving {
-            // END only once the backlog is written, and behind every byte of it still unsent: a
-            // moq-rs reader counts the track complete on END once it holds the newest group (sent
-            // first), then ends the subscription, so an END ahead of the backlog lost it (a slow
-            // subscriber of a finished flood got 58 of 1500 groups).
+            // END only once the backlog is written in full, and behind every byte of it the
+            // transport still holds (the lowest send order of this subscription): a moq-rs reader
+            // counts the track complete on END once it holds the newest group (sent first), then
+            // ends the subscription, so an END ahead of the backlog lost it (a slow subscriber of
+            // a finished flood got 58 of 1500 groups).
             phase = .ended
             session.setSendOrder(stream, order(for: 0) &- 1)
             writeControl(SubscribeResponse.end(group: end).encoded())
         }
+        guard active.isEmpty else { return }
         session.finish(stream)
         session.counters.servedSubscriptionsCompleted += 1
         cleanup()
