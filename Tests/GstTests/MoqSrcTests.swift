@@ -149,13 +149,10 @@ struct MoqSrcTests {
         }
         // Joining at the live edge skips what arrived while the edge settled and decodebin plugged
         // its decoders (up to a few hundred ms on a loaded machine); from there on, nothing is lost.
-        // In the first half second audio may still skip once: its first push, after the join, can
-        // block while decodebin plugs the decoder (docs/reliability.md "Open").
-        let settled = { (span: FrameSpan, buffers: [SeenBuffer]) in
-            span.gaps(buffers).filter { $0.afterMs >= span.firstMs(buffers) + 500 }
-        }
+        // Audio's decoder is plugged while the join holds its frames (a GAP), so its first push after
+        // the join does not block behind the plugging and skip what follows (it did, 1 run in ~20).
         #expect(videoSpan.gaps(video.all).isEmpty, "video \(videoSpan.describe(video.all))")
-        #expect(settled(audioSpan, audio.all).isEmpty, "audio \(audioSpan.describe(audio.all))")
+        #expect(audioSpan.gaps(audio.all).isEmpty, "audio \(audioSpan.describe(audio.all))")
         #expect(videoSpan.firstMs(video.all) <= 1000, "video \(videoSpan.describe(video.all))")
         #expect(audioSpan.firstMs(audio.all) <= 1000, "audio \(audioSpan.describe(audio.all))")
         #expect(isMonotonic(video.all), "video timestamps go backwards")

@@ -38,9 +38,16 @@ struct PlayoutTimelineTests {
             let now = now(atMs)
             let edge = EdgeSample(
                 timestampUs: edgeUs ?? us, arrivalNs: now.monotonicNs, group: group, count: index + 1)
-            return core.decide(
+            let decision = core.decide(
                 PlayoutFrame(lane: lane, epoch: epoch, group: group, index: index, timestampUs: us, payloadBytes: 100),
                 view: LaneView(edge: edge, hasNewerGroup: newer), now: now)
+            // The pad sets up its downstream at once (a GAP, or the first push, returns).
+            switch decision {
+            case .hold(_, primes: true): core.pushReturned(lane)
+            case .push(let push) where push.primes: core.pushReturned(lane)
+            default: break
+            }
+            return decision
         }
 
         /// Joins: the first audio frame, another one 20 ms later that settles the edge (and is

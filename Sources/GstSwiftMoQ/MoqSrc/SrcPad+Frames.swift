@@ -19,8 +19,16 @@ extension SrcPad {
                 timestampUs: frame.timestampUs, payloadBytes: frame.payload.count, arrivalNs: frame.arrivalNs),
             view: view, now: now)
         switch decision {
-        case .hold(let until):
+        case .hold(let until, let primes):
             held = (frame, reader)
+            if primes {
+                // A GAP makes the decoder negotiate its output (decodebin plugs and exposes it), as
+                // a frame would, without a sound.
+                gst_pad_push_event(pad, gst_event_new_gap(0, 0))
+                playout.pushReturned(lane)
+                let tookNs = monotonicNow() &- now.monotonicNs
+                src.reporter.log(GST_LEVEL_DEBUG, "\(name): GAP while joining returned after \(tookNs / 1_000_000) ms")
+            }
             let wait = until > now.monotonicNs ? until - now.monotonicNs : 0
             if wait > 0 { wake.wait(since: generation, timeoutNs: wait) }
         case .drop(let reason):

@@ -68,7 +68,15 @@ extension PlayoutCore {
                         }
                         // Asked again at the deadline itself: where the join clips depends on when.
                         let due = settling ? deadline : primeDeadline
-                        return .hold(untilNs: min(due, Saturating.add(now.monotonicNs, 5_000_000)))
+                        let until = min(due, Saturating.add(now.monotonicNs, 5_000_000))
+                        // Audio's decoder is set up while it waits: its first push after the join
+                        // would block behind the plugging (0.16 s loading opusdec) and miss its time.
+                        if tuning.primesHeldAudio, lane.kind == .audio, !lane.primedWhileHeld, lane.lastPts == nil {
+                            lanes[i]?.primedWhileHeld = true
+                            lanes[i]?.priming = true
+                            return .hold(untilNs: until, primes: true)
+                        }
+                        return .hold(untilNs: until)
                     }
                     note = .joined(clipNs: join(frame, view: view, now: now, floorNs: floorNs))
                 }

@@ -169,8 +169,21 @@ struct PlayoutWorld {
         var held: [MediaKind: UInt64] = [:]
         var skipping: [MediaKind: UInt64] = [:]
         var blockedUntil: [MediaKind: UInt64] = [:]
+        var setUp: Set<MediaKind> = []
         let end = joinNs + config.playMs * 1_000_000
         var now = joinNs
+        /// Downstream of `kind` is set up now: blocks the pad for `firstPushBlocksMs` (true) or
+        /// returns at once (false).
+        func block(_ kind: MediaKind) -> Bool {
+            setUp.insert(kind)
+            let ns = (config.firstPushBlocksMs[kind] ?? 0) * 1_000_000
+            guard ns > 0 else {
+                if let lane = lanes[kind] { core.pushReturned(lane) }
+                return false
+            }
+            blockedUntil[kind] = now + ns
+            return true
+        }
         while now < end {
             for kind in [MediaKind.audio, .video] {
                 guard let lane = lanes[kind], let track = tracks[kind] else { continue }
@@ -195,23 +208,19 @@ struct PlayoutWorld {
                             arrivalNs: kind == .audio ? frame.arrivalNs : nil),
                         view: view(kind, after: frame.group, now: now),
                         now: PlayoutNow(runningNs: now - baseNs, monotonicNs: now))
-                    if case .hold(let until) = decision {
+                    if case .hold(let until, let primes) = decision {
                         held[kind] = until
+                        // A GAP sets up what is downstream: it blocks as the first push would.
+                        if primes { _ = block(kind) }
                         break
                     }
                     held[kind] = nil
                     if case .skipGroup = decision { skipping[kind] = frame.group }
                     outcomes[kind, default: []].append(Outcome(frame: frame, decidedAtNs: now, decision: decision))
                     next[kind] = i + 1
-                    if case .push(let push) = decision, push.primes {
-                        let block = (config.firstPushBlocksMs[kind] ?? 0) * 1_000_000
-                        guard block > 0 else {
-                            core.pushReturned(lane)
-                            continue
-                        }
-                        blockedUntil[kind] = now + block
-                        break
-                    }
+                    // The first data a pad sends (a priming push, or any push when nothing primed)
+                    // blocks while downstream is set up.
+                    if case .push = decision, !setUp.contains(kind), block(kind) { break }
                 }
             }
             if (now - joinNs) % 500_000_000 == 0 {
