@@ -118,6 +118,33 @@ struct PlayoutJoinTests {
         #expect(!missed(unprimed).isEmpty, "without it audio's first push blocks and what follows is late")
     }
 
+    @Test("audio that arrives after the join sets up its decoder before its first push: no gap; ablated, a gap")
+    func firstAudioAfterTheJoinPrimes() {
+        // The join does not wait for audio beyond its deadline (250 ms): audio leaving its encoder
+        // 350 ms late is placed after the join, and its first push would block on the plugging.
+        func world(_ tuning: PlayoutCore.Tuning) -> PlayoutWorld {
+            var world = PlayoutWorld(
+                .init(
+                    gopFrames: 60, joinAtMs: 3_100, playMs: 2_000, audioLagMs: 350, tuning: tuning,
+                    firstPushBlocksMs: [.video: 50, .audio: 300]))
+            world.run()
+            return world
+        }
+        let missed = { (world: PlayoutWorld) in world.drops(.audio).filter { $0.key != .beforeJoin } }
+        let primed = world(PlayoutCore.Tuning())
+        #expect(missed(primed).isEmpty, "\(primed.drops(.audio))")
+        #expect(primed.bentAudio().isEmpty)
+        let audio = primed.shown(.audio).map(\.frame.timestampUs)
+        #expect(
+            audio.count > 50 && zip(audio, audio.dropFirst()).allSatisfy { $1 - $0 == 20_000 },
+            "audio heard without a gap")
+        var ablated = PlayoutCore.Tuning()
+        ablated.primesHeldAudio = false
+        let unprimed = world(ablated)
+        // The interop test's one failure in CI: frames skipped right after the first.
+        #expect(missed(unprimed)[.late] ?? 0 > 5, "\(unprimed.drops(.audio))")
+    }
+
     @Test("the join waits for the relay's burst: ablated (no wait), latency is the GOP's phase")
     func ablationJoinWait() {
         var tuning = PlayoutCore.Tuning()

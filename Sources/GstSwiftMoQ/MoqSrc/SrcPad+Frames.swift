@@ -27,7 +27,8 @@ extension SrcPad {
                 gst_pad_push_event(pad, gst_event_new_gap(0, 0))
                 playout.pushReturned(lane)
                 let tookNs = monotonicNow() &- now.monotonicNs
-                src.reporter.log(GST_LEVEL_DEBUG, "\(name): GAP while joining returned after \(tookNs / 1_000_000) ms")
+                src.reporter.log(
+                    GST_LEVEL_DEBUG, "\(name): GAP before the first frame returned after \(tookNs / 1_000_000) ms")
             }
             let wait = until > now.monotonicNs ? until - now.monotonicNs : 0
             if wait > 0 { wake.wait(since: generation, timeoutNs: wait) }

@@ -27,6 +27,15 @@ extension PlayoutCore {
             lanes[i] = lane
             return .drop(drop)
         }
+        if tuning.primesHeldAudio, !longForm, lane.kind == .audio, !lane.primedWhileHeld, lane.lastPts == nil {
+            // Audio's first frame sets up its decoder first, without a sound (decodebin plugs it: 0.16 s
+            // loading opusdec): pushed, it would block there and the frames behind it miss their
+            // time. A join waits for it (while joining, audio's frames are held anyway).
+            lane.primedWhileHeld = true
+            lane.priming = true
+            lanes[i] = lane
+            return .hold(untilNs: now.monotonicNs, primes: true)
+        }
         lanes[i] = lane
         var note: PlayoutNote?
         if !isBeforeSplice(frame.epoch) {
@@ -68,15 +77,7 @@ extension PlayoutCore {
                         }
                         // Asked again at the deadline itself: where the join clips depends on when.
                         let due = settling ? deadline : primeDeadline
-                        let until = min(due, Saturating.add(now.monotonicNs, 5_000_000))
-                        // Audio's decoder is set up while it waits: its first push after the join
-                        // would block behind the plugging (0.16 s loading opusdec) and miss its time.
-                        if tuning.primesHeldAudio, lane.kind == .audio, !lane.primedWhileHeld, lane.lastPts == nil {
-                            lanes[i]?.primedWhileHeld = true
-                            lanes[i]?.priming = true
-                            return .hold(untilNs: until, primes: true)
-                        }
-                        return .hold(untilNs: until)
+                        return .hold(untilNs: min(due, Saturating.add(now.monotonicNs, 5_000_000)))
                     }
                     note = .joined(clipNs: join(frame, view: view, now: now, floorNs: floorNs))
                 }

@@ -89,8 +89,8 @@ public struct PlayoutCore: Sendable {
         package var clipsAtJoin = true
         /// A join waits for the pads' first pushes to return (``maxPrimeWaitNs``); false: it does not.
         package var waitsForFirstPushes = true
-        /// Audio held by a join sets up its downstream meanwhile (``PlayoutDecision/hold(untilNs:primes:)``);
-        /// false: its first push after the join does.
+        /// Audio's first frame sets up its downstream first (``PlayoutDecision/hold(untilNs:primes:)``);
+        /// false: its first push does.
         package var primesHeldAudio = true
 
         package init() {}

@@ -48,7 +48,7 @@ extension PlayoutCore {
         var firstTimestampNs: UInt64?
         /// A join's first push to this pad (``PlayoutPush/primes``) has not returned yet.
         var priming = false
-        /// The pad was asked to set up its downstream while a join held its frames (once per pad).
+        /// The pad was asked to set up its downstream before its first push (once per pad).
         var primedWhileHeld = false
         /// Video's first frame of a spliced broadcast has waited for audio since then (monotonic ns).
         var spliceHoldSince: UInt64?
