@@ -28,7 +28,16 @@ struct MultiCameraTests {
                     && ($0.structure ?? "").contains("track=(string)\(track)")
             }
         }
-        try await eventually("moqsrc to play \(track)", timeout: .seconds(20)) { playing() }
+        // On a timeout, what moqsrc said (it failed once in CI: rear never played within 20 s).
+        try await eventually(
+            "moqsrc to play \(track)", timeout: .seconds(20),
+            detail: {
+                player.collected.compactMap { m in
+                    guard let name = m.structureName, name != "stats" else { return nil }
+                    return m.structure ?? name
+                }.suffix(12).joined(separator: "; ") + "; errors \(player.errors)"
+            }
+        ) { playing() }
         var colour = (0, 0, 0)
         let deadline = ContinuousClock.now + .seconds(10)
         repeat {
