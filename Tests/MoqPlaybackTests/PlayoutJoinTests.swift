@@ -90,59 +90,54 @@ struct PlayoutJoinTests {
         #expect((waiting.latenciesMs(.video).max() ?? 0) < 30)
     }
 
+    /// A viewer whose audio decoder takes 0.3 s to plug (0.16 s measured for opusdec's first load),
+    /// audio leaving its encoder `audioLagMs` late, with audio's first frame primed or not.
+    func audioPluggingWorld(audioLagMs: UInt64 = 0, primes: Bool) -> PlayoutWorld {
+        var tuning = PlayoutCore.Tuning()
+        tuning.primesAudio = primes
+        var world = PlayoutWorld(
+            .init(
+                gopFrames: 60, joinAtMs: 3_100, playMs: 2_000, audioLagMs: audioLagMs, tuning: tuning,
+                firstPushBlocksMs: [.video: 50, .audio: 300]))
+        world.run()
+        return world
+    }
+
+    /// Audio frames not pushed for another reason than coming before the join point.
+    func missedAudio(_ world: PlayoutWorld) -> [PlayoutDrop: Int] {
+        world.drops(.audio).filter { $0.key != .beforeJoin }
+    }
+
+    /// At least `count` audio frames shown, each 20 ms after the one before.
+    func heardWithoutGap(_ world: PlayoutWorld, atLeast count: Int) -> Bool {
+        let audio = world.shown(.audio).map(\.frame.timestampUs)
+        return audio.count > count && zip(audio, audio.dropFirst()).allSatisfy { $1 - $0 == 20_000 }
+    }
+
     @Test("held audio sets up its decoder during the join: nothing late after it; ablated, its first push skips")
     func joinPrimesHeldAudio() {
-        // Without a queue after the pad, audio's first data blocks while decodebin plugs opusdec
-        // (0.16 s measured on its first load; 0.3 s here).
-        func world(_ tuning: PlayoutCore.Tuning) -> PlayoutWorld {
-            var world = PlayoutWorld(
-                .init(
-                    gopFrames: 60, joinAtMs: 3_100, playMs: 2_000, tuning: tuning,
-                    firstPushBlocksMs: [.video: 50, .audio: 300]))
-            world.run()
-            return world
-        }
-        let primed = world(PlayoutCore.Tuning())
+        // Without a queue after the pad, audio's first data blocks while decodebin plugs its decoder.
+        let primed = audioPluggingWorld(primes: true)
         // What the relay held from before the join point is dropped as such; nothing after it.
-        let missed = { (world: PlayoutWorld) in world.drops(.audio).filter { $0.key != .beforeJoin } }
-        #expect(missed(primed).isEmpty, "\(primed.drops(.audio))")
+        #expect(missedAudio(primed).isEmpty, "\(primed.drops(.audio))")
         #expect(primed.bentAudio().isEmpty)
-        let audio = primed.shown(.audio).map(\.frame.timestampUs)
-        #expect(
-            audio.count > 60 && zip(audio, audio.dropFirst()).allSatisfy { $1 - $0 == 20_000 },
-            "audio heard without a gap")
+        #expect(heardWithoutGap(primed, atLeast: 60), "audio heard without a gap")
         #expect(median(primed.latenciesMs(.video, fromMs: 600)) < 60)
-        var ablated = PlayoutCore.Tuning()
-        ablated.primesHeldAudio = false
-        let unprimed = world(ablated)
-        #expect(!missed(unprimed).isEmpty, "without it audio's first push blocks and what follows is late")
+        let unprimed = audioPluggingWorld(primes: false)
+        #expect(!missedAudio(unprimed).isEmpty, "without it audio's first push blocks and what follows is late")
     }
 
     @Test("audio that arrives after the join sets up its decoder before its first push: no gap; ablated, a gap")
     func firstAudioAfterTheJoinPrimes() {
         // The join does not wait for audio beyond its deadline (250 ms): audio leaving its encoder
         // 350 ms late is placed after the join, and its first push would block on the plugging.
-        func world(_ tuning: PlayoutCore.Tuning) -> PlayoutWorld {
-            var world = PlayoutWorld(
-                .init(
-                    gopFrames: 60, joinAtMs: 3_100, playMs: 2_000, audioLagMs: 350, tuning: tuning,
-                    firstPushBlocksMs: [.video: 50, .audio: 300]))
-            world.run()
-            return world
-        }
-        let missed = { (world: PlayoutWorld) in world.drops(.audio).filter { $0.key != .beforeJoin } }
-        let primed = world(PlayoutCore.Tuning())
-        #expect(missed(primed).isEmpty, "\(primed.drops(.audio))")
+        let primed = audioPluggingWorld(audioLagMs: 350, primes: true)
+        #expect(missedAudio(primed).isEmpty, "\(primed.drops(.audio))")
         #expect(primed.bentAudio().isEmpty)
-        let audio = primed.shown(.audio).map(\.frame.timestampUs)
-        #expect(
-            audio.count > 50 && zip(audio, audio.dropFirst()).allSatisfy { $1 - $0 == 20_000 },
-            "audio heard without a gap")
-        var ablated = PlayoutCore.Tuning()
-        ablated.primesHeldAudio = false
-        let unprimed = world(ablated)
+        #expect(heardWithoutGap(primed, atLeast: 50), "audio heard without a gap")
+        let unprimed = audioPluggingWorld(audioLagMs: 350, primes: false)
         // The interop test's one failure in CI: frames skipped right after the first.
-        #expect(missed(unprimed)[.late] ?? 0 > 5, "\(unprimed.drops(.audio))")
+        #expect(missedAudio(unprimed)[.late] ?? 0 > 5, "\(unprimed.drops(.audio))")
     }
 
     @Test("the join waits for the relay's burst: ablated (no wait), latency is the GOP's phase")

@@ -27,11 +27,11 @@ extension PlayoutCore {
             lanes[i] = lane
             return .drop(drop)
         }
-        if tuning.primesHeldAudio, !longForm, lane.kind == .audio, !lane.primedWhileHeld, lane.lastPts == nil {
+        if tuning.primesAudio, !longForm, lane.kind == .audio, !lane.primedBeforeFirstPush, lane.lastPts == nil {
             // Audio's first frame sets up its decoder first, without a sound (decodebin plugs it: 0.16 s
             // loading opusdec): pushed, it would block there and the frames behind it miss their
             // time. A join waits for it (while joining, audio's frames are held anyway).
-            lane.primedWhileHeld = true
+            lane.primedBeforeFirstPush = true
             lane.priming = true
             lanes[i] = lane
             return .hold(untilNs: now.monotonicNs, primes: true)

@@ -91,7 +91,7 @@ public struct PlayoutCore: Sendable {
         package var waitsForFirstPushes = true
         /// Audio's first frame sets up its downstream first (``PlayoutDecision/hold(untilNs:primes:)``);
         /// false: its first push does.
-        package var primesHeldAudio = true
+        package var primesAudio = true
 
         package init() {}
     }

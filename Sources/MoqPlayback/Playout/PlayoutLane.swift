@@ -49,7 +49,7 @@ extension PlayoutCore {
         /// A join's first push to this pad (``PlayoutPush/primes``) has not returned yet.
         var priming = false
         /// The pad was asked to set up its downstream before its first push (once per pad).
-        var primedWhileHeld = false
+        var primedBeforeFirstPush = false
         /// Video's first frame of a spliced broadcast has waited for audio since then (monotonic ns).
         var spliceHoldSince: UInt64?
         /// Catch-up: the payload sizes of the last frames, frames pushed since the last drop, and
