@@ -43,6 +43,34 @@ static inline GstClockTime swiftmoq_element_base_time(GstElement *e) { return gs
 static inline gboolean swiftmoq_pad_is_flushing(GstPad *pad) { return GST_PAD_IS_FLUSHING(pad); }
 static inline GstState swiftmoq_element_target_state(GstElement *e) { return GST_STATE_TARGET(e); }
 
+/* Whether a sink anywhere in `bin` (recursively) renders on the clock: its "sync" property is TRUE
+ * (GstBaseSink's; a sink without it counts as syncing). */
+static inline gboolean swiftmoq_bin_has_syncing_sink(GstBin *bin) {
+    GstIterator *it = gst_bin_iterate_recurse(bin);
+    GValue item = G_VALUE_INIT;
+    gboolean found = FALSE, done = FALSE;
+    while (!done && !found) {
+        switch (gst_iterator_next(it, &item)) {
+        case GST_ITERATOR_OK: {
+            GstElement *element = GST_ELEMENT(g_value_get_object(&item));
+            if (!GST_IS_BIN(element) && GST_OBJECT_FLAG_IS_SET(element, GST_ELEMENT_FLAG_SINK)) {
+                gboolean sync = TRUE;
+                if (g_object_class_find_property(G_OBJECT_GET_CLASS(element), "sync"))
+                    g_object_get(element, "sync", &sync, NULL);
+                found = sync;
+            }
+            g_value_reset(&item);
+            break;
+        }
+        case GST_ITERATOR_RESYNC: gst_iterator_resync(it); break;
+        default: done = TRUE; break;
+        }
+    }
+    g_value_unset(&item);
+    gst_iterator_free(it);
+    return found;
+}
+
 
 // MoqPipeline / MoqTestKit: GValue types, instance checks and buffer access (macros in C).
 static inline GType swiftmoq_type_char(void) { return G_TYPE_CHAR; }

@@ -69,7 +69,10 @@ struct PlayoutJoinTests {
             var world = PlayoutWorld(
                 .init(
                     gopFrames: 60, joinAtMs: 3_100, playMs: 2_000, tuning: tuning,
-                    firstPushBlocksMs: [.video: 400]))
+                    firstPushBlocksMs: [.video: 400],
+                    // A pipeline already playing (a new broadcast of a follow): a fresh one does
+                    // not play before the first pushes returned, which waits for them too.
+                    prerollMs: nil))
             world.run()
             return world
         }
@@ -98,7 +101,10 @@ struct PlayoutJoinTests {
         var world = PlayoutWorld(
             .init(
                 gopFrames: 60, joinAtMs: 3_100, playMs: 2_000, audioLagMs: audioLagMs, tuning: tuning,
-                firstPushBlocksMs: [.video: 50, .audio: 300]))
+                firstPushBlocksMs: [.video: 50, .audio: 300],
+                // A pipeline already playing (another broadcast of a follow, a track added): a
+                // fresh one would not play before audio's first data, primed or not.
+                prerollMs: nil))
         world.run()
         return world
     }
@@ -145,12 +151,15 @@ struct PlayoutJoinTests {
         var tuning = PlayoutCore.Tuning()
         tuning.maxJoinWaitNs = 0
         // The burst of a 2 s GOP arrives over ~50 ms (a slower relay), audio too.
+        // In a pipeline already playing (a rejoin): a fresh one's preroll would cover the burst.
         var world = PlayoutWorld(
-            .init(audio: false, gopFrames: 60, joinAtMs: 3_800, playMs: 3_000, burstUsPerFrame: 1_000, tuning: tuning))
+            .init(
+                audio: false, gopFrames: 60, joinAtMs: 3_800, playMs: 3_000, burstUsPerFrame: 1_000, tuning: tuning,
+                prerollMs: nil))
         world.run()
         let ablated = median(world.latenciesMs(.video, fromMs: 200))
         var full = PlayoutWorld(
-            .init(audio: false, gopFrames: 60, joinAtMs: 3_800, playMs: 3_000, burstUsPerFrame: 1_000))
+            .init(audio: false, gopFrames: 60, joinAtMs: 3_800, playMs: 3_000, burstUsPerFrame: 1_000, prerollMs: nil))
         full.run()
         let joined = median(full.latenciesMs(.video, fromMs: 200))
         #expect(joined < 60, "with the wait: \(joined) ms")
@@ -163,11 +172,14 @@ struct PlayoutJoinTests {
         tuning.clipsAtJoin = false
         // A pipeline that has been running for a while (a prefix follow moving to a new broadcast).
         var world = PlayoutWorld(
-            .init(gopFrames: 60, joinAtMs: 3_800, playMs: 1_000, pipelineRunningMs: 3_000, tuning: tuning))
+            .init(
+                gopFrames: 60, joinAtMs: 3_800, playMs: 1_000, pipelineRunningMs: 3_000, tuning: tuning, prerollMs: nil)
+        )
         world.run()
         let worst = world.latenciesMs(.video).max() ?? 0
         #expect(worst > 1_000, "the keyframe 1.8 s old is shown: \(worst) ms")
-        var full = PlayoutWorld(.init(gopFrames: 60, joinAtMs: 3_800, playMs: 1_000, pipelineRunningMs: 3_000))
+        var full = PlayoutWorld(
+            .init(gopFrames: 60, joinAtMs: 3_800, playMs: 1_000, pipelineRunningMs: 3_000, prerollMs: nil))
         full.run()
         #expect((full.latenciesMs(.video).max() ?? 0) < 80)
     }

@@ -23,6 +23,8 @@ struct PlayoutTimelineTests {
             core.renderDelayNs = renderDelayNs
             video = core.register(.video)
             audio = core.register(.audio)
+            // A running pipeline: its sinks prerolled long ago.
+            core.pipelineIsPlaying()
         }
 
         func now(_ runningMs: UInt64) -> PlayoutNow {

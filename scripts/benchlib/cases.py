@@ -464,6 +464,14 @@ def run_join(tools: Tools, cfg: Config, log) -> dict:
                 "resyncs": sum(max(0, j["resyncs"]) for j in mine),
                 "silence_gaps": sum(max(0, j["silence_gaps"]) for j in mine),
                 "retargets": sum(j["retargets"] for j in mine),
+                # Each join's audio (ms) where it missed any: which join, and whether pushed or rendered.
+                "audio_short_joins": [
+                    {"join": n, "phase_ms": round(j["phase_ms"]), "ttff_ms": round(j["ttff_ms"]),
+                     "rendered_ms": round(j["audio_rendered_ms"], 1), "pushed_ms": j["audio_pushed_ms"],
+                     "published_ms": j["audio_published_ms"]}
+                    for n, j in enumerate(mine)
+                    if j["audio_published_ms"] - j["audio_rendered_ms"] >= 0.5
+                ],
             }
             rows[f"{gop:g}"]["stalls"] = {
                 stall.get("kind", "blackhole"): {

@@ -203,6 +203,8 @@ final class MoqSrc: @unchecked Sendable {
     let padsComplete = Atomic(false)
     /// `playback.start` was posted in this playback.
     let firstPushDone = Atomic(false)
+    /// The pipeline was seen PLAYING since the last start (``pipelinePlays()``).
+    let pipelinePlaying = Atomic(false)
     /// Every timing and drop decision of this playback, shared by the pads (made at start).
     private let playoutBox = Lock<Playout?>(nil)
     var playout: Playout? { playoutBox.withLock { $0 } }
@@ -311,6 +313,7 @@ final class MoqSrc: @unchecked Sendable {
         playback.withLock { $0 = fresh }
         padsComplete.store(false, ordering: .relaxed)
         firstPushDone.store(false, ordering: .relaxed)
+        pipelinePlaying.store(false, ordering: .relaxed)
         notLinkedSince.withLock { $0 = nil }
         let playout = Playout(policy: policy)
         playout.setRenderDelay(ns: policy.reportedLatencyNs)

@@ -22,13 +22,22 @@ extension SrcPad {
         case .hold(let until, let primes):
             held = (frame, reader)
             if primes {
-                // A GAP makes the decoder negotiate its output (decodebin plugs and exposes it), as
-                // a frame would, without a sound.
-                gst_pad_push_event(pad, gst_event_new_gap(0, 0))
+                // The frame itself first, an hour before running time 0 (the segment clips what is
+                // decoded from it): parsers and decoders negotiate on real data and decodebin plugs
+                // and exposes the decoder, without a sound. (A GAP alone made opusparse pick default
+                // caps, which mp4mux then refused to change.) Then a GAP at running time 0: the
+                // sink prerolls on it, and the pipeline can play before the join places a frame.
+                if let buffer = Self.wrap(frame.payload) {
+                    swiftmoq_buffer_set_pts(buffer, StreamEvents.pts(running: PlayoutCore.beforeRunningTimeNs))
+                    swiftmoq_buffer_set_flags(
+                        buffer, GST_BUFFER_FLAG_DECODE_ONLY.rawValue | GST_BUFFER_FLAG_DISCONT.rawValue)
+                    _ = gst_pad_push(pad, buffer)
+                }
+                gst_pad_push_event(pad, gst_event_new_gap(StreamEvents.pts(running: 0), 0))
                 playout.pushReturned(lane)
                 let tookNs = monotonicNow() &- now.monotonicNs
                 src.reporter.log(
-                    GST_LEVEL_DEBUG, "\(name): GAP before the first frame returned after \(tookNs / 1_000_000) ms")
+                    GST_LEVEL_DEBUG, "\(name): set up before the first frame in \(tookNs / 1_000_000) ms")
             }
             let wait = until > now.monotonicNs ? until - now.monotonicNs : 0
             if wait > 0 { wake.wait(since: generation, timeoutNs: wait) }
@@ -39,6 +48,11 @@ extension SrcPad {
             counters.dropped()
         case .push(let push):
             pushFrame(frame, push, source: source, edgeUs: view.edge?.timestampUs, now: now, src: src)
+            if push.prerolls {
+                // Its decoder negotiated on the frame (or negotiates on the GAP); the sink prerolls
+                // on the GAP, and the pipeline plays once every sink has.
+                gst_pad_push_event(pad, gst_event_new_gap(StreamEvents.pts(running: 0), 0))
+            }
             if push.primes {
                 playout.pushReturned(lane)
                 // What the join waited for: downstream's setup (decodebin plugging a decoder).
@@ -56,6 +70,13 @@ extension SrcPad {
             if let list = tags.take() { gst_pad_push_event(pad, gst_event_new_tag(list)) }
         }
         if let start = push.segmentStartNs { StreamEvents.pushClip(pad: pad, startNs: start) }
+        if case .joined(let clip) = push.note {
+            src.reporter.log(
+                GST_LEVEL_DEBUG,
+                "\(name): joined at \(frame.timestampUs) µs (group \(frame.group) index \(frame.index)), pushed at "
+                    + "running time \(push.pts / 1_000_000) ms (now \(now.runningNs / 1_000_000) ms, clip "
+                    + "\(clip / 1_000_000) ms)")
+        }
         if case .retargeted(let shift) = push.note, !startingAfterSeek {
             // Nothing was playing yet when a seek's first frame misses its margin: the timeline
             // moves as an anchor would, and no sample was late.

@@ -183,6 +183,8 @@ final class SrcPad: PadTask, @unchecked Sendable {
             return
         }
         defer { gst_object_unref(clock.clock) }
+        // Until the pipeline plays (its sinks prerolled), a join waits: see MoqSrc.pipelinePlays.
+        if !src.pipelinePlaying.load(ordering: .relaxed), src.pipelinePlays() { playout.pipelineIsPlaying() }
         let now = PlayoutNow(runningNs: clock.runningTime ?? 0, monotonicNs: monotonicNow())
         if let request = pendingSeekRequest {
             pendingSeekRequest = nil

@@ -30,6 +30,9 @@ public final class Playout: Sendable {
     /// A push whose ``PlayoutPush/primes`` was set has returned: downstream is ready.
     public func pushReturned(_ id: LaneID) { core.withLock { $0.pushReturned(id) } }
 
+    /// See ``PlayoutCore/pipelineIsPlaying()``.
+    public func pipelineIsPlaying() { core.withLock { $0.pipelineIsPlaying() } }
+
     public func observe(_ id: LaneID, edge: EdgeSample?, now: PlayoutNow) {
         core.withLock { $0.observe(id, edge: edge, now: now) }
     }

@@ -70,13 +70,17 @@ extension PlayoutCore {
                     // placed on a timeline that a pad blocked in its first push would miss.
                     let primeDeadline = Saturating.add(started, Self.maxPrimeWaitNs)
                     let priming = tuning.waitsForFirstPushes && isPriming && now.monotonicNs < primeDeadline
-                    if settling || priming {
+                    // Until every sink prerolled (on the pads' GAPs), a buffer reaching one waits
+                    // there for the slowest branch: placed now, audio's first frames would be late.
+                    let playingDeadline = Saturating.add(started, Self.maxPlayingWaitNs)
+                    let preparing = tuning.waitsForPlaying && !pipelinePlaying && now.monotonicNs < playingDeadline
+                    if settling || priming || preparing {
                         if let early = decodeWhileJoining(frame, lane: &lane, now: now) {
                             lanes[i] = lane
                             return .push(early)
                         }
                         // Asked again at the deadline itself: where the join clips depends on when.
-                        let due = settling ? deadline : primeDeadline
+                        let due = settling ? deadline : priming ? primeDeadline : playingDeadline
                         return .hold(untilNs: min(due, Saturating.add(now.monotonicNs, 5_000_000)))
                     }
                     note = .joined(clipNs: join(frame, view: view, now: now, floorNs: floorNs))
@@ -113,6 +117,7 @@ extension PlayoutCore {
         var push = PlayoutPush(pts: pts, discont: lane.discontPending, decodeOnly: true)
         if lane.lastPts == nil {
             push.primes = true
+            push.prerolls = tuning.waitsForPlaying && !pipelinePlaying
             lane.priming = true
         }
         lane.discontPending = false
@@ -121,7 +126,7 @@ extension PlayoutCore {
     }
 
     /// Where frames decoded while a join waits are stamped (running time, ns): an hour before 0.
-    static let beforeRunningTimeNs: Int64 = -3_600_000_000_000
+    public static let beforeRunningTimeNs: Int64 = -3_600_000_000_000
 
     /// Places a frame on the anchored timeline: lateness, the join's clip point, catch-up.
     private mutating func place(
@@ -241,11 +246,18 @@ extension PlayoutCore {
         // cannot start there).
         let clip = Saturating.int64(
             max(Saturating.minus(Saturating.add(now.runningNs, Self.joinSlackNs), renderDelayNs), floorNs))
+        // Audio starts where its sink can still play it. An audio sink's own latency (its device
+        // buffer: 200 ms by default) is part of the render delay, and it reads that far ahead of
+        // what is heard: a sample due sooner than that is dropped as late (alsasink, pulsesink).
+        // What is due after our own share of the latency (0 when adaptive) reaches it in time.
+        let reach = Saturating.minus(Saturating.add(now.runningNs, Self.joinSlackNs), policy.reportedLatencyNs)
+        let audioClip = max(clip, Saturating.int64(max(reach, floorNs)))
         lastJoin = (Saturating.unsigned(clip), now.monotonicNs)
         catchUp = CatchUpState(steadySinceNs: now.monotonicNs, drops: catchUp.drops, droppedNs: catchUp.droppedNs)
         for index in lanes.indices where tuning.clipsAtJoin {
-            lanes[index]?.clipNs = clip
-            lanes[index]?.pendingSegmentNs = clip
+            let laneClip = tuning.audioJoinsWithinReach && lanes[index]?.kind == .audio ? audioClip : clip
+            lanes[index]?.clipNs = laneClip
+            lanes[index]?.pendingSegmentNs = laneClip
         }
         for index in lanes.indices {
             lanes[index]?.discontPending = true

@@ -79,6 +79,10 @@ public struct PlayoutCore: Sendable {
     var lastSeekID: UInt64?
     /// The last join: where it clipped (running time) and when (monotonic).
     var lastJoin: (clipNs: UInt64, atNs: UInt64)?
+    /// The pipeline is PLAYING with nothing pending: every sink has prerolled and the base time is
+    /// final, so a buffer reaching a sink is rendered at its time (before, it waits there for the
+    /// slowest branch, a video decoder's plugin loading, and running time starts again from 0).
+    var pipelinePlaying = false
 
     /// The decision's mechanisms, each of which a test can take out (an ablation).
     package struct Tuning: Sendable {
@@ -92,6 +96,13 @@ public struct PlayoutCore: Sendable {
         /// Audio's first frame sets up its downstream first (``PlayoutDecision/hold(untilNs:primes:)``);
         /// false: its first push does.
         package var primesAudio = true
+        /// Video's first decode-only frame is followed by a GAP that prerolls its sink, and a join
+        /// waits for the pipeline to play (``maxPlayingWaitNs``); false: the join places frames on
+        /// a running time that the sinks wait through until the last of them prerolls.
+        package var waitsForPlaying = true
+        /// A join starts audio where its sink can still play it (after the source's own share of the
+        /// latency); false: where video's shown frames start, up to the whole render delay earlier.
+        package var audioJoinsWithinReach = true
 
         package init() {}
     }
@@ -111,6 +122,10 @@ public struct PlayoutCore: Sendable {
     /// other pads' sinks to preroll (an encoded track straight into a sink, the other decoded):
     /// that costs the viewer this much of the start, once.
     public static let maxPrimeWaitNs: UInt64 = 500_000_000
+    /// How long (from its first frame) a join waits at most for the pipeline to play: its sinks
+    /// preroll on the pads' GAPs once every decoder is set up (loading libav for a first viewer:
+    /// 0.3 s, once 1.5 s). A sink that needs a real frame to preroll costs its first start this.
+    public static let maxPlayingWaitNs: UInt64 = 2_000_000_000
     /// How long video's first frame of a spliced broadcast waits for audio to anchor the splice.
     public static let spliceHoldNs: UInt64 = 500_000_000
     /// The time a frame needs from the pad to its sink: what a join leaves before its first frame.
@@ -248,6 +263,9 @@ public struct PlayoutCore: Sendable {
         guard lanes.indices.contains(id.index) else { return }
         lanes[id.index]?.priming = false
     }
+
+    /// The pipeline plays: every sink prerolled and the base time is final.
+    public mutating func pipelineIsPlaying() { pipelinePlaying = true }
 
     /// Whether every track knows where its live edge is: a track that has received nothing yet is
     /// waited for too (audio, whose frames leave the encoder last, often decides the timeline), up

@@ -118,6 +118,9 @@ public struct PlayoutPush: Sendable, Equatable {
     /// the first buffer a pad pushes sets up what is downstream (a decoder plugged, its plugin
     /// loaded), which can take hundreds of milliseconds that no frame may be placed across.
     public var primes = false
+    /// After this (decode-only) buffer, a GAP at running time 0: its sink prerolls without showing
+    /// a frame, so the pipeline can play before the join places its first frame.
+    public var prerolls = false
 
     public init(
         pts: Int64, discont: Bool = false, decodeOnly: Bool = false, segmentStartNs: Int64? = nil,

@@ -42,6 +42,14 @@ struct PlayoutWorld {
         /// How long a pad's first push blocks it (downstream being set up: decodebin plugging a
         /// decoder), ms, by kind.
         var firstPushBlocksMs: [MediaKind: UInt64] = [:]
+        /// The pipeline plays (every sink prerolled on its pad's GAP) this long after every pad's
+        /// downstream was set up (its GAP or first push returned), ms; nil: it played before the
+        /// join. (Its base time stays where ``pipelineRunningMs`` put it.)
+        var prerollMs: UInt64? = 0
+        /// An audio sink reads this far ahead of what is heard (its device buffer, part of
+        /// ``renderDelayNs``): a sample due sooner than that after it reaches the sink is dropped
+        /// as late (alsasink, pulsesink), ms.
+        var audioSinkReadAheadMs: UInt64 = 0
         /// Extra delay of individual frames (µs), by kind and capture time (µs).
         var jitterUs: @Sendable (MediaKind, UInt64) -> UInt64 = { _, _ in 0 }
     }
@@ -70,6 +78,8 @@ struct PlayoutWorld {
     let config: Config
     private(set) var core: PlayoutCore
     private(set) var outcomes: [MediaKind: [Outcome]] = [:]
+    /// When the pipeline played (monotonic ns): what reaches a sink before waits there until then.
+    private(set) var playingAtNs: UInt64 = 0
     /// The playout's state every 500 ms (ms after the join, margin ms, excess ms, catch-up drops).
     private(set) var trace: [(atMs: UInt64, marginMs: Double, excessMs: Double?, drops: UInt64)] = []
     private var lanes: [MediaKind: LaneID] = [:]
@@ -82,6 +92,7 @@ struct PlayoutWorld {
         core.renderDelayNs = config.renderDelayNs
         if config.video { lanes[.video] = core.register(.video) }
         if config.audio { lanes[.audio] = core.register(.audio) }
+        if config.prerollMs == nil { core.pipelineIsPlaying() }
         let endUs = (config.joinAtMs + config.playMs + 1_000) * 1000
         if config.video { tracks[.video] = Self.videoTrack(config, untilUs: endUs) }
         if config.audio { tracks[.audio] = Self.audioTrack(config, untilUs: endUs) }
@@ -170,6 +181,7 @@ struct PlayoutWorld {
         var skipping: [MediaKind: UInt64] = [:]
         var blockedUntil: [MediaKind: UInt64] = [:]
         var setUp: Set<MediaKind> = []
+        var readyAt: UInt64?
         let end = joinNs + config.playMs * 1_000_000
         var now = joinNs
         /// Downstream of `kind` is set up now: blocks the pad for `firstPushBlocksMs` (true) or
@@ -185,6 +197,14 @@ struct PlayoutWorld {
             return true
         }
         while now < end {
+            if let preroll = config.prerollMs, playingAtNs == 0 {
+                let ready = lanes.keys.allSatisfy { setUp.contains($0) && blockedUntil[$0] == nil }
+                if ready, readyAt == nil { readyAt = now }
+                if let at = readyAt, now >= at + preroll * 1_000_000 {
+                    core.pipelineIsPlaying()
+                    playingAtNs = now
+                }
+            }
             for kind in [MediaKind.audio, .video] {
                 guard let lane = lanes[kind], let track = tracks[kind] else { continue }
                 if let until = blockedUntil[kind] {
@@ -247,6 +267,22 @@ struct PlayoutWorld {
             result.append((outcome.frame, render))
         }
         return result
+    }
+
+    /// Audio frames shown that the audio sink drops as late: they reach it (or the pipeline plays)
+    /// less than its read-ahead before they are due.
+    func lateAtAudioSink() -> [Frame] {
+        var segmentStart: Int64 = 0
+        var late: [Frame] = []
+        for outcome in outcomes[.audio] ?? [] {
+            guard let push = outcome.push else { continue }
+            if let start = push.segmentStartNs { segmentStart = start }
+            guard !push.decodeOnly, push.pts >= segmentStart else { continue }
+            let due = UInt64(push.pts) + config.renderDelayNs + baseNs
+            let reaches = max(outcome.decidedAtNs, playingAtNs)
+            if reaches + config.audioSinkReadAheadMs * 1_000_000 > due { late.append(outcome.frame) }
+        }
+        return late
     }
 
     /// Glass to glass (ms) of each frame shown: rendered minus captured.
