@@ -30,12 +30,20 @@ struct Viewing {
         return [
             ("ttff_ms", .double(firstFrameMs)), ("first_ms", .double(firstGlassMs)),
             ("video_ms", .doubles(video.map(\.glassMs))), ("audio_ms", .doubles(audioGlassMs)),
-            ("audio_rendered_ms", .double(audio?.tone.toneMs ?? 0)), ("audio_pushed_ms", .double(audioPushedMs)),
+            // What was heard: from the first sound the tone started in (a fresh Opus decoder's first
+            // milliseconds are not tone-like: the tone alone was 1-5 ms short in a few joins).
+            ("audio_rendered_ms", .double(audio?.tone.heardMs ?? 0)),
+            ("audio_tone_ms", .double(audio?.tone.toneMs ?? 0)),
+            ("audio_pushed_ms", .double(audioPushedMs)),
             ("audio_published_ms", .double(audioPublishedMs)),
             ("discontinuities", .int(audio?.tone.discontinuities ?? -1)), ("resyncs", .int(audio?.resyncs ?? -1)),
             ("silence_gaps", .int(audio?.tone.silenceGaps ?? -1)), ("underrun_ms", .double(audio?.underrunMs ?? 0)),
             ("retargets", .double(stat("retargets"))), ("catch_up_drops", .double(stat("catch-up-drops"))),
             ("margin_ms", .double(stat("latency-margin-ms"))),
+            // Where the device heard the tone start and how long (samples): against the audio sink's
+            // own log of where it wrote each buffer, this says where a shortfall lies.
+            ("tone_start_sample", .int(Int(audio?.tone.toneStartSample ?? -1))),
+            ("tone_samples", .int(Int(audio?.tone.toneSamples ?? 0))),
         ]
     }
 

@@ -61,6 +61,27 @@ struct ToneTrackerTests {
         }
     }
 
+    @Test("a sound leading into the tone for over a block (a decoder's fresh start) is heard from its start")
+    func soundLeadingIntoTone() {
+        for lead in [2_400, 2_431, 2_517] {
+            // 7 ms where another sound carries most of the energy, then the tone, without silence between.
+            let onset = (0..<336).map { 0.3 * sin(2 * Double.pi * 2_000 * Double($0) / Double(Self.rate)) + 0.001 }
+            let samples =
+                [Double](repeating: 0, count: lead) + onset + Self.tone(lead + 336, 14_400)
+                + [Double](repeating: 0, count: 1_000)
+            let r = Self.report(samples)
+            #expect(r.soundStartSample.map { abs(Int($0) - lead) <= 2 } == true, "lead \(lead): \(r)")
+            #expect(abs(Int(r.heardSamples) - (336 + 14_400)) <= 2, "lead \(lead): \(r)")
+            // The tone itself is found from the first block a fit takes for it: up to a block (5 ms)
+            // late, which is what a few joins' counts of the tone alone came up short by.
+            #expect(r.toneSamples <= r.heardSamples && r.toneSamples >= 14_400 - 240, "lead \(lead): \(r)")
+            #expect(r.discontinuities == 0 && r.silenceGaps == 0, "lead \(lead): \(r)")
+        }
+        // A tone alone: heard from its first sample, as long as the tone.
+        let r = Self.report([Double](repeating: 0, count: 1_000) + Self.tone(0, 9_600))
+        #expect(r.soundStartSample == r.toneStartSample && r.heardSamples == r.toneSamples, "\(r)")
+    }
+
     @Test("dropping 1 to 20 whole frames is one discontinuity each time, of the frames' size modulo the period")
     func droppedFrames() {
         let period = Double(Self.rate) / Self.f

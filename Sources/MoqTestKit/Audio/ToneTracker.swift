@@ -71,6 +71,8 @@ public struct ToneTracker: Sendable {
     private var discontinuities = 0
     private var firstDiscontinuities: [ToneDiscontinuity] = []
     private var toneStart: Int64?
+    /// The first loud sample of the sound the tone started in (no silence between).
+    private var soundStart: Int64?
     private var toneEnd: Int64?
     private var quietSince: Int64?
     /// The first loud sample since the last silence.
@@ -127,9 +129,11 @@ public struct ToneTracker: Sendable {
 
     private func makeReport() -> ToneReport {
         let span = toneStart.flatMap { start in toneEnd.map { $0 - start + 1 } } ?? 0
+        let heard = soundStart.flatMap { start in toneEnd.map { $0 - start + 1 } } ?? 0
         return ToneReport(
             sampleRate: sampleRate, frequency: frequency, renderedSamples: fed, amplitude: amplitude,
-            toneStartSample: toneStart, toneSamples: span, silenceGaps: silences, silenceSamples: silentSamples,
+            toneStartSample: toneStart, toneSamples: span, soundStartSample: soundStart, heardSamples: heard,
+            silenceGaps: silences, silenceSamples: silentSamples,
             longestSilenceSamples: longestSilence, discontinuities: discontinuities,
             firstDiscontinuities: firstDiscontinuities)
     }
@@ -154,6 +158,9 @@ public struct ToneTracker: Sendable {
             if toneStart == nil {
                 // The onset may lie in the block before (too little of it there to be tone).
                 toneStart = loudSince.map { $0 >= blockStart - Int64(blockSize) ? $0 : firstLoud } ?? firstLoud
+                // A sound may lead into it for longer (a decoder's fresh start is not tone-like for
+                // a few ms): what is heard starts there.
+                soundStart = min(loudSince ?? firstLoud, toneStart ?? firstLoud)
             }
             toneEnd = lastLoud
             for length in pendingSilences {
@@ -316,6 +323,12 @@ public struct ToneReport: Sendable, Equatable, CustomStringConvertible {
     public var toneStartSample: Int64?
     /// Samples from the first sample of tone to the last, inclusive (silences inside included).
     public var toneSamples: Int64
+    /// The first sample of the sound the tone started in, with no silence between: before
+    /// ``toneStartSample`` when the tone's first milliseconds were not tone-like (a decoder's
+    /// fresh start, which a 5 ms fit does not take for the tone when it lasts over a block).
+    public var soundStartSample: Int64?
+    /// Samples from ``soundStartSample`` to the tone's last, inclusive: the audio heard.
+    public var heardSamples: Int64
     /// Runs of silence (at least 1 ms) inside the tone span.
     public var silenceGaps: Int
     /// Their total length in samples.
@@ -331,6 +344,8 @@ public struct ToneReport: Sendable, Equatable, CustomStringConvertible {
     public var renderedMs: Double { ms(renderedSamples) }
     /// ``toneSamples`` in ms.
     public var toneMs: Double { ms(toneSamples) }
+    /// ``heardSamples`` in ms.
+    public var heardMs: Double { ms(heardSamples) }
     /// Where the tone started, in ms of rendered audio.
     public var toneStartMs: Double? { toneStartSample.map(ms) }
     /// ``silenceSamples`` in ms.
