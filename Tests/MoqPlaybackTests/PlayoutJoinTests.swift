@@ -81,10 +81,7 @@ struct PlayoutJoinTests {
         #expect(waiting.drops(.video)[.late] == nil, "\(waiting.drops(.video))")
         #expect(waiting.bentAudio().isEmpty)
         #expect(median(waiting.latenciesMs(.video, fromMs: 600)) < 60)
-        let audio = waiting.shown(.audio).map(\.frame.timestampUs)
-        #expect(
-            audio.count > 60 && zip(audio, audio.dropFirst()).allSatisfy { $1 - $0 == 20_000 },
-            "audio heard without a gap")
+        #expect(waiting.audioContiguous(atLeast: 60), "audio heard without a gap")
         var ablated = PlayoutCore.Tuning()
         ablated.waitsForFirstPushes = false
         // Without the wait, video's first frames after the join come out of the blocked pad late.
@@ -114,12 +111,6 @@ struct PlayoutJoinTests {
         world.drops(.audio).filter { $0.key != .beforeJoin }
     }
 
-    /// At least `count` audio frames shown, each 20 ms after the one before.
-    func heardWithoutGap(_ world: PlayoutWorld, atLeast count: Int) -> Bool {
-        let audio = world.shown(.audio).map(\.frame.timestampUs)
-        return audio.count > count && zip(audio, audio.dropFirst()).allSatisfy { $1 - $0 == 20_000 }
-    }
-
     @Test("held audio sets up its decoder during the join: nothing late after it; ablated, its first push skips")
     func joinPrimesHeldAudio() {
         // Without a queue after the pad, audio's first data blocks while decodebin plugs its decoder.
@@ -127,7 +118,7 @@ struct PlayoutJoinTests {
         // What the relay held from before the join point is dropped as such; nothing after it.
         #expect(missedAudio(primed).isEmpty, "\(primed.drops(.audio))")
         #expect(primed.bentAudio().isEmpty)
-        #expect(heardWithoutGap(primed, atLeast: 60), "audio heard without a gap")
+        #expect(primed.audioContiguous(atLeast: 60), "audio heard without a gap")
         #expect(median(primed.latenciesMs(.video, fromMs: 600)) < 60)
         let unprimed = audioPluggingWorld(primes: false)
         #expect(!missedAudio(unprimed).isEmpty, "without it audio's first push blocks and what follows is late")
@@ -140,7 +131,7 @@ struct PlayoutJoinTests {
         let primed = audioPluggingWorld(audioLagMs: 350, primes: true)
         #expect(missedAudio(primed).isEmpty, "\(primed.drops(.audio))")
         #expect(primed.bentAudio().isEmpty)
-        #expect(heardWithoutGap(primed, atLeast: 50), "audio heard without a gap")
+        #expect(primed.audioContiguous(atLeast: 50), "audio heard without a gap")
         let unprimed = audioPluggingWorld(audioLagMs: 350, primes: false)
         // The interop test's one failure in CI: frames skipped right after the first.
         #expect(missedAudio(unprimed)[.late] ?? 0 > 5, "\(unprimed.drops(.audio))")

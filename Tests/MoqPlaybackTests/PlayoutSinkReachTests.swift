@@ -26,17 +26,11 @@ struct PlayoutSinkReachTests {
         return world
     }
 
-    /// Audio shown, each frame 20 ms after the one before, at least `count` of them.
-    func contiguousAudio(_ world: PlayoutWorld, atLeast count: Int) -> Bool {
-        let audio = world.shown(.audio).map(\.frame.timestampUs)
-        return audio.count > count && zip(audio, audio.dropFirst()).allSatisfy { $1 - $0 == 20_000 }
-    }
-
     @Test("a join waits for the pipeline to play: every audio frame shown is heard; ablated, the first are late")
     func joinWaitsForPlaying() {
         let full = world(prerollMs: 400)
         #expect(full.lateAtAudioSink().isEmpty, "late at the sink: \(full.lateAtAudioSink().prefix(3))")
-        let heard = contiguousAudio(full, atLeast: 80)
+        let heard = full.audioContiguous(atLeast: 80)
         #expect(heard)
         #expect(full.bentAudio().isEmpty)
         // The live edge then plays at the target as after any join (the render delay on top).
@@ -53,7 +47,7 @@ struct PlayoutSinkReachTests {
         // leaves the first 30 ms of audio within the read-ahead).
         let full = world(prerollMs: 0, runningMs: 1_000)
         #expect(full.lateAtAudioSink().isEmpty, "late at the sink: \(full.lateAtAudioSink().prefix(3))")
-        let heard = contiguousAudio(full, atLeast: 80)
+        let heard = full.audioContiguous(atLeast: 80)
         #expect(heard)
         let ablated = world(prerollMs: 0, runningMs: 1_000) { $0.audioJoinsWithinReach = false }
         let late = ablated.lateAtAudioSink().count

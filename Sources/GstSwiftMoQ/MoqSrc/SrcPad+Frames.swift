@@ -33,7 +33,7 @@ extension SrcPad {
                         buffer, GST_BUFFER_FLAG_DECODE_ONLY.rawValue | GST_BUFFER_FLAG_DISCONT.rawValue)
                     _ = gst_pad_push(pad, buffer)
                 }
-                gst_pad_push_event(pad, gst_event_new_gap(StreamEvents.pts(running: 0), 0))
+                StreamEvents.pushPrerollGap(pad: pad)
                 playout.pushReturned(lane)
                 let tookNs = monotonicNow() &- now.monotonicNs
                 src.reporter.log(
@@ -48,11 +48,9 @@ extension SrcPad {
             counters.dropped()
         case .push(let push):
             pushFrame(frame, push, source: source, edgeUs: view.edge?.timestampUs, now: now, src: src)
-            if push.prerolls {
-                // Its decoder negotiated on the frame (or negotiates on the GAP); the sink prerolls
-                // on the GAP, and the pipeline plays once every sink has.
-                gst_pad_push_event(pad, gst_event_new_gap(StreamEvents.pts(running: 0), 0))
-            }
+            // Its decoder negotiated on the frame (or negotiates on the GAP); the sink prerolls on the
+            // GAP, and the pipeline plays once every sink has.
+            if push.prerolls { StreamEvents.pushPrerollGap(pad: pad) }
             if push.primes {
                 playout.pushReturned(lane)
                 // What the join waited for: downstream's setup (decodebin plugging a decoder).

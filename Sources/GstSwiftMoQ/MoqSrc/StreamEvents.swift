@@ -85,4 +85,11 @@ struct StreamEvents {
         var segment = segment(startingAt: startNs < 0 ? 0 : UInt64(startNs))
         gst_pad_push_event(pad, gst_event_new_segment(&segment))
     }
+
+    /// A GAP of no duration at running time 0 (in the segment, unlike a join's decode-only
+    /// frames): a decoder that has no output yet negotiates it, and the sink prerolls on it, so
+    /// the pipeline can reach PLAYING before a join places its first frame.
+    static func pushPrerollGap(pad: UnsafeMutablePointer<GstPad>) {
+        gst_pad_push_event(pad, gst_event_new_gap(pts(running: 0), 0))
+    }
 }

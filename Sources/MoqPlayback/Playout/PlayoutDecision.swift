@@ -92,9 +92,10 @@ public enum PlayoutDecision: Sendable, Equatable {
     /// Drop this frame and the rest of its group (the reader skips to the next group).
     case skipGroup(PlayoutDrop)
     /// Keep the frame and ask again at (or before, when something arrives) this monotonic time.
-    /// `primes`: meanwhile set up what is downstream without a frame (a GAP: a decoder negotiates
-    /// its output and decodebin plugs it), then call ``Playout/pushReturned(_:)``; the join waits
-    /// for that as for a priming push (``PlayoutPush/primes``).
+    /// `primes`: meanwhile set up what is downstream without a sound (the frame decode-only before
+    /// running time 0, on which parsers and the decoder negotiate and decodebin plugs it, then a
+    /// GAP at running time 0 on which the sink prerolls), then call ``Playout/pushReturned(_:)``;
+    /// the join waits for that as for a priming push (``PlayoutPush/primes``).
     case hold(untilNs: UInt64, primes: Bool = false)
 }
 

@@ -269,6 +269,12 @@ struct PlayoutWorld {
         return result
     }
 
+    /// Whether more than `count` audio frames were shown, each 20 ms after the one before.
+    func audioContiguous(atLeast count: Int) -> Bool {
+        let audio = shown(.audio).map(\.frame.timestampUs)
+        return audio.count > count && zip(audio, audio.dropFirst()).allSatisfy { $1 - $0 == 20_000 }
+    }
+
     /// Audio frames shown that the audio sink drops as late: they reach it (or the pipeline plays)
     /// less than its read-ahead before they are due.
     func lateAtAudioSink() -> [Frame] {
