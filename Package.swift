@@ -182,7 +182,7 @@ let package = Package(
         .testTarget(name: "SwiftMoQTests", dependencies: ["SwiftMoQ"], swiftSettings: swiftSettings),
         .testTarget(
             name: "MoqPlaybackTests",
-            dependencies: ["MoqBase", "MoqPlayback", "MoqCatalog", "MoqSession", "MoqWire", "SwiftMoQ"],
+            dependencies: ["MoqBase", "MoqPlayback", "MoqCatalog", "MoqMedia", "MoqSession", "MoqWire", "SwiftMoQ"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "MoqPipelineTests", dependencies: ["MoqPipeline", "GstSwiftMoQ", "CGStreamer"],

@@ -35,6 +35,8 @@ public final class TrackProducer: @unchecked Sendable {
         var info: TrackInfo?
         var groups: [GroupState] = []  // sorted by sequence
         var cachedBytes = 0
+        /// Payload bytes of every frame appended (wrapping): what a player's path monitor counts.
+        var payloadBytes: UInt64 = 0
         var latest: GroupState?
         var end: TrackEnd?
         var observers: [UInt64: any TrackObserver] = [:]
@@ -310,6 +312,7 @@ public final class TrackProducer: @unchecked Sendable {
             group.noteFrame(
                 timestampNs: Self.nanoseconds(frame.timestamp, timescale: s.info?.timescale), arrivedAt: clock.now())
             group.frames.append(frame)
+            s.payloadBytes &+= UInt64(frame.payload.count)
             group.byteCount += cost
             s.cachedBytes += cost
             limits.budget?.add(cost)
@@ -369,6 +372,9 @@ public final class TrackProducer: @unchecked Sendable {
             return Array(s.groups[i...])
         }
     }
+
+    /// Payload bytes of every frame received on the track so far (wrapping at 2^64).
+    public var payloadBytes: UInt64 { state.withLock { $0.payloadBytes } }
 
     /// The newest group (kept even when evicted from the cache by size).
     public var latestGroup: GroupState? { state.withLock { $0.latest } }

@@ -27,6 +27,18 @@ extension PlayoutCore {
             lanes[i] = lane
             return .drop(drop)
         }
+        if let floor = lane.switchFloorNs {
+            if frame.timestampNs <= floor, offsetNs != nil, phase == .playing {
+                // Another rendition took over mid-group: what the previous one already showed is
+                // decoded (the frames after it need it), on its own running time, and not shown.
+                let push = PlayoutPush(pts: runningTime(of: frame), discont: lane.discontPending, decodeOnly: true)
+                lane.discontPending = false
+                lanes[i] = lane
+                return .push(push)
+            }
+            lane.switchFloorNs = nil
+            lanes[i] = lane
+        }
         if tuning.primesAudio, !longForm, lane.kind == .audio, !lane.primedBeforeFirstPush, lane.lastPts == nil {
             // Audio's first frame sets up its decoder first, without a sound (decodebin plugs it: 0.16 s
             // loading opusdec): pushed, it would block there and the frames behind it miss their

@@ -173,4 +173,8 @@ public enum LaneReset: Sendable, Equatable {
     case splice
     /// A seek: reading restarts at the target.
     case seek
+    /// Another rendition of the same picture (adaptive bitrate), on the same timeline: its frames
+    /// up to the last one pushed are decoded but not shown (the rest of their group needs them),
+    /// the first after it plays on.
+    case rendition
 }

@@ -50,6 +50,9 @@ extension PlayoutCore {
         var priming = false
         /// The pad was asked to set up its downstream before its first push (once per pad).
         var primedBeforeFirstPush = false
+        /// After a switch to another rendition (``LaneReset/rendition``): the timestamp (ns) of the
+        /// last frame pushed from the previous one; the new one's frames up to it are decode-only.
+        var switchFloorNs: UInt64?
         /// Video's first frame of a spliced broadcast has waited for audio since then (monotonic ns).
         var spliceHoldSince: UInt64?
         /// Catch-up: the payload sizes of the last frames, frames pushed since the last drop, and
@@ -66,7 +69,15 @@ extension PlayoutCore {
                 if newEpoch { checkPositionAtFirstGroup = lastPosition != nil }
                 skipping = nil
                 if discont { discontPending = true }
+            case .rendition:
+                // Group sequences are per track: positions of the old one say nothing here.
+                switchFloorNs = lastTimestampNs
+                lastPosition = nil
+                checkPositionAtFirstGroup = false
+                skipping = nil
+                discontPending = true
             case .splice, .seek:
+                switchFloorNs = nil
                 lastPosition = nil
                 checkPositionAtFirstGroup = false
                 skipping = nil
