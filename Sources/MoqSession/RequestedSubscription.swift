@@ -25,6 +25,9 @@ final class RequestedSubscription: StreamHandler {
     /// Sequences seen from START on (every sequence below its watermark was seen).
     private var seen: SequenceSet?
     private var activeGroups = 0
+    /// The group streams being read, by stream id (at most the peer's open streams): stopped at
+    /// once when we cancel, so that what the publisher still has queued for them is not sent.
+    private var readers: [Int64: GroupReader] = [:]
     private var graceTimer: (any Cancellable)?
     private var done = false
 
@@ -130,17 +133,19 @@ final class RequestedSubscription: StreamHandler {
 
     /// A group stream with our id arrived: returns where to write its frames, or
     /// nil to refuse it (duplicate, or the subscription is over).
-    func groupStarted(sequence: UInt64) -> GroupProducer? {
+    func groupStarted(sequence: UInt64, reader: GroupReader) -> GroupProducer? {
         guard !done else { return nil }
         markSeen(sequence...sequence)
         guard let producer = track.createGroup(sequence: sequence) else { return nil }
         activeGroups += 1
+        readers[reader.stream] = reader
         session.counters.groupsReceived += 1
         return producer
     }
 
     /// A group stream ended (FIN, reset or malformed).
-    func groupEnded() {
+    func groupEnded(_ reader: GroupReader) {
+        readers[reader.stream] = nil
         activeGroups -= 1
         _ = checkComplete()
     }
@@ -203,9 +208,14 @@ final class RequestedSubscription: StreamHandler {
         }
         session.ownSubscriptions[id] = nil
         track.abort(code)
+        let open = readers.values
+        readers = [:]
+        if abort { for reader in open { reader.stop(.cancel) } }
     }
 
-    /// Ends the subscription on our side (RESET + STOP_SENDING with CANCEL).
+    /// Ends the subscription on our side (RESET + STOP_SENDING with CANCEL), and stops every group
+    /// stream still arriving: a player that moved to another rendition does not want what the
+    /// publisher has queued for this one (under congestion, seconds of it) to take the path.
     func cancel() {
         guard !done else { return }
         fail(.cancel, abort: true)
@@ -215,6 +225,7 @@ final class RequestedSubscription: StreamHandler {
         guard !done else { return }
         done = true
         graceTimer?.cancel()
+        readers = [:]
         track.abort(sessionClosedCode)
     }
 }
@@ -247,7 +258,7 @@ final class GroupReader: StreamHandler {
                 switch event {
                 case .header(let header):
                     guard let sub = session.ownSubscriptions[header.subscribeID],
-                        let producer = sub.groupStarted(sequence: header.sequence)
+                        let producer = sub.groupStarted(sequence: header.sequence, reader: self)
                     else {
                         // Unknown subscription, or a duplicate: not wanted.
                         session.abortStream(stream, .cancel, resetSend: false)
@@ -286,11 +297,19 @@ final class GroupReader: StreamHandler {
         close()
     }
 
+    /// Our subscription ended: the publisher stops sending this group (STOP_SENDING).
+    func stop(_ code: StreamErrorCode) {
+        guard !done else { return }
+        session.abortStream(stream, code, resetSend: false)
+        producer?.abort(code)
+        close()
+    }
+
     private func close() {
         guard !done else { return }
         done = true
         session.detach(stream)
-        if producer != nil { subscription?.groupEnded() }
+        if producer != nil { subscription?.groupEnded(self) }
         producer = nil
         subscription = nil
     }
@@ -298,6 +317,7 @@ final class GroupReader: StreamHandler {
     func sessionClosed() {
         guard !done else { return }
         done = true
+        subscription = nil
         producer?.abort(.sessionClosed)
     }
 }

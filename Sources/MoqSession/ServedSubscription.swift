@@ -131,8 +131,8 @@ final class ServedSubscription: StreamHandler, Pumpable {
     }
 
     /// The subscriber reset or stopped the subscribe stream. After END that is how a
-    /// Rust subscriber says goodbye; before it, an unsubscribe. Either way, groups
-    /// already written in full are left to the transport.
+    /// Rust subscriber says goodbye (groups already written in full are left to the
+    /// transport); before it, an unsubscribe (nothing more is sent).
     func peerCancelled() {
         guard !done else { return }
         if phase == .ended { return finishByPeer() }
@@ -452,9 +452,10 @@ final class ServedSubscription: StreamHandler, Pumpable {
 
     func end(resetWith code: StreamErrorCode) {
         guard !done else { return }
-        for send in active where !(send.finWritten && code == .cancel) {
-            cancel(send, code: code == .malformedTrack ? .cancel : code)
-        }
+        // Every group not yet handed to the network goes, finished or not: a subscriber that
+        // unsubscribes (a player moving to another rendition) does not want them taking its path.
+        // (After END, a goodbye lets them through: ``finishByPeer()``.)
+        for send in active { cancel(send, code: code == .malformedTrack ? .cancel : code) }
         active = []
         queue = []
         session.abortStream(stream, code)

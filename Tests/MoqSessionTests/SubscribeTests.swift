@@ -302,6 +302,36 @@ import Testing
         #expect(pair.contents(remote).map(\.1) == [["1"]])
     }
 
+    @Test func cancellingResetsGroupsStillQueuedAndStopsThoseArriving() {
+        // A player moving to another rendition on a congested path: what the publisher has
+        // queued for the old one (a finished group not yet sent, a group half sent) must not
+        // take the path any more.
+        let pair = SessionPair()
+        let track = pair.serverBroadcast("b").createTrack("t")
+        let remote = pair.remoteTrack("t")
+        let handle = pair.client.subscribe(broadcast: "b", track: remote, range: SubscriptionRange(maxLatencyMs: 10_000))
+        pair.run()
+        let arriving = track.appendGroup()
+        arriving.write(Bytes("a"), timestamp: 0)
+        pair.run()
+        let arrivingStream = pair.link.client.peerStreams.filter { StreamID.isUnidirectional($0) && $0 != 3 }.last!
+        pair.link.server.stalled = true
+        arriving.write(Bytes(String(repeating: "x", count: 1000)), timestamp: 1)
+        arriving.finish()
+        let queued = track.appendGroup()
+        queued.write(Bytes(String(repeating: "y", count: 1000)), timestamp: 2)
+        queued.finish()
+        pair.run()
+        let serverStreams = pair.link.server.sendOrders.keys.filter { StreamID.isUnidirectional($0) && $0 != 3 }
+        #expect(serverStreams.count == 2)
+        handle.cancel()
+        pair.run()
+        #expect(pair.link.client.stopsSent[arrivingStream] == StreamErrorCode.cancel.wireValue, "stopped at once")
+        for stream in serverStreams {
+            #expect(pair.link.server.resetsSent[stream] == StreamErrorCode.cancel.wireValue, "stream \(stream) reset")
+        }
+    }
+
     @Test func thePublisherGoingAwayAbortsTheSubscribersTrack() {
         let pair = SessionPair()
         let b = pair.serverBroadcast("b")
