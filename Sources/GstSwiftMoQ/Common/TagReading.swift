@@ -14,6 +14,19 @@ struct TagReading {
         return String(cString: value)
     }
 
+    func uint(_ tag: String) -> UInt32? {
+        var value: guint = 0
+        return gst_tag_list_get_uint(list, tag, &value) != 0 ? UInt32(value) : nil
+    }
+
+    /// The encoder's bitrate (bit/s): its maximum (x264enc), else nominal, else the bitrate tag.
+    var bitrate: UInt64? {
+        for tag in ["maximum-bitrate", "nominal-bitrate", "bitrate"] {
+            if let v = uint(tag), v > 0 { return UInt64(v) }
+        }
+        return nil
+    }
+
     func uint64(_ tag: String) -> UInt64? {
         var value: guint64 = 0
         return gst_tag_list_get_uint64(list, tag, &value) != 0 ? UInt64(value) : nil

@@ -23,6 +23,8 @@ final class MoqSink: @unchecked Sendable {
         var broadcast: String?
         /// `cache-duration`: every track's max age (ms).
         var cacheDurationMs: UInt32 = 30_000
+        /// `keyframe-interval` (ms): the keyframe grid of a ladder (several video pads).
+        var keyframeIntervalMs: UInt32 = 2_000
     }
 
     /// What exists between READY→PAUSED and PAUSED→READY.
@@ -78,6 +80,21 @@ final class MoqSink: @unchecked Sendable {
 
     private var currentState: GstState { swiftmoq_element_current_state(element) }
 
+    /// The keyframe grid's period (ns) while several video pads publish (a ladder); 0: none.
+    private let keyframeGrid = Atomic<UInt64>(0)
+    var keyframeGridNs: UInt64 { keyframeGrid.load(ordering: .relaxed) }
+
+    /// A pad's caps made it a video pad or not, or one was released: whether the grid applies.
+    func videoPadsChanged() {
+        let videoPads = pads.withLock { $0.filter(\.isVideo).count }
+        let ms = settings.withLock { $0.keyframeIntervalMs }
+        let period = videoPads >= 2 ? UInt64(ms) * 1_000_000 : 0
+        if keyframeGrid.exchange(period, ordering: .relaxed) != period, period > 0 {
+            reporter.log(
+                GST_LEVEL_INFO, "\(videoPads) video pads: keyframes asked for every \(ms) ms, aligned across them")
+        }
+    }
+
     /// Every track's max age (ms): what it keeps for late joiners, and asks the relay to keep.
     var cacheDurationMs: UInt64 { UInt64(settings.withLock { $0.cacheDurationMs }) }
 
@@ -101,8 +118,11 @@ final class MoqSink: @unchecked Sendable {
                 s.broadcast = string(from: value)
             } else if prop == .cacheDuration {
                 s.cacheDurationMs = g_value_get_uint(value)
+            } else if prop == .keyframeInterval {
+                s.keyframeIntervalMs = g_value_get_uint(value)
             }
         }
+        if prop == .keyframeInterval { videoPadsChanged() }
     }
 
     func getProperty(_ id: guint, _ value: UnsafeMutablePointer<GValue>) {
@@ -112,6 +132,7 @@ final class MoqSink: @unchecked Sendable {
         switch prop {
         case .broadcast: g_value_set_string(value, s.broadcast)
         case .cacheDuration: g_value_set_uint(value, s.cacheDurationMs)
+        case .keyframeInterval: g_value_set_uint(value, s.keyframeIntervalMs)
         case .item: g_value_set_uint(value, guint(truncatingIfNeeded: requestedItem))
         case .status: link.getStatus(into: value)
         case .connected: g_value_set_boolean(value, link.status == .connected ? 1 : 0)
@@ -229,6 +250,7 @@ final class MoqSink: @unchecked Sendable {
         }
         if let removed {
             removed.release()
+            videoPadsChanged()
             gst_child_proxy_child_removed(
                 OpaquePointer(element), UnsafeMutableRawPointer(pad).assumingMemoryBound(to: GObject.self), removed.name
             )

@@ -10,7 +10,7 @@ enum MoqSinkType {
 
     enum Prop: UInt32, ElementPropertyID {
         case url = 1, broadcast, tlsDisableVerify, tlsFingerprint, tlsRootFile, authToken, status, connected,
-            moqVersion, stats, cacheDuration, item
+            moqVersion, stats, cacheDuration, item, keyframeInterval
     }
 
     /// Accepted caps: what the catalog can describe (stream layouts the sink can frame).
@@ -82,6 +82,12 @@ enum MoqSinkType {
                 "cache-duration", "Cache duration",
                 "How long (ms) each track's groups are kept for late joiners, in this element and, through the track's max age, at the relay (within its --cache-bytes and --cache-max-age): what a long-form player (moqsrc buffering=long-form) can buffer at once",
                 min: 1_000, max: 3_600_000, default: 30_000, flags: rw))
+        g_object_class_install_property(
+            gobject, Prop.keyframeInterval.rawValue,
+            Property.uint(
+                "keyframe-interval", "Keyframe interval",
+                "With several video pads (a ladder: one picture encoded at several bitrates), every video pad's encoder is asked for a keyframe at the same running times, this far apart (ms), so that every rendition starts its groups at the same frame and a player can change rendition at any group boundary (force-key-unit upstream; set the encoders' key-int-max above it). 0: never asked; one video pad: never asked",
+                min: 0, max: 60_000, default: 2_000, flags: rw))
         g_object_class_install_property(
             gobject, Prop.item.rawValue,
             Property.uint(

@@ -40,6 +40,14 @@ final class SinkPad: @unchecked Sendable {
     /// The publisher item this pad's groups belong to (moqsink's `item`).
     private var startedItem: UInt64 = 0
     private var keyframeRequested = false
+    /// The encoder's bitrate from its tags (bit/s), else what the meter measured: the catalog's.
+    private var tagBitrate: UInt64?
+    private var meter = BitrateMeter()
+    /// Keyframes asked for on the sink's grid (a ladder), while it has one.
+    private var grid: KeyframeGrid?
+    /// Set once caps made this a video pad (read by the sink for its keyframe grid).
+    private let video = Atomic(false)
+    var isVideo: Bool { video.load(ordering: .relaxed) }
 
     struct Stats {
         var frames: UInt64 = 0
@@ -74,6 +82,10 @@ final class SinkPad: @unchecked Sendable {
         cmaf = nil
         startedItem = 0
         keyframeRequested = false
+        tagBitrate = nil
+        meter = BitrateMeter()
+        grid = nil
+        video.store(false, ordering: .relaxed)
         group = nil
         track = nil
         format = nil
@@ -116,7 +128,13 @@ final class SinkPad: @unchecked Sendable {
             // Title, artist, album, duration, artwork: the broadcast's now-playing track.
             var list: UnsafeMutablePointer<GstTagList>?
             gst_event_parse_tag(event, &list)
-            if let list { sink?.tagsArrived(list) }
+            if let list {
+                sink?.tagsArrived(list)
+                if let bps = TagReading(list).bitrate, bps != tagBitrate {
+                    tagBitrate = bps
+                    republish()
+                }
+            }
             gst_event_unref(event)
             return 1
         case GST_EVENT_FLUSH_STOP:
@@ -183,8 +201,10 @@ final class SinkPad: @unchecked Sendable {
         track = run.broadcast.createTrack(trackName, info: info)
         format = newFormat
         published.withLock { $0 = trackName }
+        video.store(newFormat.kind == .video, ordering: .relaxed)
+        sink.videoPadsChanged()
         sink.noteUpstream(live: upstreamIsLive())
-        sink.updateCatalog(track: trackName, config: newFormat.config)
+        sink.updateCatalog(track: trackName, config: catalogConfig(newFormat))
         sink.reporter.log(GST_LEVEL_INFO, "\(name): publishing \(trackName) (\(newFormat.codec))")
         return true
     }
@@ -269,13 +289,15 @@ final class SinkPad: @unchecked Sendable {
             let refined = format.refined(withKeyframe: bytes)
             if refined != format, let name = trackName {
                 self.format = refined
-                sink.updateCatalog(track: name, config: refined.config)
+                sink.updateCatalog(track: name, config: catalogConfig(refined))
             }
         }
         let payload = try? LegacyFrame.encode(timestamp: micros, payload: bytes)
         let size = Int(map.size)
         gst_buffer_unmap(buffer, &map)
         guard let payload else { return GST_FLOW_ERROR }
+        if tagBitrate == nil, meter.observe(size: size, atNs: UInt64(running)) != nil { republish() }
+        if format.kind == .video { askForGridKeyframes(atNs: UInt64(running), sink: sink) }
 
         // The publisher moved to another item (moqsink's `item`): this pad's next group starts it.
         let item = sink.requestedItem
@@ -318,6 +340,42 @@ final class SinkPad: @unchecked Sendable {
             counted(size, newGroup: keyframe)
         }
         return GST_FLOW_OK
+    }
+
+    /// The catalog's config of `format`: with the bitrate the encoder said, or the one measured.
+    private func catalogConfig(_ format: PadFormat) -> RenditionConfig {
+        var config = format.config
+        let bitrate = tagBitrate ?? meter.published
+        switch config {
+        case .video(var v):
+            if let bitrate { v.bitrate = bitrate }
+            config = .video(v)
+        case .audio(var a):
+            if let bitrate { a.bitrate = bitrate }
+            config = .audio(a)
+        }
+        return config
+    }
+
+    /// The bitrate changed: the catalog says so.
+    private func republish() {
+        guard let format, let name = trackName, !isData, cmaf == nil else { return }
+        sink?.updateCatalog(track: name, config: catalogConfig(format))
+    }
+
+    /// A ladder (the sink has several video pads): asks this pad's encoder for keyframes on the
+    /// sink's grid (see ``KeyframeGrid``).
+    private func askForGridKeyframes(atNs running: UInt64, sink: MoqSink) {
+        let period = sink.keyframeGridNs
+        guard period > 0 else {
+            grid = nil
+            return
+        }
+        var current = grid?.periodNs == period ? grid ?? KeyframeGrid(periodNs: period) : KeyframeGrid(periodNs: period)
+        for point in current.frame(atNs: running) {
+            gst_pad_push_event(pad, gst_video_event_new_upstream_force_key_unit(GstClockTime(point), 1, 0))
+        }
+        grid = current
     }
 
     private func chainData(_ buffer: UnsafeMutablePointer<GstBuffer>, track: TrackProducer) -> GstFlowReturn {
