@@ -89,7 +89,7 @@ check-element-docs: plugin
 # time: on 2 cores the parallel suite, or another of them (Chromium, a flood), takes the CPU they measure.
 # moqsrc's end-to-end suite is among them since a CI run of the parallel suite failed two of its
 # timing checks under load; the long-form controls measure each effect to within 100 ms.
-SOLO_TESTS := OverloadInteropTests|NetworkFaultTests|LosslessReconnectTests|LongFormTests|LongFormPlayerTests|WatchPageTests|MoqSrcTests
+SOLO_TESTS := OverloadInteropTests|NetworkFaultTests|LadderPlaybackTests|LosslessReconnectTests|LongFormTests|LongFormPlayerTests|WatchPageTests|MoqSrcTests
 
 # Tests that run media pipelines in real time (encoders, decoders, sinks on the clock) run one at a
 # time after the parallel suite, as under ThreadSanitizer (scripts/tsan.sh): beside each other and the

@@ -46,6 +46,19 @@ public enum StatsKey: String, Sendable, CaseIterable {
     /// moqsrc: its `buffer-duration` property (ms), the deep budget of long-form playback.
     case bufferDurationMs = "buffer-duration-ms"
 
+    /// moqsrc, adaptive bitrate: whether it chooses the video rendition now, what it estimates the
+    /// path carries (kbit/s), how far the playing rendition's newest frame is behind (ms), its
+    /// switches, the trials of a higher rendition that were abandoned, and the time spent on each
+    /// rendition (`name=ms` pairs, comma-separated, e.g. `hd=12000,sd=3400`). The rendition playing
+    /// is `video-track`.
+    case abr
+    case abrEstimateKbps = "abr-estimate-kbps"
+    case abrLatenessMs = "abr-lateness-ms"
+    case abrSwitchesUp = "abr-switches-up"
+    case abrSwitchesDown = "abr-switches-down"
+    case abrTrialsFailed = "abr-trials-failed"
+    case abrRenditionMs = "abr-rendition-ms"
+
     /// moqsrc's per-kind fields, `<kind>-<field>` (`video-fps`, `audio-latency-ms`…).
     public enum PerKind: String, Sendable, CaseIterable {
         case track

@@ -4,6 +4,7 @@
 internal import CNgtcp2
 internal import Glibc
 public import MoqBase
+import Synchronization
 
 /// A QUIC connection, client or server side.
 ///
@@ -97,6 +98,10 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
     }
     var closeReason: QUICCloseReason?
     var counters = QUICStats()
+    /// Readable from any thread: a player measuring what its path carries samples it ten times a second.
+    private let receivedBytesCounter = Atomic<UInt64>(0)
+    /// UDP payload bytes received so far (any thread).
+    public var receivedBytesTotal: UInt64 { receivedBytesCounter.load(ordering: .relaxed) }
     var lostOnClosedStreams: UInt64 = 0
     var rng: UInt64
     var sendRate = SendRateMeter()
@@ -303,6 +308,7 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
     func receive(_ packet: UnsafeRawBufferPointer, from: SocketAddress) {
         counters.packetsReceived += 1
         counters.bytesReceived += UInt64(packet.count)
+        receivedBytesCounter.add(UInt64(packet.count), ordering: .relaxed)
         if settings.testLoss.rx > 0 && nextRandom() < settings.testLoss.rx {
             counters.packetsDroppedByTestLoss += 1
             return

@@ -21,6 +21,8 @@ public final class MoqSession: @unchecked Sendable {
     let loop: QUICEventLoop
     let connection: LoopBound<SessionConnection>
     private let closeState = Lock<CloseState>(CloseState())
+    /// The QUIC connection, for ``receivedBytes`` from any thread.
+    private let quic = Lock<QUICConnection?>(nil)
 
     struct CloseState {
         var reason: SessionCloseReason?
@@ -50,6 +52,7 @@ public final class MoqSession: @unchecked Sendable {
 
     /// Called on the loop thread once the connection is set up.
     func installHandlers() {
+        quic.withLock { $0 = connection.value.connection }
         let box = WeakReference(self)
         connection.value.onClose = { reason in box.value?.didClose(reason) }
         connection.value.onGoaway = { uri in box.value?.goawayArrived(uri) }
@@ -306,6 +309,12 @@ public final class MoqSession: @unchecked Sendable {
             }
         }
         return try result.mapError { MoqError.from($0, broadcast: broadcast, track: track) }.get()
+    }
+
+    /// UDP payload bytes received from the peer so far (0 before the connection is up): what a
+    /// player's adaptive bitrate measures its path with. Any thread.
+    public var receivedBytes: UInt64 {
+        quic.withLock { $0?.receivedBytesTotal } ?? 0
     }
 
     /// Receives the peer's bandwidth and RTT reports (PROBE).

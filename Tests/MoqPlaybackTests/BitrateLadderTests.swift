@@ -51,11 +51,13 @@ struct BitrateLadderTests {
         #expect(RenditionCap.resolution("720p") == nil)
     }
 
-    @Test("a player starts on the top rung unless PROBE says it would not fit")
+    @Test("a player starts on the top rung within its caps")
     func starting() {
         let ladder = BitrateLadder([Self.video("a", bitrate: 400_000), Self.video("b", bitrate: 3_500_000)])!
-        #expect(AdaptiveBitrate.startingRung(ladder, probeBps: nil) == 1)
-        #expect(AdaptiveBitrate.startingRung(ladder, probeBps: 2_000_000) == 0)
-        #expect(AdaptiveBitrate.startingRung(ladder, probeBps: 50_000_000) == 1)
+        #expect(AdaptiveBitrate.startingRung(ladder) == 1)
+        let capped = BitrateLadder(
+            [Self.video("a", bitrate: 400_000), Self.video("b", bitrate: 3_500_000)],
+            cap: RenditionCap(maxBitrate: 1_000_000))!
+        #expect(AdaptiveBitrate.startingRung(capped) == 0)
     }
 }

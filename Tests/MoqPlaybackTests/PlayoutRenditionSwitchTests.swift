@@ -44,10 +44,34 @@ struct PlayoutRenditionSwitchTests {
         let hidden = pushes[0...10].allSatisfy(\.decodeOnly)
         #expect(hidden, "what was already shown is not shown again")
         #expect(pushes[0].discont)
+        #expect(
+            pushes[0].segmentStartNs == lastPts + 33 * Int64(Self.ms),
+            "a segment from where the last one shown ends clips them too (a decoder may show them anyway)")
         #expect(!pushes[11].decodeOnly, "the first new frame is shown")
         #expect(pushes[11].pts == lastPts + 33 * Int64(Self.ms), "right after the last one shown: no gap")
-        let notLater = pushes[0...10].allSatisfy { $0.pts <= lastPts }
-        #expect(notLater)
+        // Each ends before the segment starts (a frame ending exactly there is shown by decoders).
+        let before = pushes[0...10].allSatisfy { $0.pts + 33 * Int64(Self.ms) < pushes[0].segmentStartNs! }
+        #expect(before, "\(pushes.map(\.pts)) vs \(lastPts)")
+    }
+
+    @Test("the timeline moved later since (audio was late): what was already shown stays before the segment")
+    func afterRetarget() {
+        var (b, lastPts) = Self.playing()
+        b.core.reset(b.video, .rendition)
+        // Audio arrives 300 ms late: the whole timeline moves later.
+        _ = b.decide(b.audio, group: 90, us: 2_340_000, atMs: 1_700)
+        #expect(b.core.retargets > 0)
+        var pushes: [PlayoutPush] = []
+        for i in 0...10 {
+            if case .push(let push) = b.decide(
+                b.video, group: 7, index: i, us: 2_000_000 + UInt64(i) * 33_000, atMs: 1_700 + UInt64(i))
+            {
+                pushes.append(push)
+            }
+        }
+        #expect(pushes.count == 11)
+        let clipped = pushes.allSatisfy { $0.decodeOnly && $0.pts + 33 * Int64(Self.ms) <= lastPts }
+        #expect(clipped, "\(pushes.map(\.pts)) vs \(lastPts)")
     }
 
     @Test("without the reset, the new track's group would be shown from its keyframe (an older frame)")
@@ -73,5 +97,6 @@ struct PlayoutRenditionSwitchTests {
         }
         #expect(!push.decodeOnly && push.discont)
         #expect(push.pts == lastPts + 33 * Int64(Self.ms))
+        #expect(push.segmentStartNs == lastPts + 33 * Int64(Self.ms))
     }
 }

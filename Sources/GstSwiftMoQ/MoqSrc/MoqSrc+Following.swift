@@ -30,7 +30,20 @@ extension MoqSrc {
             playout?.markDiscontinuity()
         }
         reporter.log(GST_LEVEL_INFO, "connected: looking for \(run.target)")
+        readProbes(run, session: session)
         startFollowing(run, session: session, epoch: epoch)
+    }
+
+    /// The relay's PROBE reports (what it estimates it can send us): adaptive bitrate's hint.
+    private func readProbes(_ run: Running, session: MoqSession) {
+        run.probeTask?.cancel()
+        probeReport.store(0, ordering: .relaxed)
+        run.probeTask = Task { [weak self] in
+            for await report in session.probes() {
+                guard let self, !Task.isCancelled else { return }
+                self.probeReport.store(report.bitrate, ordering: .relaxed)
+            }
+        }
     }
 
     private func startFollowing(_ run: Running, session: MoqSession, epoch: UInt64) {
@@ -205,9 +218,15 @@ extension MoqSrc {
     private func prepareUpcoming(_ run: Running, session: MoqSession) {
         guard let catalog = run.upcomingCatalog, let path = run.upcoming else { return }
         let s = settings.withLock { $0 }
-        let choice = RenditionChoice(
+        var choice = RenditionChoice(
             catalog: catalog, video: run.selection[.video] ?? s.videoTrack,
             audio: run.selection[.audio] ?? s.audioTrack)
+        let ladder = videoLadder(run, choice: choice, settings: s)
+        if let ladder {
+            // The top within the caps: a step down follows within a second if the path cannot
+            // carry it (a pad already playing keeps its rung).
+            choice.video = ladder.ladder.rungs[AdaptiveBitrate.startingRung(ladder.ladder)].playable
+        }
         run.upcomingEpoch = run.sourceEpoch + 1
         for (kind, wanted) in [(MediaKind.video, choice.video), (.audio, choice.audio)] {
             guard let pad = run.pads[kind] else { continue }
@@ -227,9 +246,15 @@ extension MoqSrc {
     func reconcile(_ run: Running, session: MoqSession) {
         guard let catalog = run.catalog, let broadcast = run.broadcast else { return }
         let s = settings.withLock { $0 }
-        let choice = RenditionChoice(
+        var choice = RenditionChoice(
             catalog: catalog, video: run.selection[.video] ?? s.videoTrack,
             audio: run.selection[.audio] ?? s.audioTrack)
+        let ladder = videoLadder(run, choice: choice, settings: s)
+        if let ladder {
+            // The top within the caps: a step down follows within a second if the path cannot
+            // carry it (a pad already playing keeps its rung).
+            choice.video = ladder.ladder.rungs[AdaptiveBitrate.startingRung(ladder.ladder)].playable
+        }
         if run.firstCatalogAt == nil { run.firstCatalogAt = monotonicNow() }
         run.waitingForNamed = kindsWaitingForTheirName(run, choice: choice)
         for skipped in choice.skipped { warnOnce(run, "\(broadcast): \(skipped)") }
@@ -253,6 +278,7 @@ extension MoqSrc {
             var source = SrcPad.Source(
                 session: session, broadcast: broadcast, rendition: wanted, epoch: run.sourceEpoch, eosOnEnd: eosOnEnd)
             source.finite = SwiftMoQExtension(catalog: catalog).isFinite
+            if kind == .video, let ladder, ladder.adaptive { source.ladder = ladder.ladder }
             if let existing {
                 existing.play(source)
             } else if let pad = createPad(kind, source: source) {
@@ -312,6 +338,21 @@ extension MoqSrc {
     /// How long a track asked for by name may take to appear in the catalog before another
     /// rendition of its kind is played instead.
     static let namedTrackGraceNs: UInt64 = 1_500_000_000
+
+    /// The ladder the video rendition is chosen from: every playable video rendition within the
+    /// caps, when they are one (``BitrateLadder``) and nothing pins the choice (`video-track`, a
+    /// stream selected with select-streams). `adaptive`: adaptive bitrate moves along it (`abr`,
+    /// two rungs at least); with `abr` off, the caps still choose the top rung within them.
+    private func videoLadder(_ run: Running, choice: RenditionChoice, settings s: Settings)
+        -> (ladder: BitrateLadder, adaptive: Bool)?
+    {
+        let pinned = run.selection[.video] != nil || !(s.videoTrack ?? "").isEmpty
+        guard !pinned, choice.video != nil, let ladder = BitrateLadder(choice.playable, cap: s.renditionCap) else {
+            return nil
+        }
+        if s.abr { return (ladder, ladder.rungs.count >= 2) }
+        return s.renditionCap == .none ? nil : (ladder, false)
+    }
 
     func selectionChanged() {
         guard let run, let session = run.session else { return }

@@ -30,6 +30,26 @@ extension MoqSrc {
             settings.withLock { $0.queue = items }
             if live { onControlQueue { self.queueChanged(items) } }
             return
+        case .abr, .maxResolution, .maxBitrate:
+            settings.withLock { s in
+                switch prop {
+                case .abr: s.abr = g_value_get_boolean(value) != 0
+                case .maxBitrate: s.maxBitrate = g_value_get_uint(value)
+                default:
+                    let text = string(from: value) ?? ""
+                    if text.isEmpty {
+                        (s.maxWidth, s.maxHeight) = (0, 0)
+                    } else if let (w, h) = RenditionCap.resolution(text) {
+                        (s.maxWidth, s.maxHeight) = (w, h)
+                    } else {
+                        reporter.warning(
+                            .resource(GST_RESOURCE_ERROR_SETTINGS),
+                            "max-resolution '\(text)' ignored: expected WIDTHxHEIGHT, e.g. 1280x720 (0 for any)")
+                    }
+                }
+            }
+            if live { onControlQueue { self.selectionChanged() } }
+            return
         case .videoTrack, .audioTrack:
             let name = string(from: value)
             settings.withLock { if prop == .videoTrack { $0.videoTrack = name } else { $0.audioTrack = name } }
@@ -94,6 +114,10 @@ extension MoqSrc {
         case .prefix: g_value_set_string(value, s.prefix)
         case .latency: g_value_set_uint(value, s.latencyMs)
         case .videoTrack: g_value_set_string(value, s.videoTrack)
+        case .abr: g_value_set_boolean(value, s.abr ? 1 : 0)
+        case .maxBitrate: g_value_set_uint(value, s.maxBitrate)
+        case .maxResolution:
+            g_value_set_string(value, s.maxWidth == 0 && s.maxHeight == 0 ? nil : "\(s.maxWidth)x\(s.maxHeight)")
         case .audioTrack: g_value_set_string(value, s.audioTrack)
         case .timeout: g_value_set_uint(value, s.timeoutS)
         case .uriTLS: g_value_set_boolean(value, s.uriTLS ? 1 : 0)

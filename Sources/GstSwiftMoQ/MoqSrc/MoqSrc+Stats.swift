@@ -71,6 +71,20 @@ extension MoqSrc {
             if let first = s.timeToFirstFrameMs { fields.append((StatsKey.timeToFirstFrameMs(k), .double(first))) }
         }
         fields.append((StatsKey.retargets.rawValue, .uint64(UInt64(snapshot?.retargets ?? 0))))
+        let adaptive = run?.pads[.video]?.adaptiveSnapshot
+        fields.append((StatsKey.abr.rawValue, .bool(adaptive != nil)))
+        if let adaptive {
+            let times = adaptive.stats.timeOnRungNs.sorted { $0.key < $1.key }
+                .map { "\($0.key)=\($0.value / 1_000_000)" }.joined(separator: ",")
+            fields += [
+                (StatsKey.abrEstimateKbps.rawValue, .double((adaptive.estimateBps ?? 0) / 1000)),
+                (StatsKey.abrLatenessMs.rawValue, .double(adaptive.latenessMs)),
+                (StatsKey.abrSwitchesUp.rawValue, .uint64(UInt64(adaptive.stats.switchesUp))),
+                (StatsKey.abrSwitchesDown.rawValue, .uint64(UInt64(adaptive.stats.switchesDown))),
+                (StatsKey.abrTrialsFailed.rawValue, .uint64(UInt64(adaptive.stats.trialsFailed))),
+                (StatsKey.abrRenditionMs.rawValue, .string(times)),
+            ]
+        }
         return makeStructure(name, fields)
     }
 }

@@ -55,6 +55,15 @@ final class MoqSrc: @unchecked Sendable {
         }
         var videoTrack: String?
         var audioTrack: String?
+        /// `abr`: adaptive bitrate over a ladder of video renditions, within `max-resolution`
+        /// and `max-bitrate` (which apply without it too).
+        var abr = true
+        var maxWidth: UInt32 = 0
+        var maxHeight: UInt32 = 0
+        var maxBitrate: UInt32 = 0
+        var renditionCap: RenditionCap {
+            RenditionCap(maxWidth: maxWidth, maxHeight: maxHeight, maxBitrate: UInt64(maxBitrate))
+        }
         var timeoutS: UInt32 = 10
         /// `buffering=long-form`: a deep buffer behind the live edge (``bufferDurationMs``).
         var longForm = false
@@ -124,6 +133,8 @@ final class MoqSrc: @unchecked Sendable {
         var target: BroadcastTarget
         var follow: Task<Void, Never>?
         var statsTask: Task<Void, Never>?
+        /// Reads the relay's PROBE reports on the current session (adaptive bitrate's hint).
+        var probeTask: Task<Void, Never>?
         var session: MoqSession?
         var sessionEpoch: UInt64 = 0
         var sourceEpoch: UInt64 = 0
@@ -199,6 +210,13 @@ final class MoqSrc: @unchecked Sendable {
     }
     /// Since when every media pad's last push returned NOT_LINKED (``combine(_:from:)``).
     let notLinkedSince = Lock<UInt64?>(nil)
+    /// The relay's last PROBE report (bit/s; 0: none yet), from any thread.
+    let probeReport = Atomic<UInt64>(0)
+    /// The relay's last PROBE report (bit/s), if it sent one.
+    var probeBps: UInt64? {
+        let bps = probeReport.load(ordering: .relaxed)
+        return bps > 0 ? bps : nil
+    }
     /// `no-more-pads` was signalled in this playback (read by the pads' threads).
     let padsComplete = Atomic(false)
     /// `playback.start` was posted in this playback.
@@ -361,6 +379,7 @@ final class MoqSrc: @unchecked Sendable {
             else { return }
             run.follow?.cancel()
             run.statsTask?.cancel()
+            run.probeTask?.cancel()
             run.nowPlayingTask?.cancel()
             link.stop(run.use)
             for pad in run.pads.values { remove(pad) }

@@ -17,7 +17,7 @@ enum MoqSrcType {
     enum Prop: UInt32, ElementPropertyID {
         case url = 1, broadcast, prefix, tlsDisableVerify, tlsFingerprint, tlsRootFile, authToken, latency,
             videoTrack, audioTrack, timeout, status, moqVersion, stats, uriTLS, buffering, bufferDuration,
-            dataTracks, queue, latencyMode, catchUp
+            dataTracks, queue, latencyMode, catchUp, abr, maxResolution, maxBitrate
     }
 
     /// `latency-mode`'s values (``LatencyMode``).
@@ -189,6 +189,27 @@ enum MoqSrcType {
                     "audio-track", "Audio track",
                     "Audio rendition to play (catalog track name; one the catalog does not list yet is waited for 1.5 s, then the first playable plays, with a WARNING); default: the first playable; \"none\": no audio",
                     flags: live)
+            ),
+            (
+                .abr,
+                Property.bool(
+                    "abr", "Adaptive bitrate",
+                    "When the catalog's video renditions are a ladder (one picture at several bitrates or sizes, one codec), play the highest the path carries: step down before a stall, step up only after a trial at a group boundary, spliced without a gap (audio untouched). Off, or video-track set, or a stream selected: one rendition plays",
+                    default: true, flags: live)
+            ),
+            (
+                .maxResolution,
+                Property.string(
+                    "max-resolution", "Maximum resolution",
+                    "WIDTHxHEIGHT (either may be 0: any): video renditions coded larger are not chosen (the smallest stays if none fits), e.g. 1280x720 for a small window",
+                    flags: live)
+            ),
+            (
+                .maxBitrate,
+                Property.uint(
+                    "max-bitrate", "Maximum bitrate",
+                    "Video renditions whose catalog bitrate is higher (bit/s) are not chosen (the lowest stays if none fits); 0: any",
+                    min: 0, max: UInt32.max, default: 0, flags: live)
             ),
             (
                 .dataTracks,

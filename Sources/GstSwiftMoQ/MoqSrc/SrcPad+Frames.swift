@@ -68,6 +68,12 @@ extension SrcPad {
             if let list = tags.take() { gst_pad_push_event(pad, gst_event_new_tag(list)) }
         }
         if let start = push.segmentStartNs { StreamEvents.pushClip(pad: pad, startNs: start) }
+        if push.decodeOnly {
+            src.reporter.log(
+                GST_LEVEL_LOG,
+                "\(name): decode-only \(frame.timestampUs / 1000) ms at \(push.pts / 1_000_000) ms"
+                    + (push.segmentStartNs.map { ", segment from \($0 / 1_000_000) ms" } ?? ""))
+        }
         if case .joined(let clip) = push.note {
             src.reporter.log(
                 GST_LEVEL_DEBUG,

@@ -56,6 +56,7 @@ extension SrcPad {
         playout.splice(epoch: next.source.epoch)
         playout.reset(lane, .splice)
         startStream(next.source, src: src)
+        startAdaptive(next.source)
         src.reporter.log(GST_LEVEL_INFO, "\(name): \(previous?.broadcast ?? "-") → \(next.source.broadcast)")
         src.queueAdvanced(to: next.source.broadcast)
         src.events.post(

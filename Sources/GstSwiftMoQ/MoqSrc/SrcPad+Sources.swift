@@ -8,6 +8,8 @@ import SwiftMoQ
 /// The sources the control queue hands a pad: subscriptions, readers, and the stream's sticky events.
 extension SrcPad {
     func switchTo(_ next: Source, src: MoqSrc) {
+        // Adaptive bitrate chooses the rung: a new catalog keeps the one playing.
+        if next.ladder != nil, keepRung(next) { return }
         if let prepared = upcoming?.source, prepared.session === next.session, prepared.broadcast == next.broadcast,
             prepared.trackName == next.trackName
         {
@@ -20,9 +22,10 @@ extension SrcPad {
         }
         let previous = source
         if let previous, previous.same(as: next), reader != nil {
-            // Same track: only its caps may have changed.
+            // Same track: only its caps may have changed (and whether a ladder plays).
             source = next
             if previous.rendition.caps != next.rendition.caps { startStream(next, src: src) }
+            if (adaptive == nil) != (next.ladder == nil) { startAdaptive(next) }
             return
         }
         var continuing = false
@@ -52,9 +55,11 @@ extension SrcPad {
             lane, .newSource(newEpoch: previous != nil && previous?.epoch != next.epoch, discont: !continuing))
         if let previous, previous.trackName != next.trackName {
             src.events.post(
-                "track.switch", kind: kind, track: next.trackName, [("from", .string(previous.trackName))])
+                "track.switch", kind: kind, track: next.trackName,
+                [("from", .string(previous.trackName)), ("automatic", .bool(false))])
         }
         startStream(next, src: src)
+        startAdaptive(next)
     }
 
     /// A subscription to `next` and its reader, as ``switchTo(_:src:)`` and a queue's preroll make them.
@@ -70,12 +75,24 @@ extension SrcPad {
     }
 
     func dropSubscription() {
+        endTrial()
         remote?.cancel()
         remote = nil
         reader = nil
         held = nil
         readerRef.withLock { $0 = nil }
         counters.resetArrival()
+    }
+
+    /// Another rung of the ladder plays: new caps (decoders renegotiate), the same stream.
+    func renegotiate(_ source: Source, src: MoqSrc) {
+        let caps: UnsafeMutablePointer<GstCaps>
+        do { caps = try MediaFormat.makeCaps(for: source.rendition.rendition.config) } catch {
+            src.reporter.warning(.stream(GST_STREAM_ERROR_CODEC_NOT_FOUND), "\(name): \(error)")
+            return
+        }
+        defer { gst_caps_unref(caps) }
+        stream.renegotiate(pad: pad, caps: caps)
     }
 
     /// stream-start, caps and segment for a (new) rendition.

@@ -28,6 +28,9 @@ final class SrcPad: PadTask, @unchecked Sendable {
         let eosOnEnd: Bool
         /// The publisher said its input is not live (a file): long-form plays it from its start.
         var finite = false
+        /// The ladder the rendition is a rung of, when adaptive bitrate chooses (see
+        /// `SrcPad+Adaptive`); nil: this rendition plays whatever the path does.
+        var ladder: BitrateLadder?
 
         var trackName: String { rendition.rendition.name }
         /// The CMAF track of a `cmaf` rendition (its init segment, checked when the rendition was
@@ -87,6 +90,9 @@ final class SrcPad: PadTask, @unchecked Sendable {
     var upcomingDueNs: UInt64?
     /// Set by a seek until its first frame is pushed.
     var startingAfterSeek = false
+    /// Adaptive bitrate, while a ladder plays (`SrcPad+Adaptive`).
+    var adaptive: Adaptive?
+    let adaptiveShared = Lock<AdaptiveSnapshot?>(nil)
     /// How the pad subscribes and reads (its `latency` may change while playing).
     var policy: SubscriptionPolicy
     /// The reader's skipping budget in use (ms).
@@ -173,6 +179,7 @@ final class SrcPad: PadTask, @unchecked Sendable {
         if hasMail.exchange(false, ordering: .acquiring) { readMail(src: src) }
         if let due = upcomingDueNs, monotonicNow() >= due { splice(src: src) }
         notePreroll(src: src)
+        adaptiveStep(src: src)
         guard let reader, let source, !eosSent || seekPending.load(ordering: .acquiring) else {
             wake.wait(since: generation, timeoutNs: upcoming == nil ? 100_000_000 : 20_000_000)
             return
@@ -247,6 +254,11 @@ final class SrcPad: PadTask, @unchecked Sendable {
                     ("group", .uint64(group)),
                 ])
         case .frame(let frame):
+            if trialTakesOver(before: frame, src: src) != nil {
+                // A higher rendition took over at its group boundary: its reader plays from there
+                // on (the next iteration), and this frame is not played.
+                return
+            }
             handle(frame, reader: reader, source: source, now: now, src: src, generation: generation)
         }
     }
@@ -280,6 +292,8 @@ final class SrcPad: PadTask, @unchecked Sendable {
     }
 
     override func stopped() {
+        endTrial()
+        adaptive = nil
         draining?.remote.cancel()
         draining = nil
         upcoming?.remote.cancel()

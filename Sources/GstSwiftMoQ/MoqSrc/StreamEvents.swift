@@ -71,6 +71,14 @@ struct StreamEvents {
         }
     }
 
+    /// New caps for the same stream (another rendition of one picture), when they changed.
+    mutating func renegotiate(pad: UnsafeMutablePointer<GstPad>, caps: UnsafeMutablePointer<GstCaps>) {
+        let text = GstSupport.capsString(caps)
+        guard capsString != text else { return }
+        capsString = text
+        gst_pad_push_event(pad, gst_event_new_caps(caps))
+    }
+
     /// A flush removed the segment: the next ``start(pad:src:id:stream:caps:)`` pushes one,
     /// carrying the seek's seqnum.
     mutating func flushed(seqnum: UInt32) {

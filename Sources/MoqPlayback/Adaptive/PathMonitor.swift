@@ -17,6 +17,11 @@ public struct PathMonitor: Sendable {
     struct Sample: Sendable {
         var nowNs: UInt64
         var bytes: UInt64
+        /// The other tracks of the session (audio), which share the path.
+        var otherBytes: UInt64
+        /// Everything the connection received (0: unknown): partial frames, retransmissions and
+        /// what is still arriving for a subscription that ended count too.
+        var wireBytes: UInt64
         var newestTimestampNs: UInt64?
         var latenessNs: UInt64
         /// The path was the limit when this sample was taken.
@@ -26,12 +31,18 @@ public struct PathMonitor: Sendable {
     /// How long a lead is remembered as the best (ns): longer than any congestion it must see
     /// through, short enough for clocks that drift.
     public static let leadMemoryNs: UInt64 = 20_000_000_000
-    /// The window a capacity is measured over (ns).
+    /// The window a rate is measured over (ns).
     public static let rateWindowNs: UInt64 = 500_000_000
+    /// The window a capacity is measured over (ns): short, so that a path that just shrank is
+    /// measured before its queue holds seconds.
+    public static let capacityWindowNs: UInt64 = 200_000_000
     /// Lateness above which the path counts as the limit (ns): above a frame's spacing and jitter.
     public static let saturatedLatenessNs: UInt64 = 80_000_000
 
     private var samples: [Sample] = []
+    /// The newest frame's timestamp last known: a group whose first frame is still arriving (a
+    /// keyframe) has no frame yet, and the track's newest is then unknown for a moment.
+    private var lastNewestNs: UInt64?
     private static let maxSamples = 64
     /// The best lead per second of the memory (a ring of (second, lead)).
     private var leads: [(second: UInt64, leadNs: Int64)] = []
@@ -48,15 +59,20 @@ public struct PathMonitor: Sendable {
     /// Forgets the best lead too (another timeline).
     public mutating func reset() {
         samples.removeAll()
+        lastNewestNs = nil
         leads.removeAll()
     }
 
     /// The best lead remembered (ns), if any frame arrived.
     public var bestLeadNs: Int64? { leads.map(\.leadNs).max() }
 
-    /// Records a sample: `bytes` received in all on the track(s) measured, the newest frame's
-    /// timestamp and arrival (ns, arrival on the monotonic clock of `nowNs`).
-    public mutating func observe(nowNs: UInt64, bytes: UInt64, newest: (timestampNs: UInt64, arrivalNs: UInt64)?) {
+    /// Records a sample: `bytes` received in all on the track(s) measured, `otherBytes` on the
+    /// session's other tracks (audio: they share the path), the newest frame's timestamp and
+    /// arrival (ns, arrival on the monotonic clock of `nowNs`).
+    public mutating func observe(
+        nowNs: UInt64, bytes: UInt64, otherBytes: UInt64 = 0, wireBytes: UInt64 = 0,
+        newest: (timestampNs: UInt64, arrivalNs: UInt64)?
+    ) {
         if let newest {
             let lead = Saturating.subtract(Saturating.int64(newest.timestampNs), Saturating.int64(newest.arrivalNs))
             let second = newest.arrivalNs / 1_000_000_000
@@ -69,9 +85,11 @@ public struct PathMonitor: Sendable {
             let oldest = Saturating.minus(second, Self.leadMemoryNs / 1_000_000_000)
             leads.removeAll { $0.second < oldest }
         }
-        let lateness = latenessNs(nowNs: nowNs, newestTimestampNs: newest?.timestampNs)
+        if let ts = newest?.timestampNs { lastNewestNs = ts }
+        let newestTs = lastNewestNs
+        let lateness = latenessNs(nowNs: nowNs, newestTimestampNs: newestTs)
         var saturated = lateness >= Self.saturatedLatenessNs
-        if let previous = samples.last, let ts = newest?.timestampNs, let was = previous.newestTimestampNs,
+        if let previous = samples.last, let ts = newestTs, let was = previous.newestTimestampNs,
             nowNs > previous.nowNs, ts > was
         {
             // Catching up: more than 1.5 s of media arrived per second (a cached backlog sent at once).
@@ -79,7 +97,8 @@ public struct PathMonitor: Sendable {
         }
         samples.append(
             Sample(
-                nowNs: nowNs, bytes: bytes, newestTimestampNs: newest?.timestampNs, latenessNs: lateness,
+                nowNs: nowNs, bytes: bytes, otherBytes: otherBytes, wireBytes: wireBytes, newestTimestampNs: newestTs,
+                latenessNs: lateness,
                 saturated: saturated))
         if samples.count > Self.maxSamples { samples.removeFirst() }
     }
@@ -93,22 +112,49 @@ public struct PathMonitor: Sendable {
         return Saturating.unsigned(Saturating.subtract(due, Saturating.int64(newest)))
     }
 
-    /// The arrival rate over the last `windowNs` (bit/s), if the samples span it.
-    public func rateBps(windowNs: UInt64 = PathMonitor.rateWindowNs) -> Double? {
+    /// The arrival rate over the last `windowNs` (bit/s), if the samples span it: of the track(s)
+    /// measured, or (`all`) of everything the connection received (the tracks' when unknown).
+    public func rateBps(windowNs: UInt64 = PathMonitor.rateWindowNs, all: Bool = false) -> Double? {
         guard let last = samples.last,
             let first = samples.last(where: { last.nowNs >= $0.nowNs &+ windowNs }),
-            last.bytes >= first.bytes, last.nowNs > first.nowNs
+            last.bytes >= first.bytes, last.otherBytes >= first.otherBytes, last.nowNs > first.nowNs
         else { return nil }
-        return Double(last.bytes - first.bytes) * 8 / (Double(last.nowNs - first.nowNs) / 1e9)
+        var bytes = last.bytes - first.bytes
+        if all {
+            if first.wireBytes > 0, last.wireBytes >= first.wireBytes {
+                bytes = last.wireBytes - first.wireBytes
+            } else {
+                bytes &+= last.otherBytes - first.otherBytes
+            }
+        }
+        return Double(bytes) * 8 / (Double(last.nowNs - first.nowNs) / 1e9)
     }
 
-    /// What the path carries (bit/s), measured when it was the limit for the whole last window;
-    /// nil otherwise.
+    /// The other tracks' rate (bit/s) over the last `windowNs`.
+    public func otherRateBps(windowNs: UInt64 = PathMonitor.rateWindowNs) -> Double? {
+        guard let last = samples.last,
+            let first = samples.last(where: { last.nowNs >= $0.nowNs &+ windowNs }),
+            last.otherBytes >= first.otherBytes, last.nowNs > first.nowNs
+        else { return nil }
+        return Double(last.otherBytes - first.otherBytes) * 8 / (Double(last.nowNs - first.nowNs) / 1e9)
+    }
+
+    /// What the path carries for the whole session (bit/s), measured when it was the limit for the
+    /// whole last ``capacityWindowNs``; nil otherwise.
     public var capacitySampleBps: Double? {
         guard let last = samples.last, last.saturated else { return nil }
-        let window = samples.filter { last.nowNs < $0.nowNs &+ Self.rateWindowNs }
+        let window = samples.filter { last.nowNs < $0.nowNs &+ Self.capacityWindowNs }
         guard window.allSatisfy(\.saturated) else { return nil }
-        return rateBps()
+        return rateBps(windowNs: Self.capacityWindowNs, all: true)
+    }
+
+    /// How much the lateness grew since the sample about `agoNs` before the last (ns; negative:
+    /// it shrank, the path is catching up). Nil without such a sample.
+    public func latenessGrowthNs(overNs agoNs: UInt64) -> Int64? {
+        guard let last = samples.last, let then = samples.last(where: { last.nowNs >= $0.nowNs &+ agoNs }) else {
+            return nil
+        }
+        return Saturating.subtract(Saturating.int64(last.latenessNs), Saturating.int64(then.latenessNs))
     }
 
     /// Whether the path was the limit at the last sample.

@@ -28,11 +28,23 @@ extension PlayoutCore {
             return .drop(drop)
         }
         if let floor = lane.switchFloorNs {
-            if frame.timestampNs <= floor, offsetNs != nil, phase == .playing {
+            if frame.timestampNs <= floor {
                 // Another rendition took over mid-group: what the previous one already showed is
                 // decoded (the frames after it need it), on its own running time, and not shown.
-                let push = PlayoutPush(pts: runningTime(of: frame), discont: lane.discontPending, decodeOnly: true)
+                // Ending before the last frame shown ends, even if the timeline moved since (a
+                // retarget): the segment that starts there clips them, as the flag alone may not. (A
+                // decoder clips a frame that ends exactly at the segment's start to a zero-length
+                // one there and shows it: so one frame earlier still.)
+                var pts = offsetNs == nil ? Self.beforeRunningTimeNs : runningTime(of: frame)
+                if let last = lane.lastPts, offsetNs != nil {
+                    let latest = Saturating.subtract(last, Saturating.int64(lane.frameDurationNs ?? 40_000_000))
+                    let floorPts = Saturating.add(Saturating.int64(floor), offset(for: frame.epoch) ?? 0)
+                    pts = min(Saturating.subtract(pts, max(0, Saturating.subtract(floorPts, latest))), latest)
+                }
+                let push = PlayoutPush(
+                    pts: pts, discont: lane.discontPending, decodeOnly: true, segmentStartNs: lane.pendingSegmentNs)
                 lane.discontPending = false
+                lane.pendingSegmentNs = nil
                 lanes[i] = lane
                 return .push(push)
             }

@@ -72,6 +72,10 @@ extension PlayoutCore {
             case .rendition:
                 // Group sequences are per track: positions of the old one say nothing here.
                 switchFloorNs = lastTimestampNs
+                // And a segment that starts after the last frame shown: a decoder that shows a
+                // decode-only frame anyway (or a parser that loses the flag) still clips them.
+                // (Where the last one shown ends: a frame at its time overlaps it otherwise.)
+                if let last = lastPts { pendingSegmentNs = max(lastEndNs ?? last, Saturating.add(last, 1)) }
                 lastPosition = nil
                 checkPositionAtFirstGroup = false
                 skipping = nil

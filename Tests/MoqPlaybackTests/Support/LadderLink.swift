@@ -112,7 +112,7 @@ struct LadderLink {
         if var candidate = trial,
             let key = candidate.keyframesArrived.first(where: { $0 * Self.ms > abr.trial!.sinceNs })
         {
-            if abr.trialKeepsUp {
+            if abr.trialKeepsUp(nowNs: now, candidateNewestNs: candidate.newest?.timestampNs ?? 0) {
                 abr.switched(to: candidate.rung, nowNs: now)
                 candidate.priority = 1
                 candidate.queue.removeAll { $0.tsMs < key }
