@@ -309,7 +309,8 @@ import Testing
         let pair = SessionPair()
         let track = pair.serverBroadcast("b").createTrack("t")
         let remote = pair.remoteTrack("t")
-        let handle = pair.client.subscribe(broadcast: "b", track: remote, range: SubscriptionRange(maxLatencyMs: 10_000))
+        let handle = pair.client.subscribe(
+            broadcast: "b", track: remote, range: SubscriptionRange(maxLatencyMs: 10_000))
         pair.run()
         let arriving = track.appendGroup()
         arriving.write(Bytes("a"), timestamp: 0)
