@@ -15,7 +15,9 @@ enum Recipe {
         return lines
     }
 
-    static let names = ["test-pattern", "camera", "multi-camera", "mic", "screen-share", "watch", "record"]
+    static let names = [
+        "test-pattern", "camera", "camera-ladder", "multi-camera", "mic", "screen-share", "watch", "record",
+    ]
 }
 
 @Suite("recipes in pipelines/", .serialized, .timeLimit(.minutes(2)))
