@@ -128,7 +128,7 @@ extension SourceSpec {
 struct EncoderFlags {
     static let options: Set<String> = [
         "video-codec", "width", "height", "fps", "bitrate", "keyframe-interval", "audio-codec", "audio-bitrate",
-        "channels",
+        "channels", "ladder",
     ]
     static let help = """
           --video-codec C           h264 (default), h265, vp8, vp9, av1
@@ -136,6 +136,10 @@ struct EncoderFlags {
           --fps N                   frame rate cap (default 30)
           --bitrate BPS             video bitrate in bit/s (default 2000000)
           --keyframe-interval S     seconds between keyframes = groups (default 2)
+          --ladder RUNGS            publish each video source at several sizes and bitrates, as
+                                    renditions players choose among (adaptive bitrate): 720p (3.5 /
+                                    1.2 / 0.4 Mbit/s at 720p, 360p, 180p), or NAME:WxH@BPS,… e.g.
+                                    hd:1280x720@3500000,sd:640x360@1200000; tracks are <track>/NAME
           --audio-codec C           opus (default) or aac
           --audio-bitrate BPS       audio bitrate in bit/s (default 96000)
           --channels N              audio channels (default 2)
@@ -143,6 +147,21 @@ struct EncoderFlags {
 
     var video: VideoEncoderConfig
     var audio: AudioEncoderConfig
+
+    /// `--ladder`: `720p`, or rungs `NAME:WxH@BPS` separated by commas.
+    static func ladder(_ text: String) throws(CommandError) -> [VideoEncoderConfig.LadderRung] {
+        if text == "720p" { return VideoEncoderConfig.LadderRung.camera720p }
+        var rungs: [VideoEncoderConfig.LadderRung] = []
+        for part in text.split(separator: ",") {
+            guard let rung = VideoEncoderConfig.LadderRung(parsing: String(part)) else {
+                throw .usage("--ladder: '\(part)' is not NAME:WxH@BPS (e.g. 720p:1280x720@3500000)")
+            }
+            rungs.append(rung)
+        }
+        guard rungs.count >= 2 else { throw .usage("--ladder needs two rungs at least (or 720p)") }
+        guard Set(rungs.map(\.name)).count == rungs.count else { throw .usage("--ladder: rung names must differ") }
+        return rungs
+    }
 
     init(_ args: Arguments, defaults: VideoEncoderConfig) throws(CommandError) {
         video = defaults
@@ -159,6 +178,9 @@ struct EncoderFlags {
             video.maxFrameRate = try args.integer("fps", default: video.maxFrameRate)
             video.bitrate = try args.integer("bitrate", default: video.bitrate)
             video.keyframeInterval = try args.seconds("keyframe-interval", default: video.keyframeInterval)
+            if let text = args.value("ladder") {
+                video.ladder = try Self.ladder(text)
+            }
             if let c = args.value("audio-codec") {
                 guard let codec = AudioEncoderConfig.Codec(rawValue: c) else {
                     throw CommandError.usage("unknown --audio-codec \(c)")

@@ -28,7 +28,11 @@ enum PlayCommand {
                                     filled faster than real time, never skipping (outages shorter than
                                     the buffer are not heard)
           --buffer-duration S       the long-form buffer (default 30)
-          --video-track T           a catalog video track (default: the first playable; none: no video)
+          --video-track T           a catalog video track (default: adaptive bitrate over a ladder,
+                                    else the first playable; none: no video)
+          --max-resolution WxH      adaptive bitrate chooses no rendition larger (e.g. 1280x720)
+          --max-bitrate BPS         adaptive bitrate chooses no rendition dearer (bit/s)
+          --no-abr                  play one rendition, whatever the path does
           --audio-track T           a catalog audio track (default: the first playable; none: no audio)
           --duration S              stop after S seconds
           --timeout S               how long to wait for a broadcast and its catalog (default 10)
@@ -46,9 +50,9 @@ enum PlayCommand {
                 argv,
                 options: ClientFlags.options.union([
                     "broadcast", "prefix", "record", "latency", "video-track", "audio-track", "duration", "timeout",
-                    "buffer-duration",
+                    "buffer-duration", "max-resolution", "max-bitrate",
                 ]),
-                flags: ClientFlags.flags.union(["headless", "long-form", "mpris", "no-catch-up"]))
+                flags: ClientFlags.flags.union(["headless", "long-form", "mpris", "no-catch-up", "no-abr"]))
         } catch { throw .usage(error.description) }
         let broadcast = args.value("broadcast")
         let prefix = args.value("prefix")
@@ -93,6 +97,18 @@ enum PlayCommand {
         }
         defer { signals.cancel() }
         var played = 0
+        // Adaptive bitrate's caps (a small window, a metered link).
+        var maxResolution: (width: Int, height: Int)?
+        if let text = args.value("max-resolution") {
+            let parts = text.lowercased().split(separator: "x").compactMap { Int($0) }
+            guard parts.count == 2 else { throw .usage("--max-resolution takes WxH, e.g. 1280x720") }
+            maxResolution = (parts[0], parts[1])
+        }
+        var maxBitrate: Int?
+        if let text = args.value("max-bitrate") {
+            guard let value = Int(text), value > 0 else { throw .usage("--max-bitrate takes bit/s, e.g. 2000000") }
+            maxBitrate = value
+        }
         let wanted = broadcast.map { $0.split(separator: "/").joined(separator: "/") }
         let queue = BroadcastQueue(subscription.broadcasts) { b in wanted == nil || b.absolutePath == wanted }
         while !stop.fired && ContinuousClock.now < deadline {
@@ -122,7 +138,8 @@ enum PlayCommand {
                     catalog: catalog, videoTrackName: args.value("video-track").flatMap { $0 == "none" ? nil : $0 },
                     audioTrackName: args.value("audio-track").flatMap { $0 == "none" ? nil : $0 },
                     targetBuffering: latency.map { .milliseconds($0) }, output: output, mode: mode,
-                    catchUp: !args.has("no-catch-up"))
+                    catchUp: !args.has("no-catch-up"), abr: !args.has("no-abr"), maxResolution: maxResolution,
+                    maxBitrate: maxBitrate)
                 try await player.play()
                 if args.has("mpris") { try player.publishMPRIS() }
             } catch { throw .runtime(error.description) }

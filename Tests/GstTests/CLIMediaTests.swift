@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 import CGStreamer
 import Foundation
+import MoqCatalog
 import MoqInteropSupport
 import SwiftMoQ
 import Testing
@@ -45,6 +46,37 @@ struct CLIMediaTests {
         let usage = try await CLI.run(["publish"] + connection + ["--broadcast", "x", "--source", "webcam"])
         #expect(usage.status == 2)
         #expect(usage.stderr.contains("unknown --source 'webcam'"), "\(usage.stderr)")
+    }
+
+    @Test("publish --ladder: renditions <track>/<name> in one section; a bad ladder is a usage error")
+    func publishLadder() async throws {
+        let relay = try localRelay()
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        let connection = ["--url", "moql://127.0.0.1:\(relay.port)/anon", "--tls-fingerprint", relay.fingerprint]
+        let publisher = try CLI.start(
+            ["publish"] + connection + [
+                "--broadcast", "cli/ladder", "--source", "test", "--no-audio", "--duration", "20", "--ladder",
+                "hi:320x180@600000,lo:160x90@150000",
+            ])
+        defer { kill(publisher.process.processIdentifier, SIGINT) }
+        let session = try await MoqSession.connect(
+            "moql://127.0.0.1:\(relay.port)/anon",
+            options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
+        defer { session.close() }
+        try await session.waitForBroadcast("cli/ladder", timeout: .seconds(30))
+        let catalogTrack = session.subscribe(broadcast: "cli/ladder", track: HangCatalog.trackName)
+        let consumer = catalogTrack.consumer(maxLatencyMs: 10_000)
+        var bitrates: [String: UInt64] = [:]
+        while bitrates.count < 2, let group = try await consumer.nextGroup(), let frame = try await group.nextFrame() {
+            for rendition in try HangCatalog(json: frame.payload.array).renditions {
+                if case .video(let v) = rendition.config, let b = v.bitrate { bitrates[rendition.name] = b }
+            }
+        }
+        #expect(bitrates == ["test-video/hi": 600 * 1024, "test-video/lo": 150 * 1024], "x264enc's kbit/s × 1024")
+        let usage = try await CLI.run(
+            ["publish"] + connection + ["--broadcast", "x", "--source", "test", "--ladder", "hi:320x180"])
+        #expect(usage.status == 2)
+        #expect(usage.stderr.contains("NAME:WxH@BPS"), "\(usage.stderr)")
     }
 
     @Test("make demo's script: relay, publish, play back headless, stats each second, exit 0")

@@ -130,6 +130,53 @@ struct PublisherPlayerTests {
         await session.close()
     }
 
+    @Test(
+        "a ladder in VideoEncoderConfig: renditions of one section; the Player plays the top adaptively, or a capped one"
+    )
+    func ladder() async throws {
+        let relay = try TestRelay.start()
+        defer { Task { await relay.stop() } }
+        let session = Session(url: relay.url(), options: relay.sessionOptions)
+        try await session.connect()
+        let publisher = Publisher()
+        var config = Self.small
+        config.ladder = [
+            .init(name: "hi", width: 320, height: 180, bitrate: 600_000),
+            .init(name: "lo", width: 160, height: 90, bitrate: 150_000),
+        ]
+        let top = try publisher.addVideoTrack(source: TestPattern(pattern: "ball"), config: config)
+        #expect(top.name == "video/hi")
+        #expect(publisher.pipelineDescription == nil)
+        try await session.publish(path: "ladder", publisher: publisher)
+        let description = try #require(publisher.pipelineDescription)
+        #expect(description.contains("keyframe-interval=1000") && description.contains("tee name=video_ladder"))
+        try await publisher.start()
+        let subscription = try await session.subscribe(prefix: "")
+        var broadcasts = subscription.broadcasts.makeAsyncIterator()
+        let broadcast = try #require(await broadcasts.next())
+        var catalogs = broadcast.catalogs().makeAsyncIterator()
+        var catalog = try #require(await catalogs.next())
+        while catalog.playableVideoTracks.count < 2 { catalog = try #require(await catalogs.next()) }
+        #expect(Set(catalog.videoTracks.map(\.name)) == ["video/hi", "video/lo"])
+        for (cap, expected) in [(nil, "video/hi"), (300_000, "video/lo")] as [(Int?, String)] {
+            let player = try Player(catalog: catalog, output: .headless, maxBitrate: cap)
+            #expect(player.adaptive)
+            #expect(!player.pipelineDescription.contains("video-track"))
+            try await player.play()
+            try await waitUntil("\(expected) playing", timeout: .seconds(30)) {
+                player.stats.videoTrack == expected && player.stats.videoFrames > 10
+            }
+            // Capped to one rung: nothing left to choose from.
+            #expect((player.stats.adaptiveBitrate != nil) == (cap == nil))
+            await player.stop()
+        }
+        // Pinned: one rendition, no adaptive bitrate.
+        let pinned = try Player(catalog: catalog, videoTrackName: "video/lo", output: .headless)
+        #expect(!pinned.adaptive && pinned.pipelineDescription.contains("abr=false"))
+        publisher.stop()
+        await session.close()
+    }
+
     @Test("one Session publishes and plays its own broadcast on one connection: read where it is made")
     func playOwnBroadcast() async throws {
         let relay = try TestRelay.start()

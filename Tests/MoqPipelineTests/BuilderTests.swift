@@ -27,6 +27,28 @@ struct BuilderTests {
         #expect(p.chains.count == 2)
     }
 
+    @Test("a video ladder: a tee, a queue, a scaled x264 branch per rung into moqsink's pads, named")
+    func ladder() {
+        let ladder = VideoLadder(
+            rungs: [
+                .init(track: "hi", width: 320, height: 180, kbps: 600),
+                .init(track: "lo", width: 160, height: 90, kbps: 150),
+            ])
+        let p = Pipeline {
+            Element("moqsink", name: "moq").naming(ladder)
+            Branch {
+                Element("videotestsrc")
+                ladder
+            }
+        }
+        #expect(
+            p.description.hasPrefix("moqsink name=moq sink_0::track=hi sink_1::track=lo videotestsrc ! tee name=ladder")
+        )
+        #expect(p.description.contains("ladder. ! queue ! videoscale ! video/x-raw,width=160,height=90,format=I420"))
+        #expect(p.description.contains("bitrate=150") && p.description.contains("! moq.sink_1"))
+        #expect(p.chains.count == 4)
+    }
+
     @Test("values: booleans, integers, doubles, fractions, nicks, flags, durations, enums")
     func values() {
         enum Tune: String, PipelineEnum { case zerolatency }

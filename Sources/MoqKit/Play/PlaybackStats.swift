@@ -59,6 +59,24 @@ public struct PlaybackStats: Sendable, Equatable {
     /// Catch-up after stalls: audio frames dropped, and the time taken out in all.
     public var catchUpDrops: Int = 0
     public var catchUpTime: Duration = .zero
+    /// The video track playing now (it changes when adaptive bitrate switches rendition).
+    public var videoTrack: String?
+    /// Adaptive bitrate (nil when it does not choose: one rendition, or a pinned track).
+    public var adaptiveBitrate: AdaptiveBitrateStats?
+
+    /// What adaptive bitrate did (moqsrc's `abr-*` statistics).
+    public struct AdaptiveBitrateStats: Sendable, Equatable {
+        /// What it estimates the path carries (bit/s).
+        public var estimatedBitrate: Double
+        /// How far the playing rendition's newest frame is behind.
+        public var lateness: Duration
+        public var switchesUp: Int
+        public var switchesDown: Int
+        /// Trials of a higher rendition that were abandoned.
+        public var trialsFailed: Int
+        /// Time spent on each rendition, by track name.
+        public var timeOnRendition: [String: Duration]
+    }
 
     /// An empty record.
     public init() {}
@@ -95,5 +113,19 @@ public struct PlaybackStats: Sendable, Equatable {
         latencyExcess = ms(StatsKey.latencyExcessMs.rawValue)
         catchUpDrops = int(StatsKey.catchUpDrops.rawValue)
         catchUpTime = ms(StatsKey.catchUpMs.rawValue) ?? .zero
+        videoTrack = s[K.track.name("video")]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
+        if s[StatsKey.abr.rawValue]?.boolValue == true {
+            var times: [String: Duration] = [:]
+            for pair in (s[StatsKey.abrRenditionMs.rawValue]?.stringValue ?? "").split(separator: ",") {
+                let parts = pair.split(separator: "=", maxSplits: 1)
+                if parts.count == 2, let value = Int64(parts[1]) { times[String(parts[0])] = .milliseconds(value) }
+            }
+            adaptiveBitrate = AdaptiveBitrateStats(
+                estimatedBitrate: (s[StatsKey.abrEstimateKbps.rawValue]?.doubleValue ?? 0) * 1000,
+                lateness: ms(StatsKey.abrLatenessMs.rawValue) ?? .zero,
+                switchesUp: int(StatsKey.abrSwitchesUp.rawValue),
+                switchesDown: int(StatsKey.abrSwitchesDown.rawValue),
+                trialsFailed: int(StatsKey.abrTrialsFailed.rawValue), timeOnRendition: times)
+        }
     }
 }

@@ -58,6 +58,13 @@ public final class Player: Sendable {
 
     /// Live playback takes back the delay a stall added (moqsrc's `catch-up`); off for a recording.
     public let catchUp: Bool
+    /// Adaptive bitrate chooses the video rendition (no `videoTrackName` was given, `abr` was not
+    /// turned off, and the catalog's video renditions are a ladder: moqsrc decides the last).
+    /// ``videoTrackName`` is then where it starts; ``PlaybackStats/videoTrack`` is where it is.
+    public let adaptive: Bool
+    /// What adaptive bitrate may choose from (renditions larger or dearer are left out).
+    public let maxResolution: (width: Int, height: Int)?
+    public let maxBitrate: Int?
 
     /// A player for `catalog`'s tracks: the named ones, else the first playable video and audio.
     /// - Parameters:
@@ -68,10 +75,14 @@ public final class Player: Sendable {
     ///     quiet moments; false keeps everything (``PlayerOutput/file(path:)`` records never catch up).
     /// - Throws: ``SessionError/noTracksAvailable`` when nothing is playable;
     ///   ``SessionError/invalidConfiguration(_:)`` for a name that is not a playable track.
+    ///   - abr: when no `videoTrackName` is given and the catalog's video renditions are a ladder
+    ///     (one picture at several bitrates), play the highest the path carries and switch as it
+    ///     changes (`track.switch` events; moq-kit switches only when asked). `maxResolution` and
+    ///     `maxBitrate` (bit/s) cap what it chooses, e.g. for a small view or a metered link.
     public init(
         catalog: Catalog, videoTrackName: String? = nil, audioTrackName: String? = nil,
         targetBuffering: Duration? = nil, output: PlayerOutput = .window, mode: PlaybackMode = .live,
-        catchUp: Bool = true
+        catchUp: Bool = true, abr: Bool = true, maxResolution: (width: Int, height: Int)? = nil, maxBitrate: Int? = nil
     ) throws(SessionError) {
         func pick<T>(_ name: String?, _ tracks: [T], _ trackName: (T) -> String, _ playable: (T) -> Bool)
             throws(SessionError) -> String?
@@ -84,6 +95,12 @@ public final class Player: Sendable {
             return name
         }
         self.catalog = catalog
+        // A file records what it was asked to: one rendition throughout.
+        var recording = false
+        if case .file = output { recording = true }
+        adaptive = abr && videoTrackName == nil && !recording && catalog.videoTracks.filter(\.isPlayable).count >= 2
+        self.maxResolution = maxResolution
+        self.maxBitrate = maxBitrate
         self.videoTrackName = try pick(videoTrackName, catalog.videoTracks, \.name, \.isPlayable)
         self.audioTrackName = try pick(audioTrackName, catalog.audioTracks, \.name, \.isPlayable)
         guard self.videoTrackName != nil || self.audioTrackName != nil else { throw .noTracksAvailable }
@@ -387,7 +404,14 @@ public final class Player: Sendable {
     private func makePipeline(latency: Duration?) -> Pipeline {
         let broadcast = catalog.broadcast
         var src = Element("moqsrc", name: "src").set("url", broadcast.url).set("broadcast", broadcast.absolutePath)
-            .set("video-track", videoTrackName ?? "none").set("audio-track", audioTrackName ?? "none")
+            .set("audio-track", audioTrackName ?? "none")
+        if adaptive {
+            // moqsrc chooses the rung (and plays the first rendition when the section is not a ladder).
+            if let maxResolution { src = src.set("max-resolution", "\(maxResolution.width)x\(maxResolution.height)") }
+            if let maxBitrate { src = src.set("max-bitrate", maxBitrate) }
+        } else {
+            src = src.set("video-track", videoTrackName ?? "none").set("abr", false)
+        }
         // moq-kit's targetBuffering is a fixed target; without one, moqsrc's default plays.
         if let latency { src = src.set("latency-mode", "fixed").set("latency", Self.ms(latency)) }
         if !catchUp { src = src.set("catch-up", false) }

@@ -62,6 +62,62 @@ public struct VideoEncoderConfig: Sendable, Equatable {
     public var profileLevel: String?
     /// H.264/H.265 framing.
     public var naluFormat: NALUFormat
+    /// An adaptive-bitrate ladder: when not empty, the track is published once per rung (one
+    /// source, one encoder each, keyframes aligned by moqsink every ``keyframeInterval``), as
+    /// `<track>/<rung name>` renditions of one catalog section; players choose among them
+    /// (moqsrc's `abr`). The config's own size and bitrate are then unused.
+    public var ladder: [LadderRung] = []
+
+    /// One rendition of a ladder.
+    public struct LadderRung: Sendable, Equatable {
+        /// Its name (the track is `<track>/<name>`), e.g. `720p`.
+        public var name: String
+        public var width: Int
+        public var height: Int
+        /// Target bitrate in bit/s.
+        public var bitrate: Int
+
+        public init(name: String, width: Int, height: Int, bitrate: Int) {
+            self.name = name
+            self.width = width
+            self.height = height
+            self.bitrate = bitrate
+        }
+
+        /// The issue's ladder for a 720p camera: 3.5 / 1.2 / 0.4 Mbit/s at 720p, 360p, 180p.
+        public static let camera720p: [LadderRung] = [
+            LadderRung(name: "720p", width: 1280, height: 720, bitrate: 3_500_000),
+            LadderRung(name: "360p", width: 640, height: 360, bitrate: 1_200_000),
+            LadderRung(name: "180p", width: 320, height: 180, bitrate: 400_000),
+        ]
+
+        /// `NAME:WxH@BPS` (e.g. `720p:1280x720@3500000`; the name defaults to `<H>p`).
+        public init?(parsing text: String) {
+            var rest = Substring(text)
+            var name: String?
+            if let colon = rest.firstIndex(of: ":") {
+                name = String(rest[..<colon])
+                rest = rest[rest.index(after: colon)...]
+            }
+            let sizeAndRate = rest.split(separator: "@")
+            guard sizeAndRate.count == 2, let bitrate = Int(sizeAndRate[1]), bitrate > 0 else { return nil }
+            let size = sizeAndRate[0].split(separator: "x")
+            guard size.count == 2, let w = Int(size[0]), let h = Int(size[1]), w > 0, h > 0 else { return nil }
+            self.init(name: name.flatMap { $0.isEmpty ? nil : $0 } ?? "\(h)p", width: w, height: h, bitrate: bitrate)
+        }
+    }
+
+    /// This config for one rung of its ladder.
+    func rung(_ rung: LadderRung) -> VideoEncoderConfig {
+        var config = self
+        config.ladder = []
+        config.width = rung.width
+        config.height = rung.height
+        config.bitrate = rung.bitrate
+        // moqsink's grid cuts the groups; the encoder's own GOP is only a backstop far above it.
+        config.keyframeInterval = keyframeInterval * 4
+        return config
+    }
 
     /// moq-kit's defaults: H.264 1080p30 at 1.5 Mbit/s, a keyframe every 2 s, Annex-B.
     public init(

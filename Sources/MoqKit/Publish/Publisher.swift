@@ -50,6 +50,8 @@ public final class Publisher: Sendable {
         var phase: PublisherState = .idle
         var pipeline: Pipeline?
         var watcher: Task<Void, Never>?
+        /// A ladder's keyframe grid (moqsink's `keyframe-interval`).
+        var keyframeGrid: Duration?
     }
 
     private let setup = Lock(Setup())
@@ -71,6 +73,7 @@ public final class Publisher: Sendable {
         guard config.isSupported else {
             throw .unsupportedCodec("\(config.codec) needs \(config.codec.encoder), which is not installed")
         }
+        if !config.ladder.isEmpty { return try addLadder(name: name, source: source, config: config) }
         return try add(
             name: name,
             info: .video(
@@ -82,6 +85,43 @@ public final class Publisher: Sendable {
             nodes += Queue().nodes + Link(to: "moq", pad: "sink_\(index)").nodes
             return nodes
         }
+    }
+
+    /// A ladder: one source, a tee, an encoder per rung; the tracks are `<name>/<rung>`. Returns
+    /// the first (highest) rung's track.
+    private func addLadder(name: String, source: some VideoSource, config: VideoEncoderConfig)
+        throws(SessionError) -> PublishedTrack
+    {
+        guard Set(config.ladder.map(\.name)).count == config.ladder.count else {
+            throw .invalidConfiguration("the ladder's rung names must differ")
+        }
+        let tee = "\(name.filter { $0.isLetter || $0.isNumber })_ladder"
+        var first: PublishedTrack?
+        for (i, rung) in config.ladder.enumerated() {
+            let rungConfig = config.rung(rung)
+            let track = try add(
+                name: "\(name)/\(rung.name)",
+                info: .video(
+                    codec: config.codec.rawValue, width: rung.width, height: rung.height, fps: config.maxFrameRate)
+            ) { index in
+                var nodes: [PipelineNode] = []
+                if i == 0 {
+                    nodes += source.videoElements
+                    nodes += Element("videoconvert").nodes + Element("videorate").nodes
+                    nodes += Caps("video/x-raw", ["framerate": Fraction(Int32(config.maxFrameRate), 1)]).nodes
+                    nodes += Element("tee", name: tee).nodes
+                } else {
+                    nodes += From(tee).nodes
+                }
+                nodes += Queue().nodes + Element("videoscale").nodes + rungConfig.encoding
+                nodes += Queue().nodes + Link(to: "moq", pad: "sink_\(index)").nodes
+                return nodes
+            }
+            first = first ?? track
+        }
+        setup.withLock { $0.keyframeGrid = config.keyframeInterval }
+        guard let first else { throw .invalidConfiguration("an empty ladder") }
+        return first
     }
 
     /// Adds an audio track: `source` → convert/resample → `config`'s encoder → moqsink.
@@ -148,6 +188,10 @@ public final class Publisher: Sendable {
         // Each track is published under the name it was added with (moq-kit's), not moqsink's
         // default `<index>.<codec>`: a viewer picks it by that name.
         for track in s.tracks { sink = sink.set("sink_\(track.index)::track", track.name) }
+        if let grid = s.keyframeGrid {
+            let ms = grid.components.seconds * 1000 + grid.components.attoseconds / 1_000_000_000_000_000
+            sink = sink.set("keyframe-interval", Int(max(1, ms)))
+        }
         var nodes = sink.nodes
         for branch in s.branches { nodes += Branch { branch }.nodes }
         return Pipeline(nodes: nodes)
