@@ -19,6 +19,8 @@ struct FaultCase: Sendable {
         case relayRestart(down: Duration)
         /// Both legs' NAT mappings change.
         case rebind
+        /// The player leg's impairment changes at these times after the window starts.
+        case playLegChanges([(after: Duration, impairment: Impairment)])
     }
 
     var name: String
@@ -32,6 +34,9 @@ struct FaultCase: Sendable {
     var window: Duration = .seconds(12)
     /// x264's bitrate in kbit/s and the test pattern (snow does not compress: the bitrate is real).
     var videoKbps = 1_000
+    /// A ladder instead (kbit/s, highest first): one source, an encoder per rung (640×360, 480×270,
+    /// 320×180…), moqsink's keyframe grid; the player's adaptive bitrate chooses.
+    var ladderKbps: [Int] = []
     var pattern = "ball"
     /// Who reads the data track.
     var dataReader: DataTrackProbe.Reader = .swift
@@ -51,11 +56,14 @@ struct FaultCase: Sendable {
     /// The path returns this long after the window starts (for recovery time), if it ever left.
     var pathReturnsAfter: Duration? {
         switch event {
-        case .steady, .rebind: nil
+        case .steady, .rebind, .playLegChanges: nil
         case .blackhole(let d): d
         case .relayRestart(let d): d
         }
     }
+
+    /// The ladder's row under a 2 Mbit/s cap.
+    static let ladderCapRow = "ladder 3.5 / 1.2 / 0.4 Mbit/s under a 2 Mbit/s cap (player leg)"
 
     /// The row the first target is about.
     static let lossAndJitterRow = "5 % loss + 50±20 ms jitter, both legs"
@@ -88,6 +96,18 @@ struct FaultCase: Sendable {
             name: "2 Mbit/s cap under a 4 Mbit/s publisher (player leg)",
             playLeg: .rate(bitsPerSecond: 2_000_000, queueBytes: 100_000), videoKbps: 4_000, pattern: "snow",
             target: "plays on with dropped groups, never stalls for good"),
+        FaultCase(
+            name: ladderCapRow, playLeg: .rate(bitsPerSecond: 2_000_000, queueBytes: 100_000),
+            ladderKbps: [3_500, 1_200, 400], pattern: "snow",
+            target: "≥ 98 % frames, stall ratio ≤ 1 %, on the 1.2 Mbit/s rung"),
+        FaultCase(
+            name: "ladder 3.5 / 1.2 / 0.4 Mbit/s, player leg 6 → 1.5 → 6 Mbit/s",
+            playLeg: .rate(bitsPerSecond: 6_000_000, queueBytes: 100_000),
+            event: .playLegChanges([
+                (.seconds(4), .rate(bitsPerSecond: 1_500_000, queueBytes: 100_000)),
+                (.seconds(14), .rate(bitsPerSecond: 6_000_000, queueBytes: 100_000)),
+            ]), window: .seconds(26), ladderKbps: [3_500, 1_200, 400], pattern: "snow",
+            target: "down within 1 s, no stall > 200 ms; up within 10 s, no stall"),
         FaultCase(
             name: "30 s blackhole, both legs", event: .blackhole(.seconds(30)), window: .seconds(45),
             target: "recovers ≤ 2 s after the path returns, no ERROR"),

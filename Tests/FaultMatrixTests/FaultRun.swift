@@ -55,12 +55,27 @@ struct FaultRun {
         func endpoint(_ proxy: UDPProxy) -> String {
             "url=moql://127.0.0.1:\(proxy.port)/anon broadcast=\(broadcast) tls-fingerprint=\(fingerprint)"
         }
+        let source =
+            "videotestsrc is-live=true pattern=\(fault.pattern) "
+            + "! video/x-raw,format=I420,width=640,height=360,framerate=30/1 "
+        var video =
+            source + "! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=15 bitrate=\(fault.videoKbps) "
+            + "! h264parse ! video/x-h264,stream-format=avc,alignment=au ! moq.sink_0 "
+        if !fault.ladderKbps.isEmpty {
+            // A ladder: rungs on pads 3, 4…; the grid at 1 s as key-int-max=15 was.
+            video = source + "! tee name=ladder "
+            for (i, kbps) in fault.ladderKbps.enumerated() {
+                let width = 640 - 160 * i
+                let height = width * 9 / 16
+                video +=
+                    "ladder. ! queue ! videoscale ! video/x-raw,width=\(width),height=\(height) "
+                    + "! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=300 vbv-buf-capacity=500 "
+                    + "bitrate=\(kbps) ! h264parse ! video/x-h264,stream-format=avc,alignment=au ! moq.sink_\(i == 0 ? 0 : 2 + i) "
+            }
+        }
         let publisher = Pipeline(
-            launch: "videotestsrc is-live=true pattern=\(fault.pattern) "
-                + "! video/x-raw,format=I420,width=640,height=360,framerate=30/1 "
-                + "! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=15 bitrate=\(fault.videoKbps) "
-                + "! h264parse ! video/x-h264,stream-format=avc,alignment=au "
-                + "! moq.sink_0 moqsink name=moq \(endpoint(publishProxy)) sink_2::track=\(DataTrackProbe.track) "
+            launch: video
+                + "moqsink name=moq \(endpoint(publishProxy)) sink_2::track=\(DataTrackProbe.track) keyframe-interval=1000 "
                 + "audiotestsrc is-live=true wave=sine ! audio/x-raw,rate=48000,channels=2 ! opusenc ! moq.sink_1 "
                 + DataTrackProbe.publisherBranch(pad: "sink_2"))
         let player = Pipeline(
@@ -119,6 +134,14 @@ struct FaultRun {
         switch fault.event {
         case .steady:
             try await Task.sleep(for: fault.window)
+        case .playLegChanges(let changes):
+            var elapsed = Duration.zero
+            for change in changes {
+                try await Task.sleep(for: change.after - elapsed)
+                elapsed = change.after
+                playProxy.impair(change.impairment)
+            }
+            try await Task.sleep(for: fault.window - elapsed)
         case .rebind:
             publishProxy.rebind()
             playProxy.rebind()
