@@ -89,7 +89,11 @@ check-element-docs: plugin
 # time: on 2 cores the parallel suite, or another of them (Chromium, a flood), takes the CPU they measure.
 # moqsrc's end-to-end suite is among them since a CI run of the parallel suite failed two of its
 # timing checks under load; the long-form controls measure each effect to within 100 ms.
-SOLO_TESTS := OverloadInteropTests|NetworkFaultTests|LadderPlaybackTests|LosslessReconnectTests|LongFormTests|LongFormPlayerTests|WatchPageTests|MoqSrcTests
+SOLO_TESTS := OverloadInteropTests|NetworkFaultTests|LosslessReconnectTests|LongFormTests|LongFormPlayerTests|WatchPageTests|MoqSrcTests
+
+# Run in a process of their own: with LadderPlaybackTests in the same test process (even when it runs
+# after), MoqSrcTests.rustPublisherToDecodebin joins 2 s late (not understood yet: docs/reliability.md "Open").
+ISOLATED_TESTS := LadderPlaybackTests
 
 # Tests that run media pipelines in real time (encoders, decoders, sinks on the clock) run one at a
 # time after the parallel suite, as under ThreadSanitizer (scripts/tsan.sh): beside each other and the
@@ -101,8 +105,9 @@ MEDIA_TESTS := GstTests\.|MoqKitTests\.|MoqTestKitTests\.
 unit-test: setup
 	$(SWIFT) build --build-tests -j $(JOBS)
 	SWIFTMOQ_CHECK_EXPIRIES=1 $(SWIFT) test --skip-build --skip '$(SOLO_TESTS)|$(MEDIA_TESTS)'
-	$(SWIFT) test --skip-build --filter '$(MEDIA_TESTS)' --skip '$(SOLO_TESTS)' --no-parallel
+	$(SWIFT) test --skip-build --filter '$(MEDIA_TESTS)' --skip '$(SOLO_TESTS)|$(ISOLATED_TESTS)' --no-parallel
 	$(SWIFT) test --skip-build --filter '$(SOLO_TESTS)' --no-parallel
+	$(SWIFT) test --skip-build --filter '$(ISOLATED_TESTS)' --no-parallel
 
 # The watch page's protocol and catalog modules without a browser (the browser test is in the suite).
 web-test:

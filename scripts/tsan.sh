@@ -25,7 +25,7 @@ rm -f "$LOGS"/*.log
 # publisher (Rust, not slowed down) sends newest groups first when the instrumented relay
 # falls behind, so that its subscribers rightly skip the older groups that arrive late.
 MEDIA='GstTests\.|MoqKitTests\.|MoqTestKitTests\.|InteropTests\.RelayInteropTests'
-SOLO='OverloadInteropTests|NetworkFaultTests|LosslessReconnectTests|LongFormTests|LongFormPlayerTests|OutputSwitchTests|MPRISTests|rustPublisherToDecodebin'
+SOLO='OverloadInteropTests|NetworkFaultTests|LosslessReconnectTests|LongFormTests|LongFormPlayerTests|OutputSwitchTests|MPRISTests|rustPublisherToDecodebin|LadderPlaybackTests'
 
 export TSAN_OPTIONS="halt_on_error=0 report_signal_unsafe=0 second_deadlock_stack=1 history_size=4 \
 suppressions=$PWD/scripts/tsan.supp ${TSAN_OPTIONS:-}"

@@ -11,7 +11,7 @@ import Testing
 /// a tee), moqsrc plays it through a proxy whose rate cap changes, into decodebin3 and appsinks on
 /// the clock. Scaled down from the 3.5 / 1.2 / 0.4 Mbit/s under 2 Mbit/s: 1.4 / 0.5 / 0.16
 /// Mbit/s under 0.8 Mbit/s (the same ratios), so that three encoders and decoders fit beside the
-/// relay on two cores. Timing-dependent: runs alone (`SOLO_TESTS`).
+/// relay on two cores. Timing-dependent: runs alone, in a process of its own (`ISOLATED_TESTS`).
 @Suite("adaptive bitrate: a ladder played through a changing cap", .serialized, .timeLimit(.minutes(3)))
 struct LadderPlaybackTests {
     init() { SwiftMoQElements.register() }
