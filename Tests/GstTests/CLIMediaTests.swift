@@ -64,13 +64,22 @@ struct CLIMediaTests {
             options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
         defer { session.close() }
         try await session.waitForBroadcast("cli/ladder", timeout: .seconds(30))
-        let catalogTrack = session.subscribe(broadcast: "cli/ladder", track: HangCatalog.trackName)
-        let consumer = catalogTrack.consumer(maxLatencyMs: 10_000)
+        // moqsink completes its catalog as each pad's caps and tags arrive: read snapshots until both
+        // renditions carry a bitrate (subscribing again if the track ends meanwhile).
         var bitrates: [String: UInt64] = [:]
-        while bitrates.count < 2, let group = try await consumer.nextGroup(), let frame = try await group.nextFrame() {
-            for rendition in try HangCatalog(json: frame.payload.array).renditions {
-                if case .video(let v) = rendition.config, let b = v.bitrate { bitrates[rendition.name] = b }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while bitrates.count < 2, ContinuousClock.now < deadline {
+            let catalogTrack = session.subscribe(broadcast: "cli/ladder", track: HangCatalog.trackName)
+            let consumer = catalogTrack.consumer(maxLatencyMs: 10_000)
+            while bitrates.count < 2, let group = try? await consumer.nextGroup(),
+                let frame = try? await group.nextFrame()
+            {
+                for rendition in try HangCatalog(json: frame.payload.array).renditions {
+                    if case .video(let v) = rendition.config, let b = v.bitrate { bitrates[rendition.name] = b }
+                }
             }
+            catalogTrack.cancel()
+            if bitrates.count < 2 { try await Task.sleep(for: .milliseconds(200)) }
         }
         #expect(bitrates == ["test-video/hi": 600 * 1024, "test-video/lo": 150 * 1024], "x264enc's kbit/s × 1024")
         let usage = try await CLI.run(
