@@ -84,12 +84,14 @@ check-element-docs: plugin
 	@diff -u docs/elements.txt $(BUILD)/elements.txt || { \
 		echo "error: the elements' interface changed: run 'make element-docs' (or 'swift package --allow-writing-to-package-directory element-docs') and commit docs/elements.txt" >&2; exit 1; }
 
+# A subscriber process's RSS growth over 10,000 groups is measured alone too: beside the parallel
+# suite it read 1.0-1.2 MB (limit 1 MB) where 40,000 groups alone stay under it (no leak: noise).
 # Tests whose pass criterion depends on throughput (an open-loop flood through the relay) or on
 # a latency budget (media through network faults) run alone, after the parallel suite, one at a
 # time: on 2 cores the parallel suite, or another of them (Chromium, a flood), takes the CPU they measure.
 # moqsrc's end-to-end suite is among them since a CI run of the parallel suite failed two of its
 # timing checks under load; the long-form controls measure each effect to within 100 ms.
-SOLO_TESTS := OverloadInteropTests|NetworkFaultTests|LosslessReconnectTests|LongFormTests|LongFormPlayerTests|WatchPageTests|MoqSrcTests
+SOLO_TESTS := OverloadInteropTests|flatSubscriberMemory|NetworkFaultTests|LosslessReconnectTests|LongFormTests|LongFormPlayerTests|WatchPageTests|MoqSrcTests
 
 # Run in a process of their own: with LadderPlaybackTests in the same test process (even when it runs
 # after), MoqSrcTests.rustPublisherToDecodebin joins 2 s late (not understood yet: docs/reliability.md "Open").
