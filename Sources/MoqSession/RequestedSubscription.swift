@@ -27,7 +27,9 @@ final class RequestedSubscription: StreamHandler {
     private var activeGroups = 0
     /// The group streams being read, by stream id (at most the peer's open streams): stopped at
     /// once when we cancel, so that what the publisher still has queued for them is not sent.
-    private var readers: [Int64: GroupReader] = [:]
+    /// Weak: a reader holds its subscription, and a session torn down without closing must not
+    /// leave the pair holding each other.
+    private var readers: [Int64: WeakReference<GroupReader>] = [:]
     private var graceTimer: (any Cancellable)?
     private var done = false
 
@@ -138,7 +140,7 @@ final class RequestedSubscription: StreamHandler {
         markSeen(sequence...sequence)
         guard let producer = track.createGroup(sequence: sequence) else { return nil }
         activeGroups += 1
-        readers[reader.stream] = reader
+        readers[reader.stream] = WeakReference(reader)
         session.counters.groupsReceived += 1
         return producer
     }
@@ -208,7 +210,7 @@ final class RequestedSubscription: StreamHandler {
         }
         session.ownSubscriptions[id] = nil
         track.abort(code)
-        let open = readers.values
+        let open = readers.values.compactMap(\.value)
         readers = [:]
         if abort { for reader in open { reader.stop(.cancel) } }
     }
