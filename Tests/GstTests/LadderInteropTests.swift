@@ -46,7 +46,8 @@ struct LadderInteropTests {
             #expect(catalog.line.contains("\"\(track)\""), "\(catalog)")
             #expect(events.contains { $0.string("track") == track && $0.name == "video" }, "\(track) decoded")
         }
-        #expect(catalog.line.contains("\"bitrate\":3584000"), "the encoder's bitrate: \(catalog)")
+        // (The snapshot it prints is its first: the bitrates, which come with the encoders' tags, may not
+        // be in it yet; LadderPublishingElementTests reads them.)
         #expect(catalog.line.contains("\"codedWidth\":160"), "\(catalog)")
         let summary = try #require(events.last)
         #expect(summary.int("errors") == 0, "\(summary)")
