@@ -110,6 +110,28 @@ struct ProxyImpairmentTests {
         }
     }
 
+    @Test("a rate limit lifted: what it queued still leaves first, and what follows comes after it")
+    func rateLiftKeepsOrder() async throws {
+        try await withEcho { proxy, _, client in
+            // 0.1 Mbit/s: 1,000 bytes take 80 ms; 8 queued take 640 ms to drain.
+            proxy.impair(
+                Impairment(
+                    toServer: LinkImpairment(rate: RateLimit(bitsPerSecond: 100_000, queueBytes: 8_000)),
+                    toClient: .none))
+            for i in 0..<8 { client.send(Self.datagram(i, size: 1_000)) }
+            try await eventually("the first to leave", timeout: .seconds(20)) {
+                proxy.statistics.forwardedToServer >= 1
+            }
+            proxy.restore()
+            let before = proxy.statistics.forwardedToServer
+            for i in 8..<12 { client.send(Self.datagram(i, size: 1_000)) }
+            let got = try await client.receive(count: 12).map(Self.index)
+            #expect(before < 8, "the queue still held some when the limit was lifted")
+            // Without it, the four sent after the lift overtook the queue (up to 560 ms early).
+            #expect(got == Array(0..<12), "\(got)")
+        }
+    }
+
     @Test("Gilbert–Elliott loss comes in bursts, near its mean rate, and replays from the seed")
     func burstLoss() async throws {
         let model = GilbertElliott(goodToBad: 0.05, badToGood: 0.3)

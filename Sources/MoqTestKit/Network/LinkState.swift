@@ -40,6 +40,10 @@ struct LinkState {
             if backlog + UInt64(bytes.count) > UInt64(max(0, rate.queueBytes)) { return .drop(queueFull: true) }
             linkFreeAt = start + UInt64(bytes.count) * 8_000_000_000 / bitsPerSecond
             departure = linkFreeAt
+        } else {
+            // A rate limit just lifted: what it queued still leaves first (a bottleneck that
+            // grows does not reorder its queue).
+            departure = max(now, linkFreeAt)
         }
         var due = departure + Self.nanoseconds(link.delay)
         if link.jitter > .zero {
