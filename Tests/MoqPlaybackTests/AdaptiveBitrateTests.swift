@@ -42,6 +42,56 @@ struct AdaptiveBitrateTests {
         #expect(link.maxLateness(fromMs: 40_000, toMs: 60_000) < 120, "stepping up never stalls")
     }
 
+    /// The pad's samples every 100 ms, the newest frame `latenessMs` behind.
+    static func sample(_ abr: inout AdaptiveBitrate, atMs t: UInt64, latenessMs: UInt64) -> AdaptiveBitrate.Advice {
+        let newestMs = t - latenessMs
+        abr.observe(nowNs: t * 1_000_000, bytes: t * 60, newest: (newestMs * 1_000_000, t * 1_000_000))
+        return abr.advise(nowNs: t * 1_000_000)
+    }
+
+    @Test("a failed trial's burst draining does not step the rung that plays down; a rung that stays behind still goes")
+    func failedTrialSettles() {
+        let playable = Self.ladder.enumerated().map { i, b in
+            var v = VideoConfig(codec: "avc3.64001f")
+            v.bitrate = b
+            return LadderLink.playable("r\(i)", v)
+        }
+        for staysBehind in [false, true] {
+            var abr = AdaptiveBitrate(ladder: BitrateLadder(playable)!, start: 1, nowNs: 0)
+            var t: UInt64 = 0
+            while t < 3_000 {
+                t += 100
+                _ = Self.sample(&abr, atMs: t, latenessMs: 20)
+            }
+            abr.trialStarted(to: 2, nowNs: t * 1_000_000)
+            t += 100
+            #expect(
+                Self.sample(&abr, atMs: t, latenessMs: 150) == .abandonTrial(reason: "current rendition fell behind"))
+            abr.trialFailed(nowNs: t * 1_000_000)
+            // Its burst drains: 450 ms behind (past the severe bound), then catching up, calm.
+            var downAtMs: UInt64?
+            for lateness: UInt64 in [450, 420, 350, 250, 150, 60, 20, 20, 20, 20] {
+                t += 100
+                if case .down = Self.sample(&abr, atMs: t, latenessMs: staysBehind ? 450 : lateness) {
+                    downAtMs = downAtMs ?? t
+                }
+            }
+            for _ in 0..<30 {
+                t += 100
+                if case .down = Self.sample(&abr, atMs: t, latenessMs: staysBehind ? 450 : 20) {
+                    downAtMs = downAtMs ?? t
+                }
+            }
+            if staysBehind {
+                #expect(
+                    downAtMs.map { $0 <= 3_100 + 3_100 } == true,
+                    "down once the settle time is over: \(String(describing: downAtMs))")
+            } else {
+                #expect(downAtMs == nil, "the rung that fits stays: \(String(describing: downAtMs))")
+            }
+        }
+    }
+
     @Test("without the down rule's capacity measure, one rung at a time is slower to reach the fitting one")
     func lateAlone() {
         // A ladder without bitrates (sizes only): each step is one rung, on lateness alone.

@@ -20,7 +20,8 @@
 ///   so it only takes spare capacity) and replaces it at one of its group boundaries only if both
 ///   keep up there; if the current rung suffers, the candidate falls behind or no boundary comes
 ///   in time, it is abandoned, and what arrived meanwhile is the capacity that rules out the next
-///   trial for ``Tuning/capacityFreshNs``. A step down soon after a step up doubles the hold.
+///   trial for ``Tuning/capacityFreshNs``; the current rung then settles as after a switch (what
+///   the trial had in flight drains first). A step down soon after a step up doubles the hold.
 public struct AdaptiveBitrate: Sendable {
     /// The thresholds (a test can change them).
     public struct Tuning: Sendable, Equatable {
@@ -297,6 +298,13 @@ public struct AdaptiveBitrate: Sendable {
         monitor.restartBytes()
         stats.trialsFailed += 1
         calmSinceNs = nil
+        // What the trial's subscription had in flight (its burst fills a tight path's queue in
+        // front of the rung that plays) still arrives: like after a switch, the rung is judged
+        // again once it has caught up, or after ``Tuning/maxSettleNs``. Without this, a failed
+        // trial under a cap that stays stepped the fitting rung down too (measured: mid → lo, then
+        // a flap that doubled the hold and put the step up after the lift past 10 s).
+        lastSwitchNs = nowNs
+        catchingUpSinceSwitch = true
     }
 
     /// The pad now plays `rung` (a step down, or a trial that took over).
