@@ -321,6 +321,14 @@ public final class TrackProducer: @unchecked Sendable {
         }
     }
 
+    /// A reader gives up the group with this sequence while it is still arriving: it is aborted
+    /// (CANCEL), so that its next frame from the network stops its stream (STOP_SENDING) and the
+    /// publisher sends no more of it. Frames already cached stay readable.
+    public func abandon(sequence: UInt64) {
+        guard let group = group(sequence: sequence) else { return }
+        close(group, status: .aborted(.cancel))
+    }
+
     fileprivate func close(_ group: GroupState, status: GroupStatus) {
         mutate { _ in
             if group.status == .open { group.status = status }

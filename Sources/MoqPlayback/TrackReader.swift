@@ -140,6 +140,34 @@ public final class TrackReader: @unchecked Sendable {
         return chosen
     }
 
+    /// How long the track's groups last (µs): between the starts of the two newest cached groups
+    /// that follow each other, or nil when fewer are cached. Thread-safe (reads only the cache).
+    public var groupDurationUs: UInt64? {
+        var starts: [(sequence: UInt64, us: UInt64)] = []
+        for group in track.groups(from: 0).suffix(4) {
+            guard let first = track.frames(of: group, from: 0).frames.first,
+                let start = self.frameTimestampUs(first, last: false)
+            else { continue }
+            starts.append((group.sequence, start))
+        }
+        for (a, b) in zip(starts, starts.dropFirst()).reversed() where b.sequence == a.sequence &+ 1 && b.us > a.us {
+            return b.us - a.us
+        }
+        return nil
+    }
+
+    /// The cached groups still arriving that started before `timestampUs` (µs), oldest first.
+    /// Thread-safe (reads only the track's cache).
+    public func openGroups(startedBefore timestampUs: UInt64) -> [UInt64] {
+        track.groups(from: 0).suffix(4).compactMap { group in
+            let (frames, status) = track.frames(of: group, from: 0)
+            guard status == .open, let first = frames.first,
+                let start = self.frameTimestampUs(first, last: false), start < timestampUs
+            else { return nil }
+            return group.sequence
+        }
+    }
+
     /// The first cached group that starts at or after `timestampUs` (µs), if one arrived.
     /// Thread-safe (reads only the track's cache).
     public func groupStart(atOrAfter timestampUs: UInt64) -> (sequence: UInt64, startUs: UInt64)? {

@@ -46,6 +46,21 @@ struct TrackReaderSeekTests {
         #expect(TrackReader(track: TrackProducer(name: "empty"), maxLatencyMs: nil).groupStart(atOrBefore: 0) == nil)
     }
 
+    @Test("open groups that started before a time: still arriving, not finished or aborted, not later")
+    func openGroupsStartedBefore() {
+        let track = videoTrack()
+        let arriving = track.appendGroup()
+        _ = arriving.write(legacy(400_000), timestamp: 400_000)
+        let next = track.appendGroup()
+        _ = next.write(legacy(500_000), timestamp: 500_000)
+        let reader = TrackReader(track: track, maxLatencyMs: nil)
+        #expect(reader.openGroups(startedBefore: 450_000) == [arriving.sequence])
+        #expect(reader.openGroups(startedBefore: 600_000) == [arriving.sequence, next.sequence])
+        #expect(reader.openGroups(startedBefore: 400_000).isEmpty, "the finished ones are not")
+        track.abandon(sequence: arriving.sequence)
+        #expect(reader.openGroups(startedBefore: 600_000) == [next.sequence])
+    }
+
     @Test("seeking back and forth: reading restarts at the group holding the target")
     func seekVideo() {
         let reader = TrackReader(track: videoTrack(), maxLatencyMs: nil)

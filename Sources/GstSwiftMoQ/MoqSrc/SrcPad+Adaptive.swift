@@ -10,9 +10,13 @@ import SwiftMoQ
 ///
 /// - A step down switches at once: the new rung is subscribed from its current group, whose
 ///   frames up to the last one shown are decoded but not shown (the playout's rendition reset),
-///   and the old subscription ends (its data stops taking the path).
+///   and the old subscription ends (its data stops taking the path). When that group started
+///   long ago and the next is due soon, the pad stops it and starts at the next instead
+///   (``StepDownStart``, ``skipsStaleGroup(_:reader:src:)``).
 /// - A step up is a trial: the next rung is subscribed beside the current one at a lower priority
-///   (the relay sends it only with what the current one leaves); once one of its groups that
+///   (the relay sends it only with what the current one leaves), from its next group
+///   (``TrialStart``; without one, its group in progress is stopped at once,
+///   ``stopStaleTrialGroups(_:src:)``); once one of its groups that
 ///   started after the trial began has arrived with the moment about to be shown, and both rungs
 ///   keep up, it takes over at that group's start (see ``trialTakesOver(before:src:)``); else the
 ///   current rung plays on, until the trial is abandoned.
@@ -27,6 +31,18 @@ extension SrcPad {
         /// A trial's subscription, and its first frame of a group after the last shown.
         var candidate: Candidate?
         var lastSampleNs: UInt64 = 0
+        /// After a step down, until the new rung's first group is read: where it may start.
+        var stepDown: StepDownStart?
+        /// Where trials start (the higher rung's next group), and what it learnt of the numberings.
+        var trialStart = TrialStart()
+        /// A step down that asked for the lower rung's next group, until a frame of it arrives.
+        var floorWait: FloorWait?
+    }
+
+    /// A subscription's floor, and when it is given up if nothing came.
+    struct FloorWait {
+        var sequence: UInt64
+        var deadlineNs: UInt64
     }
 
     /// A trial's subscription.
@@ -37,6 +53,10 @@ extension SrcPad {
         /// The last frame shown when the trial began (µs): its groups that start after it say how
         /// the path carries it (what it fetched of the group in progress does not).
         var sinceUs: UInt64
+        /// The group it asked to start at (``TrialStart``), if any.
+        var floor: UInt64?
+        /// Whether its first group taught ``TrialStart`` the numberings.
+        var learnt = false
     }
 
     /// What the stats report.
@@ -82,7 +102,9 @@ extension SrcPad {
 
     /// Samples the path and carries out the advice (every ``adaptiveSampleNs``).
     func adaptiveStep(src: MoqSrc) {
-        guard var state = adaptive, let reader, source != nil else { return }
+        guard adaptive != nil, reader != nil, source != nil else { return }
+        floorWaitExpired(src: src)
+        guard var state = adaptive, let reader else { return }
         let now = monotonicNow()
         guard now >= state.lastSampleNs &+ Self.adaptiveSampleNs else { return }
         state.lastSampleNs = now
@@ -98,6 +120,15 @@ extension SrcPad {
                 + "lateness \(state.abr.latenessNs / 1_000_000) ms, capacity \(Int((state.abr.capacityBps ?? 0) / 1000)) video \(Int((state.abr.videoBudgetBps ?? 0) / 1000)) probe \(Int((state.abr.probeBps ?? 0) / 1000)) kbit/s"
         )
         if let candidate = state.candidate {
+            stopStaleTrialGroups(candidate, src: src)
+            if !candidate.learnt, let first = candidate.reader.groupStart(atOrAfter: 0),
+                let same = reader.groupStart(atOrBefore: first.startUs), same.startUs == first.startUs
+            {
+                state.trialStart.learn(
+                    rung: candidate.source.trackName, sequence: first.sequence, playing: reader.track.name,
+                    playingSequence: same.sequence)
+                state.candidate?.learnt = true
+            }
             // Judged from its first group that started after the trial began.
             let fresh = candidate.reader.groupStart(atOrAfter: candidate.sinceUs &+ 1) != nil
             let newest = fresh ? candidate.reader.edge.map { SrcPad.nanoseconds($0.timestampUs) } : nil
@@ -122,6 +153,19 @@ extension SrcPad {
             beginTrial(rung, reason: reason, src: src)
         case .abandonTrial(let reason):
             src.reporter.log(GST_LEVEL_INFO, "\(name): trial of a higher rendition abandoned: \(reason)")
+            // Its floor named a group that did not come in three groups' time: the numberings
+            // differ (``TrialStart``). (A trial abandoned sooner says nothing about its floor.)
+            let waitedUs = 3 * min(reader.groupDurationUs ?? 1_000_000, 2_000_000)
+            if let candidate = state.candidate, let floor = candidate.floor,
+                let since = state.abr.trial?.sinceNs, now >= since &+ waitedUs * 1_000,
+                candidate.reader.groupStart(atOrAfter: 0) == nil
+            {
+                src.reporter.log(
+                    GST_LEVEL_INFO,
+                    "\(name): no group \(floor) of \(candidate.source.trackName) came: trials start at the group in progress"
+                )
+                adaptive?.trialStart.floorFailed()
+            }
             endTrial()
             adaptive?.abr.trialFailed(nowNs: now)
         }
@@ -134,6 +178,10 @@ extension SrcPad {
         let next = source.with(state.abr.ladder.rungs[rung].playable)
         var range = policy.range(finite: next.finite)
         range.priority = Self.trialPriority
+        let floor = reader?.edge.flatMap {
+            state.trialStart.floor(for: next.trackName, playing: source.trackName, sequence: $0.group)
+        }
+        if let floor { range.groupStart = floor }
         let remote = next.session.subscribe(
             broadcast: next.broadcast, track: next.trackName, range: range,
             limits: policy.cacheLimits(finite: next.finite))
@@ -141,10 +189,28 @@ extension SrcPad {
             for: remote.track, renderDelayMs: playout.renderDelayNs / 1_000_000, finite: next.finite,
             cmaf: next.cmafTrack)
         state.candidate = Candidate(
-            source: next, remote: remote, reader: reader, sinceUs: lastPushedUs.load(ordering: .relaxed))
+            source: next, remote: remote, reader: reader, sinceUs: lastPushedUs.load(ordering: .relaxed), floor: floor)
         state.abr.trialStarted(to: rung, nowNs: monotonicNow())
         adaptive = state
-        src.reporter.log(GST_LEVEL_INFO, "\(name): trying \(next.trackName) (\(reason))")
+        src.reporter.log(
+            GST_LEVEL_INFO,
+            "\(name): trying \(next.trackName) (\(reason)) from group \(floor.map(String.init) ?? "in progress")")
+    }
+
+    /// Without a floor (``TrialStart``), a trial's subscription starts at its rung's group in
+    /// progress, fetched from its start:
+    /// a burst of up to a group of the higher rung, on a path that may not carry it, that the
+    /// trial never plays (it takes over at a group that starts after it began). Those groups are
+    /// stopped as soon as they are seen (STOP_SENDING at their next frame), so that the burst
+    /// ends within a sample and a round trip instead of filling the bottleneck's queue in front
+    /// of the rung that plays and the audio.
+    private func stopStaleTrialGroups(_ candidate: Candidate, src: MoqSrc) {
+        for sequence in candidate.reader.openGroups(startedBefore: candidate.sinceUs) {
+            candidate.reader.track.abandon(sequence: sequence)
+            src.reporter.log(
+                GST_LEVEL_DEBUG,
+                "\(name): trial \(candidate.reader.track.name) group \(sequence) started before the trial: stopped")
+        }
     }
 
     /// Ends a trial's subscription (if any).
@@ -187,8 +253,65 @@ extension SrcPad {
     private func switchRung(to rung: Int, reason: String, src: MoqSrc) {
         guard let state = adaptive, let source else { return }
         let next = source.with(state.abr.ladder.rungs[rung].playable)
-        let (remote, reader) = subscribe(next, src: src)
+        let start = StepDownStart(
+            lastShownUs: lastPushedUs.load(ordering: .relaxed), groupDurationUs: reader?.groupDurationUs,
+            bitrateBps: state.abr.ladder.rungs[rung].bitrate.map(Double.init), budgetBps: state.abr.videoBudgetBps)
+        // Its group in progress started with the one shown (the rungs share boundaries): when it
+        // would be left for the next one anyway, the next one is asked for at once (a floor), so
+        // that the stale group never takes the path. Else it is fetched, and judged when read.
+        let lastShown = lastPushedUs.load(ordering: .relaxed)
+        var floor: UInt64?
+        if let shown = reader?.groupStart(atOrBefore: lastShown), start.waitsForNextGroup(groupStartUs: shown.startUs) {
+            floor = state.trialStart.floor(for: next.trackName, playing: source.trackName, sequence: shown.sequence)
+        }
+        let (remote, reader) = subscribe(next, src: src, groupStart: floor)
         take(next, remote: remote, reader: reader, rung: rung, src: src, reason: reason)
+        if let floor, let duration = start.groupDurationUs {
+            adaptive?.floorWait = FloorWait(
+                sequence: floor, deadlineNs: monotonicNow() &+ (min(duration, 2_000_000) + 1_000_000) * 1_000)
+            src.reporter.log(GST_LEVEL_INFO, "\(name): \(next.trackName) from its next group, \(floor)")
+        } else {
+            adaptive?.stepDown = start
+        }
+    }
+
+    /// A step down that asked for the lower rung's next group has waited a group and a second
+    /// without any: its numbering differs (``TrialStart``). The rung is subscribed again from its
+    /// group in progress, and floors are not used again.
+    private func floorWaitExpired(src: MoqSrc) {
+        guard let wait = adaptive?.floorWait, let reader, let source else { return }
+        if reader.edge != nil {
+            adaptive?.floorWait = nil
+            return
+        }
+        guard monotonicNow() >= wait.deadlineNs else { return }
+        adaptive?.floorWait = nil
+        adaptive?.trialStart.floorFailed()
+        src.reporter.log(
+            GST_LEVEL_INFO,
+            "\(name): no group \(wait.sequence) of \(source.trackName) came: subscribing from the group in progress")
+        let (newRemote, newReader) = subscribe(source, src: src)
+        remote?.cancel()
+        remote = newRemote
+        self.reader = newReader
+        readerRef.withLock { $0 = newReader }
+        counters.resetArrival()
+    }
+
+    /// After a step down, the new rung's first group read: whether it is left for the next one
+    /// (``StepDownStart``). Then it is stopped (the relay sends no more of it) and skipped, and
+    /// the picture holds until the next group.
+    func skipsStaleGroup(_ frame: MediaFrame, reader: TrackReader, src: MoqSrc) -> Bool {
+        guard let start = adaptive?.stepDown else { return false }
+        adaptive?.stepDown = nil
+        guard frame.startsGroup, start.waitsForNextGroup(groupStartUs: frame.timestampUs) else { return false }
+        reader.track.abandon(sequence: frame.group)
+        reader.skipRestOfGroup()
+        src.reporter.log(
+            GST_LEVEL_INFO,
+            "\(name): \(reader.track.name) group \(frame.group) started \((start.lastShownUs &- frame.timestampUs) / 1000) ms "
+                + "before the last frame shown: waiting for the next group")
+        return true
     }
 
     /// `next` plays from here on, on the same timeline.

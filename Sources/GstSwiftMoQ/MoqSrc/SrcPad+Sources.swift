@@ -63,9 +63,13 @@ extension SrcPad {
     }
 
     /// A subscription to `next` and its reader, as ``switchTo(_:src:)`` and a queue's preroll make them.
-    func subscribe(_ next: Source, src: MoqSrc) -> (RemoteTrack, TrackReader) {
+    /// Subscribes `next`, from its group `groupStart` on when given (a floor: the group in
+    /// progress is not fetched).
+    func subscribe(_ next: Source, src: MoqSrc, groupStart: UInt64? = nil) -> (RemoteTrack, TrackReader) {
+        var range = policy.range(finite: next.finite)
+        if let groupStart { range.groupStart = groupStart }
         let remote = next.session.subscribe(
-            broadcast: next.broadcast, track: next.trackName, range: policy.range(finite: next.finite),
+            broadcast: next.broadcast, track: next.trackName, range: range,
             limits: policy.cacheLimits(finite: next.finite))
         let renderDelayMs = playout.renderDelayNs / 1_000_000
         readerBudgetMs = policy.readerBudgetMs(renderDelayMs: renderDelayMs, finite: next.finite)

@@ -254,6 +254,7 @@ final class SrcPad: PadTask, @unchecked Sendable {
                     ("group", .uint64(group)),
                 ])
         case .frame(let frame):
+            if skipsStaleGroup(frame, reader: reader, src: src) { return }
             if trialTakesOver(before: frame, src: src) != nil {
                 // A higher rendition took over at its group boundary: its reader plays from there
                 // on (the next iteration), and this frame is not played.
