@@ -109,6 +109,15 @@ struct FaultCase: Sendable {
             ]), window: .seconds(26), ladderKbps: [3_500, 1_200, 400], pattern: "snow",
             target: "down within 1 s, no stall > 200 ms; up within 10 s, no stall"),
         FaultCase(
+            // Through moq-dev's relay: its serving of SUBSCRIBE floors (a step down's and a
+            // trial's next group) and of a trial's lower priority, not only ours.
+            name: "ladder 3.5 / 1.2 / 0.4 Mbit/s, player leg 6 → 1.5 → 6 Mbit/s (Rust relay)", relay: .rust,
+            playLeg: .rate(bitsPerSecond: 6_000_000, queueBytes: 100_000),
+            event: .playLegChanges([
+                (.seconds(4), .rate(bitsPerSecond: 1_500_000, queueBytes: 100_000)),
+                (.seconds(14), .rate(bitsPerSecond: 6_000_000, queueBytes: 100_000)),
+            ]), window: .seconds(26), ladderKbps: [3_500, 1_200, 400], pattern: "snow", target: "comparison"),
+        FaultCase(
             name: "30 s blackhole, both legs", event: .blackhole(.seconds(30)), window: .seconds(45),
             target: "recovers ≤ 2 s after the path returns, no ERROR"),
         FaultCase(name: "NAT rebinding, both legs", event: .rebind, target: "no reconnect"),
