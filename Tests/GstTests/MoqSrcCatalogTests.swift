@@ -116,6 +116,28 @@ struct MoqSrcCatalogTests {
         player.setState(GST_STATE_NULL)
     }
 
+    @Test("max-resolution that is not WIDTHxHEIGHT: a warning that says what to write, and the cap stays; 0 is any")
+    func malformedMaxResolution() async throws {
+        let relay = try localRelay()
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        let player = try TestPipeline(
+            "moqsrc name=s \(relay.elementProperties) broadcast=none max-resolution=640x360 fakesink async=false")
+        let src = player.element("s")!
+        defer { gst_object_unref(src) }
+        #expect(stringProperty(src, "max-resolution") == "640x360")
+        #expect(player.play() != GST_STATE_CHANGE_FAILURE)
+        g_object_set_property_string(src, "max-resolution", "720p")
+        let warning = try await player.waitFor { $0.kind == .warning && $0.text.contains("max-resolution") }
+        #expect(warning.text.contains("'720p' ignored") && warning.text.contains("1280x720"), "\(warning)")
+        #expect(stringProperty(src, "max-resolution") == "640x360", "the cap stays as it was")
+        g_object_set_property_string(src, "max-resolution", " 1280 x 720 ")
+        #expect(stringProperty(src, "max-resolution") == "1280x720")
+        g_object_set_property_string(src, "max-resolution", "0")
+        #expect(stringProperty(src, "max-resolution") == nil, "0: any")
+        #expect(player.errors.isEmpty, "\(player.errors)")
+        player.setState(GST_STATE_NULL)
+    }
+
     @Test("an unsupported codec in the catalog: that rendition is skipped with a message, the rest plays")
     func unsupportedCodec() async throws {
         let relay = try localRelay()

@@ -36,15 +36,16 @@ extension MoqSrc {
                 case .abr: s.abr = g_value_get_boolean(value) != 0
                 case .maxBitrate: s.maxBitrate = g_value_get_uint(value)
                 default:
-                    let text = string(from: value) ?? ""
-                    if text.isEmpty {
+                    let text = String((string(from: value) ?? "").filter { !$0.isWhitespace })
+                    if text.isEmpty || text == "0" {
                         (s.maxWidth, s.maxHeight) = (0, 0)
                     } else if let (w, h) = RenditionCap.resolution(text) {
                         (s.maxWidth, s.maxHeight) = (w, h)
                     } else {
                         reporter.warning(
                             .resource(GST_RESOURCE_ERROR_SETTINGS),
-                            "max-resolution '\(text)' ignored: expected WIDTHxHEIGHT, e.g. 1280x720 (0 for any)")
+                            "max-resolution '\(text)' ignored (the cap stays as it was): expected WIDTHxHEIGHT, e.g. 1280x720 "
+                                + "(0 or nothing: any; 0 for either: any width or any height)")
                     }
                 }
             }
