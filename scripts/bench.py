@@ -52,6 +52,7 @@ RUNNERS = {
     "ttff": cases.run_ttff,
     "glass": cases.run_glass,
     "join": cases.run_join,
+    "ladder": cases.run_ladder,
     "longform": cases.run_longform,
     "memory": cases.run_memory,
 }

@@ -11,6 +11,7 @@ enum JSONField: Sendable {
     case bool(Bool)
     case ints([Int])
     case doubles([Double])
+    case strings([String])
 
     var rendered: String {
         switch self {
@@ -20,6 +21,7 @@ enum JSONField: Sendable {
         case .ints(let vs): "[" + vs.map(String.init).joined(separator: ",") + "]"
         case .doubles(let vs): "[" + vs.map { JSONField.double($0).rendered }.joined(separator: ",") + "]"
         case .string(let s): JSONValue.string(s).jsonString
+        case .strings(let ss): "[" + ss.map { JSONValue.string($0).jsonString }.joined(separator: ",") + "]"
         }
     }
 }

@@ -21,6 +21,7 @@ enum MoqBench {
           ttff                time to first frame: a new moqsrc ! decodebin ! appsink player, N times
           glass               glass-to-glass: live 1080p30 source → x264 → moqsink → moqsrc → decoder → sink, per stage
           join                viewers joining a running broadcast at random GOP phases: glass to glass, audio, a stall
+          ladder              adaptive bitrate through a changing cap, with legs for fixed-rendition players
 
         Run 'moqbench <role> --help' for a role's options.
         """
@@ -37,6 +38,7 @@ enum MoqBench {
             "ttff": Subcommand(usage: TimeToFirstFrameRole.usage, run: TimeToFirstFrameRole.run),
             "glass": Subcommand(usage: GlassRole.usage, run: GlassRole.run),
             "join": Subcommand(usage: JoinRole.usage, run: JoinRole.run),
+            "ladder": Subcommand(usage: LadderRole.usage, run: LadderRole.run),
         ]
         switch await Subcommands.dispatch(argv, among: roles) {
         case .missing:

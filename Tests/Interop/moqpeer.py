@@ -972,7 +972,8 @@ async def cmd_watch(args) -> None:
                     counts["video"] += 1
                     if counts["video"] == 1:
                         emit("first_frame", ms=round((asyncio.get_running_loop().time() - started) * 1000, 2))
-                    emit("video", track=name, pts_us=frame.timestamp_us, width=frame.width, height=frame.height)
+                    emit("video", track=name, pts_us=frame.timestamp_us, width=frame.width, height=frame.height,
+                         at_ns=time.monotonic_ns())
                     if args.frames and counts["video"] >= args.frames:
                         enough.set()
             except Exception as exc:
@@ -985,13 +986,18 @@ async def cmd_watch(args) -> None:
                 frames = await consumer.decode_audio(name, entry, output)
                 async for frame in frames:
                     counts["audio"] += 1
-                    emit("audio", track=name, pts_us=frame.timestamp_us, bytes=len(frame.data))
+                    emit("audio", track=name, pts_us=frame.timestamp_us, bytes=len(frame.data),
+                         at_ns=time.monotonic_ns())
             except Exception as exc:
                 counts["errors"] += 1
                 emit("decode_error", track=name, kind="audio", message=describe(exc))
 
-        readers = [asyncio.create_task(read_video(n, e)) for n, e in catalog.video.items()]
-        readers += [asyncio.create_task(read_audio(n, e)) for n, e in catalog.audio.items()]
+        videos = {n: e for n, e in catalog.video.items() if args.video_track is None or n == args.video_track}
+        if not videos and args.video_track is not None:
+            raise PeerError(f"no video rendition {args.video_track!r} in the catalog: {', '.join(catalog.video)}")
+        readers = [asyncio.create_task(read_video(n, e)) for n, e in videos.items()]
+        if not args.no_audio:
+            readers += [asyncio.create_task(read_audio(n, e)) for n, e in catalog.audio.items()]
         all_done = asyncio.create_task(asyncio.wait(readers))
         stoppers = {all_done, asyncio.create_task(enough.wait())}
         if args.seconds > 0:
@@ -1359,6 +1365,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--frames", type=int, default=0, help="stop after this many video frames")
     p.add_argument("--max-latency-ms", type=int, default=10000)
     p.add_argument("--catalog-wait-ms", type=float, default=2000, help="wait this long for video and audio")
+    p.add_argument("--video-track", help="decode only this video rendition (a fixed rung of a ladder)")
+    p.add_argument("--no-audio", action="store_true", help="decode no audio")
 
     p = client("catalog", "print a broadcast's catalog.json once")
     p.add_argument("--broadcast", required=True)

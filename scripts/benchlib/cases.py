@@ -485,6 +485,95 @@ def run_join(tools: Tools, cfg: Config, log) -> dict:
     return out
 
 
+def run_ladder(tools: Tools, cfg: Config, log) -> dict:
+    """Case 4f: adaptive bitrate. `moqbench ladder` publishes a ladder (moqsink, one x264 encoder per rung,
+    keyframes aligned, snow so every encoder spends its bitrate) through the Swift relay, and plays it with
+    moqsrc at its defaults (adaptive bitrate on) through a UDP proxy whose rate cap follows the phases; beside
+    it, moq-dev's subscriber (`moqpeer.py watch --video-track`, decoding video and audio) reads one fixed
+    rendition each, through a proxy capped alike. Frames are counted where each player has them: moqsrc's
+    after the decoder, rendered on the clock (appsink sync=true); moq-dev's as decoded."""
+    fixed = [f"v{k}" for k in cfg.ladder_fixed.split(",") if k.strip()]
+    log(f"adaptive bitrate: ladder {cfg.ladder_kbps} kbit/s, cap {cfg.ladder_caps} kbit/s for {cfg.ladder_phase_s} s; "
+        f"moq-dev's subscriber at {', '.join(fixed) or 'no rendition'}")
+    idle = wait_until_idle(log, timeout=cfg.idle_timeout_s)
+    phases = [float(x) for x in cfg.ladder_phase_s.split(",")]
+    lead_s = 6.0
+    argv = [str(tools.moqbench), "ladder", "--kbps", cfg.ladder_kbps, "--caps", cfg.ladder_caps,
+            "--phase-s", cfg.ladder_phase_s, "--legs", str(len(fixed)), "--lead-s", f"{lead_s:g}"]
+    swift = Child("ladder-swift", tools.wrap("swift", "ladder-swift", argv), tools.log_dir)
+    watchers = []
+    with stopping(swift):
+        ready = swift.wait_event("ready", 120)
+        for i, track in enumerate(fixed):
+            if track not in ready["tracks"]:
+                raise BenchFailure(f"BENCH_LADDER_FIXED: {track} is not in the ladder {ready['tracks']}")
+            watch_argv = [tools.python, str(tools.moqpeer), "watch", "--url", ready["urls"][i], "--fingerprint",
+                          ready["fingerprint"], "--broadcast", ready["broadcast"], "--video-track", track,
+                          "--seconds", f"{lead_s + 4 + sum(phases) + 5:g}", "--timeout-s", "0"]
+            watchers.append((track, Child(f"ladder-rust-{track}", watch_argv, tools.log_dir)))
+        with stopping(*[w for _, w in watchers]):
+            result = swift.wait_event("result", lead_s + sum(phases) + 120)
+            for _, watcher in watchers:
+                watcher.wait_event("summary", 30)
+    base = ready["publisher_base_ns"]
+    start, end = result["start_ns"], result["end_ns"]
+    rows = [{
+        "player": "swift moqsrc (adaptive)", "rendition": "adaptive",
+        **_ladder_metrics(list(zip(result["video_ns"], result["video_pts_us"])), result["audio_pts_us"], None,
+                          base, start, end),
+        "switches_up": result["switches_up"], "switches_down": result["switches_down"],
+        "renditions": _time_per_rendition(result["rung_ns"], result["rung_names"], start, end),
+        "errors": result["errors"],
+    }]
+    for track, watcher in watchers:
+        video = [(e["at_ns"], e["pts_us"]) for e in watcher.events if e["event"] == "video"]
+        audio = [(e["at_ns"], e["pts_us"]) for e in watcher.events if e["event"] == "audio"]
+        rows.append({"player": "moq-dev subscriber (watch)", "rendition": track,
+                     **_ladder_metrics(video, None, audio, base, start, end),
+                     "switches_up": 0, "switches_down": 0, "renditions": {track: 100.0},
+                     "errors": sum(1 for e in watcher.events if e["event"] == "decode_error")})
+    return {"kbps": cfg.ladder_kbps, "caps": cfg.ladder_caps, "phase_s": cfg.ladder_phase_s,
+            "busy_before_percent": idle, "rows": rows}
+
+
+def _ladder_metrics(video: list[tuple[int, int]], audio_pts: list[int] | None, audio_timed: list[tuple[int, int]] | None,
+                    base_ns: int, start_ns: int, end_ns: int) -> dict:
+    """What one player had in [start, end): video frames against the 30 fps published, pauses longer than 100 ms
+    between them, capture-to-player latency, and audio (20 ms frames) missing among what it had."""
+    window_s = (end_ns - start_ns) / 1e9
+    shown = [(at, pts) for at, pts in video if start_ns <= at < end_ns]
+    times = [at for at, _ in shown]
+    gaps = [(b - a) / 1e6 for a, b in zip([start_ns] + times, times + [end_ns])]
+    stalls = [g for g in gaps if g > 100]
+    latency = [(at - (base_ns + pts * 1000)) / 1e6 for at, pts in shown]
+    if audio_timed is not None:
+        audio_pts = [pts for at, pts in audio_timed if start_ns <= at < end_ns]
+    else:
+        # moqsrc's audio: the frames whose capture falls in the window (rendered on the clock, ~latency later).
+        audio_pts = [pts for pts in (audio_pts or []) if start_ns <= base_ns + pts * 1000 < end_ns]
+    audio_pts = sorted(set(audio_pts))
+    missing_ms = sum(max(0, (b - a) / 1000 - 20) for a, b in zip(audio_pts, audio_pts[1:]) if b - a > 30_000)
+    return {
+        "frames": len(shown), "published": round(window_s * 30),
+        "played_percent": round(min(100.0, 100 * len(shown) / max(1, window_s * 30)), 1),
+        "stalls": len(stalls), "stall_ratio_percent": round(100 * sum(stalls) / 1000 / window_s, 1),
+        "longest_stall_ms": round(max(stalls, default=0)),
+        "latency": _ms_summary99(latency), "audio_missing_ms": round(missing_ms),
+        "audio_frames": len(audio_pts),
+    }
+
+
+def _time_per_rendition(at_ns: list[int], names: list[str], start_ns: int, end_ns: int) -> dict:
+    """The share of [start, end) each rendition played (%), from the player's samples of its video track."""
+    shares: dict[str, float] = {}
+    for i, (at, name) in enumerate(zip(at_ns, names)):
+        until = at_ns[i + 1] if i + 1 < len(at_ns) else end_ns
+        span = max(0, min(until, end_ns) - max(at, start_ns))
+        shares[name] = shares.get(name, 0) + span
+    total = max(1, end_ns - start_ns)
+    return {name: round(100 * span / total, 1) for name, span in shares.items() if span > 0}
+
+
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")

@@ -20,7 +20,7 @@ def _env_list(name: str, default: str) -> list[str]:
     return [part.strip() for part in os.environ.get(name, default).split(",") if part.strip()]
 
 
-ALL_CASES = "latency,throughput,webtransport,openloop,fanout,gst,ttff,glass,join,longform,memory"
+ALL_CASES = "latency,throughput,webtransport,openloop,fanout,gst,ttff,glass,join,ladder,longform,memory"
 
 
 @dataclass
@@ -69,6 +69,12 @@ class Config:
     join_watch_s: float = field(default_factory=lambda: _env_float("BENCH_JOIN_WATCH_S", 3))
     join_audio_buffer_ms: int = field(default_factory=lambda: _env_int("BENCH_JOIN_AUDIO_BUFFER_MS", 40))
     join_stall_s: float = field(default_factory=lambda: _env_float("BENCH_JOIN_STALL_S", 1))
+    # 4f. Adaptive bitrate: a ladder (kbit/s, highest first) through a cap that changes (kbit/s per phase,
+    # and each phase's seconds), beside moq-dev's subscriber at these fixed renditions (bitrates of the ladder).
+    ladder_kbps: str = field(default_factory=lambda: os.environ.get("BENCH_LADDER_KBPS", "3500,1200,400"))
+    ladder_caps: str = field(default_factory=lambda: os.environ.get("BENCH_LADDER_CAPS", "6000,1500,6000"))
+    ladder_phase_s: str = field(default_factory=lambda: os.environ.get("BENCH_LADDER_PHASE_S", "8,12,12"))
+    ladder_fixed: str = field(default_factory=lambda: os.environ.get("BENCH_LADDER_FIXED", "3500,1200"))
     # 4b. Long-form listening: moqsrc buffering=long-form beside live playback of one Opus broadcast.
     longform_buffer_s: float = field(default_factory=lambda: _env_float("BENCH_LONGFORM_BUFFER_S", 15))
     longform_outages: str = field(default_factory=lambda: os.environ.get("BENCH_LONGFORM_OUTAGES", "3,6,9,12,14"))
