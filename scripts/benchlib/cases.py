@@ -539,7 +539,8 @@ def run_ladder(tools: Tools, cfg: Config, log) -> dict:
 def _ladder_metrics(video: list[tuple[int, int]], audio_pts: list[int] | None, audio_timed: list[tuple[int, int]] | None,
                     base_ns: int, start_ns: int, end_ns: int) -> dict:
     """What one player had in [start, end): video frames against the 30 fps published, pauses longer than 100 ms
-    between them, capture-to-player latency, and audio (20 ms frames) missing among what it had."""
+    between them, capture-to-player latency, and audio (20 ms frames) missing among what it had: lost (two
+    frames or more together) and single frames (catch-up's drops)."""
     window_s = (end_ns - start_ns) / 1e9
     shown = [(at, pts) for at, pts in video if start_ns <= at < end_ns]
     times = [at for at, _ in shown]
@@ -552,14 +553,18 @@ def _ladder_metrics(video: list[tuple[int, int]], audio_pts: list[int] | None, a
         # moqsrc's audio: the frames whose capture falls in the window (rendered on the clock, ~latency later).
         audio_pts = [pts for pts in (audio_pts or []) if start_ns <= base_ns + pts * 1000 < end_ns]
     audio_pts = sorted(set(audio_pts))
-    missing_ms = sum(max(0, (b - a) / 1000 - 20) for a, b in zip(audio_pts, audio_pts[1:]) if b - a > 30_000)
+    gaps_us = [b - a for a, b in zip(audio_pts, audio_pts[1:])]
+    # moqsrc's catch-up takes added delay back by dropping single 20 ms frames at quiet moments, on
+    # purpose: those are counted apart from audio lost (two frames or more missing together).
+    missing_ms = sum(g / 1000 - 20 for g in gaps_us if g > 50_000)
+    single_drops = sum(1 for g in gaps_us if 30_000 < g <= 50_000)
     return {
         "frames": len(shown), "published": round(window_s * 30),
         "played_percent": round(min(100.0, 100 * len(shown) / max(1, window_s * 30)), 1),
         "stalls": len(stalls), "stall_ratio_percent": round(100 * sum(stalls) / 1000 / window_s, 1),
         "longest_stall_ms": round(max(stalls, default=0)),
         "latency": _ms_summary99(latency), "audio_missing_ms": round(missing_ms),
-        "audio_frames": len(audio_pts),
+        "audio_single_drops": single_drops, "audio_frames": len(audio_pts),
     }
 
 
