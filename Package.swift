@@ -78,7 +78,8 @@ let package = Package(
         // literals (Huffman decoded), the extended CONNECT, stream preambles, capsules (ARCHITECTURE: why not nghttp3).
         .target(name: "MoqWebTransport", dependencies: ["MoqBase", "MoqWire"], swiftSettings: swiftSettings),
         .target(
-            name: "SwiftMoQ", dependencies: ["MoqSync", "MoqWire", "MoqSession", "MoqQUIC", "MoqWebTransport"],
+            name: "SwiftMoQ",
+            dependencies: ["MoqSync", "MoqBase", "MoqWire", "MoqSession", "MoqQUIC", "MoqWebTransport"],
             swiftSettings: swiftSettings),
         // Argument parsing and subcommand dispatch shared by swiftmoq and moqbench.
         .target(name: "MoqCommandLine", swiftSettings: swiftSettings),

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import MoqBase
 import MoqSync
 
 /// Keeps a session to a relay open: connects, and after a loss reconnects with
@@ -144,9 +145,16 @@ public final class ReconnectingSession: @unchecked Sendable {
         state.withLock { $0.listeners.removeAll { $0.id == id } }
     }
 
+    /// The jitter's generator: seeded from the system's, with state of its own. (The system's
+    /// generator is an empty value: every `inout` use of one, on any thread, is the same
+    /// address, which ThreadSanitizer reports as a race between sessions reconnecting at once.)
+    static func generator() -> SeededGenerator {
+        SeededGenerator(seed: UInt64.random(in: .min ... .max))
+    }
+
     /// A wait of between half and all of `delay` ("equal jitter"): reconnecting clients spread out.
     public static func jittered(_ delay: Duration) -> Duration {
-        var random = SystemRandomNumberGenerator()
+        var random = Self.generator()
         return ReconnectPolicy.jittered(delay, using: &random)
     }
 
@@ -197,7 +205,7 @@ public final class ReconnectingSession: @unchecked Sendable {
     private func run() async {
         var policy = ReconnectPolicy(
             connectTimeout: options.connectTimeout, retryAfterLoss: retryAfterLoss, relay: url.redacted)
-        var random = SystemRandomNumberGenerator()
+        var random = Self.generator()
         let started = ContinuousClock.now
         func elapsed() -> Duration { .now - started }
         set(policy.status)
