@@ -259,9 +259,10 @@ extension SrcPad {
         // Its group in progress started with the one shown (the rungs share boundaries): when it
         // would be left for the next one anyway, the next one is asked for at once (a floor), so
         // that the stale group never takes the path. Else it is fetched, and judged when read.
-        let lastShown = lastPushedUs.load(ordering: .relaxed)
         var floor: UInt64?
-        if let shown = reader?.groupStart(atOrBefore: lastShown), start.waitsForNextGroup(groupStartUs: shown.startUs) {
+        if let shown = reader?.groupStart(atOrBefore: start.lastShownUs),
+            start.waitsForNextGroup(groupStartUs: shown.startUs)
+        {
             floor = state.trialStart.floor(for: next.trackName, playing: source.trackName, sequence: shown.sequence)
         }
         let (remote, reader) = subscribe(next, src: src, groupStart: floor)

@@ -62,9 +62,8 @@ extension SrcPad {
         startAdaptive(next)
     }
 
-    /// A subscription to `next` and its reader, as ``switchTo(_:src:)`` and a queue's preroll make them.
-    /// Subscribes `next`, from its group `groupStart` on when given (a floor: the group in
-    /// progress is not fetched).
+    /// A subscription to `next` and its reader, as ``switchTo(_:src:)`` and a queue's preroll make them;
+    /// from its group `groupStart` on when given (a floor: the group in progress is not fetched).
     func subscribe(_ next: Source, src: MoqSrc, groupStart: UInt64? = nil) -> (RemoteTrack, TrackReader) {
         var range = policy.range(finite: next.finite)
         if let groupStart { range.groupStart = groupStart }
