@@ -100,7 +100,9 @@ ISOLATED_TESTS := LadderPlaybackTests
 # Tests that run media pipelines in real time (encoders, decoders, sinks on the clock) run one at a
 # time after the parallel suite, as under ThreadSanitizer (scripts/tsan.sh): beside each other and the
 # Rust peers on 2 cores they starved (a decoded frame not there within 20 s, a connect not within 2 s).
-MEDIA_TESTS := GstTests\.|MoqKitTests\.|MoqTestKitTests\.
+# The relay-cluster interop test joins that phase: three relays, a Rust node and 20 viewers judge how
+# fast an announcement's end spreads (1 s).
+MEDIA_TESTS := GstTests\.|MoqKitTests\.|MoqTestKitTests\.|ClusterInteropTests
 
 # The parallel suite also checks, every loop iteration, that each QUIC connection's cached expiry
 # (the event loop's heap) is ngtcp2's (debug builds; an assertion names a missed refresh).

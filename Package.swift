@@ -195,7 +195,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "RelayTests", dependencies: ["MoqSync", "SwiftMoQ", "MoqQUIC", "MoqWebTransport"],
+            name: "RelayTests",
+            dependencies: ["MoqSync", "SwiftMoQ", "MoqQUIC", "MoqWebTransport", "MoqInteropSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "MoqKitTests",
@@ -211,7 +212,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         // The Rust peer (moqpeer.py), the CLI runner and test helpers shared by test targets.
         .target(
-            name: "MoqInteropSupport", dependencies: ["SwiftMoQ"], path: "Tests/InteropSupport",
+            name: "MoqInteropSupport", dependencies: ["SwiftMoQ", "MoqSync"], path: "Tests/InteropSupport",
             swiftSettings: swiftSettings),
         .testTarget(
             name: "FaultMatrixTests",

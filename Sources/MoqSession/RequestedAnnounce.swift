@@ -106,8 +106,9 @@ final class RequestedAnnounce: StreamHandler {
         var r = route
         if hop != 0 { r.hops.append(hop) }
         // Saturating: a peer may announce a cost at the varint ceiling (2^62 − 1).
-        r.costWarm = VarInt.saturatingAdd(r.costWarm, session.config.linkCost)
-        r.costCold = VarInt.saturatingAdd(r.costCold, session.config.linkCost)
+        let cost = session.config.linkCost(peer: session.peerSetup)
+        r.costWarm = VarInt.saturatingAdd(r.costWarm, cost)
+        r.costCold = VarInt.saturatingAdd(r.costCold, cost)
         return r
     }
 

@@ -12,8 +12,9 @@ final class RequestedSubscription: StreamHandler {
     let id: UInt64
     let broadcast: String
     let track: TrackProducer
-    /// What the track ends with when the session closes under it (a relay feeding others: INTERNAL).
-    var sessionClosedCode: StreamErrorCode = .sessionClosed
+    /// What the track ends with when the session closes under it (a relay feeding others: INTERNAL);
+    /// nil leaves it open for another subscription to go on feeding (a relay's failover).
+    var sessionClosedCode: StreamErrorCode? = .sessionClosed
     private(set) var range: SubscriptionRange
     private var stream: Int64?
     private var buffer = StreamBuffer()
@@ -199,17 +200,17 @@ final class RequestedSubscription: StreamHandler {
 
     // MARK: Ending
 
-    private func fail(_ code: StreamErrorCode, abort: Bool = false) {
+    private func fail(_ code: StreamErrorCode, abort: Bool = false, keepTrack: Bool = false) {
         guard !done else { return }
         done = true
-        track.setSubscriptionStart(track.subscriptionStart.sequence ?? 0)
+        if !keepTrack { track.setSubscriptionStart(track.subscriptionStart.sequence ?? 0) }
         graceTimer?.cancel()
         if let stream {
             if abort { session.abortStream(stream, code == .malformedTrack ? .malformedTrack : .cancel) }
             session.detach(stream)
         }
         session.ownSubscriptions[id] = nil
-        track.abort(code)
+        if !keepTrack { track.abort(code) }
         let open = readers.values.compactMap(\.value)
         readers = [:]
         if abort { for reader in open { reader.stop(.cancel) } }
@@ -223,12 +224,19 @@ final class RequestedSubscription: StreamHandler {
         fail(.cancel, abort: true)
     }
 
+    /// Ends the subscription on the wire as ``cancel()`` does, but leaves the track open: another
+    /// subscription (a relay's other route to the same broadcast) goes on feeding it.
+    func detach() {
+        guard !done else { return }
+        fail(.cancel, abort: true, keepTrack: true)
+    }
+
     func sessionClosed() {
         guard !done else { return }
         done = true
         graceTimer?.cancel()
         readers = [:]
-        track.abort(sessionClosedCode)
+        if let sessionClosedCode { track.abort(sessionClosedCode) }
     }
 }
 

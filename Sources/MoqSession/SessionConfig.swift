@@ -58,8 +58,9 @@ public struct SessionConfig: Sendable {
     public var hopID: UInt64
     /// Whether we advertise and serve bandwidth reports (Probe).
     public var serveProbe: Bool
-    /// The link cost added to routes announced by this peer.
-    public var linkCost: UInt64
+    /// The price of this link: sent in SETUP (Cost) when set, and added to every route the peer
+    /// announces. Unset, the peer's SETUP Cost is added, or 1 when it sent none (as moq-relay does).
+    public var linkCost: UInt64?
     /// How long we wait for the peer's SETUP before closing with TIMEOUT.
     public var setupTimeout: Duration
     /// Resource limits.
@@ -67,7 +68,7 @@ public struct SessionConfig: Sendable {
 
     public init(
         role: SessionRole? = nil, path: String? = nil, hopID: UInt64 = SessionConfig.randomHopID(),
-        serveProbe: Bool = true, linkCost: UInt64 = 1, setupTimeout: Duration = .seconds(10),
+        serveProbe: Bool = true, linkCost: UInt64? = nil, setupTimeout: Duration = .seconds(10),
         limits: SessionLimits = SessionLimits()
     ) {
         self.role = role
@@ -78,6 +79,9 @@ public struct SessionConfig: Sendable {
         self.setupTimeout = setupTimeout
         self.limits = limits
     }
+
+    /// What a route announced by the peer costs more here: our price, else the peer's, else 1.
+    func linkCost(peer: Setup?) -> UInt64 { linkCost ?? peer?.cost ?? 1 }
 
     /// A random non-zero hop id below 2^53.
     public static func randomHopID() -> UInt64 { UInt64.random(in: 1..<(1 << 53)) }

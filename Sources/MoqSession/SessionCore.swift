@@ -283,7 +283,7 @@ public final class SessionCore {
     ///   feeding its own subscribers passes INTERNAL, as moq-relay resets them).
     public func subscribe(
         broadcast: String, track: TrackProducer, range: SubscriptionRange = SubscriptionRange(),
-        sessionClosedCode: StreamErrorCode = .sessionClosed
+        sessionClosedCode: StreamErrorCode? = .sessionClosed
     ) -> SubscriptionHandle {
         let id = nextSubscribeID
         nextSubscribeID += 1
@@ -347,7 +347,7 @@ public final class SessionCore {
         }
         let setup = Setup(
             probe: config.serveProbe ? 1 : nil, path: transport.isClient ? config.path : nil,
-            role: config.role, origin: config.hopID)
+            role: config.role, cost: config.linkCost, origin: config.hopID)
         transport.setSendOrder(stream, SendOrder.control)
         transport.write(stream, Bytes([UInt8(UniStreamType.setup.rawValue)] + setup.encoded()), fin: true)
     }
@@ -497,4 +497,6 @@ public struct SubscriptionHandle {
     public func update(_ range: SubscriptionRange) { subscription.update(range) }
     /// Ends the subscription (CANCEL).
     public func cancel() { subscription.cancel() }
+    /// Ends the subscription (CANCEL) and leaves its track open for another to feed.
+    public func detach() { subscription.detach() }
 }

@@ -113,6 +113,7 @@ public final class MoqSession: @unchecked Sendable {
             ? WebTransportConnect.Request(
                 authority: target.authority, path: target.setupPath, protocols: [MoqVersion.lite06.rawValue]) : nil
         if let hop = options.hopID { sessionConfig.hopID = hop }
+        sessionConfig.linkCost = options.linkCost
         let config = sessionConfig
         let quicSettings = settings
         let peer = "\(target.host):\(target.port)"
@@ -257,10 +258,11 @@ public final class MoqSession: @unchecked Sendable {
     /// the tracks their own subscribers read.
     ///
     /// - Parameter sessionClosedCode: what `track` ends with if this session closes first (a relay
-    ///   passes INTERNAL: its subscribers are reset as moq-relay resets them when a publisher goes).
+    ///   passes INTERNAL: its subscribers are reset as moq-relay resets them when a publisher goes);
+    ///   nil leaves it open, for the caller to feed it from another session (a relay's failover).
     public func subscribe(
         broadcast: String, range: SubscriptionRange = SubscriptionRange(), into track: TrackProducer,
-        sessionClosedCode: StreamErrorCode = .sessionClosed
+        sessionClosedCode: StreamErrorCode? = .sessionClosed
     )
         -> RemoteTrack
     {
@@ -268,7 +270,7 @@ public final class MoqSession: @unchecked Sendable {
         let conn = connection
         loop.execute {
             guard let core = conn.value.core, !core.isClosed else {
-                track.abort(.sessionClosed)
+                if let sessionClosedCode { track.abort(sessionClosedCode) }
                 return
             }
             remote.handle = core.subscribe(
@@ -491,6 +493,13 @@ public final class RemoteTrack: @unchecked Sendable {
     public func cancel() {
         let box = LoopBound(self)
         session.loop.execute { box.value.handle?.cancel() }
+    }
+
+    /// Ends the subscription but leaves ``track`` open: a relay moving a track to another route
+    /// feeds it from a new subscription, and its readers see no end.
+    public func detach() {
+        let box = LoopBound(self)
+        session.loop.execute { box.value.handle?.detach() }
     }
 
     /// The error the track ended with, as an API error; nil while live or when finished.

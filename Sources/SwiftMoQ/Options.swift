@@ -66,6 +66,9 @@ public struct ClientOptions: Sendable {
     public var idleTimeout: Duration
     /// The hop id declared in SETUP (a relay reuses its own); random when nil.
     public var hopID: UInt64?
+    /// The price of this link (a relay's peer link, moq-relay's `?cost=`): sent in SETUP and
+    /// added to the routes the peer announces. Nil: the peer's price, or 1.
+    public var linkCost: UInt64?
 
     public init(
         tls: TLSOptions = TLSOptions(), authToken: String? = nil, role: SessionRole? = nil,

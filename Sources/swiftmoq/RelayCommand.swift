@@ -8,7 +8,8 @@ import SwiftMoQ
 enum RelayCommand {
     static let usage = """
         usage: swiftmoq relay [--listen HOST:PORT] (--tls-generate NAME… | --tls-cert FILE --tls-key FILE)
-                              [--public PREFIX…] [--auth-key FILE] [--upstream URL] [--cache-max-age S] [--cache-bytes N]
+                              [--public PREFIX…] [--auth-key FILE] [--cluster-connect URL…] [--cluster-id N]
+                              [--cluster-token FILE] [--upstream URL] [--cache-max-age S] [--cache-bytes N]
 
         Runs a relay: broadcasts announced by any session are offered to the others.
         The connection's path is the root a session publishes and subscribes under
@@ -28,11 +29,22 @@ enum RelayCommand {
                                     --auth-key every path is public, so the relay serves this
                                     machine only (127.0.0.1): an open relay must be asked for
           --auth-key FILE           HS256 key (JWK with "kty":"oct", or raw bytes) that signs ?jwt= tokens
-                                    (claims: root, put, get, exp — moq-relay's)
-          --upstream URL            also join another relay: announce local broadcasts there and
-                                    serve its broadcasts here on demand
+                                    (claims: root, put, get, exp, nbf, peer — moq-relay's; "peer": true
+                                    marks another relay's link, whose routes compete by cost)
+          --cluster-connect URL     link with another relay as moq-relay's cluster peers do (repeatable):
+                                    both offer every broadcast they know, and a viewer's track is pulled
+                                    once through the cheapest route (then the fewest hops), moving to
+                                    the next when a link dies. URL is moql://HOST:PORT/ (raw QUIC),
+                                    https:// (WebTransport) or http:// (WebTransport pinned to the
+                                    certificate the peer serves); ?cost=N prices the link (default:
+                                    the peer's price, or 1), ?jwt=T authenticates it
+          --cluster-id N            this relay's hop id, stable across restarts (1 to 2^53 − 1;
+                                    random by default): routes through it are not taken back
+          --cluster-token FILE      a token (a peer grant) sent as ?jwt= on every link
+          --upstream URL            one more link, to a relay whose path root is URL's path: local
+                                    broadcasts are announced there, its broadcasts served here
           --upstream-tls-fingerprint HEX, --upstream-tls-root-file FILE, --upstream-tls-disable-verify
-                                    how the upstream's certificate is checked
+                                    how the certificates of the upstream and the cluster peers are checked
           --cache-max-age S         keep groups at most S seconds (default: each track's max age)
           --cache-bytes N           bytes of groups cached across all tracks (default 268435456)
           --max-sessions N          concurrent sessions (default 1024)
@@ -54,6 +66,9 @@ enum RelayCommand {
           swiftmoq relay --listen 0.0.0.0:4443 --tls-generate relay.example --public anon --auth-key key.jwk
           swiftmoq relay --web                             # then open http://localhost:4443/ in Chromium
           swiftmoq relay --listen 127.0.0.1:4444 --upstream moql://relay.example:4443/anon --public anon
+          swiftmoq relay --listen 0.0.0.0:4443 --public '' --cluster-id 7 \\
+                         --cluster-connect http://relay-b.lan:4443/ --cluster-connect 'http://relay-c.lan:4443/?cost=10'
+
         """
 
     static func run(_ argv: [String]) async throws(CommandError) {
@@ -63,6 +78,7 @@ enum RelayCommand {
                 argv,
                 options: [
                     "listen", "tls-generate", "tls-cert", "tls-key", "public", "auth-key", "upstream",
+                    "cluster-connect", "cluster-id", "cluster-token",
                     "upstream-tls-fingerprint", "upstream-tls-root-file", "cache-max-age", "cache-bytes",
                     "max-sessions",
                     "max-subscriptions", "max-announces", "max-buffered-bytes", "max-incoming-bytes",
@@ -121,11 +137,33 @@ enum RelayCommand {
         }
         config.auth = RelayAuth(publicPrefixes: publicPrefixes, key: key)
 
+        let linkTLS = TLSOptions(
+            fingerprint: args.value("upstream-tls-fingerprint"), rootFile: args.value("upstream-tls-root-file"),
+            disableVerify: args.has("upstream-tls-disable-verify"))
         if let upstream = args.value("upstream") {
             do { config.upstream = try MoqURL(upstream) } catch { throw .usage(error.description) }
-            config.upstreamTLS = TLSOptions(
-                fingerprint: args.value("upstream-tls-fingerprint"), rootFile: args.value("upstream-tls-root-file"),
-                disableVerify: args.has("upstream-tls-disable-verify"))
+            config.upstreamTLS = linkTLS
+        }
+        var clusterToken: String?
+        if let file = args.value("cluster-token") {
+            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+                throw .usage("--cluster-token: cannot read '\(file)'")
+            }
+            clusterToken = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        for text in args.all("cluster-connect") {
+            do {
+                var link = try PeerLink(parsing: text, tls: linkTLS)
+                // A token in the URL wins over --cluster-token.
+                if !(link.url.query ?? "").contains("jwt=") { link.token = clusterToken }
+                config.peers.append(link)
+            } catch { throw .usage("--cluster-connect \(text): \(error.description)") }
+        }
+        if let id = args.value("cluster-id") {
+            guard let v = UInt64(id), v > 0, v < 1 << 62 else {
+                throw .usage("--cluster-id must be a whole number from 1 to 2^53 − 1 (got '\(id)')")
+            }
+            config.clusterID = v
         }
         if let s = args.value("cache-max-age") {
             guard let v = Double(s), v >= 0 else { throw .usage("--cache-max-age must be a number of seconds") }

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import MoqBase
 public import MoqQUIC
 public import MoqSession
 import MoqSync
@@ -8,7 +9,9 @@ import Synchronization
 /// A moq-lite-06 relay: every session's broadcasts are offered to the others,
 /// scoped by connection path and permissions, with one upstream subscription per
 /// track fanned out to all subscribers, a cache of recent groups, and optionally
-/// a link to another relay (`upstream`) to join an existing relay network.
+/// links to other relays (``Configuration/peers``, moq-relay's cluster peers) that make it one
+/// node of a relay network: routes to a broadcast compete by cost and hops (``RouteChoice``), and
+/// a track moves to the next route when its link dies.
 ///
 /// `swiftmoq relay` runs one; the test harness embeds one.
 public final class MoqRelay: @unchecked Sendable {
@@ -26,6 +29,11 @@ public final class MoqRelay: @unchecked Sendable {
         public var upstream: MoqURL?
         /// TLS options for the upstream link.
         public var upstreamTLS: TLSOptions
+        /// Other relays to link with (moq-relay's `--cluster-connect`); ``upstream`` is one more.
+        public var peers: [PeerLink] = []
+        /// The hop id this relay declares (moq-relay's `--cluster-id`: stable across restarts, non-zero,
+        /// below 2^53 for browsers); random when nil.
+        public var clusterID: UInt64?
         /// Caps how long groups stay cached (the track's own max age applies otherwise).
         public var cacheMaxAgeMs: UInt64?
         /// Bytes of groups cached across all tracks.
@@ -81,18 +89,21 @@ public final class MoqRelay: @unchecked Sendable {
     /// The configuration.
     public let configuration: Configuration
     /// Every broadcast the relay offers, by full path.
-    public let origin = Origin()
+    public let origin: Origin
     /// The relay's hop id (declared by every session it holds).
-    public let hopID = SessionConfig.randomHopID()
+    public let hopID: UInt64
+    /// Every route to every broadcast, and the one offered for each.
+    let routes: RelayRoutes
     /// The shared cache budget.
     public let cache: CacheBudget
     private var server: MoqServer!
     private let counter = Atomic<UInt64>(0)
     private let ingests = Lock<[ObjectIdentifier: AnnounceIngest]>([:])
-    private var upstreamTask: Task<Void, Never>?
+    private var linkTasks: [Task<Void, Never>] = []
     private var web: RelayWeb?
     private var rotationTask: Task<Void, Never>?
-    private let upstreamIngest = Lock<AnnounceIngest?>(nil)
+    /// The open link sessions' ingests, by link index.
+    private let linkIngests = Lock<[Int: AnnounceIngest]>([:])
     private let stopping = Atomic(false)
 
     /// The port listened on.
@@ -111,25 +122,42 @@ public final class MoqRelay: @unchecked Sendable {
     /// Sessions currently open.
     public var sessionCount: Int { server.openSessions.count }
     /// The latency budgets its upstream subscriptions ask for, in ms (tests).
-    var upstreamBudgetsMs: [UInt64] {
-        ingests.withLock { $0.values.flatMap(\.upstreamBudgetsMs) }
-            + (upstreamIngest.withLock { $0?.upstreamBudgetsMs } ?? [])
-    }
+    var upstreamBudgetsMs: [UInt64] { routes.upstreamBudgetsMs }
 
     /// Upstream subscriptions currently open (one per relayed track in use).
-    public var upstreamSubscriptionCount: Int {
-        ingests.withLock { $0.values.reduce(0) { $0 + $1.upstreamCount } }
-            + (upstreamIngest.withLock { $0?.upstreamCount } ?? 0)
+    public var upstreamSubscriptionCount: Int { routes.upstreamCount }
+
+    /// The routes known to a broadcast, the one pulled from first (hops and cost as seen here).
+    public func routes(to path: String) -> [AnnounceRoute] { routes.routes(path) }
+
+    /// Peer links whose session is open.
+    public var openLinkCount: Int { linkIngests.withLock { $0.count } }
+
+    /// Closes the session of link `index` (``links`` order) as if its network had failed; the link is
+    /// redialled as after any failure (tests of failover).
+    func dropLink(_ index: Int) {
+        linkIngests.withLock { $0[index] }?.session.close()
     }
 
     private init(configuration: Configuration) {
         self.configuration = configuration
-        cache = CacheBudget(limit: configuration.cacheBytes)
+        hopID = configuration.clusterID ?? SessionConfig.randomHopID()
+        let origin = Origin()
+        self.origin = origin
+        let budget = CacheBudget(limit: configuration.cacheBytes)
+        cache = budget
+        routes = RelayRoutes(
+            origin: origin, upstreamRange: Self.upstreamRange,
+            cacheLimits: CacheLimits(
+                maxBytes: configuration.cacheBytes, maxGroups: 4096, maxAgeMs: configuration.cacheMaxAgeMs,
+                budget: budget),
+            logger: configuration.logger)
     }
 
-    var cacheLimits: CacheLimits {
-        CacheLimits(
-            maxBytes: configuration.cacheBytes, maxGroups: 4096, maxAgeMs: configuration.cacheMaxAgeMs, budget: cache)
+    /// Every link to dial: the peers, then the upstream.
+    var links: [PeerLink] {
+        configuration.peers
+            + (configuration.upstream.map { [PeerLink(url: $0, tls: configuration.upstreamTLS)] } ?? [])
     }
 
     /// What the relay asks of publishers: their whole cache window at normal priority.
@@ -137,6 +165,9 @@ public final class MoqRelay: @unchecked Sendable {
 
     /// Starts listening (and connecting upstream when configured).
     public static func start(_ configuration: Configuration) throws(MoqError) -> MoqRelay {
+        if let id = configuration.clusterID, id == 0 || id > VarInt.max {
+            throw .configuration("the cluster id must be a whole number from 1 to 2^62 − 1 (below 2^53 for browsers)")
+        }
         let relay = MoqRelay(configuration: configuration)
         var options = MoqServer.Options()
         options.limits = configuration.limits
@@ -171,7 +202,7 @@ public final class MoqRelay: @unchecked Sendable {
                 configuration.logger.warning("\(error.description) (the relay runs without it)")
             }
         }
-        if let upstream = configuration.upstream { relay.startUpstream(upstream) }
+        for (index, link) in relay.links.enumerated() { relay.startLink(link, index: index) }
         if case .selfSigned = configuration.certificate { relay.startRotation() }
         return relay
     }
@@ -203,9 +234,10 @@ public final class MoqRelay: @unchecked Sendable {
         let key = ObjectIdentifier(session)
         if !permissions.publish.isEmpty && setup.role != .subscriber {
             let root = permissions.root
+            // A peer relay's routes compete by cost; a publisher's broadcasts are its grant's own.
             let ingest = AnnounceIngest(
-                session: session, origin: origin, hopID: hopID, upstreamRange: Self.upstreamRange,
-                cacheLimits: cacheLimits, logger: logger, label: label, owner: permissions.grant,
+                session: session, routes: routes, hopID: hopID, logger: logger, label: label,
+                owner: permissions.peer ? nil : permissions.grant,
                 takeoverRefused: { [weak session] path in
                     // One session may not take another's broadcast: a clear refusal, not a silent hijack.
                     session?.close(.unauthorized, reason: "broadcast '\(path)' is published by another session")
@@ -233,27 +265,31 @@ public final class MoqRelay: @unchecked Sendable {
         }
     }
 
-    // MARK: Upstream
+    // MARK: Peer links
 
-    private func startUpstream(_ url: MoqURL) {
+    /// Dials `link` and keeps it open: redialled with a jittered backoff (1 s doubling to 10 s) until
+    /// the relay stops. Its session serves this relay's origin below the link's root (split horizon
+    /// in every served announcement) and its announcements become routes here.
+    private func startLink(_ link: PeerLink, index: Int) {
         let logger = configuration.logger
-        let tls = configuration.upstreamTLS
-        let root = BroadcastPath.normalize(url.path)
-        upstreamTask = Task { [weak self] in
+        let root = BroadcastPath.normalize(link.url.path)
+        let name = "peer \(link.url.redacted)"
+        var jitter = SeededGenerator(seed: hopID &+ UInt64(index))
+        let task = Task { [weak self] in
             var delay: Duration = .seconds(1)
             while let self, !self.stopping.load(ordering: .relaxed), !Task.isCancelled {
-                var options = ClientOptions(tls: tls)
+                var options = ClientOptions(tls: link.tls, authToken: link.token)
                 options.hopID = self.hopID
+                options.linkCost = link.cost
+                let started = ContinuousClock.now
                 do {
                     let session: MoqSession = try await MoqSession.connect(
-                        url, options: options, serving: ScopedOrigin(parent: self.origin, root: root))
-                    logger.info("upstream \(url.redacted): connected")
-                    delay = .seconds(1)
+                        link.url, options: options, serving: ScopedOrigin(parent: self.origin, root: root))
+                    logger.info("\(name): connected\(link.cost.map { " (cost \($0))" } ?? "")")
                     let ingest = AnnounceIngest(
-                        session: session, origin: self.origin, hopID: self.hopID, upstreamRange: Self.upstreamRange,
-                        cacheLimits: self.cacheLimits, logger: logger, label: "upstream \(url.redacted)"
+                        session: session, routes: self.routes, hopID: self.hopID, logger: logger, label: name
                     ) { path in BroadcastPath.join(root, path) }
-                    self.upstreamIngest.withLock { $0 = ingest }
+                    self.linkIngests.withLock { $0[index] = ingest }
                     ingest.start()
                     let reason = await withTaskCancellationHandler {
                         await session.closed()
@@ -261,22 +297,26 @@ public final class MoqRelay: @unchecked Sendable {
                         session.close()
                     }
                     ingest.close()
-                    self.upstreamIngest.withLock { $0 = nil }
+                    self.linkIngests.withLock { $0[index] = nil }
                     if self.stopping.load(ordering: .relaxed) { return }
-                    logger.warning("upstream \(url.redacted): session ended (\(reason)); reconnecting")
+                    // A link that stayed up 10 s counts as stable: the next dial starts from 1 s again.
+                    if ContinuousClock.now - started >= .seconds(10) { delay = .seconds(1) }
+                    logger.warning("\(name): session ended (\(reason)); redialling")
                 } catch let error as MoqError {
                     if error.isFatal {
-                        logger.error("upstream \(url.redacted): \(error); not retrying")
+                        logger.error("\(name): \(error); not retrying")
                         return
                     }
-                    logger.warning("upstream \(url.redacted): \(error); retrying in \(delay)")
+                    logger.warning("\(name): \(error); retrying in \(delay)")
                 } catch {
-                    logger.warning("upstream \(url.redacted): \(error); retrying in \(delay)")
+                    logger.warning("\(name): \(error); retrying in \(delay)")
                 }
-                try? await Task.sleep(for: delay)
-                delay = min(delay * 2, .seconds(5))
+                let spread = Double(jitter.next() % 1000) / 4000  // up to +25 %
+                try? await Task.sleep(for: delay * (1 + spread))
+                delay = min(delay * 2, .seconds(10))
             }
         }
+        linkTasks.append(task)
     }
 
     /// Statistics of every open session.
@@ -368,11 +408,12 @@ public final class MoqRelay: @unchecked Sendable {
         while server.openSessions.count > 0 && ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(20))
         }
-        upstreamTask?.cancel()
+        for task in linkTasks { task.cancel() }
         rotationTask?.cancel()
         web?.stop()
         server.close()
         for ingest in ingests.withLock({ Array($0.values) }) { ingest.close() }
-        upstreamIngest.withLock { $0 }?.close()
+        for ingest in linkIngests.withLock({ Array($0.values) }) { ingest.close() }
+        routes.close()
     }
 }

@@ -16,6 +16,9 @@ public struct RelayPermissions: Sendable, Equatable {
     /// When the token that granted this expires (the relay closes the session then); nil for
     /// public prefixes and tokens without `exp`.
     public var expires: Date?
+    /// Granted to another relay's peer link (the token's `peer` claim, as moq-relay's): what it
+    /// announces are routes, chosen among others by cost and hops, not broadcasts it owns.
+    public var peer: Bool = false
 
     /// Who owns what this session announces: sessions with the same grant (the same root and
     /// prefixes, e.g. a publisher reconnecting with its token, or a re-issued token) may replace
@@ -142,8 +145,9 @@ public struct RelayAuth: Sendable {
                 return nil
             }
         }
-        let permissions = RelayPermissions(
+        var permissions = RelayPermissions(
             root: root, subscribe: scope(claims.subscribe), publish: scope(claims.publish), expires: claims.expires)
+        permissions.peer = claims.peer
         guard !permissions.subscribe.isEmpty || !permissions.publish.isEmpty else {
             return .failure(RelayAuthError("the token grants nothing under '/\(root)'"))
         }
@@ -161,15 +165,19 @@ public enum JWT {
         public var expires: Date?
         /// Not valid before this (`nbf`).
         public var notBefore: Date?
+        /// A relay's peer link (`peer`).
+        public var peer: Bool
 
         public init(
-            root: String, publish: [String], subscribe: [String], expires: Date? = nil, notBefore: Date? = nil
+            root: String, publish: [String], subscribe: [String], expires: Date? = nil, notBefore: Date? = nil,
+            peer: Bool = false
         ) {
             self.root = root
             self.publish = publish
             self.subscribe = subscribe
             self.expires = expires
             self.notBefore = notBefore
+            self.peer = peer
         }
     }
 
@@ -180,6 +188,7 @@ public enum JWT {
         var get: StringList?
         var exp: Double?
         var nbf: Double?
+        var peer: Bool?
     }
 
     /// moq-token writes a list as a string when it has one entry.
@@ -215,7 +224,7 @@ public enum JWT {
         let wire = WireClaims(
             root: claims.root, put: .many(claims.publish), get: .many(claims.subscribe),
             exp: claims.expires.map { ($0.timeIntervalSince1970).rounded(.down) },
-            nbf: claims.notBefore.map { ($0.timeIntervalSince1970).rounded(.down) })
+            nbf: claims.notBefore.map { ($0.timeIntervalSince1970).rounded(.down) }, peer: claims.peer ? true : nil)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let header = Base64URL.encode(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8))
@@ -259,7 +268,7 @@ public enum JWT {
         return .success(
             Claims(
                 root: payload.root ?? "", publish: payload.put?.values ?? [], subscribe: payload.get?.values ?? [],
-                expires: expires, notBefore: notBefore))
+                expires: expires, notBefore: notBefore, peer: payload.peer ?? false))
     }
 }
 

@@ -7,6 +7,7 @@ import MoqWire
 /// at once with the relay's default budget (TRACK_INFO needs it, and a publisher keeps only so
 /// much), set by SUBSCRIBE_UPDATE to the first subscriber's budget (lower or higher: the
 /// publisher then drops what it had queued beyond it) and raised when a later one asks for more.
+/// The track outlives the session: ``RelayRoutes`` ends it, or feeds it through another route.
 final class UpstreamDemand: Sendable {
     private struct State {
         var remote: RemoteTrack?
@@ -14,9 +15,12 @@ final class UpstreamDemand: Sendable {
         /// A subscriber's range has set the budget (until then it is the relay's default).
         var demanded = false
         var cancelled = false
+        /// Cancelled by ``detach()``: the track stays open.
+        var detached = false
     }
 
-    private let session: MoqSession
+    /// The session the track is subscribed through (one route to the broadcast).
+    let session: MoqSession
     private let peerPath: String
     /// Weak: the track holds this (its demand handler), and the relay's broadcast holds the track.
     private let track: WeakReference<TrackProducer>
@@ -32,6 +36,10 @@ final class UpstreamDemand: Sendable {
 
     /// The budget asked of the publisher so far (ms).
     var budgetMs: UInt64 { state.withLock { $0.range?.maxLatencyMs ?? 0 } }
+
+    /// The range subscribers asked for (nil while only the relay's default applies): what a
+    /// replacement through another route asks for at once.
+    var demandedRange: SubscriptionRange? { state.withLock { $0.demanded ? $0.range : nil } }
 
     /// A subscriber wants `wanted` (nil: the relay's default). Subscribes upstream on the first
     /// call; afterwards the first subscriber's budget replaces the default and later ones raise it.
@@ -70,12 +78,14 @@ final class UpstreamDemand: Sendable {
         case .subscribe(let range):
             guard let track = track.value else { return }
             let remote = session.subscribe(
-                broadcast: peerPath, range: range, into: track, sessionClosedCode: .internal)
-            let (cancelled, raised) = state.withLock { s -> (Bool, SubscriptionRange?) in
+                broadcast: peerPath, range: range, into: track, sessionClosedCode: nil)
+            let (cancelled, detached, raised) = state.withLock { s -> (Bool, Bool, SubscriptionRange?) in
                 s.remote = remote
-                return (s.cancelled, s.range != range ? s.range : nil)
+                return (s.cancelled, s.detached, s.range != range ? s.range : nil)
             }
-            if cancelled {
+            if detached {
+                remote.detach()
+            } else if cancelled {
                 remote.cancel()
             } else if let raised {
                 remote.update(raised)
@@ -91,5 +101,15 @@ final class UpstreamDemand: Sendable {
         }
         remote?.cancel()
         track.value?.onDemand(nil)
+    }
+
+    /// Ends the upstream subscription but leaves the track open: another route feeds it now.
+    func detach() {
+        let remote = state.withLock { s -> RemoteTrack? in
+            s.cancelled = true
+            s.detached = true
+            return s.remote
+        }
+        remote?.detach()
     }
 }
