@@ -90,9 +90,10 @@ ngtcp2_ok || { echo "[setup] ngtcp2 >= $NGTCP2_MIN is required (found $(pkg-conf
 $SUDO rm -f /usr/local/lib/pkgconfig/swiftmoq-gstreamer-*.pc
 
 # Interop virtualenv: moq-dev's own implementation, pinned; ls-qpack (pylsqpack) as the independent
-# QPACK codec the WebTransport tests check against.
-MOQ_PINS=(moq-rs==0.5.1 moq-ffi==0.4.18 pylsqpack==0.3.24)
-if ! "$VENV/bin/python" -c 'import importlib.metadata as m, sys; sys.exit(0 if (m.version("moq-rs"), m.version("moq-ffi"), m.version("pylsqpack")) == ("0.5.1", "0.4.18", "0.3.24") else 1)' 2>/dev/null; then
+# QPACK codec the WebTransport tests check against; Prometheus' own text parser (prometheus-client)
+# reads the relay's /metrics.
+MOQ_PINS=(moq-rs==0.5.1 moq-ffi==0.4.18 pylsqpack==0.3.24 prometheus-client==0.26.0)
+if ! "$VENV/bin/python" -c 'import importlib.metadata as m, sys; sys.exit(0 if (m.version("moq-rs"), m.version("moq-ffi"), m.version("pylsqpack"), m.version("prometheus-client")) == ("0.5.1", "0.4.18", "0.3.24", "0.26.0") else 1)' 2>/dev/null; then
   log "setting up virtualenv $VENV with ${MOQ_PINS[*]}"
   [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q "${MOQ_PINS[@]}"

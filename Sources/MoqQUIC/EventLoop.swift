@@ -116,6 +116,23 @@ public final class QUICEventLoop: @unchecked Sendable {
         close(timerfd)
     }
 
+    /// Work handed to the loop (``execute(_:)``) and not run yet: how far behind it is.
+    public var pendingWork: Int { inbox.withLock { $0.work.count } }
+
+    /// CPU time the loop's thread has used (nil once it ended, or if the system cannot tell).
+    public var cpuTime: Duration? {
+        guard threadID.load(ordering: .acquiring) != 0 else { return nil }
+        // Under the join's lock: the thread id stays valid until it is joined.
+        return joined.withLock { done -> Duration? in
+            guard !done else { return nil }
+            var clock = clockid_t()
+            guard pthread_getcpuclockid(thread, &clock) == 0 else { return nil }
+            var ts = timespec()
+            guard clock_gettime(clock, &ts) == 0 else { return nil }
+            return .seconds(Int64(ts.tv_sec)) + .nanoseconds(Int64(ts.tv_nsec))
+        }
+    }
+
     /// True when called on this loop's thread.
     public var isCurrentThread: Bool {
         threadID.load(ordering: .acquiring) == UInt(pthread_self())

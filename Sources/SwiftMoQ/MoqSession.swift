@@ -29,6 +29,8 @@ public final class MoqSession: @unchecked Sendable {
         var waiters: [CheckedContinuation<SessionCloseReason, Never>] = []
         var goaway: String?
         var eventWaiters: [CheckedContinuation<LifecycleEvent, Never>] = []
+        /// The statistics when it closed.
+        var final: SessionStats?
     }
 
     /// What ends a session's life as a client knows it.
@@ -402,25 +404,44 @@ public final class MoqSession: @unchecked Sendable {
 
     /// Statistics of the session and its connection.
     public func stats() async -> SessionStats {
-        let conn = connection
-        let binding = self.binding
-        return await withCheckedContinuation { continuation in
-            loop.execute {
-                let counters = conn.value.core?.counters ?? SessionCounters()
-                let q = conn.value.connection?.stats
-                continuation.resume(
-                    returning: SessionStats(
-                        counters: counters, rttMicros: (q?.smoothedRTT.nanoseconds ?? 0) / 1000,
-                        sendRateBps: q?.estimatedSendRate ?? 0, packetsLost: q?.packetsLost ?? 0,
-                        bytesSent: q?.bytesSent ?? 0, bytesReceived: q?.bytesReceived ?? 0, binding: binding))
-            }
+        await withCheckedContinuation { continuation in
+            stats { continuation.resume(returning: $0) }
         }
     }
 
+    /// Statistics of the session and its connection, handed to `completion` on the session's loop
+    /// thread; once closed, at once with the statistics it closed with. For callers that may not
+    /// suspend (a relay's HTTP thread answering `/metrics`).
+    public func stats(_ completion: @escaping @Sendable (SessionStats) -> Void) {
+        if let final = finalStats { return completion(final) }
+        let conn = connection
+        let binding = self.binding
+        let box = WeakReference(self)
+        loop.execute {
+            completion(box.value?.finalStats ?? Self.snapshot(conn.value, binding: binding))
+        }
+    }
+
+    /// The statistics it closed with (nil while open).
+    public var finalStats: SessionStats? { closeState.withLock { $0.final } }
+
+    /// The counters now (loop thread).
+    private static func snapshot(_ conn: SessionConnection, binding: SessionBinding) -> SessionStats {
+        let counters = conn.core?.counters ?? SessionCounters()
+        let q = conn.connection?.stats
+        return SessionStats(
+            counters: counters, rttMicros: (q?.smoothedRTT.nanoseconds ?? 0) / 1000,
+            sendRateBps: q?.estimatedSendRate ?? 0, packetsLost: q?.packetsLost ?? 0,
+            bytesSent: q?.bytesSent ?? 0, bytesReceived: q?.bytesReceived ?? 0, binding: binding)
+    }
+
+    /// Loop thread (the connection's close callback).
     private func didClose(_ reason: SessionCloseReason) {
+        let final = Self.snapshot(connection.value, binding: binding)
         let (waiters, eventWaiters) = closeState.withLock {
             s -> ([CheckedContinuation<SessionCloseReason, Never>], [CheckedContinuation<LifecycleEvent, Never>]) in
             guard s.reason == nil else { return ([], []) }
+            s.final = final
             s.reason = reason
             defer {
                 s.waiters = []

@@ -59,6 +59,11 @@ enum RelayCommand {
                                     open it in Chromium to list and play the broadcasts)
           --no-http                 do not answer HTTP on TCP at the same port number (by default, as
                                     moq-relay: GET /certificate.sha256, /announced[/PREFIX][?jwt=…], /health)
+          --metrics                 also answer GET /metrics (Prometheus text: sessions, broadcasts, routes,
+                                    subscriptions, bytes/frames/groups in and out, drops by reason, each
+                                    event loop's CPU and queue, the peer links) and GET /sessions (JSON)
+          --metrics-token FILE      with --metrics: ask for the token in FILE (Authorization: Bearer …);
+                                    without it anyone who reaches the port reads them
           --log-level LEVEL         debug, info, warning or error (default info)
 
         examples:
@@ -78,13 +83,13 @@ enum RelayCommand {
                 argv,
                 options: [
                     "listen", "tls-generate", "tls-cert", "tls-key", "public", "auth-key", "upstream",
-                    "cluster-connect", "cluster-id", "cluster-token",
+                    "cluster-connect", "cluster-id", "cluster-token", "metrics-token",
                     "upstream-tls-fingerprint", "upstream-tls-root-file", "cache-max-age", "cache-bytes",
                     "max-sessions",
                     "max-subscriptions", "max-announces", "max-buffered-bytes", "max-incoming-bytes",
                     "retry-threshold", "max-handshakes-per-address", "log-level",
                 ],
-                flags: ["upstream-tls-disable-verify", "no-http", "web"])
+                flags: ["upstream-tls-disable-verify", "no-http", "web", "metrics"])
         } catch { throw .usage(error.description) }
 
         var config = MoqRelay.Configuration()
@@ -117,6 +122,14 @@ enum RelayCommand {
         config.serveHTTP = !args.has("no-http")
         config.serveWatchPage = args.has("web")
         if config.serveWatchPage && !config.serveHTTP { throw .usage("--web needs HTTP: drop --no-http") }
+        config.serveMetrics = args.has("metrics") || args.value("metrics-token") != nil
+        if config.serveMetrics && !config.serveHTTP { throw .usage("--metrics needs HTTP: drop --no-http") }
+        if let file = args.value("metrics-token") {
+            guard let text = try? String(contentsOfFile: file, encoding: .utf8),
+                !text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty
+            else { throw .usage("--metrics-token: cannot read a token from '\(file)'") }
+            config.metricsToken = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
 
         var publicPrefixes = args.all("public")
         var key: [UInt8]?

@@ -7,10 +7,13 @@ import Testing
 /// The Swift relay with Swift clients (the Rust clients are in InteropTests).
 @Suite("Swift relay", .serialized, .timeLimit(.minutes(2)))
 struct RelayTests {
-    static func relay(auth: RelayAuth = RelayAuth(publicPrefixes: [""])) throws -> MoqRelay {
-        try MoqRelay.start(
-            MoqRelay.Configuration(
-                host: "127.0.0.1", port: 0, auth: auth, logger: .standardError(level: .debug, label: "relay")))
+    static func relay(
+        auth: RelayAuth = RelayAuth(publicPrefixes: [""]), configure: (inout MoqRelay.Configuration) -> Void = { _ in }
+    ) throws -> MoqRelay {
+        var config = MoqRelay.Configuration(
+            host: "127.0.0.1", port: 0, auth: auth, logger: .standardError(level: .debug, label: "relay"))
+        configure(&config)
+        return try MoqRelay.start(config)
     }
 
     static func connect(_ relay: MoqRelay, _ path: String = "anon") async throws -> MoqSession {

@@ -63,6 +63,13 @@ public final class MoqRelay: @unchecked Sendable {
         /// fingerprint is served at once (`/certificate.sha256`, ``fingerprint``). Certificates from
         /// files are not rotated.
         public var certificateRotation: Duration = .seconds(7 * 86_400)
+        /// Answer `GET /metrics` (Prometheus' text format: sessions, broadcasts, routes, subscriptions,
+        /// bytes, frames and groups in and out, drops by reason, each event loop's CPU and queue, the
+        /// links) and `GET /sessions` (the open sessions as JSON) on the HTTP port (with ``serveHTTP``).
+        public var serveMetrics = false
+        /// With ``serveMetrics``: the token those two ask for (`Authorization: Bearer <token>` or
+        /// `?token=`); nil serves them to anyone who reaches the port.
+        public var metricsToken: String?
 
         public init(
             host: String = "0.0.0.0", port: UInt16 = MoqURL.defaultPort,
@@ -96,14 +103,34 @@ public final class MoqRelay: @unchecked Sendable {
     let routes: RelayRoutes
     /// The shared cache budget.
     public let cache: CacheBudget
-    private var server: MoqServer!
+    private(set) var server: MoqServer!
     private let counter = Atomic<UInt64>(0)
     private let ingests = Lock<[ObjectIdentifier: AnnounceIngest]>([:])
     private var linkTasks: [Task<Void, Never>] = []
     private var web: RelayWeb?
     private var rotationTask: Task<Void, Never>?
     /// The open link sessions' ingests, by link index.
-    private let linkIngests = Lock<[Int: AnnounceIngest]>([:])
+    let linkIngests = Lock<[Int: AnnounceIngest]>([:])
+    /// The open sessions, accepted and dialled, by id (`/metrics`, `/sessions`).
+    private let tracked = Lock<[UInt64: TrackedSession]>([:])
+    /// The closed sessions' counters, summed.
+    private let closed = Lock(SessionTotals())
+    /// Sessions accepted and refused since start.
+    let counts = Lock<(accepted: UInt64, refused: UInt64)>((0, 0))
+
+    /// The open sessions, oldest first.
+    var trackedSessions: [TrackedSession] { tracked.withLock { $0.values.sorted { $0.id < $1.id } } }
+    /// What the closed sessions did.
+    var closedTotals: SessionTotals { closed.withLock { $0 } }
+
+    private func track(_ session: TrackedSession) {
+        tracked.withLock { $0[session.id] = session }
+    }
+
+    private func untrack(_ id: UInt64, _ session: MoqSession) {
+        _ = tracked.withLock { $0.removeValue(forKey: id) }
+        if let final = session.finalStats { closed.withLock { $0.add(final) } }
+    }
     private let stopping = Atomic(false)
 
     /// The port listened on.
@@ -218,12 +245,18 @@ public final class MoqRelay: @unchecked Sendable {
         let permissions: RelayPermissions
         switch configuration.auth.authorize(setupPath: setup.path) {
         case .failure(let error):
+            counts.withLock { $0.refused += 1 }
             logger.warning("session \(id) from \(peer) refused: \(error)")
             core.close(.unauthorized, reason: error.description)
             return
         case .success(let p):
             permissions = p
         }
+        counts.withLock { $0.accepted += 1 }
+        track(
+            TrackedSession(
+                id: id, session: session, kind: permissions.peer ? .peer : .client, peer: peer, root: permissions.root,
+                since: .now))
         let over = session.binding == .webTransport ? ", WebTransport" : ""
         let label = "session \(id) (\(peer) /\(permissions.root)\(over))"
         core.publishOrigin = ScopedOrigin(parent: origin, root: permissions.root, allowed: permissions.subscribe)
@@ -261,6 +294,7 @@ public final class MoqRelay: @unchecked Sendable {
             let reason = await session.closed()
             let ingest = self?.ingests.withLock { $0.removeValue(forKey: key) }
             ingest?.close()
+            self?.untrack(id, session)
             logger.info("\(label): closed (\(reason))")
         }
     }
@@ -290,6 +324,10 @@ public final class MoqRelay: @unchecked Sendable {
                         session: session, routes: self.routes, hopID: self.hopID, logger: logger, label: name
                     ) { path in BroadcastPath.join(root, path) }
                     self.linkIngests.withLock { $0[index] = ingest }
+                    let id = self.counter.add(1, ordering: .relaxed).newValue
+                    self.track(
+                        TrackedSession(
+                            id: id, session: session, kind: .link, peer: link.url.redacted, root: root, since: .now))
                     ingest.start()
                     let reason = await withTaskCancellationHandler {
                         await session.closed()
@@ -298,6 +336,7 @@ public final class MoqRelay: @unchecked Sendable {
                     }
                     ingest.close()
                     self.linkIngests.withLock { $0[index] = nil }
+                    self.untrack(id, session)
                     if self.stopping.load(ordering: .relaxed) { return }
                     // A link that stayed up 10 s counts as stable: the next dial starts from 1 s again.
                     if ContinuousClock.now - started >= .seconds(10) { delay = .seconds(1) }
@@ -370,6 +409,13 @@ public final class MoqRelay: @unchecked Sendable {
             return HTTPResponse(status: 200, body: fingerprint)
         case "/health":
             return HTTPResponse(status: 200, body: "ok\n")
+        case "/metrics":
+            if let refused = refuseObservability(head) { return refused }
+            return HTTPResponse(
+                status: 200, body: metricsText(), contentType: "text/plain; version=0.0.4; charset=utf-8")
+        case "/sessions":
+            if let refused = refuseObservability(head) { return refused }
+            return HTTPResponse(status: 200, body: sessionsJSON(), contentType: "application/json")
         case "/" where configuration.serveWatchPage:
             return Self.asset("/index.html")
         case _ where configuration.serveWatchPage && WebAssets.files[head.path] != nil:

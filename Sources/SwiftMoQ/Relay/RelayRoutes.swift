@@ -263,6 +263,9 @@ final class RelayRoutes: @unchecked Sendable {
         state.withLock { s in (s.entries.values + s.retired).flatMap { $0.feeds.values.map(\.upstream.budgetMs) } }
     }
 
+    /// Routes known to every broadcast offered.
+    var routeCount: Int { state.withLock { $0.entries.values.reduce(0) { $0 + $1.sources.count } } }
+
     /// The routes known to `path` (best first), for tests and `/metrics`.
     func routes(_ path: String) -> [AnnounceRoute] {
         state.withLock { s in
