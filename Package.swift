@@ -196,7 +196,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RelayTests",
-            dependencies: ["MoqSync", "SwiftMoQ", "MoqQUIC", "MoqWebTransport", "MoqInteropSupport"],
+            dependencies: ["MoqSync", "SwiftMoQ", "MoqQUIC", "MoqWebTransport", "MoqInteropSupport", "MoqTestKit"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "MoqKitTests",

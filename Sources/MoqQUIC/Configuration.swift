@@ -148,6 +148,16 @@ public struct QUICServerStats: Sendable, Equatable {
     public var versionNegotiations: UInt64 = 0
 
     public init() {}
+
+    /// Both counts summed (the loops of a sharded server).
+    public func adding(_ other: QUICServerStats) -> QUICServerStats {
+        var sum = self
+        sum.retriesSent &+= other.retriesSent
+        sum.invalidTokens &+= other.invalidTokens
+        sum.handshakesRefused &+= other.handshakesRefused
+        sum.versionNegotiations &+= other.versionNegotiations
+        return sum
+    }
 }
 
 /// A snapshot of a connection's transport statistics.

@@ -49,6 +49,8 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
     /// The peer's address of the current path.
     let remote = SocketAddress()
     weak var server: QUICServer?
+    /// The loop of a sharded server this connection lives on (its connection IDs say so).
+    var shard = QUICShard.single
     var conn: OpaquePointer?
     var tls: TLSSession?
     /// Client TLS configuration, handed to the TLS session when the client starts.

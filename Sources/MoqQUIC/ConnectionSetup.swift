@@ -31,8 +31,11 @@ extension QUICConnection {
         cb.get_new_connection_id = { _, cid, token, len, ud in
             guard let cid, let token else { return NGTCP2_ERR_CALLBACK_FAILURE }
             cid.pointee.datalen = len
+            let shard = QUICConnection.from(ud).shard
             withUnsafeMutableBytes(of: &cid.pointee.data) {
                 Sys.random(UnsafeMutableRawBufferPointer(rebasing: $0[0..<len]))
+                // A sharded server's loop is found by the ID's first byte.
+                if len > 0 { $0[0] = shard.firstByte($0[0]) }
             }
             Sys.random(UnsafeMutableRawBufferPointer(start: token, count: Int(NGTCP2_STATELESS_RESET_TOKENLEN)))
             QUICConnection.from(ud).server?.associate(CIDKey(cid.pointee), with: QUICConnection.from(ud))

@@ -4,7 +4,27 @@ internal import Glibc
 // A QUIC server: one UDP socket, connections routed by destination connection ID.
 import MoqSync
 
-/// Accepts QUIC connections on one UDP socket.
+/// Where a server's connections live when several event loops share one port: loop `index` of
+/// `count`. Its connection IDs start with a byte congruent to `index` modulo `count`, which the
+/// kernel's steering program (``UDPSocket/steerByConnectionID(shards:)``) reads.
+public struct QUICShard: Sendable, Equatable {
+    public let index: Int
+    public let count: Int
+
+    /// The only loop.
+    public static let single = QUICShard(index: 0, count: 1)
+
+    /// Rewrites `byte` (a random CID's first byte) to one this shard's steering selects, keeping
+    /// the rest of its randomness.
+    func firstByte(_ byte: UInt8) -> UInt8 {
+        guard count > 1 else { return byte }
+        let slots = 256 / count
+        return UInt8((Int(byte) % slots) * count + index)
+    }
+}
+
+/// Accepts QUIC connections on one UDP socket (one of a group of sockets on one port, one per
+/// event loop, when sharded: ``listen(host:port:identity:settings:loops:accept:)``).
 ///
 /// Thread rule: `listen`, `localPort` and `close` may be called from any thread; everything else runs on
 /// the loop thread.
@@ -24,6 +44,8 @@ public final class QUICServer: @unchecked Sendable, DatagramReceiver {
     /// Keys Retry tokens (random per server: tokens do not survive a restart, which only costs a
     /// client one more round trip).
     private let tokenSecret: [UInt8]
+    /// Which loop of a sharded server this is.
+    let shard: QUICShard
     private let counters = Lock(QUICServerStats())
     /// Server connection IDs are this long (the short-header DCID length ngtcp2 must be told).
     static let cidLength = 18
@@ -44,6 +66,7 @@ public final class QUICServer: @unchecked Sendable, DatagramReceiver {
 
     private init(
         loop: QUICEventLoop, identity: ServerIdentity, settings: QUICSettings, socket: UDPSocket,
+        shard: QUICShard = .single, tokenSecret: [UInt8]? = nil,
         accept: @escaping (QUICConnection) -> (any QUICConnectionDelegate)?
     ) {
         self.loop = loop
@@ -51,10 +74,15 @@ public final class QUICServer: @unchecked Sendable, DatagramReceiver {
         self.settings = settings
         self.socket = socket
         self.accept = accept
+        self.shard = shard
         self.localPort = socket.local.port
+        self.tokenSecret = tokenSecret ?? Self.newTokenSecret()
+    }
+
+    static func newTokenSecret() -> [UInt8] {
         var secret = [UInt8](repeating: 0, count: 32)
         secret.withUnsafeMutableBytes { Sys.random($0) }
-        tokenSecret = secret
+        return secret
     }
 
     /// Binds `host`:`port` (0 = ephemeral) and starts accepting.
@@ -79,6 +107,54 @@ public final class QUICServer: @unchecked Sendable, DatagramReceiver {
             loop.execute { server.startOnLoop() }
         }
         return server
+    }
+
+    /// Listens on `host`:`port` with one socket per loop of `loops` (SO_REUSEPORT), the kernel
+    /// steering each datagram to the loop that holds its connection by the connection ID's first
+    /// byte (so a NAT rebinding does not move it). `accept` gets the shard's index. Limits
+    /// (connections, handshakes, the Retry threshold) are shared out evenly between the loops; a
+    /// Retry token made by one loop is accepted by any.
+    /// - Throws: `QUICError` as ``listen(host:port:identity:settings:loop:accept:)``, or for the
+    ///   steering program.
+    public static func listen(
+        host: String, port: UInt16, identity: ServerIdentity, settings: QUICSettings, loops: [QUICEventLoop],
+        accept: @escaping (Int, QUICConnection) -> (any QUICConnectionDelegate)?
+    ) throws(QUICError) -> [QUICServer] {
+        guard loops.count > 1 else {
+            guard let only = loops.first else { throw QUICError.invalidArgument("no event loop to listen on") }
+            return [
+                try listen(host: host, port: port, identity: identity, settings: settings, loop: only) { accept(0, $0) }
+            ]
+        }
+        try TLSSession.validateALPN(settings.alpn)
+        var address = try SocketAddress.resolve(host: host, port: port)[0]
+        var shared = settings
+        let n = loops.count
+        shared.maxConnections = (settings.maxConnections + n - 1) / n
+        shared.maxHandshakesPerAddress = (settings.maxHandshakesPerAddress + n - 1) / n
+        shared.retryThreshold = (settings.retryThreshold + n - 1) / n
+        let secret = newTokenSecret()
+        var sockets: [UDPSocket] = []
+        for loop in loops {
+            let socket = try UDPSocket(loop: loop, bind: address, connect: nil, reusePort: true)
+            if sockets.isEmpty, port == 0 {
+                // The others join the port the kernel picked.
+                address = try SocketAddress.resolve(host: host, port: socket.local.port)[0]
+            }
+            sockets.append(socket)
+        }
+        try sockets[0].steerByConnectionID(shards: n)
+        var servers: [QUICServer] = []
+        for (index, (loop, socket)) in zip(loops, sockets).enumerated() {
+            let server = QUICServer(
+                loop: loop, identity: identity, settings: shared, socket: socket,
+                shard: QUICShard(index: index, count: n), tokenSecret: secret
+            ) { accept(index, $0) }
+            socket.receiver = server
+            loop.execute { server.startOnLoop() }
+            servers.append(server)
+        }
+        return servers
     }
 
     private func startOnLoop() {
@@ -246,8 +322,10 @@ public final class QUICServer: @unchecked Sendable, DatagramReceiver {
         } catch {
             return
         }
+        c.shard = shard
         var scid = ngtcp2_cid()
         QUICConnection.randomCID(&scid, length: Self.cidLength)
+        withUnsafeMutableBytes(of: &scid.data) { $0[0] = shard.firstByte($0[0]) }
         var params = c.makeTransportParams()
         if let original {
             // The client came back with our Retry token: its first DCID is the original, the

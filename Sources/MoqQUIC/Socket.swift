@@ -154,7 +154,10 @@ final class UDPSocket: LoopSource {
     private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16)
 
     /// Creates a socket of the family of `address`, binds it (server) or connects it (client).
-    init(loop: QUICEventLoop, bind address: SocketAddress?, connect remote: SocketAddress?) throws(QUICError) {
+    /// `reusePort`: several sockets share the address (one per event loop of a sharded server).
+    init(
+        loop: QUICEventLoop, bind address: SocketAddress?, connect remote: SocketAddress?, reusePort: Bool = false
+    ) throws(QUICError) {
         self.loop = loop
         let family = (address ?? remote)!.family
         let s = socket(family, Int32(SOCK_DGRAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
@@ -175,6 +178,9 @@ final class UDPSocket: LoopSource {
             // GRO: runs of datagrams from one peer arrive in one read (split in `readable`).
             // Kernels without it refuse the option, and datagrams then come one by one.
             _ = setsockopt(s, SOL_UDP, UDP_GRO, &one, 4)
+            if reusePort {
+                try Sys.check("setsockopt(SO_REUSEPORT)") { setsockopt(s, SOL_SOCKET, SO_REUSEPORT, &one, 4) }
+            }
             if let address {
                 try Sys.check("bind(\(address))") { bind(s, address.sockaddr, address.length) }
             }
@@ -194,6 +200,43 @@ final class UDPSocket: LoopSource {
     deinit {
         if !closed { Glibc.close(fd) }
         buffer.deallocate()
+    }
+
+    /// Steers every datagram arriving at this socket's SO_REUSEPORT group to the socket whose index
+    /// (in bind order) is the first byte of its destination connection ID modulo `shards`: short
+    /// headers carry it at byte 1, long headers at byte 6. A connection's packets reach the loop that
+    /// holds it whatever address they come from (a NAT rebinding changes the 4-tuple, which the
+    /// kernel's default hash would follow, not the connection ID). A classic BPF program
+    /// (SO_ATTACH_REUSEPORT_CBPF), which needs no privilege.
+    func steerByConnectionID(shards: Int) throws(QUICError) {
+        // (code, jt, jf, k), as struct sock_filter.
+        let program: [(UInt16, UInt8, UInt8, UInt32)] = [
+            (0x30, 0, 0, 0),  // A = byte[0]                      (BPF_LD|BPF_B|BPF_ABS)
+            (0x45, 0, 2, 0x80),  // if A & 0x80 (long) next, else +2  (BPF_JMP|BPF_JSET|BPF_K)
+            (0x30, 0, 0, 6),  // A = byte[6]: the DCID's first byte in a long header
+            (0x05, 0, 0, 1),  // skip the next                    (BPF_JMP|BPF_JA)
+            (0x30, 0, 0, 1),  // A = byte[1]: the DCID's first byte in a short header
+            (0x94, 0, 0, UInt32(shards)),  // A %= shards            (BPF_ALU|BPF_MOD|BPF_K)
+            (0x16, 0, 0, 0),  // return A                         (BPF_RET|BPF_A)
+        ]
+        var filters = [UInt8](repeating: 0, count: program.count * 8)
+        for (i, (code, jt, jf, k)) in program.enumerated() {
+            withUnsafeBytes(of: code.littleEndian) { filters.replaceSubrange(i * 8..<i * 8 + 2, with: $0) }
+            filters[i * 8 + 2] = jt
+            filters[i * 8 + 3] = jf
+            withUnsafeBytes(of: k.littleEndian) { filters.replaceSubrange(i * 8 + 4..<i * 8 + 8, with: $0) }
+        }
+        let soAttachReuseportCBPF: Int32 = 51
+        let rc = filters.withUnsafeBytes { instructions -> Int32 in
+            // struct sock_fprog { unsigned short len; struct sock_filter *filter; }
+            var fprog = [UInt8](repeating: 0, count: 16)
+            withUnsafeBytes(of: UInt16(program.count)) { fprog.replaceSubrange(0..<2, with: $0) }
+            withUnsafeBytes(of: UInt(bitPattern: instructions.baseAddress)) { fprog.replaceSubrange(8..<16, with: $0) }
+            return fprog.withUnsafeBytes { raw in
+                setsockopt(fd, SOL_SOCKET, soAttachReuseportCBPF, raw.baseAddress, socklen_t(raw.count))
+            }
+        }
+        if rc != 0 { throw Sys.errnoError("setsockopt(SO_ATTACH_REUSEPORT_CBPF)") }
     }
 
     func start() throws(QUICError) {

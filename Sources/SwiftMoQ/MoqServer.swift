@@ -18,8 +18,9 @@ public final class MoqServer: @unchecked Sendable {
     private let currentFingerprint: Lock<String>
     /// What every session serves.
     public let origin: Origin
-    let loop: QUICEventLoop
-    let server: QUICServer
+    /// The event loops connections are spread across (one socket each on the same port).
+    let loops: [QUICEventLoop]
+    let servers: [QUICServer]
     private let sessions = Lock<[ObjectIdentifier: MoqSession]>([:])
 
     /// Options of a server.
@@ -39,6 +40,9 @@ public final class MoqServer: @unchecked Sendable {
         public var retryThreshold: Int = 64
         /// Handshakes in progress from one IP address.
         public var maxHandshakesPerAddress: Int = 32
+        /// Event loops (threads) connections are spread across; the kernel steers each datagram to
+        /// the loop holding its connection by its connection ID. Limits are shared out between them.
+        public var loops: Int = 1
         /// Whether WebTransport clients (ALPN `h3`, browsers, `https://` URLs) are accepted.
         public var webTransport: Bool = true
         /// Decides on a WebTransport CONNECT by its path and query (e.g. a token outside its
@@ -57,12 +61,17 @@ public final class MoqServer: @unchecked Sendable {
         }
     }
 
-    private init(port: UInt16, fingerprint: String, origin: Origin, loop: QUICEventLoop, server: QUICServer) {
+    private init(port: UInt16, fingerprint: String, origin: Origin, loops: [QUICEventLoop], servers: [QUICServer]) {
         self.port = port
         currentFingerprint = Lock(fingerprint)
         self.origin = origin
-        self.loop = loop
-        self.server = server
+        self.loops = loops
+        self.servers = servers
+    }
+
+    /// What the QUIC servers did with packets that were not connections yet, summed over the loops.
+    var quicStats: QUICServerStats {
+        servers.map(\.stats).reduce(QUICServerStats()) { $0.adding($1) }
     }
 
     /// Listens on `host:port` (port 0 picks one).
@@ -73,9 +82,14 @@ public final class MoqServer: @unchecked Sendable {
         onSession: @escaping @Sendable (MoqSession, Setup) -> Void = { _, _ in }
     ) throws(MoqError) -> MoqServer {
         let identity = try Self.identity(for: certificate)
-        let loop: QUICEventLoop
-        do { loop = try QUICEventLoop(name: "swiftmoq-server") } catch {
-            throw .configuration("cannot start the network thread: \(error)")
+        var loops: [QUICEventLoop] = []
+        for i in 0..<max(1, options.loops) {
+            do {
+                loops.append(try QUICEventLoop(name: options.loops > 1 ? "swiftmoq-srv-\(i)" : "swiftmoq-server"))
+            } catch {
+                for loop in loops { loop.shutdown() }
+                throw .configuration("cannot start the network thread: \(error)")
+            }
         }
         var settings = QUICSettings()
         // Our order decides: raw QUIC first, so a client offering both (moq-dev's) gets it.
@@ -86,10 +100,12 @@ public final class MoqServer: @unchecked Sendable {
         settings.retryThreshold = options.retryThreshold
         settings.maxHandshakesPerAddress = options.maxHandshakesPerAddress
         let holder = ServerHolder()
-        let quic: QUICServer
+        let quic: [QUICServer]
+        let allLoops = loops
         do {
-            quic = try QUICServer.listen(host: host, port: port, identity: identity, settings: settings, loop: loop) {
-                connection in
+            quic = try QUICServer.listen(host: host, port: port, identity: identity, settings: settings, loops: loops) {
+                index, connection in
+                let loop = allLoops[index]
                 var config = SessionConfig(role: options.role, limits: options.limits)
                 if let hop = options.hopID { config.hopID = hop }
                 let endpoint = SessionConnection(
@@ -111,11 +127,11 @@ public final class MoqServer: @unchecked Sendable {
                 return endpoint
             }
         } catch {
-            loop.shutdown()
+            for loop in loops { loop.shutdown() }
             throw .configuration("cannot listen on \(host):\(port): \(error)")
         }
         let server = MoqServer(
-            port: quic.localPort, fingerprint: identity.fingerprint, origin: origin, loop: loop, server: quic)
+            port: quic[0].localPort, fingerprint: identity.fingerprint, origin: origin, loops: loops, servers: quic)
         holder.server = server
         return server
     }
@@ -140,10 +156,10 @@ public final class MoqServer: @unchecked Sendable {
     /// Closes every session and stops listening.
     public func close() {
         for s in openSessions { s.close() }
-        let server = self.server
-        let loop = self.loop
-        loop.execute { server.close() }
-        loop.shutdown()
+        for (loop, server) in zip(loops, servers) {
+            loop.execute { server.close() }
+            loop.shutdown()
+        }
     }
 }
 
@@ -167,7 +183,7 @@ extension MoqServer {
     @discardableResult
     public func replaceCertificate(_ certificate: ServerCertificate) throws(MoqError) -> String {
         let identity = try Self.identity(for: certificate)
-        server.replaceIdentity(identity)
+        for server in servers { server.replaceIdentity(identity) }
         currentFingerprint.withLock { $0 = identity.fingerprint }
         return identity.fingerprint
     }

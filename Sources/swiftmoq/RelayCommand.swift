@@ -47,6 +47,8 @@ enum RelayCommand {
                                     how the certificates of the upstream and the cluster peers are checked
           --cache-max-age S         keep groups at most S seconds (default: each track's max age)
           --cache-bytes N           bytes of groups cached across all tracks (default 268435456)
+          --threads N               event loops sessions are spread across, one UDP socket each on the
+                                    port (default: one per core)
           --max-sessions N          concurrent sessions (default 1024)
           --max-subscriptions N     subscriptions per session (default 1000)
           --max-announces N         announce streams per session (default 100)
@@ -83,7 +85,7 @@ enum RelayCommand {
                 argv,
                 options: [
                     "listen", "tls-generate", "tls-cert", "tls-key", "public", "auth-key", "upstream",
-                    "cluster-connect", "cluster-id", "cluster-token", "metrics-token",
+                    "cluster-connect", "cluster-id", "cluster-token", "metrics-token", "threads",
                     "upstream-tls-fingerprint", "upstream-tls-root-file", "cache-max-age", "cache-bytes",
                     "max-sessions",
                     "max-subscriptions", "max-announces", "max-buffered-bytes", "max-incoming-bytes",
@@ -185,6 +187,7 @@ enum RelayCommand {
         do {
             config.cacheBytes = try args.integer("cache-bytes", default: config.cacheBytes)
             config.maxSessions = try args.integer("max-sessions", default: config.maxSessions)
+            config.threads = try args.integer("threads", default: ProcessInfo.processInfo.activeProcessorCount)
             config.limits.maxServedSubscriptions = try args.integer(
                 "max-subscriptions", default: config.limits.maxServedSubscriptions)
             config.limits.maxServedAnnounces = try args.integer(
@@ -196,6 +199,7 @@ enum RelayCommand {
             config.maxHandshakesPerAddress = try args.integer(
                 "max-handshakes-per-address", default: config.maxHandshakesPerAddress)
         } catch { throw .usage(error.description) }
+        guard (1...256).contains(config.threads) else { throw .usage("--threads must be 1 to 256") }
 
         // Caught from before the relay says it is ready: a SIGTERM right after "fingerprint"
         // must shut down gracefully, not meet the default action.

@@ -42,6 +42,10 @@ public final class MoqRelay: @unchecked Sendable {
         public var limits: SessionLimits
         /// Largest number of concurrent sessions.
         public var maxSessions: Int
+        /// Event loops (threads) sessions are spread across, one UDP socket each on the same port;
+        /// the kernel steers a datagram to its connection's loop by the connection ID, so a NAT
+        /// rebinding keeps it there. `swiftmoq relay` uses one per core; embedded relays one.
+        public var threads: Int = 1
         /// Handshakes in progress past which a new client must first answer a stateless Retry
         /// (proving its address) before the relay keeps any state for it; 0 asks every client.
         public var retryThreshold: Int = 64
@@ -144,7 +148,7 @@ public final class MoqRelay: @unchecked Sendable {
     }
     /// What the relay's QUIC server did with packets that were not connections yet (Retry,
     /// refused handshakes, version negotiation).
-    public var quicStats: QUICServerStats { server.server.stats }
+    public var quicStats: QUICServerStats { server.quicStats }
 
     /// Sessions currently open.
     public var sessionCount: Int { server.openSessions.count }
@@ -199,6 +203,7 @@ public final class MoqRelay: @unchecked Sendable {
         var options = MoqServer.Options()
         options.limits = configuration.limits
         options.maxConnections = configuration.maxSessions
+        options.loops = max(1, configuration.threads)
         options.hopID = relay.hopID
         options.retryThreshold = configuration.retryThreshold
         options.maxHandshakesPerAddress = configuration.maxHandshakesPerAddress

@@ -160,13 +160,16 @@ extension MoqRelay {
                 ([("reason", "malformed_datagram")], Double(c.malformedDatagrams)),
                 ([("reason", "limit")], Double(c.limitsHit)),
             ])
-        let loop = server.loop
+        let loops = server.loops.enumerated()
         p.family(
             "swiftmoq_relay_loop_cpu_seconds_total", .counter, "CPU time of each event loop's thread.",
-            [([("loop", "0")], loop.cpuTime.map { Double($0.nanoseconds) / 1e9 } ?? 0)])
+            loops.map { i, loop in ([("loop", "\(i)")], loop.cpuTime.map { Double($0.nanoseconds) / 1e9 } ?? 0) })
         p.family(
             "swiftmoq_relay_loop_queue_depth", .gauge, "Work handed to each event loop and not run yet.",
-            [([("loop", "0")], Double(loop.pendingWork))])
+            loops.map { i, loop in ([("loop", "\(i)")], Double(loop.pendingWork)) })
+        p.family(
+            "swiftmoq_relay_loop_sessions", .gauge, "Open sessions accepted on each event loop.",
+            loops.map { i, loop in ([("loop", "\(i)")], Double(open.filter { $0.session.loop === loop }.count)) })
         return p.text
     }
 
