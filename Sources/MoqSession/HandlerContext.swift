@@ -53,6 +53,37 @@ struct HandlerContext {
         nonmutating _modify { yield &core.ownSubscriptions }
     }
 
+    /// Closes the session with `code` (a protocol violation by the peer).
+    func close(_ code: SessionErrorCode, reason: String) { core.close(code, reason: reason) }
+
+    // MARK: Setup and requests before it
+
+    /// Claims the session's one Setup stream: false when the peer already opened one.
+    func claimSetupStream() -> Bool {
+        guard !core.setupStreamSeen else { return false }
+        core.setupStreamSeen = true
+        return true
+    }
+
+    /// The peer's SETUP arrived.
+    func setupArrived(_ setup: Setup) { core.setupArrived(setup) }
+
+    /// Holds a request stream that arrived before the SETUP exchange until it completes (its
+    /// handler gets ``StreamHandler/sessionReady()``); false when ``SessionLimits/maxPendingStreams``
+    /// are already held (the limit is reported).
+    func holdUntilReady(_ stream: Int64) -> Bool {
+        let limit = core.config.limits.maxPendingStreams
+        guard core.earlyStreams.count < limit else {
+            core.hitLimit(.pendingStreams(limit))
+            return false
+        }
+        core.earlyStreams.append(stream)
+        return true
+    }
+
+    /// The peer sent GOAWAY (our delegate decides where to go).
+    func goawayArrived(uri: String) { core.delegate?.session(core, didReceiveGoaway: uri) }
+
     /// Counts and reports a limit that was hit (rate-limited in the log).
     func hitLimit(_ event: SessionLimitEvent) { core.hitLimit(event) }
 
@@ -84,7 +115,7 @@ struct HandlerContext {
     func adopt(_ stream: Int64, by handler: any StreamHandler) { core.handlers[stream] = handler }
 
     /// Our work on `stream` is done; the peer's remaining bytes are read and dropped until it closes.
-    func drain(_ stream: Int64) { core.install(DrainingStream(session: core, stream: stream), on: stream) }
+    func drain(_ stream: Int64) { core.install(DrainingStream(session: self, stream: stream), on: stream) }
 
     /// The handler of `stream` has finished; late events are ignored.
     func detach(_ stream: Int64) { core.detach(stream) }

@@ -5,13 +5,13 @@
 
 /// A unidirectional stream the peer opened: Setup or Group (by its first varint).
 final class IncomingUniStream: StreamHandler {
-    unowned let session: SessionCore
+    let session: HandlerContext
     let stream: Int64
     private var buffer = StreamBuffer()
     var bufferedBytes: Int { buffer.buffered }
     private var type: UniStreamType?
 
-    init(session: SessionCore, stream: Int64) {
+    init(session: HandlerContext, stream: Int64) {
         self.session = session
         self.stream = stream
     }
@@ -27,16 +27,15 @@ final class IncomingUniStream: StreamHandler {
         case .setup:
             // One Setup stream per session: a second one is a violation as soon as its type is
             // known (not after it has buffered a message), as the Rust peer treats it.
-            guard !session.setupStreamSeen else {
+            guard session.claimSetupStream() else {
                 return session.close(.protocolViolation, reason: "second Setup stream")
             }
-            session.setupStreamSeen = true
             type = .setup
             parseSetup(fin: fin)
         case .group:
             // Hand the rest of the stream to a group reader.
-            let reader = GroupReader(session: session.context, stream: stream)
-            session.handlers[stream] = reader
+            let reader = GroupReader(session: session, stream: stream)
+            session.adopt(stream, by: reader)
             let rest = buffer.drain()
             rest.withUnsafeBytes { reader.received($0, fin: fin) }
         case nil:
@@ -66,14 +65,14 @@ final class IncomingUniStream: StreamHandler {
 /// A bidirectional stream the peer opened: a request to us (we publish).
 /// Dispatched by its type once the SETUP exchange is complete.
 final class IncomingRequestStream: StreamHandler {
-    unowned let session: SessionCore
+    let session: HandlerContext
     let stream: Int64
     private var buffer = StreamBuffer()
     var bufferedBytes: Int { buffer.buffered }
     private var fin = false
     private var queued = false
 
-    init(session: SessionCore, stream: Int64) {
+    init(session: HandlerContext, stream: Int64) {
         self.session = session
         self.stream = stream
     }
@@ -90,17 +89,17 @@ final class IncomingRequestStream: StreamHandler {
         dispatchIfPossible()
     }
 
-    func dispatchIfPossible() {
+    func sessionReady() { dispatchIfPossible() }
+
+    private func dispatchIfPossible() {
         guard session.isReady else {
             if !queued {
                 queued = true
-                if session.earlyStreams.count >= session.config.limits.maxPendingStreams {
-                    session.hitLimit(.pendingStreams(session.config.limits.maxPendingStreams))
+                guard session.holdUntilReady(stream) else {
                     session.abortStream(stream, .cancel)
                     session.detach(stream)
                     return
                 }
-                session.earlyStreams.append(stream)
             }
             return
         }
@@ -110,11 +109,11 @@ final class IncomingRequestStream: StreamHandler {
         }
         let handler: (any StreamHandler)?
         switch BidiStreamType(rawValue: raw) {
-        case .announce: handler = ServedAnnounce(session: session.context, stream: stream, buffer: buffer)
-        case .subscribe: handler = ServedSubscription(session: session.context, stream: stream, buffer: buffer)
-        case .fetch: handler = ServedFetch(session: session.context, stream: stream, buffer: buffer)
-        case .track: handler = ServedTrack(session: session.context, stream: stream, buffer: buffer)
-        case .probe: handler = ServedProbe(session: session.context, stream: stream, buffer: buffer)
+        case .announce: handler = ServedAnnounce(session: session, stream: stream, buffer: buffer)
+        case .subscribe: handler = ServedSubscription(session: session, stream: stream, buffer: buffer)
+        case .fetch: handler = ServedFetch(session: session, stream: stream, buffer: buffer)
+        case .track: handler = ServedTrack(session: session, stream: stream, buffer: buffer)
+        case .probe: handler = ServedProbe(session: session, stream: stream, buffer: buffer)
         case .goaway: handler = GoawayReader(session: session, stream: stream, buffer: buffer)
         case .session, nil:
             // Unknown (and lite-01/02 session) streams are reset with CANCEL; the session survives.
@@ -124,7 +123,7 @@ final class IncomingRequestStream: StreamHandler {
             handler = nil
         }
         guard let handler else { return }
-        session.handlers[stream] = handler
+        session.adopt(stream, by: handler)
         handler.received(UnsafeRawBufferPointer(start: nil, count: 0), fin: fin)
     }
 
@@ -133,10 +132,10 @@ final class IncomingRequestStream: StreamHandler {
 
 /// A stream whose work is done, kept only until the peer's side ends.
 final class DrainingStream: StreamHandler {
-    unowned let session: SessionCore
+    let session: HandlerContext
     let stream: Int64
 
-    init(session: SessionCore, stream: Int64) {
+    init(session: HandlerContext, stream: Int64) {
         self.session = session
         self.stream = stream
     }
@@ -157,12 +156,12 @@ final class ClosedStream: StreamHandler {
 
 /// GOAWAY from the peer.
 final class GoawayReader: StreamHandler {
-    unowned let session: SessionCore
+    let session: HandlerContext
     let stream: Int64
     private var buffer: StreamBuffer
     var bufferedBytes: Int { buffer.buffered }
 
-    init(session: SessionCore, stream: Int64, buffer: StreamBuffer) {
+    init(session: HandlerContext, stream: Int64, buffer: StreamBuffer) {
         self.session = session
         self.stream = stream
         self.buffer = buffer
@@ -175,9 +174,9 @@ final class GoawayReader: StreamHandler {
                 if fin { session.detach(stream) }
                 return
             }
-            session.transport.finish(stream)
+            session.finish(stream)
             session.detach(stream)
-            session.delegate?.session(session, didReceiveGoaway: goaway.uri)
+            session.goawayArrived(uri: goaway.uri)
         } catch {
             session.counters.malformedStreams += 1
             session.abortStream(stream, .malformedTrack)

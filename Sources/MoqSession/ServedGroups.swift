@@ -49,5 +49,8 @@ final class GroupWriter: StreamHandler {
         owner?.groupStopped(send)
     }
 
+    /// One group until its FIN is written or the stream closed.
+    var pendingGroups: Int { send.isClosed || send.finWritten ? 0 : 1 }
+
     func sessionClosed() {}
 }

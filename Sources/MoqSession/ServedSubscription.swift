@@ -185,7 +185,7 @@ final class ServedSubscription: StreamHandler, Pumpable {
     }
 
     /// Groups waiting for a stream (back-pressure).
-    var queuedGroupCount: Int { queue.count }
+    var pendingGroups: Int { queue.count }
 
     /// How long a subscription to a relayed track waits for the upstream's START once a group is
     /// there (ns).

@@ -84,14 +84,7 @@ public final class SessionCore {
     /// Groups we are still sending, waiting to open a stream for, or holding in a subscription's
     /// queue (back-pressure).
     public var activeServedGroups: Int {
-        pendingUniOpens.count
-            + handlers.values.reduce(0) { n, h in
-                if let writer = h as? GroupWriter {
-                    return n + (writer.send.isClosed || writer.send.finWritten ? 0 : 1)
-                }
-                if let subscription = h as? ServedSubscription { return n + subscription.queuedGroupCount }
-                return n
-            }
+        pendingUniOpens.count + handlers.values.reduce(0) { $0 + $1.pendingGroups }
     }
     var clock: any MoqClock { scheduler.clock }
 
@@ -119,14 +112,14 @@ public final class SessionCore {
             if preSetupStreams > config.limits.maxPendingStreams {
                 hitLimit(.pendingStreams(config.limits.maxPendingStreams))
                 abortStream(stream, .cancel, resetSend: !StreamID.isUnidirectional(stream))
-                handlers[stream] = DrainingStream(session: self, stream: stream)
+                handlers[stream] = DrainingStream(session: context, stream: stream)
                 return
             }
         }
         if StreamID.isUnidirectional(stream) {
-            handlers[stream] = IncomingUniStream(session: self, stream: stream)
+            handlers[stream] = IncomingUniStream(session: context, stream: stream)
         } else {
-            handlers[stream] = IncomingRequestStream(session: self, stream: stream)
+            handlers[stream] = IncomingRequestStream(session: context, stream: stream)
         }
     }
 
@@ -195,7 +188,7 @@ public final class SessionCore {
             // The handler sees its stream die with that code (it releases what it holds).
             handler.peerReset(wireCode: code.wireValue)
             abortStream(stream, code, resetSend: !StreamID.isUnidirectional(stream) || !isPeerInitiated(stream))
-            handlers[stream] = DrainingStream(session: self, stream: stream)
+            handlers[stream] = DrainingStream(session: context, stream: stream)
             settle(stream, arrived: 0)
         }
     }
@@ -333,7 +326,7 @@ public final class SessionCore {
                 w.bytes += Goaway(uri: self.transport.isClient ? "" : uri).encoded()
                 self.transport.setSendOrder(stream, SendOrder.control)
                 self.transport.write(stream, w.view, fin: true)
-                self.handlers[stream] = DrainingStream(session: self, stream: stream)
+                self.handlers[stream] = DrainingStream(session: context, stream: stream)
             }
         }
     }
@@ -370,7 +363,7 @@ public final class SessionCore {
         let early = earlyStreams
         earlyStreams = []
         for stream in early {
-            (handlers[stream] as? IncomingRequestStream)?.dispatchIfPossible()
+            handlers[stream]?.sessionReady()
             settle(stream, arrived: 0)
         }
         let deferred = deferredRequests

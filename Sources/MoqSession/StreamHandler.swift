@@ -19,6 +19,11 @@ protocol StreamHandler: AnyObject {
     /// credit is returned on arrival (frames under assembly, which may be larger than a
     /// stream window and are bounded by the session's budget instead).
     var holdsCredit: Bool { get }
+    /// Groups this handler still has to send or holds queued for sending (the session's
+    /// back-pressure count, ``SessionCore/activeServedGroups``).
+    var pendingGroups: Int { get }
+    /// The SETUP exchange completed: a request that arrived before it may now be dispatched.
+    func sessionReady()
 }
 
 extension StreamHandler {
@@ -27,6 +32,8 @@ extension StreamHandler {
     func peerStopSending(wireCode: UInt64) {}
     var bufferedBytes: Int { 0 }
     var holdsCredit: Bool { true }
+    var pendingGroups: Int { 0 }
+    func sessionReady() {}
 }
 
 /// Send orders: control streams above all media; media by subscriber priority,
