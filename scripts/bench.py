@@ -7,7 +7,9 @@ Cases (each configurable through the environment, see benchlib/config.py):
   2. throughput  100 KB frames as fast as the subscriber acknowledges: MB/s with no loss
   2b. openloop   100 KB single-frame groups as fast as the publisher writes (1,500 of them), one
                  subscriber with a 10 s budget: delivered %, order, session kept, relay cost
-  3. fanout      one 4 Mbit/s broadcast to 10/50/100/200 subscribers: delivery % and relay CPU
+  3. fanout      one 2 Mbit/s broadcast to 50/100/200/400 subscribers: delivery %, p99 and relay CPU (the
+                 Swift relay at 1 and 2 event loops), relay cores per delivered Gbit/s
+  3b. cluster    the same broadcast published on one Swift relay and watched on another linked to it
   4. gst         appsrc ! moqsink → Swift relay → moqsrc latency=0 ! appsink, 1080p30 H.264
   4c. ttff       time to first frame: a new moqsrc ! decodebin ! appsink player (default settings),
                  and moq-dev's watch, started N times on a running 1080p30 broadcast
@@ -48,6 +50,7 @@ RUNNERS = {
     "webtransport": cases.run_webtransport,
     "openloop": cases.run_openloop,
     "fanout": cases.run_fanout,
+    "cluster": cases.run_cluster,
     "gst": cases.run_gst,
     "ttff": cases.run_ttff,
     "glass": cases.run_glass,

@@ -48,7 +48,8 @@ enum RelayCommand {
           --cache-max-age S         keep groups at most S seconds (default: each track's max age)
           --cache-bytes N           bytes of groups cached across all tracks (default 268435456)
           --threads N               event loops sessions are spread across, one UDP socket each on the
-                                    port (default: one per core)
+                                    port, the kernel steering each datagram to its connection's loop
+                                    (default 1 until the whole benchmark has run at more)
           --max-sessions N          concurrent sessions (default 1024)
           --max-subscriptions N     subscriptions per session (default 1000)
           --max-announces N         announce streams per session (default 100)
@@ -187,7 +188,7 @@ enum RelayCommand {
         do {
             config.cacheBytes = try args.integer("cache-bytes", default: config.cacheBytes)
             config.maxSessions = try args.integer("max-sessions", default: config.maxSessions)
-            config.threads = try args.integer("threads", default: ProcessInfo.processInfo.activeProcessorCount)
+            config.threads = try args.integer("threads", default: 1)
             config.limits.maxServedSubscriptions = try args.integer(
                 "max-subscriptions", default: config.limits.maxServedSubscriptions)
             config.limits.maxServedAnnounces = try args.integer(

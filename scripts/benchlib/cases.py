@@ -245,24 +245,48 @@ def _openloop_run(tools: Tools, cfg: Config, log, relay_stack: str, client_stack
 
 
 def run_fanout(tools: Tools, cfg: Config, log) -> list[dict]:
-    """Case 3: one 4 Mbit/s broadcast to N subscribers (one Swift load-generator process) per relay."""
+    """Case 3: one 2 Mbit/s broadcast to N subscribers (one Swift load-generator process) per relay;
+    the Swift relay once per event-loop count of `fanout_loops`."""
     rows = []
     frames = int(cfg.fanout_seconds * cfg.fanout_fps)
-    for relay_stack in STACKS:
-        for sessions in cfg.fanout_counts:
-            log(f"fan-out: {relay_stack} relay, {sessions} subscribers ({cfg.fanout_seconds:g} s)")
-            rows.append(_fanout_run(tools, cfg, log, relay_stack, sessions, frames))
+    for sessions in cfg.fanout_counts:
+        for loops in cfg.fanout_loops:
+            log(f"fan-out: swift relay ({loops} loop(s)), {sessions} subscribers ({cfg.fanout_seconds:g} s)")
+            rows.append(_fanout_run(tools, cfg, log, "swift", sessions, frames, loops=loops))
+        log(f"fan-out: rust relay, {sessions} subscribers ({cfg.fanout_seconds:g} s)")
+        rows.append(_fanout_run(tools, cfg, log, "rust", sessions, frames))
     return rows
 
 
-def _fanout_run(tools: Tools, cfg: Config, log, relay_stack: str, sessions: int, frames: int) -> dict:
-    tag = f"fanout-{relay_stack}relay-{sessions}"
+def run_cluster(tools: Tools, cfg: Config, log) -> list[dict]:
+    """Case 3b: the fan-out's broadcast published on Swift relay S1 and watched by N subscribers on
+    Swift relay S2, linked to S1 as moq-relay's cluster peers are, beside the same on one relay."""
+    rows = []
+    frames = int(cfg.fanout_seconds * cfg.fanout_fps)
+    for sessions in cfg.cluster_counts:
+        for cluster in (False, True):
+            where = "S1 → S2" if cluster else "one relay"
+            log(f"cluster: {where}, {sessions} subscribers ({cfg.fanout_seconds:g} s)")
+            rows.append(_fanout_run(tools, cfg, log, "swift", sessions, frames, cluster=cluster))
+    return rows
+
+
+def _fanout_run(
+    tools: Tools, cfg: Config, log, relay_stack: str, sessions: int, frames: int, loops: int = 1,
+    cluster: bool = False,
+) -> dict:
+    tag = f"fanout-{relay_stack}relay-{sessions}-{loops}loops{'-cluster' if cluster else ''}"
     path = broadcast_name("fanout")
     idle = wait_until_idle(log, timeout=cfg.idle_timeout_s)
     signal = GoSignal(False)
-    relay = start_relay(tools, relay_stack, f"{tag}-relay")
+    threads = ["--threads", str(loops)] if relay_stack == "swift" else None
+    relay = start_relay(tools, relay_stack, f"{tag}-relay", threads)
+    # In a cluster the subscribers are on a second relay, linked to the first (the publisher's).
+    edge = (start_relay(tools, "swift", f"{tag}-edge", [
+        *threads, "--cluster-connect", relay.url, "--upstream-tls-fingerprint", relay.fingerprint,
+    ]) if cluster else None)
     try:
-        with stopping(relay.child):
+        with stopping(relay.child, edge.child if edge else None):
             publisher = start_client(tools, "swift", "publish", f"{tag}-publisher", relay, {
                 "broadcast": path, "go-file": str(signal.go_file), "frame-size": cfg.fanout_frame_size,
                 "fps": cfg.fanout_fps, "frames-per-group": cfg.fanout_fps, "frames": frames,
@@ -270,14 +294,17 @@ def _fanout_run(tools: Tools, cfg: Config, log, relay_stack: str, sessions: int,
             with stopping(publisher):
                 publisher.wait_event("announced", 30)
                 relay_base_kib = relay.child.rss_kib()  # the relay with the publisher, before any subscriber
-                load = start_client(tools, "swift", "fanout-subscribers", f"{tag}-subscribers", relay, {
+                load = start_client(tools, "swift", "fanout-subscribers", f"{tag}-subscribers", edge or relay, {
                     "broadcast": path, "sessions": sessions, "frames": frames, "warmup-frames": cfg.fanout_fps,
                     "deadline-s": cfg.fanout_seconds + 20,
                 })
                 with stopping(load):
                     ready = load.wait_event("ready", 120)
                     time.sleep(1.0)
-                    cpu = CPUWindow({"relay": relay.child, "publisher": publisher, "subscribers": load})
+                    watched = {"relay": relay.child, "publisher": publisher, "subscribers": load}
+                    if edge:
+                        watched["edge"] = edge.child
+                    cpu = CPUWindow(watched)
                     cpu.start()
                     signal.go()
                     published = publisher.wait_event("result", cfg.fanout_seconds + 60)
@@ -288,8 +315,16 @@ def _fanout_run(tools: Tools, cfg: Config, log, relay_stack: str, sessions: int,
         signal.close()
     expected = published["sent"] * sessions
     delivered = sum(result["frames_per_session"])
+    # What the relays spend per delivered Gbit/s (CPU seconds per second, i.e. cores): the cost of
+    # a viewer, comparable between bitrates and counts.
+    delivered_gbps = delivered * cfg.fanout_frame_size * 8 / cfg.fanout_seconds / 1e9
+    relay_cpu = cpu_percent["relay"] + cpu_percent.get("edge", 0.0)
     return {
-        "relay": relay_stack, "subscribers": sessions, "subscribed": ready["subscribed"],
+        "relay": relay_stack, "loops": loops if relay_stack == "swift" else None,
+        "topology": "cluster" if cluster else "single", "subscribers": sessions, "subscribed": ready["subscribed"],
+        "delivered_gbps": round(delivered_gbps, 3),
+        "relay_cores_per_gbps": round(relay_cpu / 100 / delivered_gbps, 3) if delivered_gbps > 0 else float("nan"),
+        "edge_cpu_percent": cpu_percent.get("edge", float("nan")),
         "bitrate_bps": cfg.fanout_bitrate_bps,
         "sent": published["sent"], "delivered": delivered, "expected": expected,
         "delivery_percent": round(100 * delivered / expected, 3) if expected else float("nan"),

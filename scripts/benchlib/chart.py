@@ -46,10 +46,13 @@ def _openloop(ax, rows: list[dict]) -> None:
 
 
 def _fanout(ax, rows: list[dict], key: str, ylabel: str, title: str, log: bool = False) -> None:
-    for stack in ("swift", "rust"):
-        mine = sorted((r for r in rows if r["relay"] == stack), key=lambda r: r["subscribers"])
-        ax.plot([r["subscribers"] for r in mine], [r[key] for r in mine], "o-", color=COLORS[stack],
-                label=f"{stack} relay")
+    series = [("rust", None)] + [("swift", n) for n in sorted({r.get("loops") or 1 for r in rows if r["relay"] == "swift"})]
+    for stack, loops in series:
+        mine = sorted((r for r in rows if r["relay"] == stack and (loops is None or (r.get("loops") or 1) == loops)),
+                      key=lambda r: r["subscribers"])
+        label = f"{stack} relay" + (f", {loops} loop{'s' if loops != 1 else ''}" if loops else "")
+        ax.plot([r["subscribers"] for r in mine], [r[key] for r in mine], "o-" if loops in (None, 1) else "s--",
+                color=COLORS[stack], label=label)
     if log:
         ax.set_yscale("log")
     ax.set_xlabel("subscribers")

@@ -20,7 +20,7 @@ def _env_list(name: str, default: str) -> list[str]:
     return [part.strip() for part in os.environ.get(name, default).split(",") if part.strip()]
 
 
-ALL_CASES = "latency,throughput,webtransport,openloop,fanout,gst,ttff,glass,join,ladder,longform,memory"
+ALL_CASES = "latency,throughput,webtransport,openloop,fanout,cluster,gst,ttff,glass,join,ladder,longform,memory"
 
 
 @dataclass
@@ -53,6 +53,12 @@ class Config:
     )
     fanout_bitrate_bps: int = field(default_factory=lambda: _env_int("BENCH_FANOUT_BITRATE", 2_000_000))
     fanout_fps: int = field(default_factory=lambda: _env_int("BENCH_FANOUT_FPS", 30))
+    # The Swift relay's event loops (`--threads`) the fan-out runs with, each a row of its own.
+    fanout_loops: list[int] = field(default_factory=lambda: [int(n) for n in _env_list("BENCH_FANOUT_LOOPS", "1,2")])
+    # 3b. Cluster: the fan-out's broadcast published on one Swift relay, watched on another linked to it.
+    cluster_counts: list[int] = field(
+        default_factory=lambda: [int(n) for n in _env_list("BENCH_CLUSTER_COUNTS", "200")]
+    )
     # 4. GStreamer path: 1080p30 H.264 (x264enc ultrafast) through appsrc ! moqsink → moqsrc ! appsink.
     gst_seconds: float = field(default_factory=lambda: _env_float("BENCH_GST_SECONDS", 10))
     gst_bitrate_kbps: int = field(default_factory=lambda: _env_int("BENCH_GST_BITRATE_KBPS", 4000))

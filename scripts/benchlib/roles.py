@@ -47,11 +47,12 @@ class Relay:
     child: Child
 
 
-def start_relay(tools: Tools, stack: str, name: str) -> Relay:
-    """A fresh relay on 127.0.0.1 with a generated certificate, once it listens."""
+def start_relay(tools: Tools, stack: str, name: str, extra: list[str] | None = None) -> Relay:
+    """A fresh relay on 127.0.0.1 with a generated certificate, once it listens (`extra`: more
+    `swiftmoq relay` options, Swift only)."""
     if stack == "swift":
         argv = [str(tools.swiftmoq), "relay", "--listen", "127.0.0.1:0", "--tls-generate", "localhost"]
-        argv += ["--public", "", "--log-level", "warning"]
+        argv += ["--public", "", "--log-level", "warning", *(extra or [])]
         child = Child(name, tools.wrap(stack, name, argv), tools.log_dir)
         url = child.wait_event("text", 30, lambda e: e["line"].startswith("url "))["line"].split()[1]
         fp = child.wait_event("text", 10, lambda e: e["line"].startswith("fingerprint "))["line"].split()[1]

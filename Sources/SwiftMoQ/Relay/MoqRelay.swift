@@ -44,7 +44,7 @@ public final class MoqRelay: @unchecked Sendable {
         public var maxSessions: Int
         /// Event loops (threads) sessions are spread across, one UDP socket each on the same port;
         /// the kernel steers a datagram to its connection's loop by the connection ID, so a NAT
-        /// rebinding keeps it there. `swiftmoq relay` uses one per core; embedded relays one.
+        /// rebinding keeps it there. `swiftmoq relay --threads N`.
         public var threads: Int = 1
         /// Handshakes in progress past which a new client must first answer a stateless Retry
         /// (proving its address) before the relay keeps any state for it; 0 asks every client.
