@@ -163,6 +163,41 @@ struct ClusterRoutingTests {
         await relay.shutdown(grace: .milliseconds(100))
     }
 
+    @Test(
+        "a publisher that comes back with the same grant gets a new broadcast: the old one's readers are not fed its groups"
+    )
+    func publisherReturns() async throws {
+        let relay = try Self.start()
+        let first = try await Self.connect(relay)
+        let old = BroadcastProducer(path: "cam")
+        let oldTrack = old.createTrack("video")
+        first.publish(old)
+        let viewer = try await Self.connect(relay)
+        try await viewer.waitForBroadcast("cam")
+        let before = viewer.subscribe(broadcast: "cam", track: "video", range: SubscriptionRange(maxLatencyMs: 5_000))
+        for i in 0..<50 { oldTrack.writeSingleFrameGroup(Bytes(utf8: "old \(i)"), timestamp: UInt64(i)) }
+        try await eventually("the old groups") { before.track.latestSequence == 49 }
+        // The same publisher again (a restarted process: its groups start from 0).
+        let second = try await Self.connect(relay)
+        let new = BroadcastProducer(path: "cam")
+        let newTrack = new.createTrack("video")
+        second.publish(new)
+        try await eventually("the new broadcast offered") {
+            relay.routes(to: "cam").count == 1 && relay.origin.broadcast("cam") !== nil
+        }
+        let after = viewer.subscribe(broadcast: "cam", track: "video", range: SubscriptionRange(maxLatencyMs: 5_000))
+        newTrack.writeSingleFrameGroup(Bytes(utf8: "new 0"), timestamp: 0)
+        try await eventually("the new publisher's group") { after.track.latestSequence == 0 }
+        #expect(before.track.latestSequence == 49, "the old track was fed the new session's groups")
+        // The old session leaves: the old track ends as a publisher's going ends it.
+        first.close()
+        try await eventually("the old track to end") { before.track.end != nil }
+        #expect(before.track.end == .aborted(.internal))
+        #expect(after.track.end == nil)
+        for s in [second, viewer] { s.close() }
+        await relay.shutdown(grace: .milliseconds(100))
+    }
+
     // MARK: Three relays
 
     @Test(

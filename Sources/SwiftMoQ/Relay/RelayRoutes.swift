@@ -107,8 +107,8 @@ final class RelayRoutes: @unchecked Sendable {
     func announce(_ path: String, from ingest: AnnounceIngest, peerPath: String, route: AnnounceRoute) -> Outcome {
         enum Step {
             case refused
-            case publish(Entry)
-            case reroute(Entry, routeChanged: Bool, moves: [Feed])
+            case publish(Entry, expired: [Entry])
+            case reroute(Entry, routeChanged: Bool)
             case none
         }
         let step = state.withLock { s -> Step in
@@ -120,34 +120,41 @@ final class RelayRoutes: @unchecked Sendable {
                 s.nextSerial += 1
                 _ = entry.choose()
                 s.entries[key] = entry
-                return .publish(entry)
+                return .publish(entry, expired: [])
             }
-            var gone: Set<UInt64> = []
             if let i = entry.sources.firstIndex(where: { $0.ingest === ingest }) {
                 entry.sources[i].route = route
-            } else {
-                if let owner = ingest.owner {
-                    // A publisher's broadcast is its own: another grant may not take it over, and the
-                    // same grant again (a publisher that reconnected) replaces its older session.
-                    if entry.sources.contains(where: { $0.ingest.owner.map { $0 != owner } ?? false }) {
-                        return .refused
-                    }
-                    for old in entry.sources where old.ingest.owner == owner { gone.insert(old.serial) }
-                    entry.sources.removeAll { gone.contains($0.serial) }
-                }
-                entry.sources.append(Source(ingest: ingest, peerPath: peerPath, route: route, serial: s.nextSerial))
-                s.nextSerial += 1
+                return .reroute(entry, routeChanged: entry.choose())
             }
-            let changed = entry.choose()
-            let moves = entry.feeds.values.filter { gone.contains($0.source) }
-            return .reroute(entry, routeChanged: changed, moves: moves)
+            let source = Source(ingest: ingest, peerPath: peerPath, route: route, serial: s.nextSerial)
+            s.nextSerial += 1
+            if let owner = ingest.owner {
+                // A publisher's broadcast is its own: another grant may not take it over.
+                if entry.sources.contains(where: { $0.ingest.owner.map { $0 != owner } ?? false }) {
+                    return .refused
+                }
+                if entry.sources.contains(where: { $0.ingest.owner == owner }) {
+                    // The same grant again: a publisher that came back in a new session, whose groups
+                    // may start again from 0. A new broadcast for it (its other routes go along); the
+                    // old one's readers read on until the old session ends, as they would have.
+                    let fresh = Entry(path: path, broadcast: BroadcastProducer(path: path, route: route))
+                    fresh.sources = entry.sources.filter { $0.ingest.owner != owner } + [source]
+                    _ = fresh.choose()
+                    entry.sources = []
+                    s.entries[key] = fresh
+                    return .publish(fresh, expired: Self.retire(entry, in: &s))
+                }
+            }
+            entry.sources.append(source)
+            return .reroute(entry, routeChanged: entry.choose())
         }
         switch step {
         case .none:
             return .accepted
         case .refused:
             return .refused
-        case .publish(let entry):
+        case .publish(let entry, let expired):
+            for old in expired { end(old) }
             let box = WeakReference(self)
             let weakEntry = WeakReference(entry)
             entry.broadcast.onTrackRequest { name in
@@ -156,12 +163,11 @@ final class RelayRoutes: @unchecked Sendable {
             }
             origin.publish(entry.broadcast, owner: nil)
             return .accepted
-        case .reroute(let entry, let routeChanged, let moves):
+        case .reroute(let entry, let routeChanged):
             if routeChanged, let route = state.withLock({ _ in entry.bestSource?.route }) {
                 entry.broadcast.setRoute(route)
                 origin.routeChanged(entry.broadcast)
             }
-            move(moves, of: entry)
             return .accepted
         }
     }
@@ -186,14 +192,7 @@ final class RelayRoutes: @unchecked Sendable {
             }
             s.entries[key] = nil
             guard !sessionGone else { return .unpublish(entry, expired: [entry]) }
-            // Retired broadcasts stay only while their tracks are read, and at most `maxRetired` of
-            // them (a peer announcing and unannouncing in a loop).
-            s.retired.removeAll { $0.broadcast.trackCount == 0 }
-            s.retired.append(entry)
-            let excess = max(0, s.retired.count - Self.maxRetired)
-            let expired = Array(s.retired.prefix(excess))
-            s.retired.removeFirst(excess)
-            return .unpublish(entry, expired: expired)
+            return .unpublish(entry, expired: Self.retire(entry, in: &s))
         }
         switch step {
         case .none:
@@ -209,6 +208,18 @@ final class RelayRoutes: @unchecked Sendable {
             for old in expired { end(old) }
             logger.info("unannounced \(entry.path)")
         }
+    }
+
+    /// Keeps `entry` for the readers of its tracks. Retired broadcasts stay only while their tracks
+    /// are read, and at most `maxRetired` of them (a peer announcing and unannouncing in a loop):
+    /// returns those to end.
+    private static func retire(_ entry: Entry, in s: inout State) -> [Entry] {
+        s.retired.removeAll { $0.broadcast.trackCount == 0 }
+        s.retired.append(entry)
+        let excess = max(0, s.retired.count - maxRetired)
+        let expired = Array(s.retired.prefix(excess))
+        s.retired.removeFirst(excess)
+        return expired
     }
 
     /// The peer behind `ingest` went away: its routes are withdrawn, and unannounced broadcasts it
