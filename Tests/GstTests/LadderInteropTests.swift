@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 import CGStreamer
 import Foundation
+import MoqCatalog
 import MoqInteropSupport
+import SwiftMoQ
 import Testing
 
 /// pipelines/camera-ladder.pipeline (a test source standing in for the camera, smaller sizes so
@@ -29,6 +31,22 @@ struct LadderInteropTests {
         return try TestPipeline(text)
     }
 
+    /// Reads the broadcast's catalog through the relay until it names every one of `names`.
+    static func waitForRenditions(_ names: [String], of broadcast: String, at relay: RustRelay) async throws {
+        let session = try await relay.connect()
+        defer { session.close() }
+        try await session.waitForBroadcast(broadcast, timeout: .seconds(30))
+        let track = session.subscribe(broadcast: broadcast, track: HangCatalog.trackName)
+        let consumer = track.consumer(maxLatencyMs: 0)
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline, let group = try await consumer.nextGroup() {
+            guard let frame = try await group.nextFrame() else { continue }
+            let catalog = try HangCatalog(json: frame.payload.array)
+            if Set(names).isSubset(of: Set(catalog.renditions.map(\.name))) { return }
+        }
+        Issue.record("the catalog never named \(names)")
+    }
+
     @Test("moq-dev's player reads three ordinary renditions, with their sizes and bitrates, and decodes each")
     func rustPlayerReadsTheLadder() async throws {
         let relay = try await RustRelay.start()
@@ -37,6 +55,9 @@ struct LadderInteropTests {
         let publisher = try Self.publisher(relay, broadcast: name)
         #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
         defer { publisher.setState(GST_STATE_NULL) }
+        // moq-dev's player follows the first catalog it reads, and moqsink adds each rendition once its
+        // encoder has caps: under ThreadSanitizer the first catalog lacked one. Start it once all three are in.
+        try await Self.waitForRenditions(["720p", "360p", "180p"], of: name, at: relay)
         let watcher = try RustPeer.launch(
             ["watch"] + relay.client + ["--broadcast", name, "--seconds", "10", "--frames", "180"])
         defer { watcher.terminateInBackground() }
