@@ -15,6 +15,9 @@ final class RequestedSubscription: StreamHandler {
     /// What the track ends with when the session closes under it (a relay feeding others: INTERNAL);
     /// nil leaves it open for another subscription to go on feeding (a relay's failover).
     var sessionClosedCode: StreamErrorCode? = .sessionClosed
+    /// Asked when the peer ends the subscription with an error (a reset): true when the caller takes
+    /// the track over (a relay's failover to another route), which then stays open.
+    var onLost: ((StreamErrorCode) -> Bool)?
     private(set) var range: SubscriptionRange
     private var stream: Int64?
     private var buffer = StreamBuffer()
@@ -123,13 +126,15 @@ final class RequestedSubscription: StreamHandler {
     }
 
     func peerReset(wireCode: UInt64) {
-        fail(StreamErrorCode(wireValue: wireCode) ?? .internal, abort: false)
+        guard !done else { return }
+        let code = StreamErrorCode(wireValue: wireCode) ?? .internal
+        fail(code, abort: false, keepTrack: onLost?(code) ?? false)
     }
 
     func peerStopSending(wireCode: UInt64) {
         // A raw (unmapped) code is the Rust stack dropping a receive half: noise.
-        guard let code = StreamErrorCode(wireValue: wireCode) else { return }
-        fail(code, abort: true)
+        guard !done, let code = StreamErrorCode(wireValue: wireCode) else { return }
+        fail(code, abort: true, keepTrack: onLost?(code) ?? false)
     }
 
     // MARK: Groups

@@ -276,13 +276,14 @@ public final class SessionCore {
     ///   feeding its own subscribers passes INTERNAL, as moq-relay resets them).
     public func subscribe(
         broadcast: String, track: TrackProducer, range: SubscriptionRange = SubscriptionRange(),
-        sessionClosedCode: StreamErrorCode? = .sessionClosed
+        sessionClosedCode: StreamErrorCode? = .sessionClosed, onLost: ((StreamErrorCode) -> Bool)? = nil
     ) -> SubscriptionHandle {
         let id = nextSubscribeID
         nextSubscribeID += 1
         let sub = RequestedSubscription(
             session: context, id: id, broadcast: BroadcastPath.normalize(broadcast), track: track, range: range)
         sub.sessionClosedCode = sessionClosedCode
+        sub.onLost = onLost
         if ownSubscriptions.count >= config.limits.maxOwnRequests {
             track.abort(.internal)
         } else {

@@ -262,9 +262,11 @@ public final class MoqSession: @unchecked Sendable {
     /// - Parameter sessionClosedCode: what `track` ends with if this session closes first (a relay
     ///   passes INTERNAL: its subscribers are reset as moq-relay resets them when a publisher goes);
     ///   nil leaves it open, for the caller to feed it from another session (a relay's failover).
+    /// - Parameter onLost: asked on the session's loop when the peer ends the subscription with an
+    ///   error; returning true leaves `track` open (the caller feeds it from elsewhere).
     public func subscribe(
         broadcast: String, range: SubscriptionRange = SubscriptionRange(), into track: TrackProducer,
-        sessionClosedCode: StreamErrorCode? = .sessionClosed
+        sessionClosedCode: StreamErrorCode? = .sessionClosed, onLost: (@Sendable (StreamErrorCode) -> Bool)? = nil
     )
         -> RemoteTrack
     {
@@ -276,7 +278,7 @@ public final class MoqSession: @unchecked Sendable {
                 return
             }
             remote.handle = core.subscribe(
-                broadcast: broadcast, track: track, range: range, sessionClosedCode: sessionClosedCode)
+                broadcast: broadcast, track: track, range: range, sessionClosedCode: sessionClosedCode, onLost: onLost)
         }
         return remote
     }

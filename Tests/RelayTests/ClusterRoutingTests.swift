@@ -163,6 +163,47 @@ struct ClusterRoutingTests {
         await relay.shutdown(grace: .milliseconds(100))
     }
 
+    @Test("a peer that says GOAWAY: its tracks move to another route while its link still carries them, nothing ends")
+    func peerGoaway() async throws {
+        let a = try Self.start { $0.clusterID = 1 }
+        let b = try Self.start {
+            $0.clusterID = 2
+            $0.peers = [Self.link(to: a)]
+        }
+        let c = try Self.start {
+            $0.clusterID = 3
+            $0.peers = [Self.link(to: a), Self.link(to: b, cost: 5)]
+        }
+        let publisher = try await Self.connect(a)
+        let broadcast = BroadcastProducer(path: "cam")
+        let track = broadcast.createTrack("video")
+        publisher.publish(broadcast)
+        let writing = GroupedPublisher(track)
+        defer { writing.cancel() }
+        try await eventually("C to learn both routes") { c.routes(to: "cam").count == 2 }
+        let viewer = try await Self.connect(c)
+        try await viewer.waitForBroadcast("cam")
+        let tally = GroupTally(
+            viewer.subscribe(broadcast: "cam", track: "video", range: SubscriptionRange(maxLatencyMs: 2_000)))
+        defer { tally.cancel() }
+        try await eventually("the first groups") { tally.groups.count >= 3 }
+        #expect(b.upstreamSubscriptionCount == 0)
+        // A tells C's link to go (A stays up, B's link stays): C re-prices A's routes and its track moves
+        // through B while the link to A still carries it.
+        let cLink = try #require(a.trackedSessions.first { $0.hop == 3 })
+        cLink.session.goaway()
+        try await eventually("the track to move through B") { b.upstreamSubscriptionCount == 1 }
+        let last = tally.groups.last ?? 0
+        try await eventually("5 more groups") { tally.groups.filter { $0 > last }.count >= 5 }
+        #expect(tally.ended == nil)
+        #expect(c.routes(to: "cam").first?.hops.last == 2, "C pulls through B: \(c.routes(to: "cam"))")
+        #expect(c.openLinkCount == 2, "C keeps the link to A until A closes it")
+        for s in [publisher, viewer] { s.close() }
+        await c.shutdown(grace: .milliseconds(100))
+        await b.shutdown(grace: .milliseconds(100))
+        await a.shutdown(grace: .milliseconds(100))
+    }
+
     @Test(
         "a publisher that comes back with the same grant gets a new broadcast: the old one's readers are not fed its groups"
     )
@@ -178,12 +219,13 @@ struct ClusterRoutingTests {
         for i in 0..<50 { oldTrack.writeSingleFrameGroup(Bytes(utf8: "old \(i)"), timestamp: UInt64(i)) }
         try await eventually("the old groups") { before.track.latestSequence == 49 }
         // The same publisher again (a restarted process: its groups start from 0).
+        let offered = try #require(relay.origin.broadcast("cam"))
         let second = try await Self.connect(relay)
         let new = BroadcastProducer(path: "cam")
         let newTrack = new.createTrack("video")
         second.publish(new)
-        try await eventually("the new broadcast offered") {
-            relay.routes(to: "cam").count == 1 && relay.origin.broadcast("cam") !== nil
+        try await eventually("a new broadcast offered") {
+            relay.origin.broadcast("cam").map { $0 !== offered } ?? false
         }
         let after = viewer.subscribe(broadcast: "cam", track: "video", range: SubscriptionRange(maxLatencyMs: 5_000))
         newTrack.writeSingleFrameGroup(Bytes(utf8: "new 0"), timestamp: 0)

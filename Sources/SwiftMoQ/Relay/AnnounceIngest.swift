@@ -93,6 +93,13 @@ final class AnnounceIngest: @unchecked Sendable {
         }
     }
 
+    /// The peer said GOAWAY: its routes become the dearest, and tracks pulled through it move to
+    /// other routes while its session still carries them.
+    func drain() {
+        let moved = routes.drain(self)
+        if moved > 0 { logger.info("\(label): GOAWAY: \(moved) track(s) moved to other routes") }
+    }
+
     /// The peer went away: its routes are withdrawn; broadcasts with no other route end, and
     /// their subscribers are reset with INTERNAL (as moq-relay does).
     func close() {

@@ -261,7 +261,7 @@ public final class MoqRelay: @unchecked Sendable {
         track(
             TrackedSession(
                 id: id, session: session, kind: permissions.peer ? .peer : .client, peer: peer, root: permissions.root,
-                since: .now))
+                hop: setup.origin, since: .now))
         let over = session.binding == .webTransport ? ", WebTransport" : ""
         let label = "session \(id) (\(peer) /\(permissions.root)\(over))"
         core.publishOrigin = ScopedOrigin(parent: origin, root: permissions.root, allowed: permissions.subscribe)
@@ -332,10 +332,17 @@ public final class MoqRelay: @unchecked Sendable {
                     let id = self.counter.add(1, ordering: .relaxed).newValue
                     self.track(
                         TrackedSession(
-                            id: id, session: session, kind: .link, peer: link.url.redacted, root: root, since: .now))
+                            id: id, session: session, kind: .link, peer: link.url.redacted, root: root, hop: nil,
+                            since: .now))
                     ingest.start()
                     let reason = await withTaskCancellationHandler {
-                        await session.closed()
+                        // A peer that is leaving says GOAWAY first: its tracks move to other routes
+                        // while it still carries them; the link is redialled once it closes.
+                        if case .goaway = await session.lifecycleEvent() {
+                            logger.info("\(name): GOAWAY")
+                            ingest.drain()
+                        }
+                        return await session.closed()
                     } onCancel: {
                         session.close()
                     }

@@ -22,6 +22,8 @@ struct TrackedSession: Sendable {
     /// The peer's address, or the link's URL (without its query).
     let peer: String
     let root: String
+    /// The hop id the peer declared in SETUP (another relay's `--cluster-id`), when it did.
+    let hop: UInt64?
     let since: ContinuousClock.Instant
 }
 
@@ -180,6 +182,7 @@ extension MoqRelay {
             var kind: String
             var peer: String
             var root: String
+            var hop: UInt64?
             var transport: String
             var connected_s: Double
             var rtt_us: UInt64
@@ -198,7 +201,8 @@ extension MoqRelay {
             let c = s?.counters ?? SessionCounters()
             let age = now - t.since
             return Entry(
-                id: t.id, kind: t.kind.rawValue, peer: t.peer, root: t.root, transport: t.session.binding.rawValue,
+                id: t.id, kind: t.kind.rawValue, peer: t.peer, root: t.root, hop: t.hop,
+                transport: t.session.binding.rawValue,
                 connected_s: Double(age.components.seconds) + Double(age.components.attoseconds) / 1e18,
                 rtt_us: s?.rttMicros ?? 0, send_rate_bps: s?.sendRateBps ?? 0, bytes_in: c.bytesReceived,
                 bytes_out: c.bytesSent, frames_in: c.framesReceived, frames_out: c.framesSent,

@@ -19,6 +19,11 @@ final class RelayRoutes: @unchecked Sendable {
     /// How long an unused upstream subscription lingers (a TRACK request is usually followed by a
     /// SUBSCRIBE for the same track a moment later).
     static let linger = Duration.seconds(2)
+    /// A track reset by its upstream moves to another route at most this often within
+    /// ``failoverWindow`` (two relays each pointing at the other for a moment would otherwise bounce
+    /// it until their announcements settle); past that it ends with the upstream's code.
+    static let maxFailovers = 5
+    static let failoverWindow = Duration.seconds(10)
 
     /// One route to a broadcast: the peer that offers it and the path it uses there.
     struct Source: Sendable {
@@ -38,6 +43,8 @@ final class RelayRoutes: @unchecked Sendable {
         /// The source it is pulled through (its serial).
         var source: UInt64
         var ingest: ObjectIdentifier
+        /// When a reset moved it to another route (within ``failoverWindow``).
+        var failovers: [ContinuousClock.Instant] = []
 
         init(track: TrackProducer, upstream: UpstreamDemand, source: Source) {
             self.track = WeakReference(track)
@@ -210,6 +217,42 @@ final class RelayRoutes: @unchecked Sendable {
         }
     }
 
+    /// The peer behind `ingest` is leaving (GOAWAY): its routes are priced at the most a route can
+    /// cost, as moq-relay re-prices them, and the tracks pulled through them move now, while its
+    /// session still carries them, wherever another route exists. Returns the tracks moved.
+    @discardableResult
+    func drain(_ ingest: AnnounceIngest) -> Int {
+        let work = state.withLock { s -> [(Entry, Bool, [Feed])] in
+            var work: [(Entry, Bool, [Feed])] = []
+            for entry in s.entries.values {
+                var leaving: Set<UInt64> = []
+                for i in entry.sources.indices where entry.sources[i].ingest === ingest {
+                    entry.sources[i].route.costWarm = VarInt.max
+                    entry.sources[i].route.costCold = VarInt.max
+                    leaving.insert(entry.sources[i].serial)
+                }
+                guard !leaving.isEmpty else { continue }
+                let changed = entry.choose()
+                guard let best = entry.best, !leaving.contains(best) else {
+                    if changed { work.append((entry, true, [])) }
+                    continue
+                }
+                work.append((entry, changed, entry.feeds.values.filter { leaving.contains($0.source) }))
+            }
+            return work
+        }
+        var moved = 0
+        for (entry, changed, feeds) in work {
+            if changed, let route = state.withLock({ _ in entry.bestSource?.route }) {
+                entry.broadcast.setRoute(route)
+                origin.routeChanged(entry.broadcast)
+            }
+            move(feeds, of: entry)
+            moved += feeds.count
+        }
+        return moved
+    }
+
     /// Keeps `entry` for the readers of its tracks. Retired broadcasts stay only while their tracks
     /// are read, and at most `maxRetired` of them (a peer announcing and unannouncing in a loop):
     /// returns those to end.
@@ -304,8 +347,7 @@ final class RelayRoutes: @unchecked Sendable {
                 return .limited
             }
             let track = TrackProducer(name: name, info: nil, clock: SystemClock(), limits: cacheLimits)
-            let upstream = UpstreamDemand(
-                session: source.ingest.session, peerPath: source.peerPath, track: track, defaultRange: upstreamRange)
+            let upstream = upstream(for: track, of: entry, through: source)
             entry.feeds[ObjectIdentifier(track)] = Feed(track: track, upstream: upstream, source: source)
             return .made(track, upstream, source.ingest.label)
         }
@@ -349,18 +391,52 @@ final class RelayRoutes: @unchecked Sendable {
         }
     }
 
-    /// Moves `feeds` onto the entry's best route: a new subscription feeds the same track, the
-    /// old one is ended without ending the track.
-    private func move(_ feeds: [Feed], of entry: Entry) {
+    /// The subscription feeding `track` through `source`: when the peer resets it, the track moves
+    /// to another route if there is one (``lost(_:of:through:)``).
+    private func upstream(for track: TrackProducer, of entry: Entry, through source: Source) -> UpstreamDemand {
+        let key = ObjectIdentifier(track)
+        let serial = source.serial
+        let box = WeakReference(self)
+        let weakEntry = WeakReference(entry)
+        return UpstreamDemand(
+            session: source.ingest.session, peerPath: source.peerPath, track: track, defaultRange: upstreamRange
+        ) { _ in
+            guard let self = box.value, let entry = weakEntry.value else { return false }
+            return self.lost(key, of: entry, through: serial)
+        }
+    }
+
+    /// The upstream reset the subscription of a track pulled through route `serial` (it lost its
+    /// own route, or a moment's loop between two relays refused it): true when the track moves to
+    /// another route (the best of the others), false when it ends.
+    private func lost(_ key: ObjectIdentifier, of entry: Entry, through serial: UInt64) -> Bool {
+        let now = ContinuousClock.now
+        let feed = state.withLock { s -> Feed? in
+            guard !s.closed, let feed = entry.feeds[key], feed.source == serial,
+                entry.sources.contains(where: { $0.serial != serial })
+            else { return nil }
+            feed.failovers.removeAll { now - $0 > Self.failoverWindow }
+            guard feed.failovers.count < Self.maxFailovers else { return nil }
+            feed.failovers.append(now)
+            return feed
+        }
+        guard let feed else { return false }
+        move([feed], of: entry, avoiding: serial)
+        return true
+    }
+
+    /// Moves `feeds` onto the entry's best route (other than `avoiding`): a new subscription feeds
+    /// the same track, the old one is ended without ending the track.
+    private func move(_ feeds: [Feed], of entry: Entry, avoiding: UInt64? = nil) {
         for feed in feeds {
             let replaced = state.withLock { _ -> (old: UpstreamDemand, new: UpstreamDemand, label: String)? in
-                guard let source = entry.bestSource, let track = feed.track.value,
-                    entry.feeds[ObjectIdentifier(track)] === feed
+                let candidates = entry.sources.filter { $0.serial != avoiding }
+                guard let best = RouteChoice.best(candidates.map(\.candidate), path: entry.path),
+                    let track = feed.track.value, entry.feeds[ObjectIdentifier(track)] === feed
                 else { return nil }
+                let source = candidates[best]
                 let old = feed.upstream
-                feed.upstream = UpstreamDemand(
-                    session: source.ingest.session, peerPath: source.peerPath, track: track,
-                    defaultRange: upstreamRange)
+                feed.upstream = upstream(for: track, of: entry, through: source)
                 feed.source = source.serial
                 feed.ingest = ObjectIdentifier(source.ingest)
                 return (old, feed.upstream, source.ingest.label)

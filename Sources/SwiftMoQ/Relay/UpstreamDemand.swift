@@ -25,13 +25,19 @@ final class UpstreamDemand: Sendable {
     /// Weak: the track holds this (its demand handler), and the relay's broadcast holds the track.
     private let track: WeakReference<TrackProducer>
     private let defaultRange: SubscriptionRange
+    /// Asked when the peer resets the subscription: true when another route takes the track over.
+    private let onLost: (@Sendable (StreamErrorCode) -> Bool)?
     private let state = Lock(State())
 
-    init(session: MoqSession, peerPath: String, track: TrackProducer, defaultRange: SubscriptionRange) {
+    init(
+        session: MoqSession, peerPath: String, track: TrackProducer, defaultRange: SubscriptionRange,
+        onLost: (@Sendable (StreamErrorCode) -> Bool)? = nil
+    ) {
         self.session = session
         self.peerPath = peerPath
         self.track = WeakReference(track)
         self.defaultRange = defaultRange
+        self.onLost = onLost
     }
 
     /// The budget asked of the publisher so far (ms).
@@ -78,7 +84,7 @@ final class UpstreamDemand: Sendable {
         case .subscribe(let range):
             guard let track = track.value else { return }
             let remote = session.subscribe(
-                broadcast: peerPath, range: range, into: track, sessionClosedCode: nil)
+                broadcast: peerPath, range: range, into: track, sessionClosedCode: nil, onLost: onLost)
             let (cancelled, detached, raised) = state.withLock { s -> (Bool, Bool, SubscriptionRange?) in
                 s.remote = remote
                 return (s.cancelled, s.detached, s.range != range ? s.range : nil)
