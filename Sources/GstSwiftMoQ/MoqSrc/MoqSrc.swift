@@ -408,8 +408,10 @@ final class MoqSrc: @unchecked Sendable {
         return time
     }
 
-    /// Called by a pad after each push: the first one is `playback.start`.
-    func firstBufferPushed() {
+    /// Called by a pad after each push: the first one is `playback.start`, naming the tracks played
+    /// (the pushing pad's own, even when the control queue has not recorded the pad yet: a pad's task
+    /// may push before `createPad` returns).
+    func firstBufferPushed(by pusher: SrcPad) {
         // Every push asks: one atomic load once playback started.
         guard !firstPushDone.load(ordering: .relaxed) else { return }
         guard
@@ -424,7 +426,9 @@ final class MoqSrc: @unchecked Sendable {
             ("broadcast", .string(run?.broadcast ?? s.broadcast ?? "")),
             ("target-buffering-ms", .uint64(UInt64(s.latencyMs))),
         ]
-        for (kind, pad) in run?.pads ?? [:] {
+        var pads = run?.pads ?? [:]
+        pads[pusher.kind] = pusher
+        for (kind, pad) in pads.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
             if let track = pad.trackName { fields.append(("\(kind)-track", .string(track))) }
         }
         events.post("playback.start", fields)

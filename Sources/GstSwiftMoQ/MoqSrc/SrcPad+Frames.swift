@@ -140,7 +140,7 @@ extension SrcPad {
                 "track.stall.end", kind: kind, track: source.trackName,
                 [("duration-ms", .double(Double(stall) / 1e6))])
         }
-        src.firstBufferPushed()
+        src.firstBufferPushed(by: self)
     }
 
     /// The reference of the `GstReferenceTimestampMeta` carrying the publisher's timestamp (ns).
