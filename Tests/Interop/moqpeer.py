@@ -373,8 +373,24 @@ async def cmd_relay(args) -> None:
         async for update in origin.consume().announced(""):
             emit("announce", path=update.prefix, active=update.active)
 
+    async def link(url: str, fingerprint: str | None) -> None:
+        # A cluster link as moq-relay dials one: a client publishing and consuming the relay's one
+        # origin, so each side offers everything it knows and subscribes on demand.
+        client = moq.Client(
+            url, tls_fingerprints=[fingerprint] if fingerprint else None, publish=origin, subscribe=origin,
+            websocket_enabled=False,
+        )
+        try:
+            async with client:
+                emit("linked", url=url)
+                await asyncio.Event().wait()  # held until the relay stops
+        except Exception as exc:
+            emit("link_failed", url=url, message=describe(exc))
+
     try:
         spawn(watch_announces())
+        for url in args.connect:
+            spawn(link(url, args.connect_fingerprint))
         fingerprints = server.cert_fingerprints()
         emit(
             "listening",
@@ -1282,6 +1298,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--reject-path", help="refuse sessions whose path starts with this (after trimming '/')")
     p.add_argument("--reject-code", type=int, default=401, help="code for --reject-path (401/403 = unauthorized)")
+    p.add_argument(
+        "--connect", action="append", default=[], help="also dial this relay as a cluster link (repeatable)"
+    )
+    p.add_argument("--connect-fingerprint", help="pin the certificate of the relays dialled with --connect")
     p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
 
     p = client("connect", "connect, complete SETUP, close")

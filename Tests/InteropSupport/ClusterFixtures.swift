@@ -57,3 +57,22 @@ package final class GroupTally: Sendable {
 
     package func cancel() { task.cancel() }
 }
+
+/// `count` viewers of `broadcast`/`track`, each a session of its own from `connect`, each counted by a
+/// ``GroupTally`` (latency budget 2 s unless given).
+package func watch(
+    _ broadcast: String, track: String, viewers count: Int, maxLatencyMs: UInt64 = 2_000,
+    connect: () async throws -> MoqSession
+) async throws -> (sessions: [MoqSession], tallies: [GroupTally]) {
+    var sessions: [MoqSession] = []
+    var tallies: [GroupTally] = []
+    for _ in 0..<count {
+        let viewer = try await connect()
+        try await viewer.waitForBroadcast(broadcast)
+        sessions.append(viewer)
+        let remote = viewer.subscribe(
+            broadcast: broadcast, track: track, range: SubscriptionRange(maxLatencyMs: maxLatencyMs))
+        tallies.append(GroupTally(remote, maxLatencyMs: maxLatencyMs))
+    }
+    return (sessions, tallies)
+}

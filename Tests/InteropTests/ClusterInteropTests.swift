@@ -50,17 +50,7 @@ struct ClusterInteropTests {
         #expect(routes.map(\.costWarm) == [2, 3], "\(routes)")
         #expect(routes.first?.hops.last == 11, "the cheaper route is through S1: \(routes)")
 
-        var viewers: [MoqSession] = []
-        var tallies: [GroupTally] = []
-        for _ in 0..<20 {
-            let viewer = try await s2.connect("")
-            try await viewer.waitForBroadcast(name)
-            viewers.append(viewer)
-            tallies.append(
-                GroupTally(
-                    viewer.subscribe(broadcast: name, track: "data", range: SubscriptionRange(maxLatencyMs: 2_000)))
-            )
-        }
+        let (viewers, tallies) = try await watch(name, track: "data", viewers: 20) { try await s2.connect("") }
         defer {
             for v in viewers { v.close() }
             for t in tallies { t.cancel() }
@@ -130,6 +120,56 @@ struct ClusterInteropTests {
         }
         let spread = ContinuousClock.now - left
         #expect(spread <= bound, "the end took \(spread) to reach every node")
+        await s2.stop()
+        await s1.stop()
+    }
+    @Test(
+        "the other direction: a Rust node dials a Swift relay (moq-relay's link, accepted like a client), and broadcasts cross it both ways"
+    )
+    func rustNodeDialsSwift() async throws {
+        let s1 = try SwiftRelay.start { $0.clusterID = 21 }
+        let rust = try await RustRelay.start([
+            "--connect", s1.url(""), "--connect-fingerprint", s1.relay.fingerprint,
+        ])
+        defer { rust.stop() }
+        _ = try await rust.peer.waitFor(event: "linked", timeout: .seconds(20))
+        // S2 reaches S1 only through the Rust node.
+        let s2 = try SwiftRelay.start {
+            $0.clusterID = 22
+            $0.peers = [try! Self.link(rust.url(""), fingerprint: rust.fingerprint)]
+        }
+
+        // A publisher on S1, watched on S2: S1 offered it over the link the Rust node dialled.
+        let name = RustPeer.uniqueName("dialled")
+        let publisher = try await s1.connect("")
+        let broadcast = BroadcastProducer(path: name)
+        let track = broadcast.createTrack("data")
+        publisher.publish(broadcast)
+        let writing = GroupedPublisher(track)
+        defer { writing.cancel() }
+        try await eventually("S2 to learn the route through the Rust node") { !s2.relay.routes(to: name).isEmpty }
+        // The publisher's hop, S1's, then the Rust node's.
+        let route = s2.relay.routes(to: name).first
+        #expect(route?.hops.count == 3 && route?.hops[1] == 21, "\(s2.relay.routes(to: name))")
+        let (viewers, tallies) = try await watch(name, track: "data", viewers: 1) { try await s2.connect("") }
+        let tally = tallies[0]
+        defer {
+            viewers[0].close()
+            tally.cancel()
+        }
+        try await eventually("5 groups on S2") { tally.groups.count >= 5 }
+        // S1 is not offered its own broadcast back (split horizon on the Rust side, own hop here).
+        #expect(s1.relay.routes(to: name).count == 1)
+
+        // A publisher on the Rust node, read on S1 through the link it dialled.
+        let fromRust = RustPeer.uniqueName("rust")
+        let rustPublisher = try RustPeer.launch(
+            ["publish"] + rust.client + ["--broadcast", fromRust, "--groups", "0", "--interval-ms", "20"])
+        defer { rustPublisher.terminateInBackground() }
+        let s1Reader = try RustPeer.launch(["subscribe"] + s1.client("") + ["--broadcast", fromRust, "--count", "5"])
+        defer { s1Reader.terminateInBackground() }
+        #expect(try await s1Reader.waitForExit(timeout: .seconds(30)) == 0, "\(s1Reader.stderr)")
+        publisher.close()
         await s2.stop()
         await s1.stop()
     }

@@ -33,14 +33,36 @@ struct ClusterRoutingTests {
         return try await MoqSession.connect("moql://127.0.0.1:\(relay.port)/\(path)", options: options)
     }
 
-    func eventually(_ what: String, timeout: Duration = .seconds(10), _ condition: () async -> Bool) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while !(await condition()) {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("timed out waiting for \(what)")
-                return
+    /// Relays A, B and C: B links to A; C links to A (cost 1) and to B (cost 5); a publisher on A
+    /// writes `cam`/`video` (groups of 5 frames, 20 ms apart).
+    struct Triangle {
+        let a: MoqRelay
+        let b: MoqRelay
+        let c: MoqRelay
+        let publisher: MoqSession
+        let writing: GroupedPublisher
+
+        static func start() async throws -> Triangle {
+            let a = try ClusterRoutingTests.start { $0.clusterID = 1 }
+            let b = try ClusterRoutingTests.start {
+                $0.clusterID = 2
+                $0.peers = [ClusterRoutingTests.link(to: a)]
             }
-            try await Task.sleep(for: .milliseconds(10))
+            let c = try ClusterRoutingTests.start {
+                $0.clusterID = 3
+                $0.peers = [ClusterRoutingTests.link(to: a), ClusterRoutingTests.link(to: b, cost: 5)]
+            }
+            let publisher = try await ClusterRoutingTests.connect(a)
+            let broadcast = BroadcastProducer(path: "cam")
+            let track = broadcast.createTrack("video")
+            publisher.publish(broadcast)
+            return Triangle(a: a, b: b, c: c, publisher: publisher, writing: GroupedPublisher(track))
+        }
+
+        func stop() async {
+            writing.cancel()
+            publisher.close()
+            for relay in [c, b, a] { await relay.shutdown(grace: .milliseconds(100)) }
         }
     }
 
@@ -165,26 +187,11 @@ struct ClusterRoutingTests {
 
     @Test("a peer that says GOAWAY: its tracks move to another route while its link still carries them, nothing ends")
     func peerGoaway() async throws {
-        let a = try Self.start { $0.clusterID = 1 }
-        let b = try Self.start {
-            $0.clusterID = 2
-            $0.peers = [Self.link(to: a)]
-        }
-        let c = try Self.start {
-            $0.clusterID = 3
-            $0.peers = [Self.link(to: a), Self.link(to: b, cost: 5)]
-        }
-        let publisher = try await Self.connect(a)
-        let broadcast = BroadcastProducer(path: "cam")
-        let track = broadcast.createTrack("video")
-        publisher.publish(broadcast)
-        let writing = GroupedPublisher(track)
-        defer { writing.cancel() }
+        let t = try await Triangle.start()
+        let (a, b, c) = (t.a, t.b, t.c)
         try await eventually("C to learn both routes") { c.routes(to: "cam").count == 2 }
-        let viewer = try await Self.connect(c)
-        try await viewer.waitForBroadcast("cam")
-        let tally = GroupTally(
-            viewer.subscribe(broadcast: "cam", track: "video", range: SubscriptionRange(maxLatencyMs: 2_000)))
+        let (viewers, tallies) = try await watch("cam", track: "video", viewers: 1) { try await Self.connect(c) }
+        let tally = tallies[0]
         defer { tally.cancel() }
         try await eventually("the first groups") { tally.groups.count >= 3 }
         #expect(b.upstreamSubscriptionCount == 0)
@@ -198,10 +205,8 @@ struct ClusterRoutingTests {
         #expect(tally.ended == nil)
         #expect(c.routes(to: "cam").first?.hops.last == 2, "C pulls through B: \(c.routes(to: "cam"))")
         #expect(c.openLinkCount == 2, "C keeps the link to A until A closes it")
-        for s in [publisher, viewer] { s.close() }
-        await c.shutdown(grace: .milliseconds(100))
-        await b.shutdown(grace: .milliseconds(100))
-        await a.shutdown(grace: .milliseconds(100))
+        for s in viewers { s.close() }
+        await t.stop()
     }
 
     @Test(
@@ -246,21 +251,8 @@ struct ClusterRoutingTests {
         "three Swift relays: viewers on C pull once through the cheaper route, move to the other when that link dies, and the announcement ends everywhere when the publisher leaves"
     )
     func threeRelays() async throws {
-        let a = try Self.start { $0.clusterID = 1 }
-        let b = try Self.start {
-            $0.clusterID = 2
-            $0.peers = [Self.link(to: a)]
-        }
-        let c = try Self.start {
-            $0.clusterID = 3
-            $0.peers = [Self.link(to: a), Self.link(to: b, cost: 5)]
-        }
-        let publisher = try await Self.connect(a)
-        let broadcast = BroadcastProducer(path: "cam")
-        let track = broadcast.createTrack("video")
-        publisher.publish(broadcast)
-        let writing = GroupedPublisher(track)
-        defer { writing.cancel() }
+        let t = try await Triangle.start()
+        let (a, b, c) = (t.a, t.b, t.c)
 
         // C knows both: through A (1 + 1) before through B (1 + 1 + 5).
         try await eventually("C to learn both routes") { c.routes(to: "cam").count == 2 }
@@ -268,16 +260,7 @@ struct ClusterRoutingTests {
         #expect(routes.map(\.costWarm) == [2, 7])
         #expect(routes.first?.hops.last == 1)
 
-        var viewers: [MoqSession] = []
-        var readers: [GroupTally] = []
-        for _ in 0..<5 {
-            let viewer = try await Self.connect(c)
-            try await viewer.waitForBroadcast("cam")
-            viewers.append(viewer)
-            readers.append(
-                GroupTally(
-                    viewer.subscribe(broadcast: "cam", track: "video", range: SubscriptionRange(maxLatencyMs: 2_000))))
-        }
+        let (viewers, readers) = try await watch("cam", track: "video", viewers: 5) { try await Self.connect(c) }
         try await eventually("every viewer to get 5 groups") { readers.allSatisfy { $0.groups.count >= 5 } }
         // One upstream subscription on C whatever the number of viewers; none through B.
         #expect(c.upstreamSubscriptionCount == 1)
@@ -299,15 +282,13 @@ struct ClusterRoutingTests {
         }
 
         // The publisher leaves: gone from every relay.
-        writing.cancel()
-        publisher.close()
+        t.writing.cancel()
+        t.publisher.close()
         try await eventually("the announcement to end everywhere", timeout: .seconds(5)) {
             a.origin.broadcast("cam") == nil && b.origin.broadcast("cam") == nil && c.origin.broadcast("cam") == nil
         }
         for s in viewers { s.close() }
         for r in readers { r.cancel() }
-        await c.shutdown(grace: .milliseconds(100))
-        await b.shutdown(grace: .milliseconds(100))
-        await a.shutdown(grace: .milliseconds(100))
+        await t.stop()
     }
 }

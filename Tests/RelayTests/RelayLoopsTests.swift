@@ -51,15 +51,8 @@ struct RelayLoopsTests {
         let broadcast = BroadcastProducer(path: "cam")
         let track = broadcast.createTrack("video")
         publisher.publish(broadcast)
-        var viewers: [MoqSession] = []
-        var tallies: [GroupTally] = []
-        for _ in 0..<20 {
-            let viewer = try await Self.connect(relay)
-            try await viewer.waitForBroadcast("cam")
-            viewers.append(viewer)
-            tallies.append(
-                GroupTally(
-                    viewer.subscribe(broadcast: "cam", track: "video", range: SubscriptionRange(maxLatencyMs: 5_000))))
+        let (viewers, tallies) = try await watch("cam", track: "video", viewers: 20, maxLatencyMs: 5_000) {
+            try await Self.connect(relay)
         }
         let writing = GroupedPublisher(track)
         defer {
