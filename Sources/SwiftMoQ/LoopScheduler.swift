@@ -20,16 +20,34 @@ struct LoopScheduler: SessionScheduler {
     }
 }
 
-/// The process-wide event loop used by client sessions (one thread for all of them).
+/// The process-wide event loops of client sessions: one thread for all of them unless
+/// ``MoqSession/clientNetworkThreads`` asks for more, in which case each new session goes to the
+/// next loop in turn (a process holding hundreds of sessions, such as a load generator, spreads
+/// their reading over several cores).
 enum SharedLoop {
-    private static let loop = Lock<QUICEventLoop?>(nil)
+    private struct State {
+        var loops: [QUICEventLoop] = []
+        var wanted = 1
+        var next = 0
+    }
+
+    private static let state = Lock(State())
+
+    /// How many loops new sessions spread over.
+    static var threads: Int {
+        get { state.withLock { $0.wanted } }
+        set { state.withLock { $0.wanted = max(1, min(newValue, 64)) } }
+    }
 
     static func get() throws(MoqError) -> QUICEventLoop {
-        let result = loop.withLock { current -> Result<QUICEventLoop, MoqError> in
-            if let current { return .success(current) }
+        let result = state.withLock { s -> Result<QUICEventLoop, MoqError> in
+            let index = s.next % s.wanted
+            s.next = (s.next + 1) % s.wanted
+            if index < s.loops.count { return .success(s.loops[index]) }
             do {
-                let created = try QUICEventLoop(name: "swiftmoq-client")
-                current = created
+                let name = s.wanted > 1 ? "swiftmoq-cli-\(s.loops.count)" : "swiftmoq-client"
+                let created = try QUICEventLoop(name: name)
+                s.loops.append(created)
                 return .success(created)
             } catch {
                 return .failure(.configuration("cannot start the network thread: \(error)"))

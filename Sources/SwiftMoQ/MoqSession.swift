@@ -158,6 +158,16 @@ public final class MoqSession: @unchecked Sendable {
 
     // MARK: Publishing
 
+    /// How many network threads the client sessions of this process share (1 to 64; default 1).
+    /// Each session connected after a change goes to the next thread in turn; sessions already
+    /// connected stay where they are. One thread serves a player or a publisher well; a process
+    /// holding hundreds of sessions (a load generator, a monitoring probe) spreads them over the
+    /// cores. A session's work always stays on its own thread.
+    public static var clientNetworkThreads: Int {
+        get { SharedLoop.threads }
+        set { SharedLoop.threads = newValue }
+    }
+
     /// Publishes a broadcast to the peer (announced under its path).
     public func publish(_ broadcast: BroadcastProducer) {
         origin.publish(broadcast)

@@ -5,7 +5,8 @@ import MoqSync
 import SwiftMoQ
 
 /// `moqbench fanout-subscribers`: the load generator of the fan-out case. N sessions in this one
-/// process (they share the process's QUIC event-loop thread), each subscribed to the same track.
+/// process (spread over `--threads` QUIC event-loop threads), each subscribed to the same track and
+/// read where its frames arrive (``DirectTrackReader``).
 enum FanoutRole {
     static let usage = """
         usage: moqbench fanout-subscribers --url URL --tls-fingerprint HEX --broadcast PATH --sessions N [options]
@@ -24,11 +25,12 @@ enum FanoutRole {
           --warmup-frames N         frames with seq < N are counted but not timed (default 0)
           --deadline-s S            stop reading S seconds after ready (default 120)
           --connect-concurrency N   handshakes in flight at once (default 16)
+          --threads N               network threads the sessions are spread over (default 1)
         """
 
     private static let known = Client.options.union([
         "broadcast", "track", "sessions", "max-latency-ms", "frames", "warmup-frames", "deadline-s",
-        "connect-concurrency",
+        "connect-concurrency", "threads",
     ])
 
     /// One subscribed session.
@@ -50,24 +52,38 @@ enum FanoutRole {
         let warmup = UInt64(max(0, try options.integer("warmup-frames", default: 0)))
         let deadline = try options.double("deadline-s", default: 120)
         let concurrency = max(1, try options.integer("connect-concurrency", default: 16))
+        MoqSession.clientNetworkThreads = try options.integer("threads", default: 1)
 
         let readers = await subscribeAll(
             count: count, concurrency: concurrency, client: client, path: path, track: trackName, budget: budget)
         let failures = ErrorLog()
         Events.emit("ready", ["subscribed": .int(readers.count), "failed": .int(count - readers.count)])
-        let timer = Task {
-            try await Task.sleep(for: .milliseconds(Int64(deadline * 1000)))
-            for r in readers { r.consumer.cancel() }
-        }
-        let recorders = await withTaskGroup(of: FrameRecorder.self) { group in
-            for reader in readers {
-                group.addTask { await read(reader, warmup: warmup, limit: limit, failures: failures) }
+        // Each session's track is read on its network thread (`DirectTrackReader`); this task only
+        // gives up missing groups on time, stops everything at the deadline and collects the results.
+        let (finished, finish) = AsyncStream<FrameRecorder>.makeStream()
+        let direct = readers.map { reader in
+            DirectTrackReader(reader.consumer, warmupFrames: warmup, limit: limit) { recorder, error in
+                if let error { failures.add(error.description) }
+                finish.yield(recorder)
             }
-            var all: [FrameRecorder] = []
-            for await r in group { all.append(r) }
-            return all
         }
-        timer.cancel()
+        for d in direct { d.start() }
+        let ticker = Task {
+            let end = ContinuousClock.now + .milliseconds(Int64(deadline * 1000))
+            while ContinuousClock.now < end {
+                try await Task.sleep(for: .milliseconds(50))
+                for d in direct { d.drain() }
+            }
+            for d in direct { d.cancel() }
+        }
+        var recorders: [FrameRecorder] = []
+        if !direct.isEmpty {
+            for await recorder in finished {
+                recorders.append(recorder)
+                if recorders.count == direct.count { break }
+            }
+        }
+        ticker.cancel()
         var perSession = recorders.map { Int($0.frames) }
         perSession += Array(repeating: 0, count: count - readers.count)
         let latencies = recorders.flatMap(\.latenciesMicros)
@@ -98,9 +114,13 @@ enum FanoutRole {
                     do {
                         let session = try await client.connect(role: .subscriber)
                         try await session.waitForBroadcast(path, timeout: .seconds(30))
+                        // A viewer keeps what it is about to read, not the publisher's 10 s: hundreds of
+                        // sessions each caching 10 s of a 2 Mbit/s track grew this process by 100 MB/s,
+                        // and zeroing the new pages cost more than the reading (issue #24's profile).
                         let remote = session.subscribe(
-                            broadcast: path, track: track, range: SubscriptionRange(priority: 128, maxLatencyMs: budget)
-                        )
+                            broadcast: path, track: track,
+                            range: SubscriptionRange(priority: 128, maxLatencyMs: budget),
+                            limits: CacheLimits(maxAgeMs: 2000))
                         return Reader(session: session, remote: remote, consumer: remote.consumer(maxLatencyMs: budget))
                     } catch {
                         Events.log("session failed: \(error)")
@@ -115,25 +135,6 @@ enum FanoutRole {
             }
             return readers
         }
-    }
-
-    /// Reads one session's track to its end (or the limit, or cancellation).
-    private static func read(_ reader: Reader, warmup: UInt64, limit: UInt64, failures: ErrorLog) async
-        -> FrameRecorder
-    {
-        var recorder = FrameRecorder(warmupFrames: warmup)
-        do {
-            reading: while let group = try await reader.consumer.nextGroup() {
-                recorder.groupStarted()
-                while let frame = try await group.nextFrame() {
-                    recorder.record(frame.payload, at: Monotonic.now())
-                    if limit > 0 && recorder.frames >= limit { break reading }
-                }
-            }
-        } catch {
-            if error != .cancelled { failures.add(error.description) }
-        }
-        return recorder
     }
 }
 

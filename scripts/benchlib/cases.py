@@ -296,7 +296,7 @@ def _fanout_run(
                 relay_base_kib = relay.child.rss_kib()  # the relay with the publisher, before any subscriber
                 load = start_client(tools, "swift", "fanout-subscribers", f"{tag}-subscribers", edge or relay, {
                     "broadcast": path, "sessions": sessions, "frames": frames, "warmup-frames": cfg.fanout_fps,
-                    "deadline-s": cfg.fanout_seconds + 20,
+                    "deadline-s": cfg.fanout_seconds + 20, "threads": cfg.fanout_load_threads,
                 })
                 with stopping(load):
                     ready = load.wait_event("ready", 120)

@@ -55,6 +55,9 @@ class Config:
     fanout_fps: int = field(default_factory=lambda: _env_int("BENCH_FANOUT_FPS", 30))
     # The Swift relay's event loops (`--threads`) the fan-out runs with, each a row of its own.
     fanout_loops: list[int] = field(default_factory=lambda: [int(n) for n in _env_list("BENCH_FANOUT_LOOPS", "1,2")])
+    # The load generator's network threads: the measuring equipment must not be the serial stage
+    # (400 viewers read by one thread took longer per frame than the relay took to send them).
+    fanout_load_threads: int = field(default_factory=lambda: _env_int("BENCH_FANOUT_LOAD_THREADS", 2))
     # 3b. Cluster: the fan-out's broadcast published on one Swift relay, watched on another linked to it.
     cluster_counts: list[int] = field(
         default_factory=lambda: [int(n) for n in _env_list("BENCH_CLUSTER_COUNTS", "200")]
