@@ -100,6 +100,7 @@ def main() -> int:
         swiftmoq=ROOT / "build" / "bin" / "swiftmoq", moqbench=ROOT / "build" / "bin" / "moqbench",
         python=sys.executable, moqpeer=ROOT / "Tests" / "Interop" / "moqpeer.py", log_dir=args.out / "logs",
         profile_dir=args.profile,
+        relay_threads=int(os.environ["BENCH_RELAY_THREADS"]) if os.environ.get("BENCH_RELAY_THREADS") else None,
     )
     for tool in (tools.swiftmoq, tools.moqbench):
         if not tool.exists():
@@ -108,6 +109,7 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
 
     results: dict = {"machine": machine(), "config": cfg.as_dict(), "cases": {}, "failures": {}, "load_after": {}}
+    results["config"]["relay_threads"] = tools.relay_threads
     started = time.monotonic()
     for case in cfg.cases:
         try:

@@ -27,6 +27,9 @@ class Tools:
     moqpeer: Path
     log_dir: Path
     profile_dir: Path | None = None
+    # `swiftmoq relay --threads` for every Swift relay that does not set its own (BENCH_RELAY_THREADS;
+    # None: the relay's default). A default changes only after the whole bench has run at both.
+    relay_threads: int | None = None
 
     def wrap(self, stack: str, name: str, argv: list[str]) -> list[str]:
         """``argv``, under ``perf record -g`` when profiling a Swift process."""
@@ -53,6 +56,8 @@ def start_relay(tools: Tools, stack: str, name: str, extra: list[str] | None = N
     if stack == "swift":
         argv = [str(tools.swiftmoq), "relay", "--listen", "127.0.0.1:0", "--tls-generate", "localhost"]
         argv += ["--public", "", "--log-level", "warning", *(extra or [])]
+        if tools.relay_threads is not None and "--threads" not in argv:
+            argv += ["--threads", str(tools.relay_threads)]
         child = Child(name, tools.wrap(stack, name, argv), tools.log_dir)
         url = child.wait_event("text", 30, lambda e: e["line"].startswith("url "))["line"].split()[1]
         fp = child.wait_event("text", 10, lambda e: e["line"].startswith("fingerprint "))["line"].split()[1]
