@@ -69,33 +69,6 @@ struct RelayLoopsTests {
         for s in viewers + [publisher] { s.close() }
     }
 
-    @Test("clientNetworkThreads = 3: six client sessions take the three client loops in turn and still play")
-    func clientThreads() async throws {
-        let relay = try Self.relay(threads: 1)
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        MoqSession.clientNetworkThreads = 3
-        defer { MoqSession.clientNetworkThreads = 1 }
-        #expect(MoqSession.clientNetworkThreads == 3)
-        let publisher = try await Self.connect(relay)
-        let broadcast = BroadcastProducer(path: "cam")
-        let track = broadcast.createTrack("video")
-        publisher.publish(broadcast)
-        let (viewers, tallies) = try await watch("cam", track: "video", viewers: 5, maxLatencyMs: 5_000) {
-            try await Self.connect(relay)
-        }
-        let writing = GroupedPublisher(track)
-        defer {
-            writing.cancel()
-            for t in tallies { t.cancel() }
-        }
-        let sessions = [publisher] + viewers
-        var loops: [ObjectIdentifier: Int] = [:]
-        for s in sessions { loops[ObjectIdentifier(s.loop), default: 0] += 1 }
-        #expect(loops.count == 3 && loops.values.allSatisfy { $0 == 2 }, "\(loops.values)")
-        try await eventually("every viewer to get 3 groups") { tallies.allSatisfy { $0.groups.count >= 3 } }
-        for s in sessions { s.close() }
-    }
-
     @Test("six NAT rebindings on a 2-loop relay: the connection's packets keep reaching its loop, no session ends")
     func rebinding() async throws {
         let relay = try Self.relay(threads: 2)
