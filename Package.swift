@@ -207,7 +207,7 @@ let package = Package(
             dependencies: [
                 "MoqSync",
                 "GstSwiftMoQ", "SwiftMoQ", "MoqCatalog", "MoqMedia", "MoqWire", "CGStreamer", "CGstCheck", "CGstApp",
-                "MoqInteropSupport",
+                "MoqInteropSupport", "MoqTestKit",
             ],
             swiftSettings: swiftSettings),
         // The Rust peer (moqpeer.py), the CLI runner and test helpers shared by test targets.

@@ -20,6 +20,7 @@ PACKAGES=(
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
   gstreamer1.0-alsa gstreamer1.0-pulseaudio gstreamer1.0-x
+  gstreamer1.0-plugins-base-apps
   xvfb x11-apps
   chromium nodejs
   dbus libglib2.0-bin

@@ -191,8 +191,10 @@ final class UDPSocket: LoopSource {
             try Sys.check("getsockname") { getsockname(s, local.sockaddr, &len) }
             local.length = len
         } catch {
+            // Every stored property is set by now, so `deinit` runs for this instance and frees the
+            // buffer: freeing it here as well was the double free of a relay whose UDP port was taken.
             Glibc.close(s)
-            buffer.deallocate()
+            closed = true
             throw error
         }
     }

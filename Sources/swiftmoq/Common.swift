@@ -23,7 +23,7 @@ struct ClientFlags {
     init(_ args: Arguments) throws(CommandError) {
         let text: String
         do { text = try args.required("url") } catch { throw .usage(error.description) }
-        do { url = try MoqURL(text) } catch { throw .runtime(error.description) }
+        do { url = try MoqURL(text) } catch { throw .usage("--url: \(error.description)") }
         var options = ClientOptions()
         options.tls = TLSOptions(
             fingerprint: args.value("tls-fingerprint"), rootFile: args.value("tls-root-file"),

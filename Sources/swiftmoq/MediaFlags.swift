@@ -10,7 +10,7 @@ struct SessionFlags {
 
     init(_ args: Arguments) throws(CommandError) {
         do { url = try args.required("url") } catch { throw .usage(error.description) }
-        do { _ = try MoqURL(url) } catch { throw .runtime(error.description) }
+        do { _ = try MoqURL(url) } catch { throw .usage("--url: \(error.description)") }
         options = SessionOptions(
             tls: TLSOptions(
                 fingerprint: args.value("tls-fingerprint"), rootFile: args.value("tls-root-file"),
@@ -130,20 +130,26 @@ struct EncoderFlags {
         "video-codec", "width", "height", "fps", "bitrate", "keyframe-interval", "audio-codec", "audio-bitrate",
         "channels", "ladder",
     ]
-    static let help = """
-          --video-codec C           h264 (default), h265, vp8, vp9, av1
-          --width W --height H      output size (default 1280x720; 0x0 keeps the source's)
-          --fps N                   frame rate cap (default 30)
-          --bitrate BPS             video bitrate in bit/s (default 2000000)
-          --keyframe-interval S     seconds between keyframes = groups (default 2)
-          --ladder RUNGS            publish each video source at several sizes and bitrates, as
-                                    renditions players choose among (adaptive bitrate): 720p (3.5 /
-                                    1.2 / 0.4 Mbit/s at 720p, 360p, 180p), or NAME:WxH@BPS,… e.g.
-                                    hd:1280x720@3500000,sd:640x360@1200000; tracks are <track>/NAME
-          --audio-codec C           opus (default) or aac
-          --audio-bitrate BPS       audio bitrate in bit/s (default 96000)
-          --channels N              audio channels (default 2)
-        """
+    /// The flags' help, stating the defaults of the command that shows it.
+    static func help(_ d: VideoEncoderConfig) -> String {
+        let size = d.width == 0 && d.height == 0 ? "0x0: the source's own" : "\(d.width)x\(d.height)"
+        let (seconds, attoseconds) = d.keyframeInterval.components
+        let keyframe = attoseconds == 0 ? "\(seconds)" : "\(Double(seconds) + Double(attoseconds) / 1e18)"
+        return """
+              --video-codec C           h264 (default), h265, vp8, vp9, av1
+              --width W --height H      output size (default \(size); 0x0 keeps the source's)
+              --fps N                   frame rate cap (default \(d.maxFrameRate))
+              --bitrate BPS             video bitrate in bit/s (default \(d.bitrate))
+              --keyframe-interval S     seconds between keyframes = groups (default \(keyframe))
+              --ladder RUNGS            publish each video source at several sizes and bitrates, as
+                                        renditions players choose among (adaptive bitrate): 720p (3.5 /
+                                        1.2 / 0.4 Mbit/s at 720p, 360p, 180p), or NAME:WxH@BPS,… e.g.
+                                        hd:1280x720@3500000,sd:640x360@1200000; tracks are <track>/NAME
+              --audio-codec C           opus (default) or aac
+              --audio-bitrate BPS       audio bitrate in bit/s (default 96000)
+              --channels N              audio channels (default 2)
+            """
+    }
 
     var video: VideoEncoderConfig
     var audio: AudioEncoderConfig

@@ -17,6 +17,12 @@ enum Output {
         FileHandle.standardError.write(Data(("swiftmoq: " + text + "\n").utf8))
     }
 
+    /// A line on stderr the user should see whatever the verbosity (what the command does that
+    /// they may not expect).
+    static func notice(_ text: String) {
+        FileHandle.standardError.write(Data(("swiftmoq: " + text + "\n").utf8))
+    }
+
     /// Informational logging on stderr when verbose.
     nonisolated(unsafe) static var verbose = false
 

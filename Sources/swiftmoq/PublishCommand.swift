@@ -27,7 +27,7 @@ enum PublishCommand {
           --duration S              stop after S seconds
           --data NAME               also publish standard input, one line per frame, as data track NAME
           --no-audio, --no-video    skip that part of a file or test source
-        \(EncoderFlags.help)
+        \(EncoderFlags.help(defaults))
 
         examples:
           swiftmoq publish --url moql://localhost:4443/anon --tls-fingerprint $FP --broadcast room/cam \\
@@ -40,13 +40,15 @@ enum PublishCommand {
     ])
     static let flags: Set<String> = ClientFlags.flags.union(["no-audio", "no-video"])
 
+    /// The video encoder's defaults (the help states them).
+    static let defaults = VideoEncoderConfig(width: 1280, height: 720, bitrate: 2_000_000)
+
     static func run(_ argv: [String]) async throws(CommandError) {
         let args: Arguments
         do { args = try Arguments(argv, options: options, flags: flags) } catch { throw .usage(error.description) }
         let sources = try args.all("source").map { text throws(CommandError) in try SourceSpec(text) }
         guard !sources.isEmpty else { throw .usage("--source is required") }
-        let encoders = try EncoderFlags(
-            args, defaults: VideoEncoderConfig(width: 1280, height: 720, bitrate: 2_000_000))
+        let encoders = try EncoderFlags(args, defaults: defaults)
         try await publish(args, sources: sources, encoders: encoders)
     }
 
@@ -88,13 +90,27 @@ enum PublishCommand {
                     guard FileManager.default.fileExists(atPath: path) else {
                         throw CommandError.runtime("no such file: \(path)")
                     }
+                    // A file keeps its own picture size unless one is asked for.
+                    var config = encoders.video
+                    if args.value("width") == nil && args.value("height") == nil {
+                        config.width = 0
+                        config.height = 0
+                    }
                     if video {
-                        try publisher.addVideoTrack(
-                            name: names.video, source: FileSource(path: path), config: encoders.video)
+                        try publisher.addVideoTrack(name: names.video, source: FileSource(path: path), config: config)
                     }
                     if audio {
                         try publisher.addAudioTrack(
                             name: names.audio, source: FileSource(path: path), config: encoders.audio)
+                    }
+                    let kinds = [
+                        video ? "video as \(config.codec.rawValue) at \(config.bitrate) bit/s" : nil,
+                        audio ? "audio as \(encoders.audio.codec.rawValue) at \(encoders.audio.bitrate) bit/s" : nil,
+                    ].compactMap { $0 }
+                    if !kinds.isEmpty {
+                        Output.notice(
+                            "\(path) is decoded and re-encoded: \(kinds.joined(separator: ", ")); publishing ends "
+                                + "with the file")
                     }
                 }
             }
@@ -122,9 +138,14 @@ enum PublishCommand {
         let done = StopSignal()
         let watcher = Task {
             for await state in publisher.state {
-                if case .error(let text) = state {
+                switch state {
+                case .error(let text):
                     failure.set(text)
                     done.fire()
+                case .stopped:
+                    // Every source ended (a file played to its end): so does the command.
+                    done.fire()
+                default: break
                 }
             }
         }

@@ -17,7 +17,9 @@ enum RelayCommand {
         Prints "url …" and "fingerprint …" on standard output once listening; logs on
         standard error. SIGINT/SIGTERM send GOAWAY to every session, then exit.
 
-          --listen HOST:PORT        address to listen on (default 0.0.0.0:4443)
+          --listen HOST:PORT        address to listen on (default 127.0.0.1:4443 when neither --public
+                                    nor --auth-key says who may use it, for such a relay is open to
+                                    anyone who reaches it; else 0.0.0.0:4443)
           --tls-generate NAME       generate a self-signed ECDSA P-256 certificate for NAME
                                     (repeatable; the default is --tls-generate localhost), valid
                                     14 days as browsers require for serverCertificateHashes, and
@@ -49,7 +51,8 @@ enum RelayCommand {
           --cache-bytes N           bytes of groups cached across all tracks (default 268435456)
           --threads N               event loops sessions are spread across, one UDP socket each on the
                                     port, the kernel steering each datagram to its connection's loop
-                                    (default 1 until the whole benchmark has run at more)
+                                    (default 1: more help many viewers of one broadcast but cost a
+                                    single stream's throughput; BENCHMARKS.md)
           --max-sessions N          concurrent sessions (default 1024)
           --max-subscriptions N     subscriptions per session (default 1000)
           --max-announces N         announce streams per session (default 100)

@@ -17,7 +17,7 @@ enum ScreenShareCommand {
           --display D               the X display (default $DISPLAY, else :0)
           --mic                     also publish the microphone
           --duration S              stop after S seconds
-        \(EncoderFlags.help)
+        \(EncoderFlags.help(defaults))
 
         example:
           swiftmoq screen-share --url moql://localhost:4443/anon --tls-fingerprint $FP --broadcast me/screen

@@ -3,6 +3,7 @@ import CGStreamer
 import Foundation
 import MoqCatalog
 import MoqInteropSupport
+import MoqTestKit
 import SwiftMoQ
 import Testing
 
@@ -86,6 +87,40 @@ struct CLIMediaTests {
             ["publish"] + connection + ["--broadcast", "x", "--source", "test", "--ladder", "hi:320x180"])
         #expect(usage.status == 2)
         #expect(usage.stderr.contains("NAME:WxH@BPS"), "\(usage.stderr)")
+    }
+
+    @Test(
+        "publish --source file: keeps the file's picture size, says it re-encodes, and exits 0 at the end of the file")
+    func publishFile() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("swiftmoq-file-\(getpid()).mkv")
+        defer { try? FileManager.default.removeItem(at: file) }
+        // 5 s of 320x180 H.264 and Opus: long enough to read the catalog while the publisher runs.
+        try await TestMediaFile.matroska(at: file.path, width: 320, height: 180, frames: 150, audio: true)
+
+        let relay = try localRelay()
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        let connection = ["--url", "moql://127.0.0.1:\(relay.port)/anon", "--tls-fingerprint", relay.fingerprint]
+        let publisher = try CLI.start(
+            ["publish"] + connection + ["--broadcast", "cli/file", "--source", "file:\(file.path)"])
+        let session = try await MoqSession.connect(
+            "moql://127.0.0.1:\(relay.port)/anon",
+            options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
+        defer { session.close() }
+        try await session.waitForBroadcast("cli/file", timeout: .seconds(30))
+        var size: (UInt32?, UInt32?)?
+        let catalogTrack = session.subscribe(broadcast: "cli/file", track: HangCatalog.trackName)
+        let consumer = catalogTrack.consumer(maxLatencyMs: 10_000)
+        while size == nil, let group = try? await consumer.nextGroup(), let frame = try? await group.nextFrame() {
+            for rendition in try HangCatalog(json: frame.payload.array).renditions {
+                if case .video(let v) = rendition.config, v.codedWidth != nil { size = (v.codedWidth, v.codedHeight) }
+            }
+        }
+        catalogTrack.cancel()
+        #expect(size?.0 == 320 && size?.1 == 180, "\(String(describing: size))")
+        // The file lasts 5 s, paced to real time: the command ends by itself.
+        let result = try await publisher.wait(timeout: .seconds(30))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("is decoded and re-encoded"), "\(result.stderr)")
     }
 
     @Test("make demo's script: relay, publish, play back headless, stats each second, exit 0")

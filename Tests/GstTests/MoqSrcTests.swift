@@ -398,6 +398,20 @@ struct MoqSrcTests {
         player.setState(GST_STATE_NULL)
     }
 
+    @Test("an unreachable relay: WARNINGs while retrying, then one ERROR at `timeout` that says what to check")
+    func unreachableRelayTimesOut() async throws {
+        let player = try TestPipeline(
+            "moqsrc name=s url=moql://127.0.0.1:9/anon broadcast=x tls-disable-verify=true timeout=2 s.video_0 ! fakesink"
+        )
+        #expect(player.play() != GST_STATE_CHANGE_FAILURE)
+        let failure = try await player.waitFor(.seconds(30)) { $0.kind == .error }
+        #expect(failure.text.contains("could not connect to moql://127.0.0.1:9/anon within 2 s"), "\(failure.text)")
+        #expect(failure.text.contains("UDP") && failure.text.contains("tls-fingerprint"), "\(failure.text)")
+        #expect(player.warnings.contains { $0.text.contains("retrying") }, "\(player.warnings.map(\.text))")
+        player.setState(GST_STATE_NULL)
+        #expect(player.errors.count == 1, "\(player.errors.map(\.text))")
+    }
+
     @Test("queue entries that are not broadcast paths are left out with a WARNING each; the broadcast plays")
     func invalidQueueEntriesWarn() async throws {
         let relay = try localRelay()

@@ -58,7 +58,10 @@ extension MoqSrcTests {
             "moqsrc url=https://127.0.0.1:\(relay.port)/anon broadcast=x timeout=3 ! fakesink")
         _ = player.play()
         try await eventually("an error", timeout: .seconds(10)) { !player.errors.isEmpty }
-        #expect("\(player.errors)".contains("tls-fingerprint"), "\(player.errors)")
+        // In the element's terms: its property, not the command line's flag.
+        let text = player.errors.map(\.text).joined(separator: "\n")
+        #expect(text.contains("set the element's tls-fingerprint="), "\(text)")
+        #expect(!text.contains("--tls-fingerprint") && !text.contains("--tls-root-file"), "\(text)")
         player.setState(GST_STATE_NULL)
     }
 }

@@ -169,6 +169,34 @@ struct CLIInteropTests {
         #expect(result.stderr.contains("GOAWAY"))
     }
 
+    @Test("swiftmoq relay on a UDP port already taken says the address is in use and exits 1 (it aborted)")
+    func relayPortTaken() async throws {
+        // Hold a UDP port on loopback, without SO_REUSEPORT, as another program would.
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        }
+        try #require(bound == 0)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        let port = UInt16(bigEndian: address.sin_port)
+        for threads in ["1", "2"] {
+            let result = try await CLI.run(
+                ["relay", "--listen", "127.0.0.1:\(port)", "--tls-generate", "localhost", "--threads", threads],
+                timeout: .seconds(30))
+            #expect(result.status == 1, "threads \(threads): status \(result.status): \(result.stderr)")
+            #expect(result.stderr.lowercased().contains("address already in use"), "\(result.stderr)")
+            #expect(result.stderr.split(separator: "\n").count <= 3, "\(result.stderr)")
+        }
+    }
+
     @Test(
         "swiftmoq relay --web serves the watch page; publish-track over http:// (hash fetched) and subscribe-track over https:// through it"
     )
@@ -252,7 +280,30 @@ struct CLIInteropTests {
         #expect(result.status == 2)
         #expect(result.stderr.contains("--url is required"))
         let bad = try await CLI.run(["announced", "--url", "quic://relay.example/"])
-        #expect(bad.status == 2 || bad.status == 1)
+        #expect(bad.status == 2, "\(bad.stderr)")
         #expect(bad.stderr.contains("unsupported scheme 'quic'"), "\(bad.stderr)")
+        let badMedia = try await CLI.run(["play", "--url", "quic://relay.example/", "--broadcast", "b"])
+        #expect(badMedia.status == 2, "\(badMedia.stderr)")
+    }
+
+    @Test("each command's help states the defaults it uses")
+    func helpStatesDefaults() async throws {
+        let screen = try await CLI.run(["screen-share", "--help"])
+        let screenText = screen.stdout + screen.stderr
+        #expect(screen.status == 0, "\(screenText)")
+        // The header and the options say the same: the display's size, 15 fps, 2.5 Mbit/s, keyframes every 2 s.
+        #expect(screenText.contains("15 fps, 2.5 Mbit/s, a keyframe every 2 s"), "\(screenText)")
+        #expect(screenText.contains("frame rate cap (default 15)"), "\(screenText)")
+        #expect(screenText.contains("video bitrate in bit/s (default 2500000)"), "\(screenText)")
+        #expect(screenText.contains("output size (default 0x0: the source's own"), "\(screenText)")
+        #expect(screenText.contains("groups (default 2)"), "\(screenText)")
+        let publish = try await CLI.run(["publish", "--help"])
+        let publishText = publish.stdout + publish.stderr
+        #expect(publishText.contains("output size (default 1280x720;"), "\(publishText)")
+        #expect(publishText.contains("frame rate cap (default 30)"), "\(publishText)")
+        #expect(publishText.contains("video bitrate in bit/s (default 2000000)"), "\(publishText)")
+        let relay = try await CLI.run(["relay", "--help"])
+        let relayText = relay.stdout + relay.stderr
+        #expect(relayText.contains("(default 127.0.0.1:4443 when neither --public"), "\(relayText)")
     }
 }

@@ -38,6 +38,27 @@ struct PublisherPlayerTests {
         await session.close()
     }
 
+    @Test("a file played to its end stops the publisher by itself, after its track started (the end went unseen)")
+    func fileEndStops() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("moqkit-file-\(getpid()).mkv")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try await TestMediaFile.matroska(at: file.path, width: 160, height: 90, frames: 30)
+        let relay = try TestRelay.start()
+        defer { Task { await relay.stop() } }
+        let session = Session(url: relay.url(), options: relay.sessionOptions)
+        try await session.connect()
+        let publisher = Publisher()
+        try publisher.addVideoTrack(source: FileSource(path: file.path), config: Self.small)
+        let events = Collected(publisher.events)
+        try await session.publish(path: "file", publisher: publisher)
+        try await publisher.start()
+        var states: [PublisherState] = []
+        for await s in publisher.state { states.append(s) }  // ends when the publisher stops: no stop() here
+        #expect(states == [.idle, .publishing, .stopped])
+        #expect(events.all.contains(.trackStarted("video")), "\(events.all)")
+        await session.close()
+    }
+
     @Test("Publisher (test pattern, tone, data) → relay → Player: events in order, stats, decoded frames, data")
     func publishAndPlay() async throws {
         let relay = try TestRelay.start()

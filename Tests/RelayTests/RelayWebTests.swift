@@ -34,7 +34,12 @@ struct RelayWebTests {
         #expect(status == 200 && body == relay.fingerprint && cors == "*")
         #expect(Hex.decode(body)?.count == 32)
         #expect(try await Self.get(relay, "/health").body == "ok\n")
-        #expect(try await Self.get(relay, "/nothing").status == 404)
+        // A wrong path says what the endpoint serves (it was a bare "Not found").
+        let missing = try await Self.get(relay, "/nothing")
+        #expect(missing.status == 404)
+        #expect(
+            missing.body.contains("Not found: /nothing") && missing.body.contains("/certificate.sha256")
+                && missing.body.contains("/announced"), "\(missing.body)")
         // Shut down: the port is released at once (clients are refused, not left hanging).
         let port = try #require(relay.httpPort)
         await relay.shutdown(grace: .zero)

@@ -30,6 +30,11 @@ final class ElementConnection: @unchecked Sendable {
     private let stats = Lock<SessionStats?>(nil)
     /// The connection a `swiftmoq.connection` context handed the element, if any.
     private let shared = Lock<ReconnectingSession?>(nil)
+    /// Why the last attempt to connect failed (the retry WARNING's text), until a session comes up.
+    private let lastRetry = Lock<String?>(nil)
+
+    /// Why the last attempt to connect failed, if none succeeded since.
+    var lastRetryError: String? { lastRetry.withLock { $0 } }
 
     /// The connection an element runs on between READY→PAUSED and PAUSED→READY: its own (started
     /// and stopped with it), or a shared one it only listens to.
@@ -112,19 +117,30 @@ final class ElementConnection: @unchecked Sendable {
         var handlers = ReconnectingSession.Handlers()
         handlers.status = { status in weakSelf.value?.statusChanged(status) }
         handlers.transientError = { error in
+            weakSelf.value?.lastRetry.withLock { $0 = "\(error)" }
             weakSelf.value?.reporter.warning(.resource(role.openError), "\(role.retryWarning): \(error)")
         }
         handlers.fatalError = { error in
             weakSelf.value?.reporter.error(
                 .resource(error.isAuthentication ? GST_RESOURCE_ERROR_NOT_AUTHORIZED : role.openError),
-                error.description)
+                Self.elementWording(error.description))
         }
-        handlers.session = session
+        handlers.session = { [lastRetry] up, start in
+            lastRetry.withLock { $0 = nil }
+            session(up, start)
+        }
         if let connection = shared.withLock({ $0 }), connection.url == target.url {
             return Use(connection: connection, handlers: handlers, isShared: true)
         }
         let connection = ReconnectingSession(url: target.url, options: target.options, handlers: handlers)
         return Use(connection: connection, handlers: handlers, isShared: false)
+    }
+
+    /// An error's advice in the element's terms: the TLS layer words how to pin a certificate with
+    /// the command line's flags, which a pipeline sets as the element's properties.
+    static func elementWording(_ text: String) -> String {
+        text.replacing("pin it with --tls-fingerprint ", with: "set the element's tls-fingerprint=")
+            .replacing("or use --tls-root-file with its CA", with: "or tls-root-file=<a file with its CA>")
     }
 
     /// Starts the element's own connection, or starts listening to the shared one (which may be

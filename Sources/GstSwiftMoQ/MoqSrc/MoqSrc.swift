@@ -367,7 +367,24 @@ final class MoqSrc: @unchecked Sendable {
             }
         }
         link.start(use)
+        if s.timeoutS > 0 { failIfNeverConnected(run, within: s.timeoutS) }
         return true
+    }
+
+    /// Posts an ERROR if `run` has had no session `seconds` after it started: a relay that never
+    /// answers (wrong host or port, UDP blocked, nothing listening) is not retried in silence forever.
+    /// Once a session came up, losing it is retried as long as it takes (WARNINGs only).
+    private func failIfNeverConnected(_ run: Running, within seconds: UInt32) {
+        let weakSelf = WeakReference(self)
+        control.asyncAfter(deadline: .now() + .seconds(Int(seconds))) {
+            guard let me = weakSelf.value, let current = me.run, current === run, run.session == nil else { return }
+            let why = me.link.lastRetryError.map { " (\($0))" } ?? ""
+            me.reporter.error(
+                .resource(GST_RESOURCE_ERROR_OPEN_READ),
+                "could not connect to \(run.connection.url.redacted) within \(seconds) s\(why): check that the relay "
+                    + "runs at that host and port, that UDP can reach it, and the TLS settings (tls-fingerprint, "
+                    + "tls-root-file); timeout=0 keeps retrying")
+        }
     }
 
     private func stop() {

@@ -222,7 +222,8 @@ enum MoqSrcType {
                 .timeout,
                 Property.uint(
                     "timeout", "Timeout",
-                    "Seconds to wait for the broadcast to be announced before an error (0: wait forever)", min: 0,
+                    "Seconds to wait for the relay to answer and for the broadcast to be announced before an error (0: wait forever)",
+                    min: 0,
                     max: MoqSrc.maxTimeoutS, default: 10, flags: rw)
             ),
             (

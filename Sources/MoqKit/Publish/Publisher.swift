@@ -225,25 +225,23 @@ public final class Publisher: Sendable {
         for data in dataPads {
             data.emitter.attach(try? pipeline.element(named: "data_\(data.pad.dropFirst(5))"))
         }
+        // The bus is watched for as long as the pipeline runs; the tracks' first frames only until
+        // each has one. (Both were one task group that ended with whichever finished first: once
+        // every track had started, errors and the end of a file went unseen.)
         let watcher = Task { [weak self] in
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { [weak self] in
-                    for await message in messages {
-                        guard let self else { return }
-                        if case .error(_, _, _, let text, _) = message {
-                            self.eventContinuation.yield(.error(track: "", message: text))
-                            self.finish(.error(text))
-                            return
-                        }
-                        if message.isEOS {
-                            self.finish(.stopped)
-                            return
-                        }
-                    }
+            let tracksWatch = Task { [weak self] in await self?.watchTracks(pipeline) }
+            defer { tracksWatch.cancel() }
+            for await message in messages {
+                guard let self else { return }
+                if case .error(_, _, _, let text, _) = message {
+                    self.eventContinuation.yield(.error(track: "", message: text))
+                    self.finish(.error(text))
+                    return
                 }
-                group.addTask { [weak self] in await self?.watchTracks(pipeline) }
-                await group.next()
-                group.cancelAll()
+                if message.isEOS {
+                    self.finish(.stopped)
+                    return
+                }
             }
         }
         setup.withLock { $0.watcher = watcher }

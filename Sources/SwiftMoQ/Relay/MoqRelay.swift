@@ -445,8 +445,18 @@ public final class MoqRelay: @unchecked Sendable {
                 return HTTPResponse(status: 200, body: current.map(\.path).joined(separator: "\n"))
             }
         default:
-            return HTTPResponse(status: 404, body: "Not found\n")
+            return HTTPResponse(status: 404, body: notFoundText(head.path))
         }
+    }
+
+    /// A 404 that says what this endpoint serves, so a mistyped path finds the right one.
+    func notFoundText(_ path: String) -> String {
+        var served = ["/certificate.sha256", "/health", "/announced[/PREFIX]"]
+        if configuration.serveWatchPage {
+            served.insert("/ (the watch page, playing broadcasts under /anon unless its url= says another root)", at: 0)
+        }
+        if configuration.serveMetrics { served += ["/metrics", "/sessions"] }
+        return "Not found: \(path)\nThis relay serves: \(served.joined(separator: ", "))\n"
     }
 
     static func asset(_ path: String) -> HTTPResponse {
