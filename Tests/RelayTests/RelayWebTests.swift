@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import Foundation
+import MoqInteropSupport
 import Testing
 
 @testable import SwiftMoQ
@@ -8,7 +9,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-@Suite("Relay HTTP endpoint: /certificate.sha256, /announced, /health", .serialized, .timeLimit(.minutes(1)))
+@Suite("Relay HTTP endpoint: /certificate.sha256, /announced, /fetch, /health", .serialized, .timeLimit(.minutes(1)))
 struct RelayWebTests {
     /// GET over TCP (URLSession: the request suspends, nothing blocks the pool).
     static func get(_ relay: MoqRelay, _ path: String, headers: [String: String] = [:]) async throws
@@ -70,6 +71,91 @@ struct RelayWebTests {
         #expect(try await Self.get(relay, "/announced/secret?jwt=\(token)").body == "hidden")
         publisher.close()
         secret.close()
+    }
+
+    @Test(
+        "/fetch/<broadcast>/<track> answers a cached group, one frame, or the latest, as moq-relay does; errors say why"
+    )
+    func fetch() async throws {
+        let relay = try RelayTests.relay(auth: RelayAuth(publicPrefixes: ["anon"], key: OwnershipTests.key))
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        let publisher = try await RelayTests.connect(relay, "anon")
+        let broadcast = BroadcastProducer(path: "cam")
+        // Groups older than 300 ms behind the newest leave caches (the relay's too).
+        let track = broadcast.createTrack("video", info: TrackInfo(maxAgeMs: 300))
+        publisher.publish(broadcast)
+        // A viewer: the relay caches what it pulls for its viewers.
+        let viewer = try await RelayTests.connect(relay, "anon")
+        try await viewer.waitForBroadcast("cam")
+        let remote = viewer.subscribe(broadcast: "cam", track: "video", range: SubscriptionRange(maxLatencyMs: 10_000))
+        func writeGroup(_ n: Int) {
+            let group = track.appendGroup()
+            for i in 0..<3 { group.write(Bytes(utf8: "g\(n)f\(i);"), timestamp: UInt64(n * 3 + i)) }
+            group.finish()
+        }
+        for n in 0..<3 { writeGroup(n) }
+        try await eventually("the relay to hold group 2") {
+            remote.track.group(sequence: 2).map { remote.track.frameCount(of: $0) == 3 } ?? false
+        }
+
+        let one = try await Self.get(relay, "/fetch/anon/cam/video?group=1")
+        #expect(one.status == 200 && one.body == "g1f0;g1f1;g1f2;", "\(one)")
+        let latest = try await Self.get(relay, "/fetch/anon/cam/video")
+        #expect(latest.status == 200 && latest.body == "g2f0;g2f1;g2f2;", "\(latest)")
+        let frame = try await Self.get(relay, "/fetch/anon/cam/video?group=latest&frame=1")
+        #expect(frame.status == 200 && frame.body == "g2f1;", "\(frame)")
+
+        // What is not there says what is.
+        let noFrame = try await Self.get(relay, "/fetch/anon/cam/video?group=1&frame=3")
+        #expect(noFrame.status == 404 && noFrame.body.contains("has 3 frames"), "\(noFrame)")
+        let noTrack = try await Self.get(relay, "/fetch/anon/cam/audio")
+        #expect(noTrack.status == 404 && noTrack.body.contains("not in this relay's cache"), "\(noTrack)")
+        let noBroadcast = try await Self.get(relay, "/fetch/anon/nobody/video")
+        #expect(noBroadcast.status == 404 && noBroadcast.body.contains("not announced"), "\(noBroadcast)")
+        #expect(try await Self.get(relay, "/fetch/anon/cam/video?group=soon").status == 400)
+        #expect(try await Self.get(relay, "/fetch/anon/cam/video?group=18446744073709551615").status == 404)
+        #expect(try await Self.get(relay, "/fetch/video").status == 400)
+        #expect(try await Self.get(relay, "/fetch/secret/cam/video").status == 401)
+
+        // Older groups age out of the cache: a fetch of one is a 404 naming what is held.
+        try await Task.sleep(for: .milliseconds(400))  // the age under test, not synchronisation
+        for n in 3..<6 { writeGroup(n) }
+        try await eventually("the relay to drop group 0") {
+            remote.track.group(sequence: 5) != nil
+                && relay.origin.broadcast("anon/cam")?.existingTrack("video")?
+                    .group(sequence: 0) == nil
+        }
+        let gone = try await Self.get(relay, "/fetch/anon/cam/video?group=0")
+        #expect(gone.status == 404 && gone.body.contains("it holds groups"), "\(gone)")
+        remote.cancel()
+        viewer.close()
+        publisher.close()
+    }
+
+    @Test("/fetch of a group over 4 MiB is refused with 413 and what to do; its frames come one by one")
+    func fetchTooLarge() async throws {
+        let relay = try RelayTests.relay()
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        let publisher = try await RelayTests.connect(relay, "anon")
+        let broadcast = BroadcastProducer(path: "big")
+        let track = broadcast.createTrack("video", info: TrackInfo(maxAgeMs: 30_000))
+        publisher.publish(broadcast)
+        let viewer = try await RelayTests.connect(relay, "anon")
+        try await viewer.waitForBroadcast("big")
+        let remote = viewer.subscribe(broadcast: "big", track: "video", range: SubscriptionRange(maxLatencyMs: 30_000))
+        let group = track.appendGroup()
+        for i in 0..<5 { group.write(Bytes(Array(repeating: UInt8(i), count: 1 << 20)), timestamp: UInt64(i)) }
+        group.finish()
+        try await eventually("the relay to hold the 5 MiB group") {
+            remote.track.group(sequence: 0).map { remote.track.frameCount(of: $0) == 5 } ?? false
+        }
+        let whole = try await Self.get(relay, "/fetch/anon/big/video?group=0")
+        #expect(whole.status == 413 && whole.body.contains("frame=N"), "\(whole.status) \(whole.body.prefix(200))")
+        let one = try await Self.get(relay, "/fetch/anon/big/video?group=0&frame=4")
+        #expect(one.status == 200 && one.body.utf8.count == 1 << 20 && one.body.utf8.allSatisfy { $0 == 4 })
+        remote.cancel()
+        viewer.close()
+        publisher.close()
     }
 
     @Test("request heads are bounded: an oversized one gets 431, a POST 405")

@@ -86,8 +86,28 @@ extension Substring {
 /// A response of the relay's HTTP endpoint.
 struct HTTPResponse: Equatable {
     var status: Int
-    var body: String
-    var contentType = "text/plain; charset=utf-8"
+    /// The body's bytes (text is UTF-8).
+    var bytes: [UInt8]
+    var contentType: String
+    /// More header fields (written sorted by name).
+    var headers: [String: String] = [:]
+
+    /// A text answer.
+    init(status: Int, body: String, contentType: String = "text/plain; charset=utf-8") {
+        self.status = status
+        self.bytes = Array(body.utf8)
+        self.contentType = contentType
+    }
+
+    /// A binary answer (a fetched group's frames).
+    init(status: Int, bytes: [UInt8], contentType: String = "application/octet-stream") {
+        self.status = status
+        self.bytes = bytes
+        self.contentType = contentType
+    }
+
+    /// The body as text.
+    var body: String { String(decoding: bytes, as: UTF8.self) }
 
     static func reason(_ status: Int) -> String {
         switch status {
@@ -96,6 +116,7 @@ struct HTTPResponse: Equatable {
         case 401: "Unauthorized"
         case 404: "Not Found"
         case 405: "Method Not Allowed"
+        case 413: "Content Too Large"
         case 408: "Request Timeout"
         case 431: "Request Header Fields Too Large"
         case 503: "Service Unavailable"
@@ -105,9 +126,10 @@ struct HTTPResponse: Equatable {
 
     /// The bytes on the wire (the connection closes after it; browsers may read it cross-origin).
     func encoded(includeBody: Bool = true) -> [UInt8] {
-        let body = Array(self.body.utf8)
+        let body = bytes
         var head = "HTTP/1.1 \(status) \(Self.reason(status))\r\n"
         head += "Content-Type: \(contentType)\r\nContent-Length: \(body.count)\r\n"
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) { head += "\(name): \(value)\r\n" }
         head += "Access-Control-Allow-Origin: *\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n"
         return Array(head.utf8) + (includeBody ? body : [])
     }

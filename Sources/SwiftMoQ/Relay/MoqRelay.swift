@@ -432,6 +432,8 @@ public final class MoqRelay: @unchecked Sendable {
             return Self.asset("/index.html")
         case _ where configuration.serveWatchPage && WebAssets.files[head.path] != nil:
             return Self.asset(head.path)
+        case _ where head.path.hasPrefix("/fetch/"):
+            return fetch(head)
         case _ where head.path == "/announced" || head.path.hasPrefix("/announced/"):
             let prefix = head.path == "/announced" ? "" : String(head.path.dropFirst("/announced/".count))
             let query = head.query["jwt"].map { "?jwt=" + PercentEncoding.encode($0) } ?? ""
@@ -451,7 +453,9 @@ public final class MoqRelay: @unchecked Sendable {
 
     /// A 404 that says what this endpoint serves, so a mistyped path finds the right one.
     func notFoundText(_ path: String) -> String {
-        var served = ["/certificate.sha256", "/health", "/announced[/PREFIX]"]
+        var served = [
+            "/certificate.sha256", "/health", "/announced[/PREFIX]", "/fetch/BROADCAST/TRACK[?group=N|latest&frame=N]",
+        ]
         if configuration.serveWatchPage {
             served.insert("/ (the watch page, playing broadcasts under /anon unless its url= says another root)", at: 0)
         }
