@@ -79,17 +79,12 @@ struct RelayWebTests {
     func fetch() async throws {
         let relay = try RelayTests.relay(auth: RelayAuth(publicPrefixes: ["anon"], key: OwnershipTests.key))
         defer { Task { await relay.shutdown(grace: .zero) } }
-        let publisher = try await RelayTests.connect(relay, "anon")
-        let broadcast = BroadcastProducer(path: "cam")
         // Groups older than 300 ms behind the newest leave caches (the relay's too).
-        let track = broadcast.createTrack("video", info: TrackInfo(maxAgeMs: 300))
-        publisher.publish(broadcast)
-        // A viewer: the relay caches what it pulls for its viewers.
-        let viewer = try await RelayTests.connect(relay, "anon")
-        try await viewer.waitForBroadcast("cam")
-        let remote = viewer.subscribe(broadcast: "cam", track: "video", range: SubscriptionRange(maxLatencyMs: 10_000))
+        let cached = try await CachedTrack.start(relay, path: "cam", maxAgeMs: 300)
+        defer { cached.close() }
+        let remote = cached.remote
         func writeGroup(_ n: Int) {
-            let group = track.appendGroup()
+            let group = cached.track.appendGroup()
             for i in 0..<3 { group.write(Bytes(utf8: "g\(n)f\(i);"), timestamp: UInt64(n * 3 + i)) }
             group.finish()
         }
@@ -127,23 +122,16 @@ struct RelayWebTests {
         }
         let gone = try await Self.get(relay, "/fetch/anon/cam/video?group=0")
         #expect(gone.status == 404 && gone.body.contains("it holds groups"), "\(gone)")
-        remote.cancel()
-        viewer.close()
-        publisher.close()
     }
 
     @Test("/fetch of a group over 4 MiB is refused with 413 and what to do; its frames come one by one")
     func fetchTooLarge() async throws {
         let relay = try RelayTests.relay()
         defer { Task { await relay.shutdown(grace: .zero) } }
-        let publisher = try await RelayTests.connect(relay, "anon")
-        let broadcast = BroadcastProducer(path: "big")
-        let track = broadcast.createTrack("video", info: TrackInfo(maxAgeMs: 30_000))
-        publisher.publish(broadcast)
-        let viewer = try await RelayTests.connect(relay, "anon")
-        try await viewer.waitForBroadcast("big")
-        let remote = viewer.subscribe(broadcast: "big", track: "video", range: SubscriptionRange(maxLatencyMs: 30_000))
-        let group = track.appendGroup()
+        let cached = try await CachedTrack.start(relay, path: "big", maxAgeMs: 30_000)
+        defer { cached.close() }
+        let remote = cached.remote
+        let group = cached.track.appendGroup()
         for i in 0..<5 { group.write(Bytes(Array(repeating: UInt8(i), count: 1 << 20)), timestamp: UInt64(i)) }
         group.finish()
         try await eventually("the relay to hold the 5 MiB group") {
@@ -153,9 +141,6 @@ struct RelayWebTests {
         #expect(whole.status == 413 && whole.body.contains("frame=N"), "\(whole.status) \(whole.body.prefix(200))")
         let one = try await Self.get(relay, "/fetch/anon/big/video?group=0&frame=4")
         #expect(one.status == 200 && one.body.utf8.count == 1 << 20 && one.body.utf8.allSatisfy { $0 == 4 })
-        remote.cancel()
-        viewer.close()
-        publisher.close()
     }
 
     @Test("request heads are bounded: an oversized one gets 431, a POST 405")
@@ -251,5 +236,32 @@ struct RelayWebTests {
         #expect(open.closeReason == nil)
         session.close()
         open.close()
+    }
+}
+
+/// A publisher of `<path>`/`video` at `/anon` and a viewer subscribed to it: the relay caches
+/// what it pulls for its viewers, which is what `/fetch` serves.
+private struct CachedTrack {
+    let publisher: MoqSession
+    let viewer: MoqSession
+    let track: TrackProducer
+    let remote: RemoteTrack
+
+    static func start(_ relay: MoqRelay, path: String, maxAgeMs: UInt64) async throws -> CachedTrack {
+        let publisher = try await RelayTests.connect(relay, "anon")
+        let broadcast = BroadcastProducer(path: path)
+        let track = broadcast.createTrack("video", info: TrackInfo(maxAgeMs: maxAgeMs))
+        publisher.publish(broadcast)
+        let viewer = try await RelayTests.connect(relay, "anon")
+        try await viewer.waitForBroadcast(path)
+        let remote = viewer.subscribe(
+            broadcast: path, track: "video", range: SubscriptionRange(maxLatencyMs: max(maxAgeMs, 10_000)))
+        return CachedTrack(publisher: publisher, viewer: viewer, track: track, remote: remote)
+    }
+
+    func close() {
+        remote.cancel()
+        viewer.close()
+        publisher.close()
     }
 }
