@@ -19,6 +19,17 @@ struct ClusterInteropTests {
         PeerLink(url: try MoqURL(url), cost: cost, tls: TLSOptions(fingerprint: fingerprint))
     }
 
+    /// A Rust publisher connected with `publisherClient` (the Rust node) is read by a Rust
+    /// subscriber connected with `readerClient` (a Swift relay): 5 groups arrive within 30 s.
+    static func rustPublisher(on publisherClient: [String], isReadThrough readerClient: [String]) async throws {
+        let name = RustPeer.uniqueName("rust")
+        let publisher = try RustPeer.launch(
+            ["publish"] + publisherClient + ["--broadcast", name, "--groups", "0", "--interval-ms", "20"])
+        defer { publisher.terminateInBackground() }
+        let reader = try RustPeer.launch(["subscribe"] + readerClient + ["--broadcast", name, "--count", "5"])
+        defer { reader.terminateInBackground() }
+        #expect(try await reader.waitForExit(timeout: .seconds(30)) == 0, "\(reader.stderr)")
+    }
     @Test(
         "triangle (Rust node R, S1 dials R, S2 dials S1 and R): 20 viewers on S2 of a publisher on S1 pull once over the cheaper route, move through R when S1–S2 dies, and the end spreads within 1 s; R's clients reach both"
     )
@@ -98,13 +109,7 @@ struct ClusterInteropTests {
         }
 
         // R's publisher reaches S2.
-        let fromRust = RustPeer.uniqueName("rust")
-        let rustPublisher = try RustPeer.launch(
-            ["publish"] + rust.client + ["--broadcast", fromRust, "--groups", "0", "--interval-ms", "20"])
-        defer { rustPublisher.terminateInBackground() }
-        let s2Reader = try RustPeer.launch(["subscribe"] + s2.client("") + ["--broadcast", fromRust, "--count", "5"])
-        defer { s2Reader.terminateInBackground() }
-        #expect(try await s2Reader.waitForExit(timeout: .seconds(30)) == 0, "\(s2Reader.stderr)")
+        try await Self.rustPublisher(on: rust.client, isReadThrough: s2.client(""))
 
         // The publisher leaves: the announcement ends on every node within 1 s.
         writing.cancel()
@@ -162,13 +167,7 @@ struct ClusterInteropTests {
         #expect(s1.relay.routes(to: name).count == 1)
 
         // A publisher on the Rust node, read on S1 through the link it dialled.
-        let fromRust = RustPeer.uniqueName("rust")
-        let rustPublisher = try RustPeer.launch(
-            ["publish"] + rust.client + ["--broadcast", fromRust, "--groups", "0", "--interval-ms", "20"])
-        defer { rustPublisher.terminateInBackground() }
-        let s1Reader = try RustPeer.launch(["subscribe"] + s1.client("") + ["--broadcast", fromRust, "--count", "5"])
-        defer { s1Reader.terminateInBackground() }
-        #expect(try await s1Reader.waitForExit(timeout: .seconds(30)) == 0, "\(s1Reader.stderr)")
+        try await Self.rustPublisher(on: rust.client, isReadThrough: s1.client(""))
         publisher.close()
         await s2.stop()
         await s1.stop()
