@@ -139,11 +139,18 @@ final class RequestedSubscription: StreamHandler {
 
     // MARK: Groups
 
-    /// A group stream with our id arrived: returns where to write its frames, or
-    /// nil to refuse it (duplicate, or the subscription is over).
-    func groupStarted(sequence: UInt64, reader: GroupReader) -> GroupProducer? {
+    /// A group stream with our id arrived: returns where to write its frames, or nil to refuse
+    /// it (a duplicate, or the subscription is over). A stream that starts past frame 0 is taken only where we asked for
+    /// that frame (our start group): a partial group is never cached as if it were whole (a relay
+    /// would serve it to viewers without its keyframe), as moq-lite says a publisher must skip a
+    /// group it cannot serve from the frame asked for.
+    func groupStarted(sequence: UInt64, frameStart: UInt64 = 0, reader: GroupReader) -> GroupProducer? {
         guard !done else { return nil }
         markSeen(sequence...sequence)
+        guard frameStart == 0 || frameStart == range.firstFrame(of: sequence) else {
+            session.counters.partialGroupsRefused += 1
+            return nil
+        }
         guard let producer = track.createGroup(sequence: sequence) else { return nil }
         activeGroups += 1
         readers[reader.stream] = WeakReference(reader)
@@ -273,9 +280,10 @@ final class GroupReader: StreamHandler {
                 switch event {
                 case .header(let header):
                     guard let sub = session.ownSubscriptions[header.subscribeID],
-                        let producer = sub.groupStarted(sequence: header.sequence, reader: self)
+                        let producer = sub.groupStarted(
+                            sequence: header.sequence, frameStart: header.frameStart, reader: self)
                     else {
-                        // Unknown subscription, or a duplicate: not wanted.
+                        // Unknown subscription, a duplicate or a partial group not asked for: not wanted.
                         session.abortStream(stream, .cancel, resetSend: false)
                         return close()
                     }

@@ -108,7 +108,10 @@ extension ServedSubscription {
     /// Starts one group: a datagram, or a stream (at once, or when the peer grants one).
     @discardableResult
     func startGroup(_ group: GroupState, range: SubscriptionRange) -> GroupSend {
-        let send = GroupSend(group: group, frameStart: range.frameStart, frameEnd: range.frameEnd)
+        // The frame bounds qualify the start and end groups only (a later group starts at its keyframe).
+        let send = GroupSend(
+            group: group, frameStart: range.firstFrame(of: group.sequence),
+            frameEnd: range.lastFrame(of: group.sequence))
         guard let id = subscribe?.id else {
             send.isClosed = true
             return send

@@ -23,6 +23,9 @@ public struct SessionCounters: Sendable, Equatable {
     public var groupsDroppedForBudget: UInt64 = 0
     public var datagramsSent: UInt64 = 0
     public var datagramsReceived: UInt64 = 0
+    /// Group streams refused because they started past frame 0 of a group we did not ask for
+    /// from that frame (a partial group is never cached as a whole one).
+    public var partialGroupsRefused: UInt64 = 0
 }
 
 /// What a session holds on its peer's behalf (see ``SessionCore/resourceUsage``).

@@ -28,10 +28,13 @@ public struct Fetch: WireMessage {
         self.frameEnd = frameEnd
     }
 
+    /// Decodes a FETCH; a frame range that ends before it starts is invalid (moq-dev resets it).
     public static func decode(body r: inout WireReader) throws(DecodeError) -> Fetch {
-        Fetch(
+        let fetch = Fetch(
             broadcast: try r.readString(), track: try r.readString(), priority: try r.readUInt8(),
             group: try r.readVarInt(), frameStart: try r.readVarInt(), frameEnd: try r.readOptionalPlusOne())
+        if let end = fetch.frameEnd, end < fetch.frameStart { throw .invalidValue("frame end before frame start") }
+        return fetch
     }
 
     public func encode(body w: inout WireWriter) {

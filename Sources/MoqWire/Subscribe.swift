@@ -10,9 +10,13 @@ public struct SubscriptionRange: Sendable, Equatable, Hashable {
     public var groupStart: UInt64
     /// The last group wanted (inclusive), or nil for no end. Encoded +1.
     public var groupEnd: UInt64?
-    /// The first frame wanted within a group (raw).
+    /// The first frame wanted within the group `groupStart` names (raw). Every later group, and
+    /// a later group the publisher resolves to, starts at frame 0 (moq-dev's rule, checked on the
+    /// wire with moq-ffi 0.4.18).
     public var frameStart: UInt64
-    /// The last frame wanted (inclusive), or nil. Encoded +1.
+    /// The last frame wanted (inclusive) within the group `groupEnd` names, or nil for the whole
+    /// group. Encoded +1. Only valid with a `groupEnd`: a publisher resets a request that sends one
+    /// without it (MALFORMED_TRACK, as moq-dev does).
     public var frameEnd: UInt64?
 
     /// The Rust subscriber's defaults: priority 0, newest only, no bounds.
@@ -28,11 +32,21 @@ public struct SubscriptionRange: Sendable, Equatable, Hashable {
         self.frameEnd = frameEnd
     }
 
+    /// The first frame to send of group `sequence`: `frameStart` for the start group, 0 for any other.
+    public func firstFrame(of sequence: UInt64) -> UInt64 { sequence == groupStart ? frameStart : 0 }
+
+    /// The last frame to send of group `sequence` (inclusive): `frameEnd` for the end group, nil (the
+    /// whole group) for any other.
+    public func lastFrame(of sequence: UInt64) -> UInt64? { sequence == groupEnd ? frameEnd : nil }
+
     static func decode(_ r: inout WireReader) throws(DecodeError) -> SubscriptionRange {
-        SubscriptionRange(
+        let range = SubscriptionRange(
             priority: try r.readUInt8(), maxLatencyMs: try r.readVarInt(), groupStart: try r.readVarInt(),
             groupEnd: try r.readOptionalPlusOne(), frameStart: try r.readVarInt(),
             frameEnd: try r.readOptionalPlusOne())
+        // A frame bound qualifies a group bound: an end frame of no end group names nothing.
+        if range.frameEnd != nil && range.groupEnd == nil { throw .invalidValue("frame end without a group end") }
+        return range
     }
 
     func encode(_ w: inout WireWriter) {

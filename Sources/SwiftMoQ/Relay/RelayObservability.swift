@@ -52,6 +52,7 @@ struct SessionTotals: Sendable {
         counters.limitsHit &+= c.limitsHit
         counters.datagramsSent &+= c.datagramsSent
         counters.datagramsReceived &+= c.datagramsReceived
+        counters.partialGroupsRefused &+= c.partialGroupsRefused
         quicBytesSent &+= stats.bytesSent
         quicBytesReceived &+= stats.bytesReceived
         packetsLost &+= stats.packetsLost
@@ -160,6 +161,7 @@ extension MoqRelay {
                 ([("reason", "request")], Double(c.refusedRequests)),
                 ([("reason", "malformed_stream")], Double(c.malformedStreams)),
                 ([("reason", "malformed_datagram")], Double(c.malformedDatagrams)),
+                ([("reason", "partial_group")], Double(c.partialGroupsRefused)),
                 ([("reason", "limit")], Double(c.limitsHit)),
             ])
         let loops = server.loops.enumerated()
