@@ -195,6 +195,9 @@ public struct QUICStats: Sendable, Equatable {
     /// Estimated send rate in bits per second: UDP payload bits sent over the most recent window of at least
     /// 100 ms (0 after a second without sending). The congestion-limited ceiling is `congestionWindow / smoothedRTT`.
     public var estimatedSendRate: UInt64 = 0
+    /// Estimated receive rate in bits per second, measured like ``estimatedSendRate`` over the UDP
+    /// payload bytes received.
+    public var estimatedReceiveRate: UInt64 = 0
 
     /// Zeroed statistics.
     public init() {}

@@ -106,7 +106,8 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
     public var receivedBytesTotal: UInt64 { receivedBytesCounter.load(ordering: .relaxed) }
     var lostOnClosedStreams: UInt64 = 0
     var rng: UInt64
-    var sendRate = SendRateMeter()
+    var sendRate = RateMeter()
+    var receiveRate = RateMeter()
 
     init(loop: QUICEventLoop, isClient: Bool, settings: QUICSettings, delegate: (any QUICConnectionDelegate)?) {
         self.loop = loop
@@ -299,7 +300,9 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
         s.rttVariance = .nanoseconds(Int64(clamping: info.rttvar))
         s.congestionWindow = info.cwnd
         s.bytesInFlight = info.bytes_in_flight
-        s.estimatedSendRate = sendRate.rate(now: Sys.now())
+        let now = Sys.now()
+        s.estimatedSendRate = sendRate.rate(now: now)
+        s.estimatedReceiveRate = receiveRate.rate(now: now)
         for id in streams.keys { s.packetsLost += UInt64(ngtcp2_conn_get_stream_loss_count(conn, id)) }
         return s
     }
@@ -328,9 +331,11 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
             break
         }
         guard let conn else { return }
+        let now = Sys.now()
+        receiveRate.record(bytes: packet.count, now: now)
         let rc = withPath(from: from) { path in
             moq_ngtcp2_conn_read_pkt(
-                conn, path, packet.baseAddress?.assumingMemoryBound(to: UInt8.self), packet.count, Sys.now())
+                conn, path, packet.baseAddress?.assumingMemoryBound(to: UInt8.self), packet.count, now)
         }
         if rc != 0 {
             handleError(rc)

@@ -106,7 +106,7 @@ public final class MoqSession: @unchecked Sendable {
         // A client that only receives (a player) sends nothing until a packet arrives, and after
         // a NAT rebinding nothing arrives until the server hears it from the new address: the
         // keep-alive PING is what reaches it. 3 s of frozen video became 1 s (docs/reliability.md).
-        settings.keepAliveInterval = .seconds(1)
+        settings.keepAliveInterval = options.keepAliveInterval
         settings.handshakeTimeout = options.connectTimeout
         // Over WebTransport the path travels in the CONNECT, never in SETUP (moq-dev's rule).
         var sessionConfig = SessionConfig(role: options.role, path: target.isWebTransport ? nil : target.setupPath)
@@ -444,7 +444,8 @@ public final class MoqSession: @unchecked Sendable {
         return SessionStats(
             counters: counters, rttMicros: (q?.smoothedRTT.nanoseconds ?? 0) / 1000,
             sendRateBps: q?.estimatedSendRate ?? 0, packetsLost: q?.packetsLost ?? 0,
-            bytesSent: q?.bytesSent ?? 0, bytesReceived: q?.bytesReceived ?? 0, binding: binding)
+            bytesSent: q?.bytesSent ?? 0, bytesReceived: q?.bytesReceived ?? 0, packetsSent: q?.packetsSent ?? 0,
+            packetsReceived: q?.packetsReceived ?? 0, receiveRateBps: q?.estimatedReceiveRate ?? 0, binding: binding)
     }
 
     /// Loop thread (the connection's close callback).
@@ -480,6 +481,12 @@ public struct SessionStats: Sendable, Equatable {
     public var bytesSent: UInt64
     /// Bytes received on the connection.
     public var bytesReceived: UInt64
+    /// UDP datagrams sent.
+    public var packetsSent: UInt64 = 0
+    /// UDP datagrams received.
+    public var packetsReceived: UInt64 = 0
+    /// Estimated receive rate in bit/s (what arrived over the last 100 ms or more).
+    public var receiveRateBps: UInt64 = 0
     /// Raw QUIC or WebTransport.
     public var binding: SessionBinding = .quic
 }

@@ -64,6 +64,10 @@ public struct ClientOptions: Sendable {
     public var connectTimeout: Duration
     /// QUIC idle timeout (the Rust peers use 10 s; keep-alives go out well before).
     public var idleTimeout: Duration
+    /// A PING goes out after this long without sending (zero: none). A player sends almost nothing,
+    /// and after a NAT rebinding nothing arrives until the server hears it from the new address:
+    /// this PING is what reaches it, so it bounds how long a rebinding freezes the picture.
+    public var keepAliveInterval: Duration
     /// The hop id declared in SETUP (a relay reuses its own); random when nil.
     public var hopID: UInt64?
     /// The price of this link (a relay's peer link, moq-relay's `?cost=`): sent in SETUP and
@@ -72,13 +76,15 @@ public struct ClientOptions: Sendable {
 
     public init(
         tls: TLSOptions = TLSOptions(), authToken: String? = nil, role: SessionRole? = nil,
-        connectTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(10)
+        connectTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(10),
+        keepAliveInterval: Duration = .seconds(1)
     ) {
         self.tls = tls
         self.authToken = authToken
         self.role = role
         self.connectTimeout = connectTimeout
         self.idleTimeout = idleTimeout
+        self.keepAliveInterval = keepAliveInterval
     }
 }
 

@@ -5,7 +5,7 @@ import GstSupport
 /// The connection properties moqsrc and moqsink both install: one name, blurb and reader/writer
 /// each, so the two elements cannot drift apart.
 enum ConnectionProperty: String, CaseIterable {
-    case url, tlsDisableVerify, tlsFingerprint, tlsRootFile, authToken
+    case url, tlsDisableVerify, tlsFingerprint, tlsRootFile, authToken, quicIdleTimeout, quicKeepAlive
 
     /// The property's spec (read-write, changeable in NULL and READY).
     func spec() -> UnsafeMutablePointer<GParamSpec> {
@@ -31,6 +31,16 @@ enum ConnectionProperty: String, CaseIterable {
                 flags: rw)
         case .authToken:
             return Property.string("auth-token", "Auth token", "Token sent to the relay as ?jwt=", flags: rw)
+        case .quicIdleTimeout:
+            return Property.uint(
+                "quic-idle-timeout", "QUIC idle timeout",
+                "Close the connection (and reconnect) after this long (ms) without hearing from the relay, as moq-gst's; moq-dev's relays use 10 s",
+                min: 1_000, max: 600_000, default: ConnectionSettings.defaultIdleTimeoutMs, flags: rw)
+        case .quicKeepAlive:
+            return Property.uint(
+                "quic-keep-alive", "QUIC keep-alive",
+                "Send a PING after this long (ms) without sending anything, so that the relay (and any NAT on the way) keeps the connection while only receiving; 0: never. Keep it well below quic-idle-timeout",
+                min: 0, max: 600_000, default: ConnectionSettings.defaultKeepAliveMs, flags: rw)
         }
     }
 }
@@ -53,6 +63,8 @@ extension ConnectionSettings {
         case .tlsFingerprint: tlsFingerprint = string(from: value)
         case .tlsRootFile: tlsRootFile = string(from: value)
         case .authToken: authToken = string(from: value)
+        case .quicIdleTimeout: quicIdleTimeoutMs = g_value_get_uint(value)
+        case .quicKeepAlive: quicKeepAliveMs = g_value_get_uint(value)
         }
     }
 
@@ -64,6 +76,8 @@ extension ConnectionSettings {
         case .tlsFingerprint: g_value_set_string(value, tlsFingerprint)
         case .tlsRootFile: g_value_set_string(value, tlsRootFile)
         case .authToken: g_value_set_string(value, authToken)
+        case .quicIdleTimeout: g_value_set_uint(value, quicIdleTimeoutMs)
+        case .quicKeepAlive: g_value_set_uint(value, quicKeepAliveMs)
         }
     }
 }

@@ -8,6 +8,13 @@ struct ConnectionSettings: Sendable {
     var tlsFingerprint: String?
     var tlsRootFile: String?
     var authToken: String?
+    var quicIdleTimeoutMs = Self.defaultIdleTimeoutMs
+    var quicKeepAliveMs = Self.defaultKeepAliveMs
+
+    /// `quic-idle-timeout`'s default: ``ClientOptions``' (10 s, as moq-dev's peers).
+    static let defaultIdleTimeoutMs = UInt32(ClientOptions().idleTimeout.components.seconds * 1000)
+    /// `quic-keep-alive`'s default: ``ClientOptions``' (1 s).
+    static let defaultKeepAliveMs = UInt32(ClientOptions().keepAliveInterval.components.seconds * 1000)
 
     /// The URL and client options, or an error message saying what to fix.
     func resolve() -> Result<(MoqURL, ClientOptions), SettingsError> {
@@ -19,6 +26,8 @@ struct ConnectionSettings: Sendable {
         var options = ClientOptions()
         options.tls = TLSOptions(fingerprint: tlsFingerprint, rootFile: tlsRootFile, disableVerify: tlsDisableVerify)
         options.authToken = authToken
+        options.idleTimeout = .milliseconds(quicIdleTimeoutMs)
+        options.keepAliveInterval = .milliseconds(quicKeepAliveMs)
         do { _ = try options.tls.checked() } catch { return .failure(SettingsError(error.description)) }
         return .success((parsed, options))
     }

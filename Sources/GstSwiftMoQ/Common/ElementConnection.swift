@@ -28,6 +28,8 @@ final class ElementConnection: @unchecked Sendable {
     private let statusSpec: UnsafeMutablePointer<GParamSpec>?
     private let statusValue = Atomic<Int32>(ReconnectingSession.Status.disconnected.rawValue)
     private let stats = Lock<SessionStats?>(nil)
+    /// Sessions that came up (`sessions`).
+    private let sessionCount = Atomic<UInt64>(0)
     /// The connection a `swiftmoq.connection` context handed the element, if any.
     private let shared = Lock<ReconnectingSession?>(nil)
     /// Why the last attempt to connect failed (the retry WARNING's text), until a session comes up.
@@ -127,6 +129,7 @@ final class ElementConnection: @unchecked Sendable {
         }
         handlers.session = { [lastRetry] up, start in
             lastRetry.withLock { $0 = nil }
+            weakSelf.value?.sessionCount.add(1, ordering: .relaxed)
             session(up, start)
         }
         if let connection = shared.withLock({ $0 }), connection.url == target.url {
@@ -168,11 +171,42 @@ final class ElementConnection: @unchecked Sendable {
         }
     }
 
-    /// Collects the current session's statistics (kept for the `stats` property).
+    /// Sessions established since the element was created (`sessions`).
+    var sessions: UInt64 { sessionCount.load(ordering: .relaxed) }
+
+    /// Collects the current session's statistics (kept for the `stats` and `connection-stats`
+    /// properties); `estimated-send-rate` and `estimated-recv-rate` are notified when they change.
     func refreshStats(_ connection: ReconnectingSession) async {
         guard let session = connection.session else { return }
         let latest = await session.stats()
-        stats.withLock { $0 = latest }
+        let previous = stats.withLock { s -> SessionStats? in
+            defer { s = latest }
+            return s
+        }
+        let object = UnsafeMutableRawPointer(element).assumingMemoryBound(to: GObject.self)
+        if previous?.sendRateBps != latest.sendRateBps {
+            g_object_notify(object, StatusProperty.estimatedSendRate.name)
+        }
+        if previous?.receiveRateBps != latest.receiveRateBps {
+            g_object_notify(object, StatusProperty.estimatedRecvRate.name)
+        }
+    }
+
+    /// The `connection-stats` structure: the current connection's figures (zeros while disconnected).
+    func connectionStats() -> UnsafeMutablePointer<GstStructure> {
+        let s = status == .connected ? lastStats : nil
+        return makeStructure(
+            "connection-stats",
+            [
+                ("rtt-us", .uint64(s?.rttMicros ?? 0)),
+                ("rate-bps", .uint64(s?.sendRateBps ?? 0)),
+                ("recv-rate-bps", .uint64(s?.receiveRateBps ?? 0)),
+                ("bytes-sent", .uint64(s?.bytesSent ?? 0)),
+                ("bytes-received", .uint64(s?.bytesReceived ?? 0)),
+                ("packets-sent", .uint64(s?.packetsSent ?? 0)),
+                ("packets-received", .uint64(s?.packetsReceived ?? 0)),
+                ("packets-lost", .uint64(s?.packetsLost ?? 0)),
+            ])
     }
 
     private func statusChanged(_ new: ReconnectingSession.Status) {

@@ -44,6 +44,17 @@ package enum Property {
             GParamFlags(rawValue: Int32(bitPattern: flags)))
     }
 
+    package static func uint64(
+        _ name: String, _ nick: String, _ blurb: String, min: UInt64 = 0, max: UInt64 = .max, default value: UInt64,
+        flags: UInt32
+    )
+        -> UnsafeMutablePointer<GParamSpec>
+    {
+        g_param_spec_uint64(
+            leakedCString(name), leakedCString(nick), leakedCString(blurb), guint64(min), guint64(max), guint64(value),
+            GParamFlags(rawValue: Int32(bitPattern: flags)))
+    }
+
     package static func double(
         _ name: String, _ nick: String, _ blurb: String, min: Double, max: Double, default value: Double, flags: UInt32
     )

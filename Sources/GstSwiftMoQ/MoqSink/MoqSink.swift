@@ -129,6 +129,7 @@ final class MoqSink: @unchecked Sendable {
         guard let prop = MoqSinkType.Prop(rawValue: id) else { return }
         let s = settings.withLock { $0 }
         if let connection = prop.connection { return s.connection.get(connection, into: value) }
+        if let status = prop.statusProperty { return status.get(link, into: value) }
         switch prop {
         case .broadcast: g_value_set_string(value, s.broadcast)
         case .cacheDuration: g_value_set_uint(value, s.cacheDurationMs)
@@ -138,7 +139,10 @@ final class MoqSink: @unchecked Sendable {
         case .connected: g_value_set_boolean(value, link.status == .connected ? 1 : 0)
         case .moqVersion: g_value_set_string(value, link.negotiatedVersion)
         case .stats: g_value_take_boxed(value, makeStats())
-        case .url, .tlsDisableVerify, .tlsFingerprint, .tlsRootFile, .authToken: break
+        case .url, .tlsDisableVerify, .tlsFingerprint, .tlsRootFile, .authToken, .quicIdleTimeout, .quicKeepAlive,
+            .connectionStats, .sessions, .estimatedSendRate, .estimatedRecvRate, .estimatedSendBitrate,
+            .estimatedRecvBitrate:
+            break
         }
     }
 

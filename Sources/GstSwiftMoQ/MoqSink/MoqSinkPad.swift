@@ -3,8 +3,13 @@ import CGStreamer
 import GstSupport
 import MoqSync
 
-/// `GstMoqSinkPad`: a sink pad with a `track` property naming its track.
+/// `GstMoqSinkPad`: a sink pad with a `track` property naming its track, and read-only
+/// `track-status` and `track-error` saying how publishing it goes.
 enum MoqSinkPadType {
+    enum Prop: UInt32 {
+        case track = 1, trackStatus, trackError
+    }
+
     static let info = SubclassInfo()
 
     static let type: GType = registerSubclass(
@@ -22,7 +27,7 @@ enum MoqSinkPadType {
         info.parentClass = g_type_class_peek_parent(klass)
         let gobject = cast(klass, GObjectClass.self)
         gobject.pointee.set_property = { object, id, value, _ in
-            guard id == 1 else { return }
+            guard id == Prop.track.rawValue else { return }
             let props = MoqSinkPadType.state(UnsafeMutableRawPointer(object))
             let name = string(from: value)
             if !props.setTrack(name) {
@@ -31,26 +36,56 @@ enum MoqSinkPadType {
             }
         }
         gobject.pointee.get_property = { object, id, value, _ in
-            guard id == 1 else { return }
-            let name = MoqSinkPadType.state(UnsafeMutableRawPointer(object)).track
-            g_value_set_string(value, name)
+            let props = MoqSinkPadType.state(UnsafeMutableRawPointer(object))
+            switch Prop(rawValue: id) {
+            case .track: g_value_set_string(value, props.track)
+            case .trackStatus: g_value_set_enum(value, props.status.status.rawValue)
+            case .trackError: g_value_set_string(value, props.status.error)
+            case nil: break
+            }
         }
         gobject.pointee.finalize = { object in
             detachObject(UnsafeMutableRawPointer(object!), info: MoqSinkPadType.info)
             cast(MoqSinkPadType.info.parentClass, GObjectClass.self).pointee.finalize?(object)
         }
         g_object_class_install_property(
-            gobject, 1,
+            gobject, Prop.track.rawValue,
             Property.string(
                 "track", "Track",
                 "Name of the track this pad publishes (default: <index>.<codec>, e.g. 0.avc1, 1.opus)",
                 flags: ParamFlags.readWrite | ParamFlags.mutablePlaying))
+        g_object_class_install_property(
+            gobject, Prop.trackStatus.rawValue,
+            Property.enumeration(
+                "track-status", "Track status",
+                "What this pad's track is doing (notify::track-status when it changes)", type: TrackStatus.gType,
+                default: TrackStatus.waiting.rawValue, flags: ParamFlags.readable))
+        g_object_class_install_property(
+            gobject, Prop.trackError.rawValue,
+            Property.string(
+                "track-error", "Track error",
+                "Why this pad's input was refused (track-status=error), else null", flags: ParamFlags.readable))
     }
 }
 
 /// The properties of a sink pad (set from any thread, read by its streaming thread).
 final class PadProperties: @unchecked Sendable {
     private let state = Lock<(track: String?, locked: Bool, runtime: SinkPad?)>((nil, false, nil))
+    private let trackStatus = Lock<(status: TrackStatus, error: String?)>((.waiting, nil))
+
+    /// `track-status` and `track-error`.
+    var status: (status: TrackStatus, error: String?) { trackStatus.withLock { $0 } }
+
+    /// Sets `track-status` (and `track-error`: the reason for `.error`, else cleared); true when
+    /// either changed (the caller notifies).
+    func setStatus(_ status: TrackStatus, error: String? = nil) -> Bool {
+        trackStatus.withLock { s in
+            let new = (status, status == .error ? error : nil)
+            guard s.status != new.0 || s.error != new.1 else { return false }
+            s = new
+            return true
+        }
+    }
 
     /// The pad's publishing logic (set once, right after the pad is created). Read by the
     /// streaming thread under the lock: GStreamer's own hand-off (GLib mutexes on a futex) is

@@ -10,7 +10,9 @@ enum MoqSinkType {
 
     enum Prop: UInt32, ElementPropertyID {
         case url = 1, broadcast, tlsDisableVerify, tlsFingerprint, tlsRootFile, authToken, status, connected,
-            moqVersion, stats, cacheDuration, item, keyframeInterval
+            moqVersion, stats, cacheDuration, item, keyframeInterval, quicIdleTimeout, quicKeepAlive,
+            connectionStats, sessions, estimatedSendRate, estimatedRecvRate, estimatedSendBitrate,
+            estimatedRecvBitrate
     }
 
     /// Accepted caps: what the catalog can describe (stream layouts the sink can frame).
@@ -69,9 +71,18 @@ enum MoqSinkType {
         }
         let rw = ParamFlags.readWrite | ParamFlags.mutableReady | ParamFlags.showDefault
         let ro = ParamFlags.readable
-        for prop in [Prop.url, .tlsDisableVerify, .tlsFingerprint, .tlsRootFile, .authToken] {
+        for prop in [
+            Prop.url, .tlsDisableVerify, .tlsFingerprint, .tlsRootFile, .authToken, .quicIdleTimeout, .quicKeepAlive,
+        ] {
             guard let connection = prop.connection else { continue }
             g_object_class_install_property(gobject, prop.rawValue, connection.spec())
+        }
+        for prop in [
+            Prop.connectionStats, .sessions, .estimatedSendRate, .estimatedRecvRate, .estimatedSendBitrate,
+            .estimatedRecvBitrate,
+        ] {
+            guard let status = prop.statusProperty else { continue }
+            g_object_class_install_property(gobject, prop.rawValue, status.spec())
         }
         g_object_class_install_property(
             gobject, Prop.broadcast.rawValue,

@@ -70,6 +70,14 @@ final class SinkPad: @unchecked Sendable {
     var trackName: String? { published.withLock { $0 } }
     var isEOS: Bool { eos.load(ordering: .acquiring) }
 
+    /// Sets the pad's `track-status` (and `track-error`), notifying when they change.
+    private func setStatus(_ status: TrackStatus, error: String? = nil) {
+        guard MoqSinkPadType.state(UnsafeMutableRawPointer(pad)).setStatus(status, error: error) else { return }
+        let object = UnsafeMutableRawPointer(pad).assumingMemoryBound(to: GObject.self)
+        g_object_notify(object, "track-status")
+        g_object_notify(object, "track-error")
+    }
+
     /// The element started: publishing may begin.
     func attach(to sink: MoqSink) {
         self.sink = sink
@@ -91,6 +99,7 @@ final class SinkPad: @unchecked Sendable {
         format = nil
         sink = nil
         published.withLock { $0 = nil }
+        setStatus(.waiting)
     }
 
     /// The pad was released: its track ends and leaves the catalog.
@@ -149,6 +158,7 @@ final class SinkPad: @unchecked Sendable {
             track?.finish()
             cmaf?.finish()
             eos.store(true, ordering: .releasing)
+            if MoqSinkPadType.state(UnsafeMutableRawPointer(pad)).status.status != .error { setStatus(.ended) }
             sink?.padReachedEOS()
             gst_event_unref(event)
             return 1
@@ -172,6 +182,7 @@ final class SinkPad: @unchecked Sendable {
                     cmaf = CMAFInput(padIndex: index, padTrackName: props.lock())
                     sink.noteUpstream(live: upstreamIsLive())
                 }
+                setStatus(.publishing)
                 return true
             default: break
             }
@@ -182,6 +193,7 @@ final class SinkPad: @unchecked Sendable {
         case .failure(let error):
             let text = GstSupport.capsString(caps)
             sink.reporter.error(.stream(GST_STREAM_ERROR_FORMAT), "\(name): unsupported caps: \(error)", debug: text)
+            setStatus(.error, error: "unsupported caps: \(error)")
             return false
         case .success(let f): newFormat = f
         }
@@ -206,6 +218,7 @@ final class SinkPad: @unchecked Sendable {
         sink.noteUpstream(live: upstreamIsLive())
         sink.updateCatalog(track: trackName, config: catalogConfig(newFormat))
         sink.reporter.log(GST_LEVEL_INFO, "\(name): publishing \(trackName) (\(newFormat.codec))")
+        setStatus(.publishing)
         return true
     }
 
@@ -224,6 +237,7 @@ final class SinkPad: @unchecked Sendable {
             name, info: TrackInfo(priority: 90, maxAgeMs: sink.cacheDurationMs, timescale: 1_000_000))
         published.withLock { $0 = name }
         sink.reporter.log(GST_LEVEL_INFO, "\(self.name): publishing data track \(name)")
+        setStatus(.publishing)
         return true
     }
 
@@ -411,6 +425,7 @@ final class SinkPad: @unchecked Sendable {
             return GST_FLOW_OK
         } catch {
             sink.reporter.error(.stream(GST_STREAM_ERROR_DEMUX), "\(name): fragmented MP4 input: \(error.message)")
+            setStatus(.error, error: "fragmented MP4 input: \(error.message)")
             return GST_FLOW_ERROR
         }
     }

@@ -109,8 +109,12 @@ extension MoqSrc {
         guard let prop = MoqSrcType.Prop(rawValue: id) else { return }
         let s = settings.withLock { $0 }
         if let connection = prop.connection { return s.connection.get(connection, into: value) }
+        if let status = prop.statusProperty { return status.get(link, into: value) }
         switch prop {
-        case .url, .tlsDisableVerify, .tlsFingerprint, .tlsRootFile, .authToken: break
+        case .url, .tlsDisableVerify, .tlsFingerprint, .tlsRootFile, .authToken, .quicIdleTimeout, .quicKeepAlive,
+            .connectionStats, .sessions, .estimatedSendRate, .estimatedRecvRate, .estimatedSendBitrate,
+            .estimatedRecvBitrate:
+            break
         case .broadcast: g_value_set_string(value, s.broadcast)
         case .prefix: g_value_set_string(value, s.prefix)
         case .latency: g_value_set_uint(value, s.latencyMs)

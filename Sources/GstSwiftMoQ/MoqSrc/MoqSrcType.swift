@@ -17,7 +17,9 @@ enum MoqSrcType {
     enum Prop: UInt32, ElementPropertyID {
         case url = 1, broadcast, prefix, tlsDisableVerify, tlsFingerprint, tlsRootFile, authToken, latency,
             videoTrack, audioTrack, timeout, status, moqVersion, stats, uriTLS, buffering, bufferDuration,
-            dataTracks, queue, latencyMode, catchUp, abr, maxResolution, maxBitrate
+            dataTracks, queue, latencyMode, catchUp, abr, maxResolution, maxBitrate, quicIdleTimeout, quicKeepAlive,
+            connectionStats, sessions, estimatedSendRate, estimatedRecvRate, estimatedSendBitrate,
+            estimatedRecvBitrate
     }
 
     /// `latency-mode`'s values (``LatencyMode``).
@@ -134,6 +136,8 @@ enum MoqSrcType {
             (.tlsFingerprint, ConnectionProperty.tlsFingerprint.spec()),
             (.tlsRootFile, ConnectionProperty.tlsRootFile.spec()),
             (.authToken, ConnectionProperty.authToken.spec()),
+            (.quicIdleTimeout, ConnectionProperty.quicIdleTimeout.spec()),
+            (.quicKeepAlive, ConnectionProperty.quicKeepAlive.spec()),
             (
                 .uriTLS,
                 Property.bool(
@@ -239,8 +243,12 @@ enum MoqSrcType {
                     flags: ro)
             ),
         ]
+        let status: [(Prop, UnsafeMutablePointer<GParamSpec>)] = [
+            Prop.connectionStats, .sessions, .estimatedSendRate, .estimatedRecvRate, .estimatedSendBitrate,
+            .estimatedRecvBitrate,
+        ].compactMap { prop in prop.statusProperty.map { (prop, $0.spec()) } }
         statusSpec = ConnectionStatusType.spec()
-        for (prop, spec) in specs + [(.status, statusSpec)] {
+        for (prop, spec) in specs + status + [(.status, statusSpec)] {
             g_object_class_install_property(gobject, prop.rawValue, spec)
         }
     }

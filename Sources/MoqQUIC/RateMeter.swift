@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: MIT
 
-/// The rate a connection sends at, measured over windows of at least 100 ms: the rate of the last
-/// complete window, forgotten after a second without sending.
-struct SendRateMeter {
+/// The rate a connection sends (or receives) at, measured over windows of at least 100 ms: the
+/// rate of the last complete window, forgotten after a second without a byte.
+struct RateMeter {
     /// Shortest window a rate is computed over (ns).
     static let window: UInt64 = 100_000_000
-    /// After this long without a byte sent, the rate is 0 (ns).
+    /// After this long without a byte, the rate is 0 (ns).
     static let staleAfter: UInt64 = 1_000_000_000
 
     private var windowStart: UInt64 = 0
     private var windowBytes: UInt64 = 0
     private var lastRate: UInt64 = 0
 
-    /// Counts `bytes` sent at `now` (monotonic ns).
+    /// Counts `bytes` sent (or received) at `now` (monotonic ns).
     mutating func record(bytes: Int, now: UInt64) {
         if windowStart == 0 || now &- windowStart > Self.staleAfter {
             if windowStart != 0 { lastRate = 0 }
