@@ -91,7 +91,7 @@ check-element-docs: plugin
 # time: on 2 cores the parallel suite, or another of them (Chromium, a flood), takes the CPU they measure.
 # moqsrc's end-to-end suite is among them since a CI run of the parallel suite failed two of its
 # timing checks under load; the long-form controls measure each effect to within 100 ms.
-SOLO_TESTS := OverloadInteropTests|ClientNetworkThreadsTests|flatSubscriberMemory|NetworkFaultTests|LosslessReconnectTests|LongFormTests|LongFormPlayerTests|WatchPageTests|MoqSrcTests
+SOLO_TESTS := OverloadInteropTests|KitLoggerTests|ClientNetworkThreadsTests|flatSubscriberMemory|NetworkFaultTests|LosslessReconnectTests|LongFormTests|LongFormPlayerTests|WatchPageTests|MoqSrcTests
 
 # Run in a process of their own: with LadderPlaybackTests in the same test process (even when it runs
 # after), MoqSrcTests.rustPublisherToDecodebin joins 2 s late (not understood yet: docs/reliability.md "Open").

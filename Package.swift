@@ -200,7 +200,9 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "MoqKitTests",
-            dependencies: ["MoqKit", "MoqTestKit", "SwiftMoQ", "MoqSession", "MoqCatalog", "MoqWire"],
+            dependencies: [
+                "MoqKit", "MoqTestKit", "SwiftMoQ", "MoqSession", "MoqCatalog", "MoqWire", "MoqPipeline", "GstSwiftMoQ",
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "GstTests",

@@ -27,7 +27,7 @@ rm -f "$LOGS"/*.log
 MEDIA='GstTests\.|MoqKitTests\.|MoqTestKitTests\.|InteropTests\.RelayInteropTests|ClusterInteropTests'
 # Tests that bound how fast something spreads loosen the bound under instrumentation.
 export SWIFTMOQ_TSAN=1
-SOLO='OverloadInteropTests|ClientNetworkThreadsTests|NetworkFaultTests|LosslessReconnectTests|LongFormTests|LongFormPlayerTests|OutputSwitchTests|MPRISTests|rustPublisherToDecodebin|LadderPlaybackTests'
+SOLO='OverloadInteropTests|KitLoggerTests|ClientNetworkThreadsTests|NetworkFaultTests|LosslessReconnectTests|LongFormTests|LongFormPlayerTests|OutputSwitchTests|MPRISTests|rustPublisherToDecodebin|LadderPlaybackTests'
 
 export TSAN_OPTIONS="halt_on_error=0 report_signal_unsafe=0 second_deadlock_stack=1 history_size=4 \
 suppressions=$PWD/scripts/tsan.supp ${TSAN_OPTIONS:-}"

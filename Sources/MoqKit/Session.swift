@@ -191,6 +191,7 @@ public actor Session {
     }
 
     private func transient(_ error: MoqError) {
+        KitLogger.log(.warn, "session", "\(logName): cannot connect, retrying: \(error)")
         // The first attempt failing is connect()'s failure; later ones are retried.
         guard connectWaiter != nil else { return }
         connection?.stop()
@@ -198,6 +199,7 @@ public actor Session {
     }
 
     private func fatal(_ error: MoqError) {
+        KitLogger.log(.error, "session", "\(logName): \(error)")
         fail(.connectionFailed(error.description))
     }
 
@@ -220,8 +222,12 @@ public actor Session {
         connectWaiter = nil
     }
 
+    /// The URL without its token, for log lines.
+    private nonisolated var logName: String { (try? MoqURL(url))?.redacted ?? "session" }
+
     private func transition(_ new: SessionState) {
         guard new != current else { return }
+        KitLogger.log(.info, "session", "\(logName): \(current) → \(new)")
         current = new
         stateContinuation.yield(new)
     }

@@ -43,7 +43,7 @@ public final class PlaybackCounters: Sendable {
 
     private struct State {
         var snapshot = Snapshot()
-        var window: [(at: UInt64, bytes: Int, slackNs: Int64)] = []
+        var window: [(at: UInt64, bytes: Int, slackNs: Int64?)] = []
         var stallStart: UInt64?
         var lastFrameAt: UInt64?
         /// The live edge (µs) and when it was seen (ns), at the start of the fill-rate window.
@@ -59,11 +59,13 @@ public final class PlaybackCounters: Sendable {
         self.startedAt = startedAt
     }
 
-    /// A frame was pushed at `now`; `slackNs` is the newest received frame's render deadline minus `now`.
+    /// A frame was pushed at `now`; `slackNs` is the newest received frame's render deadline minus `now`,
+    /// nil for a frame that is decoded but not shown (before the join point: its deadline is not
+    /// playback's, and counting it made the first second's latency minutes negative).
     /// - Returns: the duration of the stall it ends, if it ends one (ns).
     @discardableResult
     public func framePushed(
-        bytes: Int, now: UInt64, liveEdgeUs: UInt64? = nil, slackNs: Int64, bufferNs: UInt64
+        bytes: Int, now: UInt64, liveEdgeUs: UInt64? = nil, slackNs: Int64?, bufferNs: UInt64
     ) -> UInt64? {
         state.withLock { s in
             if let liveEdgeUs { Self.noteLiveEdge(&s, liveEdgeUs, now: now) }
@@ -128,9 +130,13 @@ public final class PlaybackCounters: Sendable {
         state.withLock { $0.snapshot.framesDropped += count }
     }
 
-    /// Sets the reader's skipped-group count.
-    public func setGroupsSkipped(_ count: UInt64) {
-        state.withLock { $0.snapshot.groupsSkipped = count }
+    /// Sets the reader's skipped-group count; returns the one it replaces.
+    @discardableResult
+    public func setGroupsSkipped(_ count: UInt64) -> UInt64 {
+        state.withLock { s in
+            defer { s.snapshot.groupsSkipped = count }
+            return s.snapshot.groupsSkipped
+        }
     }
 
     /// Forgets that a frame was seen (a new subscription starts: no stall until it delivers).
@@ -154,8 +160,9 @@ public final class PlaybackCounters: Sendable {
             let seconds = 1.0
             snap.fps = Double(s.window.count) / seconds
             snap.bitrateKbps = Double(s.window.reduce(0) { $0 + $1.bytes }) * 8 / 1000 / seconds
-            if !s.window.isEmpty {
-                snap.latencyMs = Double(s.window.reduce(Int64(0)) { $0 &+ $1.slackNs }) / Double(s.window.count) / 1e6
+            let slacks = s.window.compactMap(\.slackNs)
+            if !slacks.isEmpty {
+                snap.latencyMs = Double(slacks.reduce(Int64(0)) { $0 &+ $1 }) / Double(slacks.count) / 1e6
             }
             if let start = s.stallStart { snap.stallDurationMs += Double(now &- start) / 1e6 }
             return snap

@@ -19,6 +19,8 @@ public enum StatsKey: String, Sendable, CaseIterable {
     case bytesReceived = "bytes-received"
     case packetsLost = "packets-lost"
     /// moqsink: the congestion controller's send rate.
+    /// What the connection receives (bit/s).
+    case receiveRateBps = "recv-rate-bps"
     case sendRateBps = "send-rate-bps"
     /// moqsink: groups a subscriber or the link could not take (dropped or reset as old).
     case groupsDropped = "groups-dropped"

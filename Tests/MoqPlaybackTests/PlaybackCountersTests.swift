@@ -21,6 +21,17 @@ struct PlaybackCountersTests {
         #expect(snap.timeToFirstFrameMs == 200)
     }
 
+    @Test("frames decoded but not shown (before the join point) count as frames, not in the playout delay")
+    func decodeOnlyFramesKeepOutOfTheLatency() {
+        let c = PlaybackCounters(startedAt: 0)
+        // Primed an hour before running time 0: its "deadline" is not playback's.
+        c.framePushed(bytes: 10, now: s, slackNs: nil, bufferNs: 0)
+        for i in 1...3 { c.framePushed(bytes: 10, now: s + UInt64(i) * 10_000_000, slackNs: 50_000_000, bufferNs: 0) }
+        let snap = c.snapshot(now: s + 40_000_000)
+        #expect(snap.frames == 4)
+        #expect(snap.latencyMs == 50)
+    }
+
     @Test("a second without frames is a stall; the next frame ends it with its duration")
     func stalls() {
         let c = PlaybackCounters(startedAt: 0)

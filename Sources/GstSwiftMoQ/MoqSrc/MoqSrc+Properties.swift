@@ -51,6 +51,9 @@ extension MoqSrc {
             }
             if live { onControlQueue { self.selectionChanged() } }
             return
+        case .diagnostics:
+            diagnostics.store(g_value_get_boolean(value) != 0, ordering: .relaxed)
+            return
         case .videoTrack, .audioTrack:
             let name = string(from: value)
             settings.withLock { if prop == .videoTrack { $0.videoTrack = name } else { $0.audioTrack = name } }
@@ -115,6 +118,7 @@ extension MoqSrc {
             .connectionStats, .sessions, .estimatedSendRate, .estimatedRecvRate, .estimatedSendBitrate,
             .estimatedRecvBitrate:
             break
+        case .diagnostics: g_value_set_boolean(value, diagnostics.load(ordering: .relaxed) ? 1 : 0)
         case .broadcast: g_value_set_string(value, s.broadcast)
         case .prefix: g_value_set_string(value, s.prefix)
         case .latency: g_value_set_uint(value, s.latencyMs)

@@ -219,6 +219,8 @@ final class MoqSrc: @unchecked Sendable {
     }
     /// `no-more-pads` was signalled in this playback (read by the pads' threads).
     let padsComplete = Atomic(false)
+    /// `diagnostics`: pads post `moq-drop` messages.
+    let diagnostics = Atomic(false)
     /// `playback.start` was posted in this playback.
     let firstPushDone = Atomic(false)
     /// The pipeline was seen PLAYING since the last start (``pipelinePlays()``).

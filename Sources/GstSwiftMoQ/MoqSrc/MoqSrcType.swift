@@ -19,7 +19,7 @@ enum MoqSrcType {
             videoTrack, audioTrack, timeout, status, moqVersion, stats, uriTLS, buffering, bufferDuration,
             dataTracks, queue, latencyMode, catchUp, abr, maxResolution, maxBitrate, quicIdleTimeout, quicKeepAlive,
             connectionStats, sessions, estimatedSendRate, estimatedRecvRate, estimatedSendBitrate,
-            estimatedRecvBitrate
+            estimatedRecvBitrate, diagnostics
     }
 
     /// `latency-mode`'s values (``LatencyMode``).
@@ -243,12 +243,16 @@ enum MoqSrcType {
                     flags: ro)
             ),
         ]
+        let diagnostics = Property.bool(
+            "diagnostics", "Diagnostics",
+            "Post a moq-drop element message for every frame or group not played (fields kind, track, stage, reason, pts-us, group, count, bytes; moq-kit's DropStage and DropReason in kebab-case), for telemetry: MoqKit's Player.diagnostics() turns it on (may change while playing)",
+            default: false, flags: live)
         let status: [(Prop, UnsafeMutablePointer<GParamSpec>)] = [
             Prop.connectionStats, .sessions, .estimatedSendRate, .estimatedRecvRate, .estimatedSendBitrate,
             .estimatedRecvBitrate,
         ].compactMap { prop in prop.statusProperty.map { (prop, $0.spec()) } }
         statusSpec = ConnectionStatusType.spec()
-        for (prop, spec) in specs + status + [(.status, statusSpec)] {
+        for (prop, spec) in specs + status + [(.status, statusSpec), (.diagnostics, diagnostics)] {
             g_object_class_install_property(gobject, prop.rawValue, spec)
         }
     }

@@ -43,9 +43,11 @@ extension SrcPad {
             if wait > 0 { wake.wait(since: generation, timeoutNs: wait) }
         case .drop(let reason):
             if reason != .beforeJoin { counters.dropped() }
-        case .skipGroup:
+            reportDrop(reason, frame: frame, source: source, src: src)
+        case .skipGroup(let reason):
             reader.skipRestOfGroup()
             counters.dropped()
+            reportDrop(reason, frame: frame, source: source, src: src)
         case .push(let push):
             pushFrame(frame, push, source: source, edgeUs: view.edge?.timestampUs, now: now, src: src)
             // Its decoder negotiated on the frame (or negotiates on the GAP); the sink prerolls on the
@@ -58,6 +60,16 @@ extension SrcPad {
                 src.reporter.log(GST_LEVEL_DEBUG, "\(name): first push returned after \(tookNs / 1_000_000) ms")
             }
         }
+    }
+
+    /// Posts `moq-drop` for a playout drop while `diagnostics` is on.
+    private func reportDrop(_ reason: PlayoutDrop, frame: MediaFrame, source: Source, src: MoqSrc) {
+        guard src.diagnostics.load(ordering: .relaxed),
+            let report = DropReport(
+                reason, kind: kind, track: source.trackName, ptsUs: frame.timestampUs, group: frame.group,
+                bytes: frame.payload.count)
+        else { return }
+        src.events.post(report)
     }
 
     private func pushFrame(
@@ -133,7 +145,7 @@ extension SrcPad {
         if let stall = counters.framePushed(
             bytes: size, now: monotonicNow(), liveEdgeUs: edge,
             // Clamping: a publisher's timestamps can put the live edge at the end of time.
-            slackNs: edgePts &+ renderDelay &- Int64(clamping: now.runningNs),
+            slackNs: push.decodeOnly ? nil : edgePts &+ renderDelay &- Int64(clamping: now.runningNs),
             bufferNs: edgePts > push.pts ? UInt64(edgePts &- push.pts) : 0)
         {
             src.events.post(

@@ -213,7 +213,14 @@ final class SrcPad: PadTask, @unchecked Sendable {
             draining = nil
         }
         let item = reader.next(waitingUpTo: 100_000_000)
-        counters.setGroupsSkipped(reader.groupsSkipped)
+        let skipped = reader.groupsSkipped
+        let before = counters.setGroupsSkipped(skipped)
+        if skipped > before, src.diagnostics.load(ordering: .relaxed) {
+            src.events.post(
+                DropReport(
+                    stage: .transport, reason: .missingSequence, kind: kind, track: source.trackName,
+                    count: skipped - before))
+        }
         switch item {
         case .idle:
             playout.observe(lane, edge: reader.edge, now: now)
@@ -246,6 +253,11 @@ final class SrcPad: PadTask, @unchecked Sendable {
             dropSubscription()
         case .malformed(let group, let index, let error):
             counters.dropped()
+            if src.diagnostics.load(ordering: .relaxed) {
+                src.events.post(
+                    DropReport(
+                        stage: .transport, reason: .invalidPayload, kind: kind, track: source.trackName, group: group))
+            }
             playout.skipRestOfGroup(lane, group: group)
             src.events.post(
                 "decode.error", kind: kind, track: source.trackName,

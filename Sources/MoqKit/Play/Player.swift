@@ -30,6 +30,7 @@ public final class Player: Sendable {
     private let output: PlayerOutput
     private let events = Broadcaster<PlayerEvent>()
     private let statsStream = Broadcaster<PlaybackStats>()
+    private let diagnosticEvents = Broadcaster<PipelineEvent>(buffer: 256)
     private struct State {
         /// moq-kit's target buffering (moqsrc's fixed `latency`); nil: moqsrc's default.
         var latency: Duration?
@@ -53,6 +54,8 @@ public final class Player: Sendable {
         var mpris: MPRISService?
         /// Broadcasts to play after the catalog's, in order (moqsrc's `queue`; ``QueuePlayer``).
         var queue: [String] = []
+        /// Someone asked for ``Player/diagnostics()``: moqsrc posts its per-frame drops.
+        var diagnostics = false
     }
     private let state: Lock<State>
 
@@ -118,6 +121,21 @@ public final class Player: Sendable {
 
     /// Statistics about once a second (each call is an independent stream).
     public func subscribeStats() -> AsyncStream<PlaybackStats> { statsStream.stream() }
+
+    /// Typed per-frame diagnostics from now on (moq-kit's diagnostics channel): every drop with its
+    /// stage and reason, stalls, and once a second a latency and a bandwidth sample. Each call is an
+    /// independent stream that keeps the newest 256 events when its reader falls behind: it never
+    /// slows playback. The first call turns on moqsrc's `diagnostics` (per-drop messages); for
+    /// logging and telemetry, not for control.
+    public func diagnostics() -> AsyncStream<PipelineEvent> {
+        let stream = diagnosticEvents.stream()
+        let pipeline = state.withLock { s -> Pipeline? in
+            defer { s.diagnostics = true }
+            return s.diagnostics ? nil : s.pipeline
+        }
+        try? pipeline?.element(named: "src").set("diagnostics", true)
+        return stream
+    }
 
     /// The running pipeline (for tools in this package, e.g. latency probes); the video sink is `vout`.
     package var runningPipeline: Pipeline? { state.withLock { $0.pipeline } }
@@ -350,6 +368,7 @@ public final class Player: Sendable {
         events.yield(PlayerEvent(.playerDestroy))
         events.finish()
         statsStream.finish()
+        diagnosticEvents.finish()
     }
 
     private func release() -> Bool {
@@ -372,6 +391,7 @@ public final class Player: Sendable {
     private func handle(_ message: BusMessage) {
         switch message {
         case .element(let source, let name, let fields, _) where source == "src":
+            for event in PipelineEvent.from(message: name, fields: fields) { diagnosticEvents.yield(event) }
             if name == "stats" {
                 let stats = PlaybackStats(fields)
                 state.withLock { $0.stats = stats }
@@ -386,6 +406,7 @@ public final class Player: Sendable {
                 events.yield(event)
             }
         case .error(_, _, _, let text, _):
+            KitLogger.log(.error, "player", "\(catalog.broadcast.absolutePath): \(text)")
             events.yield(PlayerEvent(.trackSubscribeError, fields: ["message": .string(text)]))
             events.yield(PlayerEvent(.playbackEnd, fields: ["reason": .string(text)]))
         case .eos:
@@ -415,6 +436,7 @@ public final class Player: Sendable {
         // moq-kit's targetBuffering is a fixed target; without one, moqsrc's default plays.
         if let latency { src = src.set("latency-mode", "fixed").set("latency", Self.ms(latency)) }
         if !catchUp { src = src.set("catch-up", false) }
+        if state.withLock({ $0.diagnostics }) { src = src.set("diagnostics", true) }
         for (key, value) in broadcast.options.elementProperties + mode.elementProperties { src = src.set(key, value) }
         let queue = state.withLock { $0.queue }
         if !queue.isEmpty { src = src.set("queue", queue.joined(separator: ",")) }

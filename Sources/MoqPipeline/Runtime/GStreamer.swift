@@ -29,3 +29,35 @@ public enum GStreamer {
         return true
     }
 }
+
+extension GStreamer {
+    /// GStreamer's debug levels, for ``setDebugThreshold(_:categories:)``.
+    public enum DebugLevel: Int32, Sendable {
+        case error = 1, warning, fixme, info, debug, log, trace = 7
+    }
+
+    /// Sets the debug threshold of the named categories (`gst_debug_set_threshold_for_name`): their
+    /// lines at `level` and above go to GStreamer's log (standard error unless an application
+    /// installed its own handler).
+    public static func setDebugThreshold(_ level: DebugLevel, categories: [String]) {
+        initialize()
+        for name in categories { gst_debug_set_threshold_for_name(name, GstDebugLevel(UInt32(level.rawValue))) }
+    }
+
+    /// The debug threshold of the category named `name`, nil when no such category is registered.
+    public static func debugThreshold(category name: String) -> DebugLevel? {
+        initialize()
+        guard let list = gst_debug_get_all_categories() else { return nil }
+        defer { g_slist_free(list) }
+        var node: UnsafeMutablePointer<GSList>? = list
+        while let n = node {
+            if let category = n.pointee.data?.assumingMemoryBound(to: GstDebugCategory.self),
+                let categoryName = gst_debug_category_get_name(category), String(cString: categoryName) == name
+            {
+                return DebugLevel(rawValue: Int32(gst_debug_category_get_threshold(category).rawValue))
+            }
+            node = n.pointee.next
+        }
+        return nil
+    }
+}
