@@ -23,6 +23,9 @@ public struct HangCatalog: Sendable, Equatable {
     public var video: VideoSection
     /// Audio renditions.
     public var audio: AudioSection
+    /// Caption renditions (written only when there is one, so a catalog without captions is
+    /// byte for byte what it was).
+    public var captions: CaptionSection
     /// Root members this build does not model (`archive`, `clock`, application sections…), in received order.
     public var extra: JSONObject
     /// Renditions of the received catalog that could not be decoded; empty for a catalog built locally.
@@ -32,6 +35,7 @@ public struct HangCatalog: Sendable, Equatable {
     public init() {
         video = VideoSection()
         audio = AudioSection()
+        captions = CaptionSection()
         extra = JSONObject()
         issues = []
     }
@@ -59,6 +63,7 @@ public struct HangCatalog: Sendable, Equatable {
     public mutating func remove(_ name: String) {
         video.renditions[name] = nil
         audio.renditions[name] = nil
+        captions.renditions[name] = nil
     }
 }
 
@@ -169,6 +174,16 @@ extension HangCatalog {
             }
             audio.extra = section.extra
         }
+        if let (_, value) = try r.raw("captions"), value != .null {
+            var section = try FieldReader(value, path: "$.captions")
+            let raw = try Self.renditionObjects(&section, limits: limits)
+            // A malformed caption rendition is left out (``issues`` lists media renditions).
+            for (name, value) in raw.entries {
+                let path = CatalogError.path(section.fieldPath("renditions"), name)
+                captions.renditions[name] = try? CaptionConfig(value, path: path)
+            }
+            captions.extra = section.extra
+        }
         extra = r.extra
     }
 
@@ -273,7 +288,13 @@ extension HangCatalog {
         video.write(into: &w)
         root.key("audio", into: &w)
         audio.write(into: &w)
-        for (k, v) in extra.entries where k != "video" && k != "audio" { root.member(k, v, into: &w) }
+        if !captions.renditions.isEmpty {
+            root.key("captions", into: &w)
+            captions.write(into: &w)
+        }
+        for (k, v) in extra.entries where k != "video" && k != "audio" && k != "captions" {
+            root.member(k, v, into: &w)
+        }
         root.close(into: &w)
         return w.bytes
     }

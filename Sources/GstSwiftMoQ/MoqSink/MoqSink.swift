@@ -320,15 +320,34 @@ final class MoqSink: @unchecked Sendable {
     /// Sets (or removes) a pad's rendition and publishes the new catalog snapshot.
     /// `track` nil: only SwiftMoQ's member changes.
     func updateCatalog(track: String?, config: RenditionConfig?) {
+        updateCatalog { catalog in
+            if let track {
+                if let config { catalog.set(track, config) } else { catalog.remove(track) }
+            }
+        }
+    }
+
+    /// Adds, replaces (`config`) or removes (nil) the caption rendition published as `track`.
+    func updateCatalog(caption track: String, config: CaptionConfig?) {
+        updateCatalog { catalog in
+            if let config {
+                catalog.remove(track)
+                catalog.captions.renditions[track] = config
+            } else {
+                catalog.remove(track)
+            }
+        }
+    }
+
+    /// Applies `change` and publishes the catalog.
+    private func updateCatalog(_ change: (inout HangCatalog) -> Void) {
         guard let run else { return }
         let epoch = clockEpochMicros()
         let item = run.timelineItem.withLock { $0 }
         let live = run.upstreamLive.withLock { $0 }
         let nowPlayingTrack = run.nowPlaying.withLock { $0.track?.name }
         let json: [UInt8] = run.catalog.withLock { catalog in
-            if let track {
-                if let config { catalog.set(track, config) } else { catalog.remove(track) }
-            }
+            change(&catalog)
             // Where the timeline is on the wall clock, for viewers that show publish-to-render
             // latency (the watch page), and the publisher's item. Hang readers ignore the member.
             var member = SwiftMoQExtension(catalog: catalog)

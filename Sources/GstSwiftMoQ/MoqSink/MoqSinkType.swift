@@ -27,6 +27,7 @@ enum MoqSinkType {
         audio/x-flac, framed=(boolean)true; \
         audio/x-raw, format=(string)F32LE, layout=(string)interleaved; \
         video/quicktime, variant=(string){ iso, iso-fragmented }; \
+        text/x-raw, format=(string){ utf8, pango-markup }; \
         application/x-moq-data
         """
 

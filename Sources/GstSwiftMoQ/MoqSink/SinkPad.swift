@@ -35,6 +35,8 @@ final class SinkPad: @unchecked Sendable {
     /// Set by the streaming thread, read by the element's EOS aggregation on another.
     private let eos = Atomic(false)
     private var isData = false
+    /// Set for a caption pad (`text/x-raw`): `markup` when its text is Pango markup.
+    private var text: (markup: Bool, warned: Bool)?
     /// Set for a fragmented MP4 input (`video/quicktime`): its tracks are published as CMAF.
     private var cmaf: CMAFInput?
     /// The publisher item this pad's groups belong to (moqsink's `item`).
@@ -87,6 +89,7 @@ final class SinkPad: @unchecked Sendable {
     /// The element stopped: forget the broadcast's objects (caps come again on restart).
     func detach() {
         isData = false
+        text = nil
         cmaf = nil
         startedItem = 0
         keyframeRequested = false
@@ -175,6 +178,9 @@ final class SinkPad: @unchecked Sendable {
         if let structure = gst_caps_get_structure(caps, 0) {
             switch String(cString: gst_structure_get_name(structure)) {
             case Self.dataCaps: return setDataCaps(sink: sink, run: run)
+            case "text/x-raw":
+                let format = gst_structure_get_string(structure, "format").map { String(cString: $0) }
+                return setTextCaps(markup: format == "pango-markup", sink: sink, run: run)
             case "video/quicktime":
                 // Fragmented MP4: the tracks are found in the init segment, in the data.
                 if cmaf == nil {
@@ -241,6 +247,79 @@ final class SinkPad: @unchecked Sendable {
         return true
     }
 
+    /// A caption track (`text/x-raw`, UTF-8 or Pango markup): named by the pad's `track` (default
+    /// `<index>.wvtt`), in the catalog's `captions` section, one cue per group (its text, then an
+    /// empty frame at its end when the buffer has a duration).
+    private func setTextCaps(markup: Bool, sink: MoqSink, run: MoqSink.Running) -> Bool {
+        if let text, track != nil {
+            self.text = (markup, text.warned)
+            return true
+        }
+        let name = MoqSinkPadType.state(UnsafeMutableRawPointer(pad)).lock() ?? "\(index).wvtt"
+        group?.finish()
+        group = nil
+        track?.finish()
+        if format != nil, let old = trackName { sink.updateCatalog(track: old, config: nil) }
+        format = nil
+        isData = false
+        text = (markup, false)
+        track = run.broadcast.createTrack(
+            name, info: TrackInfo(priority: 70, maxAgeMs: sink.cacheDurationMs, timescale: 1_000_000))
+        published.withLock { $0 = name }
+        sink.updateCatalog(caption: name, config: CaptionConfig())
+        sink.reporter.log(GST_LEVEL_INFO, "\(self.name): publishing captions \(name)")
+        setStatus(.publishing)
+        return true
+    }
+
+    /// One cue: its text at its running time, and an empty frame at its end when it has a duration.
+    /// A buffer that is not UTF-8 (or absurdly long) is dropped with a WARNING; the track goes on.
+    private func chainText(
+        _ buffer: UnsafeMutablePointer<GstBuffer>, track: TrackProducer, markup: Bool, sink: MoqSink
+    ) -> GstFlowReturn {
+        var pts = swiftmoq_buffer_pts(buffer)
+        if swiftmoq_clock_time_is_valid(pts) == 0 { pts = swiftmoq_buffer_dts(buffer) }
+        let running = hasSegment ? gst_segment_to_running_time(&segment, GST_FORMAT_TIME, pts) : pts
+        guard swiftmoq_clock_time_is_valid(running) != 0 else {
+            drop()
+            return GST_FLOW_OK
+        }
+        var map = GstMapInfo()
+        guard gst_buffer_map(buffer, &map, GST_MAP_READ) != 0 else { return GST_FLOW_ERROR }
+        let cue = CaptionText.cue(UnsafeRawBufferPointer(start: map.data, count: Int(map.size)), markup: markup)
+        gst_buffer_unmap(buffer, &map)
+        let text: String
+        switch cue {
+        case .failure(let problem):
+            drop()
+            if self.text?.warned == false {
+                self.text?.warned = true
+                sink.reporter.warning(
+                    .stream(GST_STREAM_ERROR_FORMAT),
+                    "\(name): a caption buffer was dropped: \(problem) (text/x-raw must be UTF-8; later ones are "
+                        + "dropped too, at DEBUG only)")
+            } else {
+                sink.reporter.log(GST_LEVEL_DEBUG, "\(name): caption buffer dropped: \(problem)")
+            }
+            return GST_FLOW_OK
+        case .success(let t): text = t
+        }
+        let micros = UInt64(running) / 1000
+        let duration = swiftmoq_buffer_duration(buffer)
+        let bytes = Array(text.utf8)
+        guard let frame = try? bytes.withUnsafeBytes({ try LegacyFrame.encode(timestamp: micros, payload: $0) })
+        else { return GST_FLOW_OK }
+        let group = track.appendGroup()
+        group.write(frame, timestamp: micros)
+        if swiftmoq_clock_time_is_valid(duration) != 0 {
+            let endUs = micros &+ UInt64(duration) / 1000
+            if let end = try? LegacyFrame.endOfGroup(timestamp: endUs) { group.write(end, timestamp: endUs) }
+        }
+        group.finish()
+        counted(text.utf8.count, newGroup: true)
+        return GST_FLOW_OK
+    }
+
     /// Whether what feeds this pad is live (a capture, a live test source) or not (a file read as
     /// fast as it goes): the LATENCY query upstream. Nil when upstream does not answer.
     private func upstreamIsLive() -> Bool? {
@@ -271,6 +350,7 @@ final class SinkPad: @unchecked Sendable {
         defer { gst_buffer_unref(buffer) }
         guard let sink, sink.run != nil else { return GST_FLOW_FLUSHING }
         if isData, let track { return chainData(buffer, track: track) }
+        if let text, let track { return chainText(buffer, track: track, markup: text.markup, sink: sink) }
         if let cmaf, let run = sink.run { return chainCMAF(buffer, input: cmaf, sink: sink, run: run) }
         guard let format, let track else { return GST_FLOW_NOT_NEGOTIATED }
         guard hasSegment else {

@@ -46,5 +46,6 @@ extension MoqSrc {
     private func endAllStreams(_ run: Running) {
         for pad in run.pads.values { pad.requestEOS() }
         for pad in run.dataPads.values { pad.requestEOS() }
+        run.captionPad?.requestEOS()
     }
 }

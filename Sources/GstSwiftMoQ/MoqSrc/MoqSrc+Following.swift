@@ -285,7 +285,41 @@ extension MoqSrc {
                 run.pads[kind] = pad
             }
         }
+        reconcileCaptions(run, session: session, catalog: catalog, broadcast: broadcast, eosOnEnd: eosOnEnd)
         noMorePadsWhenSettled(run, bothKinds: choice.video != nil && choice.audio != nil)
+    }
+
+    /// A `text_0` pad for the catalog's first caption rendition (removed when it leaves).
+    private func reconcileCaptions(
+        _ run: Running, session: MoqSession, catalog: HangCatalog, broadcast: String, eosOnEnd: Bool
+    ) {
+        let existing = run.captionPad
+        guard let (name, _) = catalog.captions.first else {
+            if let existing {
+                reporter.log(GST_LEVEL_INFO, "no caption rendition any more: removing \(existing.name)")
+                remove(existing)
+                run.captionPad = nil
+            }
+            return
+        }
+        let source = DataPad.Source(session: session, broadcast: broadcast, epoch: run.sourceEpoch, eosOnEnd: eosOnEnd)
+        if let existing, existing.trackName == name { return existing.play(source) }
+        if let existing { remove(existing) }
+        guard let pad = gst_pad_new_from_template(MoqSrcType.textTemplate, "text_0") else { return }
+        let captions = CaptionPad(pad: pad, name: "text_0", trackName: name, src: self)
+        gst_pad_use_fixed_caps(pad)
+        gst_pad_set_active(pad, 1)
+        captions.play(source)
+        captions.start()
+        gst_element_add_pad(element, pad)
+        run.captionPad = captions
+        reporter.log(GST_LEVEL_INFO, "added text_0 for captions \(name)")
+    }
+
+    func remove(_ pad: CaptionPad) {
+        pad.stop()
+        gst_pad_set_active(pad.pad, 0)
+        gst_element_remove_pad(element, pad.pad)
     }
 
     /// `no-more-pads` once the catalog has settled: at once when it has both kinds, else

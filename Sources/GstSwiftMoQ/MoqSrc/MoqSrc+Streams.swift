@@ -71,6 +71,7 @@ extension MoqSrc {
             reporter.log(GST_LEVEL_INFO, "EOS requested: ending \(pads.count) streams")
             for pad in pads { pad.requestEOS() }
             for pad in run?.dataPads.values.map({ $0 }) ?? [] { pad.requestEOS() }
+            run?.captionPad?.requestEOS()
             return true
         default:
             gst_event_unref(event)

@@ -90,6 +90,8 @@ final class MoqSrc: @unchecked Sendable {
             var pads: [MediaKind: SrcPad] = [:]
             /// `data_%u` pads by track name.
             var dataPads: [String: DataPad] = [:]
+            /// The `text_0` pad (the catalog's first caption rendition).
+            var captionPad: CaptionPad?
             var collection: OpaquePointer?
             var broadcast: String?
         }
@@ -102,6 +104,10 @@ final class MoqSrc: @unchecked Sendable {
         var dataPads: [String: DataPad] {
             get { shared.withLock { $0.dataPads } }
             set { shared.withLock { $0.dataPads = newValue } }
+        }
+        var captionPad: CaptionPad? {
+            get { shared.withLock { $0.captionPad } }
+            set { shared.withLock { $0.captionPad = newValue } }
         }
         var broadcast: String? {
             get { shared.withLock { $0.broadcast } }
@@ -405,6 +411,8 @@ final class MoqSrc: @unchecked Sendable {
             run.pads = [:]
             for pad in run.dataPads.values { remove(pad) }
             run.dataPads = [:]
+            if let caption = run.captionPad { remove(caption) }
+            run.captionPad = nil
             run.replaceCollection(nil)
         }
         if DispatchQueue.getSpecific(key: onControl) == true { teardown() } else { control.sync(execute: teardown) }

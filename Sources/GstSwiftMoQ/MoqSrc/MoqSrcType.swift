@@ -11,6 +11,7 @@ enum MoqSrcType {
     nonisolated(unsafe) static var videoTemplate: UnsafeMutablePointer<GstPadTemplate>!
     nonisolated(unsafe) static var audioTemplate: UnsafeMutablePointer<GstPadTemplate>!
     nonisolated(unsafe) static var dataTemplate: UnsafeMutablePointer<GstPadTemplate>!
+    nonisolated(unsafe) static var textTemplate: UnsafeMutablePointer<GstPadTemplate>!
     /// What a `data_%u` pad carries: one buffer per frame of a named track (moqsink's data caps).
     static let dataCaps = "application/x-moq-data"
 
@@ -94,6 +95,10 @@ enum MoqSrcType {
         dataTemplate = gst_pad_template_new("data_%u", GST_PAD_SRC, GST_PAD_SOMETIMES, caps)
         gst_element_class_add_pad_template(element, dataTemplate)
         gst_caps_unref(caps)
+        let textCaps = gst_caps_from_string(CaptionPad.caps)
+        textTemplate = gst_pad_template_new("text_%u", GST_PAD_SRC, GST_PAD_SOMETIMES, textCaps)
+        gst_element_class_add_pad_template(element, textTemplate)
+        gst_caps_unref(textCaps)
         element.pointee.change_state = { element, transition in
             MoqSrcType.src(UnsafeMutableRawPointer(element)).changeState(transition)
         }

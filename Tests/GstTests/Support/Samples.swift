@@ -13,6 +13,10 @@ struct SeenBuffer: Sendable {
     var hash: UInt64
     /// The publisher's timestamp moqsrc attaches (`timestamp/x-moq-publisher` reference meta), ns.
     var publisherTime: UInt64? = nil
+    /// The buffer's duration, when it has one (ns).
+    var duration: UInt64? = nil
+    /// The bytes of a small buffer (≤ 256: text, data), nil for larger ones.
+    var bytes: [UInt8]? = nil
 
     var isDelta: Bool { flags & GST_BUFFER_FLAG_DELTA_UNIT.rawValue != 0 }
 }
@@ -39,6 +43,15 @@ func seen(_ buffer: UnsafeMutablePointer<GstBuffer>) -> SeenBuffer {
     defer { gst_caps_unref(reference) }
     if let meta = gst_buffer_get_reference_timestamp_meta(buffer, reference) {
         entry.publisherTime = UInt64(meta.pointee.timestamp)
+    }
+    let duration = swiftmoq_buffer_duration(buffer)
+    if swiftmoq_clock_time_is_valid(duration) != 0 { entry.duration = UInt64(duration) }
+    if size <= 256 {
+        var map = GstMapInfo()
+        if gst_buffer_map(buffer, &map, GST_MAP_READ) != 0 {
+            entry.bytes = Array(UnsafeRawBufferPointer(start: map.data, count: Int(map.size)))
+            gst_buffer_unmap(buffer, &map)
+        }
     }
     return entry
 }
