@@ -86,7 +86,8 @@ let package = Package(
         .executableTarget(
             name: "swiftmoq",
             dependencies: [
-                "MoqCommandLine", "MoqSync", "SwiftMoQ", "MoqKit", "MoqPipeline", "MoqCatalog", "CGStreamer",
+                "MoqCommandLine", "MoqSync", "SwiftMoQ", "MoqKit", "MoqPipeline", "MoqCatalog", "MoqMedia",
+                "CGStreamer",
             ],
             swiftSettings: swiftSettings),
         // `make bench`: the Swift roles (publish, subscribe, fan-out load, GStreamer path) that

@@ -2,6 +2,7 @@
 import Foundation
 import MoqCommandLine
 import MoqKit
+import MoqMedia
 
 /// `swiftmoq publish`: captures, encodes and publishes a broadcast (MoqKit's Publisher on moqsink).
 enum PublishCommand {
@@ -17,7 +18,10 @@ enum PublishCommand {
           camera[:DEVICE]           a V4L2 camera (default /dev/video0)
           screen[:DISPLAY]          an X11 display (default :0), tuned for text: see screen-share
           mic[:pulse|alsa]          a microphone (default: autoaudiosrc)
-          file:PATH                 a media file, paced to real time (--no-audio / --no-video to skip one)
+          file:PATH                 a media file, paced to real time (--no-audio / --no-video to skip one);
+                                    its streams are published as they are when the catalog can carry
+                                    them (H.264/H.265/AV1/VP8/VP9, Opus/AAC/MP3/FLAC), else re-encoded;
+                                    --transcode (or any video/audio encoder option) re-encodes all
         Each source is a track (test and file: two). A kind given more than once gets each source's
         device, display or file after its name: --source camera:/dev/video0 --source camera:/dev/video2
         publishes camera-video0 and camera-video2.
@@ -27,6 +31,7 @@ enum PublishCommand {
           --duration S              stop after S seconds
           --data NAME               also publish standard input, one line per frame, as data track NAME
           --no-audio, --no-video    skip that part of a file or test source
+          --transcode               re-encode a file's streams even when they could pass through
         \(EncoderFlags.help(defaults))
 
         examples:
@@ -38,7 +43,7 @@ enum PublishCommand {
     static let options: Set<String> = ClientFlags.options.union(EncoderFlags.options).union([
         "broadcast", "source", "duration", "data",
     ])
-    static let flags: Set<String> = ClientFlags.flags.union(["no-audio", "no-video"])
+    static let flags: Set<String> = ClientFlags.flags.union(["no-audio", "no-video", "transcode"])
 
     /// The video encoder's defaults (the help states them).
     static let defaults = VideoEncoderConfig(width: 1280, height: 720, bitrate: 2_000_000)
@@ -90,28 +95,9 @@ enum PublishCommand {
                     guard FileManager.default.fileExists(atPath: path) else {
                         throw CommandError.runtime("no such file: \(path)")
                     }
-                    // A file keeps its own picture size unless one is asked for.
-                    var config = encoders.video
-                    if args.value("width") == nil && args.value("height") == nil {
-                        config.width = 0
-                        config.height = 0
-                    }
-                    if video {
-                        try publisher.addVideoTrack(name: names.video, source: FileSource(path: path), config: config)
-                    }
-                    if audio {
-                        try publisher.addAudioTrack(
-                            name: names.audio, source: FileSource(path: path), config: encoders.audio)
-                    }
-                    let kinds = [
-                        video ? "video as \(config.codec.rawValue) at \(config.bitrate) bit/s" : nil,
-                        audio ? "audio as \(encoders.audio.codec.rawValue) at \(encoders.audio.bitrate) bit/s" : nil,
-                    ].compactMap { $0 }
-                    if !kinds.isEmpty {
-                        Output.notice(
-                            "\(path) is decoded and re-encoded: \(kinds.joined(separator: ", ")); publishing ends "
-                                + "with the file")
-                    }
+                    try addFile(
+                        path, names: names, video: video, audio: audio, encoders: encoders, args: args,
+                        publisher: publisher)
                 }
             }
         } catch let error as CommandError {
@@ -177,6 +163,67 @@ enum PublishCommand {
         for await _ in publisher.state {}
         await session.close()
         if let text = failure.value { throw .runtime(text) }
+    }
+}
+
+extension PublishCommand {
+    /// A file's tracks: each stream the catalog can carry is published as it is (its codec, size and
+    /// bitrate), unless asked to re-encode (`--transcode`, or any encoder option for that kind); the
+    /// rest is decoded and re-encoded, and the command says which.
+    static func addFile(
+        _ path: String, names: (video: String, audio: String), video: Bool, audio: Bool, encoders: EncoderFlags,
+        args: Arguments, publisher: Publisher
+    ) throws {
+        let probed = (try? MediaFileProbe.streams(inFile: path)) ?? []
+        let transcodeAll = args.has("transcode")
+        let videoAsked = ["video-codec", "width", "height", "fps", "bitrate", "keyframe-interval", "ladder"]
+            .contains { args.value($0) != nil }
+        let audioAsked = ["audio-codec", "audio-bitrate", "channels"].contains { args.value($0) != nil }
+        var passed: [String] = []
+        var encoded: [String] = []
+        var missing: [String] = []
+        // A kind the file does not have is skipped (its branch would fail the pipeline).
+        let hasVideo = probed.isEmpty || probed.contains { $0.kind == .video }
+        let hasAudio = probed.isEmpty || probed.contains { $0.kind == .audio }
+        if video && !hasVideo { missing.append("no video") }
+        if audio && !hasAudio { missing.append("no audio") }
+        if video && hasVideo {
+            let stream = probed.first { $0.kind == .video }
+            if let stream, stream.rendition != nil, !transcodeAll, !videoAsked {
+                let track = EncodedFileStream(path: path, probed: stream)
+                try publisher.addEncodedTrack(name: names.video, stream: track)
+                passed.append("video (\(track.codec))")
+            } else {
+                // A file keeps its own picture size unless one is asked for.
+                var config = encoders.video
+                if args.value("width") == nil && args.value("height") == nil {
+                    config.width = 0
+                    config.height = 0
+                }
+                try publisher.addVideoTrack(name: names.video, source: FileSource(path: path), config: config)
+                let why = stream?.reason.map { " (\($0))" } ?? ""
+                encoded.append("video as \(config.codec.rawValue) at \(config.bitrate) bit/s\(why)")
+            }
+        }
+        if audio && hasAudio {
+            let stream = probed.first { $0.kind == .audio }
+            if let stream, stream.rendition != nil, !transcodeAll, !audioAsked {
+                let track = EncodedFileStream(path: path, probed: stream)
+                try publisher.addEncodedTrack(name: names.audio, stream: track)
+                passed.append("audio (\(track.codec))")
+            } else {
+                try publisher.addAudioTrack(name: names.audio, source: FileSource(path: path), config: encoders.audio)
+                let why = stream?.reason.map { " (\($0))" } ?? ""
+                encoded.append(
+                    "audio as \(encoders.audio.codec.rawValue) at \(encoders.audio.bitrate) bit/s\(why)")
+            }
+        }
+        var parts: [String] = missing.isEmpty ? [] : ["has \(missing.joined(separator: " and "))"]
+        if !passed.isEmpty { parts.append("passes \(passed.joined(separator: " and ")) through as it is") }
+        if !encoded.isEmpty { parts.append("decodes and re-encodes \(encoded.joined(separator: ", "))") }
+        if !parts.isEmpty {
+            Output.notice("\(path): \(parts.joined(separator: "; ")); publishing ends with the file")
+        }
     }
 }
 

@@ -3,6 +3,7 @@ import CGStreamer
 import Foundation
 import MoqCatalog
 import MoqInteropSupport
+import MoqMedia
 import MoqTestKit
 import SwiftMoQ
 import Testing
@@ -90,37 +91,69 @@ struct CLIMediaTests {
     }
 
     @Test(
-        "publish --source file: keeps the file's picture size, says it re-encodes, and exits 0 at the end of the file")
+        "publish --source file: passes the file's H.264 and Opus through (its codec and size), says so, exits 0 at the end"
+    )
     func publishFile() async throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("swiftmoq-file-\(getpid()).mkv")
         defer { try? FileManager.default.removeItem(at: file) }
         // 5 s of 320x180 H.264 and Opus: long enough to read the catalog while the publisher runs.
         try await TestMediaFile.matroska(at: file.path, width: 320, height: 180, frames: 150, audio: true)
+        let probed = try MediaFileProbe.streams(inFile: file.path)
+        guard case .video(let fileVideo)? = probed.first(where: { $0.kind == .video })?.rendition?.config else {
+            Issue.record("the file's video was not probed: \(probed)")
+            return
+        }
+        let (catalog, result) = try await publishAndReadCatalog(file.path, broadcast: "cli/file")
+        let video = catalog.video.renditions.values.first
+        #expect(
+            video?.codec == fileVideo.codec, "published \(String(describing: video?.codec)), file \(fileVideo.codec)")
+        #expect(video?.codedWidth == 320 && video?.codedHeight == 180)
+        #expect(catalog.audio.renditions.values.first?.codec == "opus")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(
+            result.stderr.contains("passes video (\(fileVideo.codec)) and audio (opus) through"), "\(result.stderr)")
+    }
 
+    @Test("publish --source file: --transcode decodes and re-encodes, and says so")
+    func publishFileTranscoded() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("swiftmoq-file-t-\(getpid()).mkv")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try await TestMediaFile.matroska(at: file.path, width: 320, height: 180, frames: 90, audio: true)
+        let (catalog, result) = try await publishAndReadCatalog(
+            file.path, broadcast: "cli/transcoded", extra: ["--transcode"])
+        // The file's picture size stays unless one is asked for.
+        let video = catalog.video.renditions.values.first
+        #expect(video?.codedWidth == 320 && video?.codedHeight == 180)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("decodes and re-encodes video as"), "\(result.stderr)")
+    }
+
+    /// Runs `publish --source file:PATH`, reads the first catalog listing video and audio, and
+    /// waits for the command to end by itself (the file is paced to real time).
+    private func publishAndReadCatalog(_ path: String, broadcast: String, extra: [String] = []) async throws
+        -> (HangCatalog, CLI.Result)
+    {
         let relay = try localRelay()
         defer { Task { await relay.shutdown(grace: .zero) } }
         let connection = ["--url", "moql://127.0.0.1:\(relay.port)/anon", "--tls-fingerprint", relay.fingerprint]
         let publisher = try CLI.start(
-            ["publish"] + connection + ["--broadcast", "cli/file", "--source", "file:\(file.path)"])
+            ["publish"] + connection + ["--broadcast", broadcast, "--source", "file:\(path)"] + extra)
         let session = try await MoqSession.connect(
             "moql://127.0.0.1:\(relay.port)/anon",
             options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
         defer { session.close() }
-        try await session.waitForBroadcast("cli/file", timeout: .seconds(30))
-        var size: (UInt32?, UInt32?)?
-        let catalogTrack = session.subscribe(broadcast: "cli/file", track: HangCatalog.trackName)
+        try await session.waitForBroadcast(broadcast, timeout: .seconds(30))
+        var catalog = HangCatalog()
+        let catalogTrack = session.subscribe(broadcast: broadcast, track: HangCatalog.trackName)
         let consumer = catalogTrack.consumer(maxLatencyMs: 10_000)
-        while size == nil, let group = try? await consumer.nextGroup(), let frame = try? await group.nextFrame() {
-            for rendition in try HangCatalog(json: frame.payload.array).renditions {
-                if case .video(let v) = rendition.config, v.codedWidth != nil { size = (v.codedWidth, v.codedHeight) }
-            }
+        while catalog.video.renditions.isEmpty || catalog.audio.renditions.isEmpty,
+            let group = try? await consumer.nextGroup(), let frame = try? await group.nextFrame()
+        {
+            catalog = try HangCatalog(json: frame.payload.array)
         }
         catalogTrack.cancel()
-        #expect(size?.0 == 320 && size?.1 == 180, "\(String(describing: size))")
-        // The file lasts 5 s, paced to real time: the command ends by itself.
         let result = try await publisher.wait(timeout: .seconds(30))
-        #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stderr.contains("is decoded and re-encoded"), "\(result.stderr)")
+        return (catalog, result)
     }
 
     @Test("make demo's script: relay, publish, play back headless, stats each second, exit 0")

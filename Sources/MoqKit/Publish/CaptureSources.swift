@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: MIT
+public import MoqCatalog
+public import MoqMedia
 public import MoqPipeline
 
 /// Where a video track's raw frames come from (moq-kit's `FrameSource` for video).
@@ -155,5 +157,38 @@ public struct FileSource: VideoSource, AudioSource {
     public var audioElements: [PipelineNode] {
         Element("filesrc").set("location", path).nodes + Element("decodebin").nodes
             + Caps("audio/x-raw").nodes + Element("clocksync").nodes
+    }
+}
+
+/// One encoded stream of a media file, published as it is: parsed, paced to real time, not decoded
+/// (``Publisher/addEncodedTrack(name:stream:)``). Find a file's streams, and whether the catalog can
+/// carry each, with ``MediaFileProbe``.
+public struct EncodedFileStream: Sendable {
+    /// The file.
+    public var path: String
+    /// Audio or video.
+    public var kind: MediaKind
+    /// The stream's media type after parsing (`video/x-h264`, `audio/x-opus`…): the file's first
+    /// stream of that type is published.
+    public var mediaType: String
+    /// The codec string it is published with (for the track's ``PublishedTrack/codecInfo``).
+    public var codec: String
+
+    /// The stream of `probed` in the file at `path`.
+    public init(path: String, probed: ProbedStream) {
+        self.path = path
+        kind = probed.kind
+        mediaType = probed.mediaType
+        switch probed.rendition?.config {
+        case .video(let v)?: codec = v.codec
+        case .audio(let a)?: codec = a.codec
+        case nil: codec = probed.mediaType
+        }
+    }
+
+    /// `filesrc ! parsebin ! <media type> ! clocksync`: parsed, paced, never decoded.
+    var elements: [PipelineNode] {
+        Element("filesrc").set("location", path).nodes + Element("parsebin").nodes + Caps(mediaType).nodes
+            + Element("clocksync").nodes
     }
 }

@@ -138,6 +138,22 @@ public final class Publisher: Sendable {
         }
     }
 
+    /// Adds a track that publishes an encoded stream of a file as it is (no decoding, no
+    /// re-encoding): its codec, picture size and bitrate are the file's. The stream must be one the
+    /// catalog can describe (``ProbedStream/rendition`` non-nil); the publisher stops at the end of
+    /// the file, as with ``FileSource``.
+    @discardableResult
+    public func addEncodedTrack(name: String? = nil, stream: EncodedFileStream) throws(SessionError)
+        -> PublishedTrack
+    {
+        let info: PublishedTrack.CodecInfo =
+            stream.kind == .video
+            ? .video(codec: stream.codec, width: 0, height: 0, fps: 0) : .audio(codec: stream.codec, sampleRate: 0)
+        return try add(name: name ?? (stream.kind == .video ? "video" : "audio"), info: info) { index in
+            stream.elements + Queue().nodes + Link(to: "moq", pad: "sink_\(index)").nodes
+        }
+    }
+
     /// Adds a data track fed by `source`; its frames keep the track name `name`.
     @discardableResult
     public func addDataTrack(name: String = "data", source: DataTrackEmitter) throws(SessionError) -> PublishedTrack {

@@ -11,7 +11,7 @@ public enum TestMediaFile {
         at path: String, width: Int, height: Int, frames: Int, audio: Bool = false
     ) async throws(TestKitError) {
         var description =
-            "videotestsrc num-buffers=\(frames) ! video/x-raw,width=\(width),height=\(height),framerate=30/1 "
+            "videotestsrc num-buffers=\(frames) ! video/x-raw,format=I420,width=\(width),height=\(height),framerate=30/1 "
             + "! x264enc ! h264parse ! matroskamux name=mux ! filesink location=\"\(path)\""
         if audio {
             // 1024-sample buffers at 48 kHz: as many as cover the video's duration.
