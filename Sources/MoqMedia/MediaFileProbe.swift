@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: MIT
-import CGStreamer
 import CGstPbutils
 import GstSupport
 public import MoqCatalog

@@ -15,57 +15,32 @@ import Synchronization
 /// pad holds a cue until its end is known (that frame, or the next cue; at most
 /// ``longestCueUs``) and pushes it with its duration: an overlay without a duration would keep
 /// the text until the next cue and block on it. Between cues, GAP events follow the media pushed
-/// on the other pads, so an overlay waiting for text never holds the picture back.
-final class CaptionPad: PadTask, @unchecked Sendable {
-    typealias Source = DataPad.Source
-
+/// on the other pads, so an overlay waiting for text never holds the picture back. The stream is
+/// sparse (``SideTrackPad``).
+final class CaptionPad: SideTrackPad, @unchecked Sendable {
     /// The caps of the pad.
     static let caps = "text/x-raw, format=(string)utf8"
     /// How long a cue without an end shows, at most (µs).
     static let longestCueUs: UInt64 = 5_000_000
 
-    let trackName: String
-    private let pending = Lock<Source?>(nil)
     /// Cues pushed (for the tests and the log).
     let cues = Atomic<UInt64>(0)
 
     // Streaming-thread state.
-    private var source: Source?
-    private var remote: RemoteTrack?
-    private var reader: TrackReader?
-    private var started = false
-    private var gapSent = false
-    private var discont = true
     /// The cue read and not pushed yet: its text, group, start and (once known) end, publisher µs.
     private var held: (text: Bytes, group: UInt64, startUs: UInt64, endUs: UInt64?)?
     /// Running time the text stream has covered (buffers and GAPs), ns.
     private var coveredNs: UInt64 = 0
 
     init(pad: UnsafeMutablePointer<GstPad>, name: String, trackName: String, src: MoqSrc) {
-        self.trackName = trackName
-        super.init(pad: pad, name: name, src: src)
+        // Read raw: the reader drops hang's end-of-group frames, which end cues here.
+        super.init(pad: pad, name: name, trackName: trackName, caps: Self.caps, raw: true, src: src)
     }
 
-    /// Reads `source` from the next iteration on (a new session after a reconnect, a new broadcast).
-    func play(_ source: Source) {
-        pending.withLock { $0 = source }
-        interrupt()
-    }
-
-    override func stopped() { dropSubscription() }
+    override func subscribed() { held = nil }
 
     override func step(_ src: MoqSrc, generation: UInt64) {
-        if let next = pending.withLock({ s -> Source? in
-            defer { s = nil }; return s
-        }) {
-            subscribe(next, src: src)
-        }
-        // A GAP lets the sink (or overlay) preroll before the first cue, as on data pads.
-        if started, !gapSent, gst_pad_is_linked(pad) != 0 {
-            gapSent = true
-            gst_pad_push_event(pad, gst_event_new_gap(StreamEvents.pts(running: 0), swiftmoq_clock_time_none()))
-        }
-        guard let reader, let source, !eosSent, src.currentState == GST_STATE_PLAYING else {
+        guard prepareStep(src), let reader else {
             wake.wait(since: generation, timeoutNs: 50_000_000)
             return
         }
@@ -80,13 +55,8 @@ final class CaptionPad: PadTask, @unchecked Sendable {
             }
             coverGap(src: src)
         case .ended:
-            if let held { pushHeld(endUs: held.startUs &+ Self.longestCueUs, src: src) }
-            if source.eosOnEnd {
-                eosSent = true
-                gst_pad_push_event(pad, gst_event_new_eos())
-            } else {
-                dropSubscription()
-            }
+            if let held { pushHeld(endUs: held.endUs ?? held.startUs &+ Self.longestCueUs, src: src) }
+            trackEnded()
         case .failed(let error):
             if case .cancelled = error { return }
             src.reporter.log(GST_LEVEL_INFO, "\(name): caption track \(trackName) ended: \(error)")
@@ -156,40 +126,5 @@ final class CaptionPad: PadTask, @unchecked Sendable {
             pad,
             gst_event_new_gap(StreamEvents.pts(running: Int64(clamping: coveredNs)), GstClockTime(edge - coveredNs)))
         coveredNs = edge
-    }
-
-    private func subscribe(_ next: Source, src: MoqSrc) {
-        if let source, source.same(as: next), reader != nil { return }
-        remote?.cancel()
-        let remote = next.session.subscribe(
-            broadcast: next.broadcast, track: trackName,
-            range: SubscriptionPolicy.dataRange(latencyMs: src.latencyMs, longFormBufferMs: src.longFormBufferMs))
-        let reader = TrackReader(track: remote.track, maxLatencyMs: nil, raw: true)
-        self.remote = remote
-        self.reader = reader
-        readerRef.withLock { $0 = reader }
-        source = next
-        held = nil
-        discont = true
-        if !started {
-            started = true
-            let id = "\(next.broadcast)/\(trackName)"
-            let start = gst_event_new_stream_start(gst_pad_create_stream_id(pad, src.element, id))!
-            gst_event_set_group_id(start, src.groupID)
-            gst_event_set_stream_flags(start, GST_STREAM_FLAG_SPARSE)
-            gst_pad_push_event(pad, start)
-            let caps = gst_caps_from_string(Self.caps)!
-            gst_pad_push_event(pad, gst_event_new_caps(caps))
-            gst_caps_unref(caps)
-            var segment = StreamEvents.segment()
-            gst_pad_push_event(pad, gst_event_new_segment(&segment))
-        }
-    }
-
-    private func dropSubscription() {
-        remote?.cancel()
-        remote = nil
-        reader = nil
-        readerRef.withLock { $0 = nil }
     }
 }

@@ -302,7 +302,8 @@ extension MoqSrc {
             }
             return
         }
-        let source = DataPad.Source(session: session, broadcast: broadcast, epoch: run.sourceEpoch, eosOnEnd: eosOnEnd)
+        let source = SideTrackPad.Source(
+            session: session, broadcast: broadcast, epoch: run.sourceEpoch, eosOnEnd: eosOnEnd)
         if let existing, existing.trackName == name { return existing.play(source) }
         if let existing { remove(existing) }
         guard let pad = gst_pad_new_from_template(MoqSrcType.textTemplate, "text_0") else { return }
@@ -403,7 +404,8 @@ extension MoqSrc {
         guard let broadcast = run.broadcast else { return }
         let names = settings.withLock { $0.dataTracks }
         let eosOnEnd = endsStream(run, path: broadcast)
-        let source = DataPad.Source(session: session, broadcast: broadcast, epoch: run.sourceEpoch, eosOnEnd: eosOnEnd)
+        let source = SideTrackPad.Source(
+            session: session, broadcast: broadcast, epoch: run.sourceEpoch, eosOnEnd: eosOnEnd)
         for (index, name) in names.enumerated() {
             if let existing = run.dataPads[name] {
                 existing.play(source)
