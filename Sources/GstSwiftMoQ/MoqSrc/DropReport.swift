@@ -7,30 +7,8 @@ import MoqPlayback
 /// (`DropStage`, `DropReason`, kebab-case): the fields of a `moq-drop` element message, which
 /// moqsrc posts for each discard while its `diagnostics` property is on.
 struct DropReport {
-    enum Stage: String {
-        /// Between the publisher and the reader: groups that never arrived or arrived unreadable.
-        case transport
-        /// The playout's decision against the timeline: too late, already played, catching up.
-        case timeline
-    }
-
-    enum Reason: String {
-        /// Groups missing from the sequence (skipped by the reader: evicted, over budget, never sent).
-        case missingSequence = "missing-sequence"
-        /// A frame that is not a legacy frame.
-        case invalidPayload = "invalid-payload"
-        /// Too late for playback, with a newer group here.
-        case staleVsPlayback = "stale-vs-playback"
-        /// Already played before a resubscription.
-        case covered
-        /// The rest of a group whose start was dropped (it cannot decode).
-        case latencyBudgetSkip = "latency-budget-skip"
-        /// Dropped at a quiet moment to return to the target latency after a stall (moqsrc's `catch-up`).
-        case catchUp = "catch-up"
-    }
-
-    var stage: Stage
-    var reason: Reason
+    var stage: DropStage
+    var reason: DropReason
     var kind: MediaKind
     var track: String
     var ptsUs: UInt64?
@@ -40,21 +18,15 @@ struct DropReport {
 
     /// The report of a playout drop (nil for frames before the join point: not a loss).
     init?(_ drop: PlayoutDrop, kind: MediaKind, track: String, ptsUs: UInt64?, group: UInt64, bytes: Int) {
-        let reason: Reason
-        switch drop {
-        case .beforeJoin: return nil
-        case .late: reason = .staleVsPlayback
-        case .repeated: reason = .covered
-        case .restOfGroup: reason = .latencyBudgetSkip
-        case .catchUp: reason = .catchUp
-        }
+        guard let reason = DropReason(drop) else { return nil }
         self.init(
             stage: .timeline, reason: reason, kind: kind, track: track, ptsUs: ptsUs, group: group,
             bytes: UInt64(bytes))
     }
 
     init(
-        stage: Stage, reason: Reason, kind: MediaKind, track: String, ptsUs: UInt64? = nil, group: UInt64? = nil,
+        stage: DropStage, reason: DropReason, kind: MediaKind, track: String, ptsUs: UInt64? = nil,
+        group: UInt64? = nil,
         count: UInt64 = 1, bytes: UInt64 = 0
     ) {
         self.stage = stage

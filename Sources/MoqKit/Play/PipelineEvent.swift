@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 import MoqPipeline
-import MoqPlayback
+public import MoqPlayback
 
 /// One typed diagnostic from a ``Player``'s pipeline (moq-kit's `PipelineEvent`), for logging and
 /// telemetry: read them from ``Player/diagnostics()``. Lifecycle milestones are ``PlayerEvent``s
@@ -57,29 +57,11 @@ public struct FrameDrop: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// Where media was discarded (moq-kit's `DropStage`; the stages this player has).
-public enum DropStage: String, Sendable, CaseIterable {
-    /// Between the publisher and the reader.
-    case transport
-    /// The playout's decision against the timeline.
-    case timeline
-}
+/// Where media was discarded (moq-kit's `DropStage`).
+public typealias DropStage = MoqPlayback.DropStage
 
-/// Why media was discarded (moq-kit's `DropReason` names, plus ``catchUp``).
-public enum DropReason: String, Sendable, CaseIterable {
-    /// Groups missing from the sequence: evicted, over the latency budget or never sent.
-    case missingSequence = "missing-sequence"
-    /// A frame the player cannot read.
-    case invalidPayload = "invalid-payload"
-    /// Too late for playback, with a newer group available.
-    case staleVsPlayback = "stale-vs-playback"
-    /// Already played before a resubscription.
-    case covered
-    /// The rest of a group whose start was dropped: it cannot decode.
-    case latencyBudgetSkip = "latency-budget-skip"
-    /// Dropped at a quiet moment to return to the target latency after a stall (not in moq-kit).
-    case catchUp = "catch-up"
-}
+/// Why media was discarded (moq-kit's `DropReason`).
+public typealias DropReason = MoqPlayback.DropReason
 
 /// Why a track stalled (moq-kit's `StallCause`; the causes this player tells apart).
 public enum StallCause: String, Sendable, CaseIterable {
