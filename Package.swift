@@ -108,7 +108,7 @@ let package = Package(
                 "MoqSync", "MoqMPRIS",
                 "SwiftMoQ", "MoqSession", "MoqWire", "MoqCatalog", "MoqMedia", "MoqPipeline", "MoqPlayback",
                 "GstSwiftMoQ", "GstSupport", "CGStreamer",
-                "CGstApp",
+                "CGstApp", "CGstPbutils",
             ],
             swiftSettings: swiftSettings),
         // Playing a broadcast: following its catalog, reading tracks on plain threads, one timeline, stats.
@@ -210,7 +210,7 @@ let package = Package(
             dependencies: [
                 "MoqSync",
                 "GstSwiftMoQ", "SwiftMoQ", "MoqCatalog", "MoqMedia", "MoqWire", "CGStreamer", "CGstCheck", "CGstApp",
-                "MoqInteropSupport", "MoqTestKit",
+                "MoqInteropSupport", "MoqTestKit", "MoqKit",
             ],
             swiftSettings: swiftSettings),
         // The Rust peer (moqpeer.py), the CLI runner and test helpers shared by test targets.

@@ -2,7 +2,6 @@
 import Foundation
 import MoqCommandLine
 import MoqKit
-import MoqMedia
 
 /// `swiftmoq publish`: captures, encodes and publishes a broadcast (MoqKit's Publisher on moqsink).
 enum PublishCommand {

@@ -3,7 +3,7 @@ import CGStreamer
 import Foundation
 import MoqCatalog
 import MoqInteropSupport
-import MoqMedia
+import MoqKit
 import MoqTestKit
 import SwiftMoQ
 import Testing

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT
 public import MoqCatalog
-public import MoqMedia
 public import MoqPipeline
 
 /// Where a video track's raw frames come from (moq-kit's `FrameSource` for video).

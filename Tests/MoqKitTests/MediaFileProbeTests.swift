@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 import Foundation
-import MoqMedia
+import MoqKit
 import Testing
 
 @Suite("MediaFileProbe")

@@ -2,6 +2,7 @@
 import CGstPbutils
 import GstSupport
 public import MoqCatalog
+public import MoqMedia
 
 /// One audio or video stream of a media file, as GStreamer's discoverer sees it after parsing.
 public struct ProbedStream: Sendable, Equatable {
@@ -23,7 +24,11 @@ public struct MediaFileProbeError: Error, Sendable, Equatable, CustomStringConve
 }
 
 /// What a media file holds: its streams' codecs, to publish them as they are (no decoding and
-/// re-encoding) when the catalog can describe them.
+/// re-encoding) when the catalog can describe them (GStreamer's discoverer).
+///
+/// It lives here rather than in MoqMedia: a file there that uses the discoverer makes Swift resolve
+/// `GstCaps` through the pbutils module in some build batchings, which breaks MoqMedia's
+/// `package` signatures that take or return `GstCaps` (a clean `-j 2` build failed, `-j 1` passed).
 public enum MediaFileProbe {
     /// The audio and video streams of the file at `path`, in the file's order.
     public static func streams(inFile path: String, timeout: Duration = .seconds(10)) throws(MediaFileProbeError)
@@ -62,7 +67,7 @@ public enum MediaFileProbe {
             let mediaType = gst_caps_get_structure(caps, 0).map { String(cString: gst_structure_get_name($0)) } ?? ""
             var probed = ProbedStream(kind: kind, caps: text, mediaType: mediaType)
             do {
-                probed.rendition = try MediaFormat.rendition(forCaps: caps)
+                probed.rendition = try MediaFormat.rendition(forCaps: text)
             } catch {
                 probed.reason = "\(error)"
             }
