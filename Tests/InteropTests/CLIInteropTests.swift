@@ -244,7 +244,8 @@ struct CLIInteropTests {
         let open = try CLI.start(["relay", "--listen", "0.0.0.0:0", "--public", ""])
         try await eventually("the open relay's address") { open.stdoutSoFar.contains("fingerprint ") }
         kill(open.process.processIdentifier, SIGTERM)
-        #expect(try await open.wait(timeout: .seconds(15)).status == 0)
+        let ended = try await open.wait(timeout: .seconds(15))
+        #expect(ended.status == 0, "status \(ended.status): \(ended.stderr)")
     }
 
     @Test("subscribe-track follows GOAWAY: a new session before the old closes, no frame lost or repeated")
