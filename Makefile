@@ -153,7 +153,8 @@ test: setup build lint check-element-docs web-test unit-test consumer-test
 fuzz-build:
 	@mkdir -p $(BUILD)/fuzz
 	swiftc -sanitize=fuzzer,address -parse-as-library -O -package-name swiftmoq -module-name FuzzWire \
-		Sources/MoqBase/*.swift Sources/MoqWire/*.swift Sources/MoqWebTransport/*.swift Fuzz/FuzzWire/FuzzWire.swift \
+		Sources/MoqBase/*.swift Sources/MoqWire/*.swift Sources/MoqWebTransport/*.swift Sources/MoqQMux/*.swift \
+		Fuzz/FuzzWire/FuzzWire.swift \
 		-o $(BUILD)/fuzz/fuzz-wire
 	swiftc -sanitize=fuzzer,address -parse-as-library -O -package-name swiftmoq -module-name FuzzCatalog \
 		Sources/MoqBase/*.swift Sources/MoqWire/*.swift Sources/MoqCatalog/*.swift Sources/MoqCatalog/CMAF/*.swift \

@@ -77,6 +77,8 @@ let package = Package(
         // WebTransport over HTTP/3 in Swift, sans-IO: HTTP/3 frames and SETTINGS, QPACK with the static table and
         // literals (Huffman decoded), the extended CONNECT, stream preambles, capsules (ARCHITECTURE: why not nghttp3).
         .target(name: "MoqWebTransport", dependencies: ["MoqBase", "MoqWire"], swiftSettings: swiftSettings),
+        // qmux (QUIC frames over WebSocket or TCP, moq-lite's fallback where UDP is blocked): sans-IO framing.
+        .target(name: "MoqQMux", dependencies: ["MoqBase", "MoqWire"], swiftSettings: swiftSettings),
         .target(
             name: "SwiftMoQ",
             dependencies: ["MoqSync", "MoqBase", "MoqWire", "MoqSession", "MoqQUIC", "MoqWebTransport"],
@@ -158,6 +160,8 @@ let package = Package(
 
         // MARK: - Tests
         .testTarget(name: "MoqWireTests", dependencies: ["MoqWire"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "MoqQMuxTests", dependencies: ["MoqQMux", "MoqWire", "MoqBase"], swiftSettings: swiftSettings),
         .testTarget(
             name: "MoqWebTransportTests", dependencies: ["MoqWebTransport", "MoqInteropSupport"],
             swiftSettings: swiftSettings),

@@ -19,6 +19,8 @@ RULES = {
     "MoqQUIC": {"MoqWire", "MoqModel", "MoqSession", "CGStreamer"},
     # WebTransport over HTTP/3 is sans-IO framing: no transport, no session, no media.
     "MoqWebTransport": {"MoqQUIC", "CNgtcp2", "MoqSession", "MoqModel", "SwiftMoQ", "CGStreamer"},
+    # qmux is sans-IO framing too: no transport, no session, no media.
+    "MoqQMux": {"MoqQUIC", "CNgtcp2", "MoqSession", "MoqModel", "SwiftMoQ", "CGStreamer"},
     # The builder is generic: no elements of ours, no QUIC.
     "MoqPipeline": {"GstSwiftMoQ", "SwiftMoQ", "MoqQUIC", "CNgtcp2", "MoqSession"},
     # GStreamer support wraps GStreamer only.

@@ -12,8 +12,13 @@ public func fuzzWire(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     guard count > 0 else { return 0 }
     let selector = start.load(as: UInt8.self)
     let input = Bytes(copying: UnsafeRawBufferPointer(start: start + 1, count: count - 1))
-    // Selectors 240…255: the WebTransport/HTTP/3 decoders (the sources of MoqWebTransport are in
-    // this module too). Below 240 the moq-lite decoders keep their selectors (and the corpus its meaning).
+    // Selectors 252…255: qmux records (the sources of MoqQMux are in this module too); 240…251: the
+    // WebTransport/HTTP/3 decoders (MoqWebTransport's). Below 240 the moq-lite decoders keep their
+    // selectors (and the corpus its meaning).
+    if selector >= 252 {
+        fuzzQMux(input.withUnsafeBytes { Array($0) })
+        return 0
+    }
     if selector >= 240 {
         fuzzHTTP3(selector - 240, input.withUnsafeBytes { Array($0) })
         return 0
@@ -85,6 +90,19 @@ private func roundTrip<M: WireMessage>(_ type: M.Type, _ input: Bytes) {
     guard let message = try? M.decodeFramed(from: &r) else { return }
     var again = WireReader(Bytes(message.encoded()))
     precondition((try? M.decodeFramed(from: &again)) == message, "\(M.self) round trip")
+}
+
+/// A qmux record: typed errors only; the frames that decode re-encode to frames that decode to
+/// the same (close reasons aside: invalid UTF-8 is replaced).
+private func fuzzQMux(_ bytes: [UInt8]) {
+    guard let frames = try? QMuxFrame.decodeRecord(Bytes(bytes), limit: 1 << 16) else { return }
+    for frame in frames {
+        let again = try? QMuxFrame.decodeRecord(Bytes(frame.encoded()), limit: 1 << 20)
+        switch frame {
+        case .connectionClose, .applicationClose: precondition(again?.count == 1, "qmux close re-decodes")
+        default: precondition(again == [frame], "qmux round trip of \(frame)")
+        }
+    }
 }
 
 /// HTTP/3 frames (split where the input says), QPACK field sections, Huffman strings, capsules and
