@@ -126,10 +126,12 @@ extension SourceSpec {
 
 /// Encoder flags shared by publish and screen-share.
 struct EncoderFlags {
-    static let options: Set<String> = [
-        "video-codec", "width", "height", "fps", "bitrate", "keyframe-interval", "audio-codec", "audio-bitrate",
-        "channels", "ladder",
+    /// The options that set the video encoder, and the audio encoder.
+    static let videoOptions: Set<String> = [
+        "video-codec", "width", "height", "fps", "bitrate", "keyframe-interval", "ladder",
     ]
+    static let audioOptions: Set<String> = ["audio-codec", "audio-bitrate", "channels"]
+    static let options = videoOptions.union(audioOptions)
     /// The flags' help, stating the defaults of the command that shows it.
     static func help(_ d: VideoEncoderConfig) -> String {
         let size = d.width == 0 && d.height == 0 ? "0x0: the source's own" : "\(d.width)x\(d.height)"

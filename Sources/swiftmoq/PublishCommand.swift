@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import Foundation
+import MoqCatalog
 import MoqCommandLine
 import MoqKit
 
@@ -174,10 +175,12 @@ extension PublishCommand {
         args: Arguments, publisher: Publisher
     ) throws {
         let probed = (try? MediaFileProbe.streams(inFile: path)) ?? []
-        let transcodeAll = args.has("transcode")
-        let videoAsked = ["video-codec", "width", "height", "fps", "bitrate", "keyframe-interval", "ladder"]
-            .contains { args.value($0) != nil }
-        let audioAsked = ["audio-codec", "audio-bitrate", "channels"].contains { args.value($0) != nil }
+        /// The stream of `kind` to publish as it is, unless the catalog cannot carry it or re-encoding was asked for.
+        func passable(_ kind: MediaKind, encoderOptions: Set<String>) -> ProbedStream? {
+            guard !args.has("transcode"), !encoderOptions.contains(where: { args.value($0) != nil }) else { return nil }
+            return probed.first { $0.kind == kind && $0.rendition != nil }
+        }
+        let reasons = { (kind: MediaKind) in probed.first { $0.kind == kind }?.reason.map { " (\($0))" } ?? "" }
         var passed: [String] = []
         var encoded: [String] = []
         var missing: [String] = []
@@ -187,8 +190,7 @@ extension PublishCommand {
         if video && !hasVideo { missing.append("no video") }
         if audio && !hasAudio { missing.append("no audio") }
         if video && hasVideo {
-            let stream = probed.first { $0.kind == .video }
-            if let stream, stream.rendition != nil, !transcodeAll, !videoAsked {
+            if let stream = passable(.video, encoderOptions: EncoderFlags.videoOptions) {
                 let track = EncodedFileStream(path: path, probed: stream)
                 try publisher.addEncodedTrack(name: names.video, stream: track)
                 passed.append("video (\(track.codec))")
@@ -200,21 +202,18 @@ extension PublishCommand {
                     config.height = 0
                 }
                 try publisher.addVideoTrack(name: names.video, source: FileSource(path: path), config: config)
-                let why = stream?.reason.map { " (\($0))" } ?? ""
-                encoded.append("video as \(config.codec.rawValue) at \(config.bitrate) bit/s\(why)")
+                encoded.append("video as \(config.codec.rawValue) at \(config.bitrate) bit/s\(reasons(.video))")
             }
         }
         if audio && hasAudio {
-            let stream = probed.first { $0.kind == .audio }
-            if let stream, stream.rendition != nil, !transcodeAll, !audioAsked {
+            if let stream = passable(.audio, encoderOptions: EncoderFlags.audioOptions) {
                 let track = EncodedFileStream(path: path, probed: stream)
                 try publisher.addEncodedTrack(name: names.audio, stream: track)
                 passed.append("audio (\(track.codec))")
             } else {
                 try publisher.addAudioTrack(name: names.audio, source: FileSource(path: path), config: encoders.audio)
-                let why = stream?.reason.map { " (\($0))" } ?? ""
                 encoded.append(
-                    "audio as \(encoders.audio.codec.rawValue) at \(encoders.audio.bitrate) bit/s\(why)")
+                    "audio as \(encoders.audio.codec.rawValue) at \(encoders.audio.bitrate) bit/s\(reasons(.audio))")
             }
         }
         var parts: [String] = missing.isEmpty ? [] : ["has \(missing.joined(separator: " and "))"]

@@ -121,11 +121,14 @@ struct SubscriptionRangeInteropTests {
                 "--count", "8",
             ])
         defer { subscriber.terminateInBackground() }
-        _ = try await subscriber.waitForExit(timeout: .seconds(20))
+        // A Python process started beside the parallel suite can take long to start: wait generously,
+        // and say what arrived when it does not end.
+        let exited = (try? await subscriber.waitForExit(timeout: .seconds(60))) != nil
         let frames = subscriber.history.filter { $0.name == "frame" }
         #expect(
             frames.map { [$0.int("group") ?? -1, $0.int("index") ?? -1] }
-                == (5...6).flatMap { g in (0...3).map { [Int(l) + g, $0] } })
+                == (5...6).flatMap { g in (0...3).map { [Int(l) + g, $0] } },
+            "exited \(exited), l \(l), latest now \(latest()): \(subscriber.history.map(\.line))")
     }
 
     @Test("moq-dev's relay serves frame bounds as our rules say")

@@ -72,6 +72,10 @@ final class ElementConnection: @unchecked Sendable {
     /// The session statistics last collected by ``refreshStats(_:)``.
     var lastStats: SessionStats? { stats.withLock { $0 } }
 
+    /// ``lastStats`` while connected: the connection figures (`connection-stats`, the estimated
+    /// rates) read as zeros when there is no connection.
+    var connectedStats: SessionStats? { status == .connected ? lastStats : nil }
+
     /// Writes the `status` property.
     func getStatus(into value: UnsafeMutablePointer<GValue>) {
         g_value_set_enum(value, statusValue.load(ordering: .relaxed))
@@ -194,7 +198,7 @@ final class ElementConnection: @unchecked Sendable {
 
     /// The `connection-stats` structure: the current connection's figures (zeros while disconnected).
     func connectionStats() -> UnsafeMutablePointer<GstStructure> {
-        let s = status == .connected ? lastStats : nil
+        let s = connectedStats
         return makeStructure(
             "connection-stats",
             [

@@ -56,7 +56,7 @@ enum StatusProperty: String, CaseIterable {
 
     /// Reads the property from the element's connection.
     func get(_ link: ElementConnection, into value: UnsafeMutablePointer<GValue>) {
-        let stats = link.status == .connected ? link.lastStats : nil
+        let stats = link.connectedStats
         switch self {
         case .connectionStats: g_value_take_boxed(value, link.connectionStats())
         case .sessions: g_value_set_uint64(value, guint64(link.sessions))

@@ -79,7 +79,7 @@ final class CaptionPad: SideTrackPad, @unchecked Sendable {
             if frame.group == held.group && isEnd { return }
         }
         guard !isEnd else { return }
-        if held != nil { held = nil }  // Still no timeline when the next cue came: it is past.
+        // A cue still waiting for the timeline when the next one came is past: replaced.
         held = (legacy.payload, frame.group, legacy.timestamp, nil)
     }
 

@@ -16,29 +16,6 @@ struct DropReport {
     var count: UInt64 = 1
     var bytes: UInt64 = 0
 
-    /// The report of a playout drop (nil for frames before the join point: not a loss).
-    init?(_ drop: PlayoutDrop, kind: MediaKind, track: String, ptsUs: UInt64?, group: UInt64, bytes: Int) {
-        guard let reason = DropReason(drop) else { return nil }
-        self.init(
-            stage: .timeline, reason: reason, kind: kind, track: track, ptsUs: ptsUs, group: group,
-            bytes: UInt64(bytes))
-    }
-
-    init(
-        stage: DropStage, reason: DropReason, kind: MediaKind, track: String, ptsUs: UInt64? = nil,
-        group: UInt64? = nil,
-        count: UInt64 = 1, bytes: UInt64 = 0
-    ) {
-        self.stage = stage
-        self.reason = reason
-        self.kind = kind
-        self.track = track
-        self.ptsUs = ptsUs
-        self.group = group
-        self.count = count
-        self.bytes = bytes
-    }
-
     /// The message's fields.
     var fields: [(String, FieldValue)] {
         var f: [(String, FieldValue)] = [
@@ -48,6 +25,16 @@ struct DropReport {
         if let ptsUs { f.append(("pts-us", .uint64(ptsUs))) }
         if let group { f.append(("group", .uint64(group))) }
         return f
+    }
+}
+
+extension DropReport {
+    /// The report of a playout drop (nil for frames before the join point: not a loss).
+    init?(_ drop: PlayoutDrop, kind: MediaKind, track: String, ptsUs: UInt64?, group: UInt64, bytes: Int) {
+        guard let reason = DropReason(drop) else { return nil }
+        self.init(
+            stage: .timeline, reason: reason, kind: kind, track: track, ptsUs: ptsUs, group: group,
+            bytes: UInt64(bytes))
     }
 }
 

@@ -24,7 +24,7 @@ extension MoqSrc {
             (StatsKey.handovers.rawValue, .uint64(UInt64(run?.connection.handovers ?? 0))),
             (StatsKey.roundTripTimeMs.rawValue, .double(Double(stats?.rttMicros ?? 0) / 1000)),
             (StatsKey.bytesReceived.rawValue, .uint64(stats?.bytesReceived ?? 0)),
-            (StatsKey.receiveRateBps.rawValue, .uint64(link.status == .connected ? stats?.receiveRateBps ?? 0 : 0)),
+            (StatsKey.receiveRateBps.rawValue, .uint64(link.connectedStats?.receiveRateBps ?? 0)),
             (StatsKey.packetsLost.rawValue, .uint64(stats?.packetsLost ?? 0)),
             (StatsKey.targetLatencyMs.rawValue, .uint64(latencyMs)),
         ]

@@ -30,7 +30,9 @@ public struct MediaFileProbeError: Error, Sendable, Equatable, CustomStringConve
 /// `GstCaps` through the pbutils module in some build batchings, which breaks MoqMedia's
 /// `package` signatures that take or return `GstCaps` (a clean `-j 2` build failed, `-j 1` passed).
 public enum MediaFileProbe {
-    /// The audio and video streams of the file at `path`, in the file's order.
+    /// The audio and video streams of the file at `path`, in the file's order. Blocks while the
+    /// file is read (usually milliseconds, at most `timeout`): call it before playback starts, or
+    /// off the cooperative pool.
     public static func streams(inFile path: String, timeout: Duration = .seconds(10)) throws(MediaFileProbeError)
         -> [ProbedStream]
     {
