@@ -40,6 +40,8 @@ public final class MoqServer: @unchecked Sendable {
         public var retryThreshold: Int = 64
         /// Handshakes in progress from one IP address.
         public var maxHandshakesPerAddress: Int = 32
+        /// How long a connection may be quiet before the server sends a PING (0: never).
+        public var keepAliveInterval: Duration = QUICSettings().keepAliveInterval
         /// Event loops (threads) connections are spread across; the kernel steers each datagram to
         /// the loop holding its connection by its connection ID. Limits are shared out between them.
         public var loops: Int = 1
@@ -99,6 +101,7 @@ public final class MoqServer: @unchecked Sendable {
         settings.maxConnections = options.maxConnections
         settings.retryThreshold = options.retryThreshold
         settings.maxHandshakesPerAddress = options.maxHandshakesPerAddress
+        settings.keepAliveInterval = options.keepAliveInterval
         let holder = ServerHolder()
         let quic: [QUICServer]
         let allLoops = loops

@@ -87,7 +87,13 @@ struct ElementStatusTests {
         "quic-idle-timeout and quic-keep-alive reach the connection: without keep-alives an idle player's session times out"
     )
     func idleTimeoutAndKeepAlive() async throws {
-        let relay = try localRelay()
+        // The relay sends no PINGs of its own: a connection's idle timeout is at least three probe
+        // timeouts, and where the handshake's round trip is slow (under ThreadSanitizer, 0.4 s and
+        // more) that outlasts a relay's 3 s keep-alive, whose PINGs would then hold the quiet
+        // player's session open forever (CI saw one session in 20 s).
+        var configuration = MoqRelay.Configuration(host: "127.0.0.1", port: 0, logger: .silent)
+        configuration.keepAliveInterval = .zero
+        let relay = try MoqRelay.start(configuration)
         defer { Task { await relay.shutdown(grace: .zero) } }
         // Nobody publishes: the players wait for the broadcast and nothing flows but keep-alives.
         let quiet = try TestPipeline(

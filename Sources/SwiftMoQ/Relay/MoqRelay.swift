@@ -51,6 +51,10 @@ public final class MoqRelay: @unchecked Sendable {
         public var retryThreshold: Int = 64
         /// Handshakes in progress from one IP address.
         public var maxHandshakesPerAddress: Int = 32
+        /// How long a connection may be quiet before the relay sends a PING (0: never). Clients
+        /// send their own (moq-dev's and ours); the relay's keeps an idle subscriber's path open
+        /// where a client sends none.
+        public var keepAliveInterval: Duration = .seconds(3)
         /// Where log lines go.
         public var logger: MoqLogger
         /// Answer HTTP on TCP at the same port number, as moq-relay does: `GET /certificate.sha256`
@@ -207,6 +211,7 @@ public final class MoqRelay: @unchecked Sendable {
         options.hopID = relay.hopID
         options.retryThreshold = configuration.retryThreshold
         options.maxHandshakesPerAddress = configuration.maxHandshakesPerAddress
+        options.keepAliveInterval = configuration.keepAliveInterval
         let auth = configuration.auth
         let logger = configuration.logger
         options.admitWebTransportPath = { path in
