@@ -81,7 +81,7 @@ let package = Package(
         .target(name: "MoqQMux", dependencies: ["MoqBase", "MoqWire"], swiftSettings: swiftSettings),
         .target(
             name: "SwiftMoQ",
-            dependencies: ["MoqSync", "MoqBase", "MoqWire", "MoqSession", "MoqQUIC", "MoqWebTransport"],
+            dependencies: ["MoqSync", "MoqBase", "MoqWire", "MoqSession", "MoqQUIC", "MoqWebTransport", "MoqQMux"],
             swiftSettings: swiftSettings),
         // Argument parsing and subcommand dispatch shared by swiftmoq and moqbench.
         .target(name: "MoqCommandLine", swiftSettings: swiftSettings),

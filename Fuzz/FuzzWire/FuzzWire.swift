@@ -12,11 +12,17 @@ public func fuzzWire(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     guard count > 0 else { return 0 }
     let selector = start.load(as: UInt8.self)
     let input = Bytes(copying: UnsafeRawBufferPointer(start: start + 1, count: count - 1))
-    // Selectors 252…255: qmux records (the sources of MoqQMux are in this module too); 240…251: the
+    // Selectors 252…255: qmux (the sources of MoqQMux are in this module too): records (252, 253),
+    // the WebSocket reader (254), a server connection fed records and driven (255); 240…251: the
     // WebTransport/HTTP/3 decoders (MoqWebTransport's). Below 240 the moq-lite decoders keep their
     // selectors (and the corpus its meaning).
     if selector >= 252 {
-        fuzzQMux(input.withUnsafeBytes { Array($0) })
+        let bytes = input.withUnsafeBytes { Array($0) }
+        switch selector {
+        case 254: fuzzWebSocket(bytes)
+        case 255: fuzzQMuxConnection(bytes)
+        default: fuzzQMux(bytes)
+        }
         return 0
     }
     if selector >= 240 {
@@ -102,6 +108,78 @@ private func fuzzQMux(_ bytes: [UInt8]) {
         case .connectionClose, .applicationClose: precondition(again?.count == 1, "qmux close re-decodes")
         default: precondition(again == [frame], "qmux round trip of \(frame)")
         }
+    }
+}
+
+/// The WebSocket reader fed in pieces the input sizes: typed errors only, never more buffered than
+/// one frame's header and payload.
+private func fuzzWebSocket(_ bytes: [UInt8]) {
+    guard let first = bytes.first else { return }
+    var reader = WebSocketReader(maxMessage: 4_096, expectMasked: first & 1 == 0)
+    var offset = 1
+    while offset < bytes.count {
+        let step = Int(bytes[offset]) % 64 + 1
+        bytes[offset..<min(bytes.count, offset + step)].withUnsafeBytes { reader.append($0) }
+        offset += step
+        do {
+            while let message = try reader.next() {
+                if case .binary(let b) = message { precondition(b.count <= 4_096, "message over the limit") }
+            }
+        } catch {
+            return
+        }
+        precondition(reader.buffered <= 4_096 + 14 + 64, "WebSocket reader held too much")
+    }
+}
+
+/// A server connection after a valid handshake, fed records and driven by the input: a byte below
+/// 0xf0 is a record of that many bytes; 0xf0… open a stream and write, consume, reset, stop, tick,
+/// drain. Typed closes only; records out stay within the peer's size; unsent bytes are what was
+/// written and not sent.
+private func fuzzQMuxConnection(_ bytes: [UInt8]) {
+    var now: UInt64 = 0
+    var settings = QMuxSettings()
+    settings.maxStreamData = 4_096
+    settings.maxData = 16_384
+    settings.maxStreamsUni = 8
+    settings.maxStreamsBidi = 8
+    let server = QMuxConnection(isClient: false, settings: settings, now: now)
+    var p = QMuxTransportParameters()
+    p.initialMaxData = 8_192
+    p.initialMaxStreamDataUni = 2_048
+    p.initialMaxStreamDataBidiLocal = 2_048
+    p.initialMaxStreamDataBidiRemote = 2_048
+    p.initialMaxStreamsUni = 4
+    p.initialMaxStreamsBidi = 4
+    server.receive(record: Bytes(QMuxFrame.transportParameters(p).encoded()), now: now)
+    var opened: [Int64] = []
+    var offset = 0
+    while offset < bytes.count, server.closeReason == nil {
+        let op = bytes[offset]
+        offset += 1
+        now += 1_000_000
+        switch op {
+        case 0..<0xf0:
+            let end = min(bytes.count, offset + Int(op))
+            server.receive(record: Bytes(bytes[offset..<end]), now: now)
+            offset = end
+        case 0xf0, 0xf1:
+            if let id = server.openStream(bidirectional: op == 0xf1) { opened.append(id) }
+            if let id = opened.last { server.write(id, Bytes([UInt8](repeating: op, count: 3_000)), fin: op == 0xf1) }
+        case 0xf2: for id in opened { server.consumed(id, bytes: 1_000) }
+        case 0xf3: if let id = opened.first { server.resetStream(id, code: UInt64(op)) }
+        case 0xf4: if let id = opened.last { server.stopSending(id, code: 1) }
+        case 0xf5: now += 10_000_000_000
+        default: break
+        }
+        for event in server.takeEvents() {
+            if case .received(let id, let data, _) = event, op & 1 == 0 { server.consumed(id, bytes: data.count) }
+        }
+        server.tick(now: now)
+        while let record = server.nextRecord(now: now) {
+            precondition(record.count <= 16_382, "record over the peer's size")
+        }
+        precondition(server.totalUnsentBytes >= 0, "unsent bytes below zero")
     }
 }
 

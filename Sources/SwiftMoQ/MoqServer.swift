@@ -22,6 +22,11 @@ public final class MoqServer: @unchecked Sendable {
     let loops: [QUICEventLoop]
     let servers: [QUICServer]
     private let sessions = Lock<[ObjectIdentifier: MoqSession]>([:])
+    /// What each session is handed to, and the options it was listened with.
+    let onSession: @Sendable (MoqSession, Setup) -> Void
+    let options: Options
+    /// WebSocket sessions open or setting up (bounded by ``Options/maxConnections``), and the next loop for one.
+    let webSocketCount = Lock<(open: Int, next: Int)>((0, 0))
 
     /// Options of a server.
     public struct Options: Sendable {
@@ -63,7 +68,12 @@ public final class MoqServer: @unchecked Sendable {
         }
     }
 
-    private init(port: UInt16, fingerprint: String, origin: Origin, loops: [QUICEventLoop], servers: [QUICServer]) {
+    private init(
+        port: UInt16, fingerprint: String, origin: Origin, loops: [QUICEventLoop], servers: [QUICServer],
+        options: Options, onSession: @escaping @Sendable (MoqSession, Setup) -> Void
+    ) {
+        self.options = options
+        self.onSession = onSession
         self.port = port
         currentFingerprint = Lock(fingerprint)
         self.origin = origin
@@ -134,12 +144,13 @@ public final class MoqServer: @unchecked Sendable {
             throw .configuration("cannot listen on \(host):\(port): \(error)")
         }
         let server = MoqServer(
-            port: quic[0].localPort, fingerprint: identity.fingerprint, origin: origin, loops: loops, servers: quic)
+            port: quic[0].localPort, fingerprint: identity.fingerprint, origin: origin, loops: loops, servers: quic,
+            options: options, onSession: onSession)
         holder.server = server
         return server
     }
 
-    private func track(_ session: MoqSession) {
+    func track(_ session: MoqSession) {
         let id = ObjectIdentifier(session)
         sessions.withLock { $0[id] = session }
         Task { [weak self] in

@@ -441,8 +441,9 @@ public final class MoqSession: @unchecked Sendable {
     private static func snapshot(_ conn: SessionConnection, binding: SessionBinding) -> SessionStats {
         let counters = conn.core?.counters ?? SessionCounters()
         let q = conn.connection?.stats
+        let rtt = q?.smoothedRTT.nanoseconds ?? conn.qmuxLink?.qmux.smoothedRTT ?? 0
         return SessionStats(
-            counters: counters, rttMicros: (q?.smoothedRTT.nanoseconds ?? 0) / 1000,
+            counters: counters, rttMicros: rtt / 1000,
             sendRateBps: q?.estimatedSendRate ?? 0, packetsLost: q?.packetsLost ?? 0,
             bytesSent: q?.bytesSent ?? 0, bytesReceived: q?.bytesReceived ?? 0, packetsSent: q?.packetsSent ?? 0,
             packetsReceived: q?.packetsReceived ?? 0, receiveRateBps: q?.estimatedReceiveRate ?? 0, binding: binding)
@@ -497,6 +498,8 @@ public enum SessionBinding: String, Sendable, Equatable, CustomStringConvertible
     case quic = "QUIC"
     /// WebTransport over HTTP/3, ALPN `h3` (`https://` and `http://` URLs, browsers).
     case webTransport = "WebTransport"
+    /// qmux over a WebSocket, subprotocol `qmux-01.moq-lite-06` (where UDP does not pass).
+    case webSocket = "WebSocket"
 
     public var description: String { rawValue }
 }

@@ -53,6 +53,8 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate {
     var web: WebTransportRouter?
     /// What ``web`` reaches the connection through (the router holds it unowned).
     var webIO: QUICWebTransportStreams?
+    /// The WebSocket carrier when the session runs over qmux (then ``connection`` is nil).
+    var qmuxLink: QMuxLink?
     /// What the session serves to its peer.
     let directory: (any BroadcastDirectory)?
     /// Called once: the session is usable, or failed before it was.
@@ -101,6 +103,7 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate {
             me.fail(
                 .timeout("no moq session with \(me.peerDescription) within \(timeout) (is a relay listening there?)"))
             me.connection?.close(code: SessionErrorCode.timeout.rawValue, reason: "connect timeout")
+            me.qmuxLink?.close(code: SessionErrorCode.timeout.rawValue, reason: "connect timeout")
         }
     }
 

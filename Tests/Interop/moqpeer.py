@@ -27,6 +27,7 @@ import argparse
 import asyncio
 import base64
 import contextlib
+import datetime
 import json
 import math
 import re
@@ -220,6 +221,10 @@ async def make_client(args):
     instead of an idle timeout.
     """
     kwargs: dict = {"reconnect": False, "websocket_enabled": False}
+    if args.websocket_delay_ms is not None:
+        # moq-dev's fallback: WebSocket (qmux) raced this long after QUIC (ws:// URLs use only it).
+        kwargs["websocket_enabled"] = True
+        kwargs["websocket_delay"] = datetime.timedelta(milliseconds=args.websocket_delay_ms)
     if args.insecure:
         kwargs["tls_verify"] = False
     if args.fingerprint:
@@ -409,6 +414,45 @@ async def cmd_relay(args) -> None:
             with contextlib.suppress(Exception):
                 session.shutdown()
         await server.__aexit__(None, None, None)
+
+
+async def cmd_udp_blackhole(args) -> None:
+    """A port where UDP goes nowhere and TCP reaches the target's TCP port: a network that blocks UDP."""
+    for _ in range(50):
+        udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        udp.bind(("127.0.0.1", 0))  # bound and never read: every datagram is dropped silently
+        port = udp.getsockname()[1]
+
+        async def handle(reader, writer):
+            try:
+                up_reader, up_writer = await asyncio.open_connection("127.0.0.1", args.target)
+            except OSError:
+                writer.close()
+                return
+
+            async def pipe(src, dst):
+                with contextlib.suppress(Exception):
+                    while data := await src.read(65536):
+                        dst.write(data)
+                        await dst.drain()
+                with contextlib.suppress(Exception):
+                    dst.close()
+
+            await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+        try:
+            server = await asyncio.start_server(handle, "127.0.0.1", port)
+        except OSError:
+            udp.close()
+            continue
+        emit("listening", port=port)
+        try:
+            async with server:
+                await server.serve_forever()
+        finally:
+            udp.close()
+        return
+    raise SystemExit("no port free for both UDP and TCP")
 
 
 def free_udp_port(host: str) -> int:
@@ -1274,6 +1318,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--timeout-s", type=float, default=timeout_s, help=f"fail after this long (0 = never; default {timeout_s:g})"
         )
+        p.add_argument(
+            "--websocket-delay-ms", type=float, help="enable the WebSocket fallback, raced this long after QUIC"
+        )
         p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
         return p
 
@@ -1302,6 +1349,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--connect", action="append", default=[], help="also dial this relay as a cluster link (repeatable)"
     )
     p.add_argument("--connect-fingerprint", help="pin the certificate of the relays dialled with --connect")
+    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
+
+    p = sub.add_parser("udp-blackhole", help="a port that drops UDP and forwards TCP to --target")
+    p.add_argument("--target", type=int, required=True, help="the TCP port forwarded to (127.0.0.1)")
     p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
 
     p = client("connect", "connect, complete SETUP, close")
@@ -1419,6 +1470,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 COMMANDS = {
     "relay": cmd_relay,
+    "udp-blackhole": cmd_udp_blackhole,
     "connect": cmd_connect,
     "publish": cmd_publish,
     "subscribe": cmd_subscribe,

@@ -196,7 +196,7 @@ struct RelayWebTests {
                 == .request(
                     HTTPRequestHead(
                         method: "GET", path: "/announced/a b", query: ["jwt": "x+y", "z": ""],
-                        headers: ["host": "h", "x-y": "v"])))
+                        headers: ["host": "h", "x-y": "v"], target: "/announced/a%20b?jwt=x%2By&z")))
         #expect(HTTPRequestHead.parse(Array("GARBAGE\r\n\r\n".utf8)) == .invalid(status: 400))
         #expect(HTTPRequestHead.parse(Array("GET / HTTP/1.1\r\nno colon\r\n\r\n".utf8)) == .invalid(status: 400))
         #expect(HTTPRequestHead.parse([UInt8](repeating: 65, count: 9000)) == .invalid(status: 431))

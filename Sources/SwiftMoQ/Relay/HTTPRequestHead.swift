@@ -11,6 +11,8 @@ struct HTTPRequestHead: Equatable {
     var query: [String: String]
     /// Header names lowercased.
     var headers: [String: String]
+    /// The request target as sent (path and query, not decoded): a WebSocket session's scope and token.
+    var target: String = ""
 
     /// The largest request head accepted.
     static let maxBytes = 8 * 1024
@@ -58,7 +60,8 @@ struct HTTPRequestHead: Equatable {
         }
         return .request(
             HTTPRequestHead(
-                method: String(parts[0]), path: PercentEncoding.decode(String(rawPath)), query: query, headers: headers)
+                method: String(parts[0]), path: PercentEncoding.decode(String(rawPath)), query: query, headers: headers,
+                target: String(target))
         )
     }
 

@@ -75,6 +75,12 @@ public final class MoqRelay: @unchecked Sendable {
         /// bytes, frames and groups in and out, drops by reason, each event loop's CPU and queue, the
         /// links) and `GET /sessions` (the open sessions as JSON) on the HTTP port (with ``serveHTTP``).
         public var serveMetrics = false
+        /// Accept moq-lite over WebSocket (qmux, subprotocol `qmux-01.moq-lite-06`) on the HTTP port
+        /// (with ``serveHTTP``), for clients whose UDP is blocked, as moq-relay does.
+        public var serveWebSocket = true
+        /// The HTTP port has no TLS: WebSocket sessions are taken from loopback peers only unless this
+        /// is set (a trusted network, or TLS terminated in front of the relay).
+        public var plainWebSocketFromAnyAddress = false
         /// With ``serveMetrics``: the token those two ask for (`Authorization: Bearer <token>` or
         /// `?token=`); nil serves them to anyone who reaches the port.
         public var metricsToken: String?
@@ -232,7 +238,8 @@ public final class MoqRelay: @unchecked Sendable {
         configuration.logger.info("listening on \(relay.url) (certificate sha256 \(relay.fingerprint))")
         if configuration.serveHTTP {
             do {
-                relay.web = try RelayWeb(host: configuration.host, port: relay.port) { head in
+                let upgrade = configuration.serveWebSocket ? Self.webSocketUpgrade(box) : nil
+                relay.web = try RelayWeb(host: configuration.host, port: relay.port, upgrade: upgrade) { head in
                     box.value?.answer(head) ?? HTTPResponse(status: 503, body: "shutting down\n")
                 }
             } catch {

@@ -22,6 +22,9 @@ final class RelayWeb: @unchecked Sendable {
     /// A pipe: ``stop()`` writes to its end 1 to wake the thread's poll.
     private let wake: (read: Int32, write: Int32)
     private let handler: @Sendable (HTTPRequestHead) -> HTTPResponse
+    /// Takes a WebSocket upgrade (a request with `Upgrade:`): returns nil when it took over the
+    /// socket (with the bytes that came after the head), or the response that refuses it.
+    private let upgrade: (@Sendable (HTTPRequestHead, Int32, [UInt8]) -> HTTPResponse?)?
     private let stopping = Atomic(false)
     private var thread: pthread_t?
     private let finished = Lock(false)
@@ -32,12 +35,19 @@ final class RelayWeb: @unchecked Sendable {
         var output: [UInt8] = []
         var written = 0
         let deadline: UInt64
+        /// The socket went to a WebSocket session: not closed here.
+        var handedOff = false
     }
 
     /// Listens on `host:port` (TCP).
     /// - Throws: ``MoqError/configuration(_:)`` when the address cannot be bound (e.g. in use).
-    init(host: String, port: UInt16, handler: @escaping @Sendable (HTTPRequestHead) -> HTTPResponse) throws(MoqError) {
+    init(
+        host: String, port: UInt16,
+        upgrade: (@Sendable (HTTPRequestHead, Int32, [UInt8]) -> HTTPResponse?)? = nil,
+        handler: @escaping @Sendable (HTTPRequestHead) -> HTTPResponse
+    ) throws(MoqError) {
         self.handler = handler
+        self.upgrade = upgrade
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -147,7 +157,11 @@ final class RelayWeb: @unchecked Sendable {
                 var done = now > client.deadline || revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0
                 if !done && revents & Int16(POLLIN) != 0 { done = !read(&client) }
                 if !done && !client.output.isEmpty && revents & Int16(POLLOUT) != 0 { done = !flush(&client) }
-                if done { close(client.fd) } else { keep.append(client) }
+                if done {
+                    if !client.handedOff { close(client.fd) }
+                } else {
+                    keep.append(client)
+                }
             }
             clients = keep
             if fds.count > 1, fds[1].fd == listener, fds[1].revents & Int16(POLLIN) != 0 {
@@ -179,7 +193,14 @@ final class RelayWeb: @unchecked Sendable {
             client.output = HTTPResponse(status: status, body: "\(HTTPResponse.reason(status))\n").encoded()
         case .request(let head):
             var response: HTTPResponse
-            if head.method == "GET" || head.method == "HEAD" {
+            if head.method == "GET", head.headers["upgrade"] != nil, let upgrade {
+                let end = HTTPRequestHead.headEnd(client.input) ?? client.input.count
+                guard let refusal = upgrade(head, client.fd, Array(client.input[end...])) else {
+                    client.handedOff = true
+                    return false
+                }
+                response = refusal
+            } else if head.method == "GET" || head.method == "HEAD" {
                 response = handler(head)
             } else {
                 response = HTTPResponse(status: 405, body: "only GET\n")

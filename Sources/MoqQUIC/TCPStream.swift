@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: MIT
+internal import Glibc
+
+/// What a ``TCPStream`` reports, on its loop's thread.
+public protocol TCPStreamDelegate: AnyObject {
+    /// Bytes arrived (valid only during the call).
+    func tcpStream(_ stream: TCPStream, didRead bytes: UnsafeRawBufferPointer)
+    /// The bytes queued fell below ``TCPStream/lowWater``: more may be written.
+    func tcpStreamCanWrite(_ stream: TCPStream)
+    /// The peer closed or the socket failed (nil: an orderly end of stream). Called once; the
+    /// stream is closed by then.
+    func tcpStream(_ stream: TCPStream, didEnd error: String?)
+}
+
+/// A connected, non-blocking TCP socket on a ``QUICEventLoop`` (the carrier of qmux over
+/// WebSocket): reads are handed to the delegate as they come; writes queue in user space while
+/// the kernel's buffer is full. The layer above keeps ``queuedBytes`` under its own bound (it asks
+/// for ``tcpStreamCanWrite(_:)``). Loop thread only.
+public final class TCPStream: LoopSource {
+    public let loop: QUICEventLoop
+    /// Held strongly until the stream is closed, then released (so a delegate that holds its
+    /// stream forms no lasting cycle).
+    public var delegate: (any TCPStreamDelegate)?
+    /// The peer's address, for messages.
+    public let remoteAddress: String
+    /// Below this many queued bytes the delegate hears ``TCPStreamDelegate/tcpStreamCanWrite(_:)``.
+    public static let lowWater = 64 << 10
+    private let fd: Int32
+    private var output: [UInt8] = []
+    private var outputHead = 0
+    private var writeInterest = false
+    private var wantsCanWrite = false
+    private var closeAfterFlush = false
+    public private(set) var isClosed = false
+    private var readBuffer = [UInt8](repeating: 0, count: 64 << 10)
+
+    /// Takes over a connected socket (made non-blocking here). On the loop's thread.
+    public init(adopting fd: Int32, loop: QUICEventLoop, remoteAddress: String) throws(QUICError) {
+        self.fd = fd
+        self.loop = loop
+        self.remoteAddress = remoteAddress
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        do {
+            try loop.register(fd, self)
+        } catch {
+            Glibc.close(fd)
+            isClosed = true
+            throw error
+        }
+    }
+
+    /// Bytes written and not yet taken by the kernel.
+    public var queuedBytes: Int { output.count - outputHead }
+
+    /// Queues `bytes` and sends what the kernel takes now.
+    public func write(_ bytes: [UInt8]) {
+        guard !isClosed, !closeAfterFlush else { return }
+        output += bytes
+        flush()
+    }
+
+    /// Asks for one ``TCPStreamDelegate/tcpStreamCanWrite(_:)`` once the queue is below ``lowWater``.
+    public func notifyWhenWritable() {
+        wantsCanWrite = true
+        if queuedBytes < Self.lowWater { flush() }
+    }
+
+    /// Closes after the queued bytes went out (or at once with `now`).
+    public func close(now: Bool = false) {
+        guard !isClosed else { return }
+        if now || queuedBytes == 0 {
+            shut()
+        } else {
+            closeAfterFlush = true
+        }
+    }
+
+    private func shut() {
+        guard !isClosed else { return }
+        isClosed = true
+        delegate = nil
+        loop.unregister(fd)
+        Glibc.close(fd)
+    }
+
+    private func end(_ error: String?) {
+        guard !isClosed else { return }
+        let delegate = self.delegate
+        shut()
+        delegate?.tcpStream(self, didEnd: error)
+    }
+
+    private func flush() {
+        while queuedBytes > 0 {
+            let n = output.withUnsafeBytes {
+                send(fd, $0.baseAddress! + outputHead, $0.count - outputHead, Int32(MSG_NOSIGNAL))
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                if errno == EAGAIN || errno == EWOULDBLOCK { break }
+                end(String(cString: strerror(errno)))
+                return
+            }
+            outputHead += n
+        }
+        if outputHead > 0 && (outputHead == output.count || outputHead >= 1 << 20) {
+            output.removeFirst(outputHead)
+            outputHead = 0
+        }
+        let blocked = queuedBytes > 0
+        if blocked != writeInterest {
+            writeInterest = blocked
+            loop.setWriteInterest(fd, blocked)
+        }
+        if !blocked && closeAfterFlush {
+            shut()
+            return
+        }
+        if wantsCanWrite && queuedBytes < Self.lowWater {
+            wantsCanWrite = false
+            delegate?.tcpStreamCanWrite(self)
+        }
+    }
+
+    func writable() { flush() }
+
+    func readable() {
+        // Bounded so one busy socket cannot starve the loop's other work.
+        for _ in 0..<16 {
+            guard !isClosed else { return }
+            let n = readBuffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n == 0 {
+                end(nil)
+                return
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                if errno == EAGAIN || errno == EWOULDBLOCK { return }
+                end(String(cString: strerror(errno)))
+                return
+            }
+            readBuffer.withUnsafeBytes {
+                delegate?.tcpStream(self, didRead: UnsafeRawBufferPointer(rebasing: $0[..<n]))
+            }
+        }
+    }
+}

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: MIT
+import Foundation
+import MoqInteropSupport
+import SwiftMoQ
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// moq-lite over WebSocket (qmux-01) with moq-dev's client (moq-ffi 0.4.18), which is a WebSocket
+/// client only (its server does not listen on TCP, so the other direction has no Rust peer).
+@Suite("Interop: WebSocket (qmux) with the Rust client", .serialized, .timeLimit(.minutes(3)))
+struct WebSocketInteropTests {
+    @Test("Rust publisher over ws:// → Swift relay → Rust subscriber over ws://: every frame, in order")
+    func rustClientsOverWebSocket() async throws {
+        let relay = try SwiftRelay.start()
+        defer { Task { await relay.stop() } }
+        let name = RustPeer.uniqueName("ws")
+        let port = relay.relay.port
+        let (groups, frames, size) = (6, 3, 20_000)
+        let go = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).go").path
+        defer { try? FileManager.default.removeItem(atPath: go) }
+        let publisher = try RustPeer.launch([
+            "publish", "--url", "ws://127.0.0.1:\(port)/anon", "--websocket-delay-ms", "0", "--broadcast", name,
+            "--groups", "\(groups)", "--frames-per-group", "\(frames)", "--payload-size", "\(size)", "--interval-ms",
+            "50", "--go-file", go, "--linger-ms", "2000",
+        ])
+        defer { publisher.terminateInBackground() }
+        let subscriber = try RustPeer.launch([
+            "subscribe", "--url", "ws://127.0.0.1:\(port)/anon", "--websocket-delay-ms", "0", "--broadcast", name,
+            "--track", "data",
+        ])
+        defer { subscriber.terminateInBackground() }
+        try await eventually("the subscription at the relay", timeout: .seconds(30)) {
+            relay.relay.origin.broadcast("anon/\(name)")?.existingTrack("data")?.observerCount == 1
+        }
+        #expect(await relay.relay.sessionStats().map(\.binding) == [.webSocket, .webSocket])
+        _ = FileManager.default.createFile(atPath: go, contents: Data())
+        try await WebTransportInteropTests.expectRustData(subscriber, groups: groups, frames: frames, size: size)
+    }
+
+    /// Sends `request` on a fresh TCP connection to the relay's port and returns the whole answer.
+    static func exchange(_ port: UInt16, _ request: String, then extra: [UInt8] = []) throws -> String {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        _ = (Array(request.utf8) + extra).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+        var answer: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            answer += chunk[..<n]
+        }
+        return String(decoding: answer, as: UTF8.self)
+    }
+
+    @Test("bad upgrades get a status that says what to fix; a session beside them goes on")
+    func badUpgrades() async throws {
+        let relay = try SwiftRelay.start { $0.auth = RelayAuth(publicPrefixes: ["anon"]) }
+        defer { Task { await relay.stop() } }
+        let port = relay.relay.port
+        let session = try await relay.connect()
+        defer { session.close() }
+        let head =
+            "Host: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+        let noProtocol = try Self.exchange(port, "GET /anon HTTP/1.1\r\n\(head)\r\n")
+        #expect(noProtocol.hasPrefix("HTTP/1.1 400") && noProtocol.contains("qmux-01.moq-lite-06"), "\(noProtocol)")
+        let unknown = try Self.exchange(
+            port, "GET /anon HTTP/1.1\r\n\(head)Sec-WebSocket-Protocol: webtransport\r\n\r\n")
+        #expect(unknown.hasPrefix("HTTP/1.1 400"), "\(unknown)")
+        let unauthorized = try Self.exchange(
+            port, "GET /private HTTP/1.1\r\n\(head)Sec-WebSocket-Protocol: qmux-01.moq-lite-06\r\n\r\n")
+        #expect(unauthorized.hasPrefix("HTTP/1.1 401"), "\(unauthorized)")
+        // A good upgrade whose client then sends a record over the limit: the relay closes it (1009).
+        let oversized = try Self.exchange(
+            port,
+            "GET /anon HTTP/1.1\r\n\(head)Sec-WebSocket-Protocol: qmux-01.moq-lite-06\r\n\r\n",
+            then: [0x82, 0xFF, 0, 0, 0, 0, 0, 1, 0, 0, 1, 2, 3, 4])
+        #expect(
+            oversized.hasPrefix("HTTP/1.1 101") && oversized.contains("Sec-WebSocket-Protocol: qmux-01.moq-lite-06"))
+        #expect(session.closeReason == nil)
+        #expect(await relay.relay.sessionStats().map(\.binding) == [.quic])
+    }
+}
+
+extension WebSocketInteropTests {
+    @Test("UDP blackholed: moq-dev's clients, given http:// URLs, fall back to WebSocket and reach the Swift relay")
+    func udpBlackholed() async throws {
+        let relay = try SwiftRelay.start()
+        defer { Task { await relay.stop() } }
+        let blackhole = try RustPeer.launch(["udp-blackhole", "--target", "\(relay.relay.port)"])
+        defer { blackhole.terminateInBackground() }
+        let port = try await blackhole.waitFor(event: "listening", timeout: .seconds(20)).int("port") ?? 0
+        let name = RustPeer.uniqueName("ws-fallback")
+        // http:// races WebTransport over UDP (which never answers) and WebSocket 200 ms later: moq-dev's default.
+        let url = "http://127.0.0.1:\(port)/anon"
+        let go = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).go").path
+        defer { try? FileManager.default.removeItem(atPath: go) }
+        let publisher = try RustPeer.launch([
+            "publish", "--url", url, "--websocket-delay-ms", "200", "--broadcast", name, "--groups", "4",
+            "--frames-per-group", "3", "--payload-size", "1000", "--interval-ms", "100", "--go-file", go,
+            "--linger-ms", "2000",
+        ])
+        defer { publisher.terminateInBackground() }
+        let subscriber = try RustPeer.launch([
+            "subscribe", "--url", url, "--websocket-delay-ms", "200", "--broadcast", name, "--track", "data",
+        ])
+        defer { subscriber.terminateInBackground() }
+        try await eventually("the subscription at the relay", timeout: .seconds(30)) {
+            relay.relay.origin.broadcast("anon/\(name)")?.existingTrack("data")?.observerCount == 1
+        }
+        #expect(await relay.relay.sessionStats().map(\.binding) == [.webSocket, .webSocket])
+        // Groups 100 ms apart: groups that reach the relay together go newest first (moq-lite's
+        // priority), and moq-dev's subscriber then skips the older ones.
+        _ = FileManager.default.createFile(atPath: go, contents: Data())
+        try await WebTransportInteropTests.expectRustData(subscriber, groups: 4, frames: 3, size: 1000)
+    }
+}
