@@ -65,6 +65,11 @@ enum RelayCommand {
                                     open it in Chromium to list and play the broadcasts)
           --no-http                 do not answer HTTP on TCP at the same port number (by default, as
                                     moq-relay: GET /certificate.sha256, /announced[/PREFIX][?jwt=…], /health)
+          --no-websocket            do not accept moq-lite over WebSocket on the HTTP port (by default, as
+                                    moq-relay: clients whose UDP is blocked fall back to it, subprotocol
+                                    qmux-01.moq-lite-06; the port has no TLS, so from loopback peers only)
+          --websocket-any-address   accept WebSocket sessions from any address (a trusted network, or TLS
+                                    terminated in front of the relay): they are not encrypted
           --metrics                 also answer GET /metrics (Prometheus text: sessions, broadcasts, routes,
                                     subscriptions, bytes/frames/groups in and out, drops by reason, each
                                     event loop's CPU and queue, the peer links) and GET /sessions (JSON)
@@ -95,7 +100,9 @@ enum RelayCommand {
                     "max-subscriptions", "max-announces", "max-buffered-bytes", "max-incoming-bytes",
                     "retry-threshold", "max-handshakes-per-address", "log-level",
                 ],
-                flags: ["upstream-tls-disable-verify", "no-http", "web", "metrics"])
+                flags: [
+                    "upstream-tls-disable-verify", "no-http", "web", "metrics", "no-websocket", "websocket-any-address",
+                ])
         } catch { throw .usage(error.description) }
 
         var config = MoqRelay.Configuration()
@@ -126,6 +133,8 @@ enum RelayCommand {
         let logger = MoqLogger.standardError(level: level, label: "relay")
         config.logger = logger
         config.serveHTTP = !args.has("no-http")
+        config.serveWebSocket = !args.has("no-websocket")
+        config.plainWebSocketFromAnyAddress = args.has("websocket-any-address")
         config.serveWatchPage = args.has("web")
         if config.serveWatchPage && !config.serveHTTP { throw .usage("--web needs HTTP: drop --no-http") }
         config.serveMetrics = args.has("metrics") || args.value("metrics-token") != nil
