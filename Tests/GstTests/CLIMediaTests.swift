@@ -143,15 +143,30 @@ struct CLIMediaTests {
             options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
         defer { session.close() }
         try await session.waitForBroadcast(broadcast, timeout: .seconds(30))
+        // Until the catalog names both kinds: subscribing again when its track ends or fails before
+        // (once CI saw no catalog at all, under ThreadSanitizer; what happened is recorded).
         var catalog = HangCatalog()
-        let catalogTrack = session.subscribe(broadcast: broadcast, track: HangCatalog.trackName)
-        let consumer = catalogTrack.consumer(maxLatencyMs: 10_000)
-        while catalog.video.renditions.isEmpty || catalog.audio.renditions.isEmpty,
-            let group = try? await consumer.nextGroup(), let frame = try? await group.nextFrame()
-        {
-            catalog = try HangCatalog(json: frame.payload.array)
+        var attempts: [String] = []
+        let deadline = ContinuousClock.now + .seconds(30)
+        reading: while ContinuousClock.now < deadline, publisher.process.isRunning {
+            let catalogTrack = session.subscribe(broadcast: broadcast, track: HangCatalog.trackName)
+            defer { catalogTrack.cancel() }
+            let consumer = catalogTrack.consumer(maxLatencyMs: 10_000)
+            do {
+                while let group = try await consumer.nextGroup() {
+                    guard let frame = try await group.nextFrame() else { continue }
+                    catalog = try HangCatalog(json: frame.payload.array)
+                    if !catalog.video.renditions.isEmpty && !catalog.audio.renditions.isEmpty { break reading }
+                }
+                attempts.append("the catalog track ended")
+            } catch {
+                attempts.append("\(error)")
+            }
+            try await Task.sleep(for: .milliseconds(100))
         }
-        catalogTrack.cancel()
+        if catalog.video.renditions.isEmpty || catalog.audio.renditions.isEmpty {
+            Issue.record("no complete catalog: \(attempts), publisher running: \(publisher.process.isRunning)")
+        }
         let result = try await publisher.wait(timeout: .seconds(30))
         return (catalog, result)
     }
