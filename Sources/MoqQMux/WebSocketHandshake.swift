@@ -98,6 +98,40 @@ public enum WebSocketHandshake {
         return .success(chosen)
     }
 
+    /// A server's answer to the upgrade request, as far as it arrived.
+    public enum ResponseHead: Sendable, Equatable {
+        /// More bytes are needed.
+        case incomplete
+        /// Not an HTTP/1.1 response head (or one over 8 KiB).
+        case invalid
+        /// The status, the headers (names lowercased) and where the head ends (qmux records follow).
+        case complete(status: Int, headers: [String: String], length: Int)
+    }
+
+    /// The largest response head read.
+    public static let maxResponseHead = 8 * 1024
+
+    /// Reads the response head at the start of `bytes`.
+    public static func parseResponse(_ bytes: [UInt8]) -> ResponseHead {
+        let crlf2: [UInt8] = [13, 10, 13, 10]
+        guard let end = bytes.indices.first(where: { bytes[$0...].starts(with: crlf2) }) else {
+            return bytes.count > maxResponseHead ? .invalid : .incomplete
+        }
+        guard end <= maxResponseHead else { return .invalid }
+        let lines = String(decoding: bytes[..<end], as: UTF8.self).split(
+            separator: "\r\n", omittingEmptySubsequences: false)
+        let statusLine = lines.first?.split(separator: " ") ?? []
+        guard statusLine.count >= 2, statusLine[0].hasPrefix("HTTP/1."), let status = Int(statusLine[1]) else {
+            return .invalid
+        }
+        var headers: [String: String] = [:]
+        for line in lines.dropFirst() where !line.isEmpty {
+            guard headers.count < 64, let colon = line.firstIndex(of: ":") else { return .invalid }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: " \t")
+        }
+        return .complete(status: status, headers: headers, length: end + 4)
+    }
+
     /// Why an upgrade was refused.
     public struct UpgradeRefusal: Error, Sendable, Equatable, CustomStringConvertible {
         public let status: Int

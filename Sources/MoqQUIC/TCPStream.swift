@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+internal import CNgtcp2
 internal import Glibc
 
 /// What a ``TCPStream`` reports, on its loop's thread.
@@ -145,5 +146,100 @@ public final class TCPStream: LoopSource {
                 delegate?.tcpStream(self, didRead: UnsafeRawBufferPointer(rebasing: $0[..<n]))
             }
         }
+    }
+}
+
+extension TCPStream {
+    /// Connects to `host:port` over TCP (name resolution on a helper thread, the connect itself on
+    /// `loop`), then calls `completion` on the loop's thread with the connected stream (its
+    /// delegate to be set by the caller) or the error.
+    public static func connect(
+        host: String, port: UInt16, loop: QUICEventLoop,
+        completion: @escaping @Sendable (Result<TCPStream, QUICError>) -> Void
+    ) {
+        spawnDetached {
+            let addresses: [SocketAddress]
+            do throws(QUICError) {
+                addresses = try SocketAddress.resolve(host: host, port: port)
+            } catch {
+                loop.execute { completion(.failure(error)) }
+                return
+            }
+            loop.execute { TCPConnector(loop: loop, addresses: addresses, completion: completion).next(nil) }
+        }
+    }
+}
+
+/// A non-blocking connect to each resolved address in turn. Loop thread only.
+final class TCPConnector: LoopSource {
+    let loop: QUICEventLoop
+    private var addresses: [SocketAddress]
+    private let completion: @Sendable (Result<TCPStream, QUICError>) -> Void
+    private var fd: Int32 = -1
+    private var current: SocketAddress?
+    /// Held by itself while a connect is in progress (the loop holds sources, but only by fd).
+    private var keepAlive: TCPConnector?
+
+    init(
+        loop: QUICEventLoop, addresses: [SocketAddress],
+        completion: @escaping @Sendable (Result<TCPStream, QUICError>) -> Void
+    ) {
+        self.loop = loop
+        self.addresses = addresses
+        self.completion = completion
+    }
+
+    /// Tries the next address, or reports `lastError` (an errno) when none is left.
+    func next(_ lastError: Int32?) {
+        keepAlive = self
+        while !addresses.isEmpty {
+            let address = addresses.removeFirst()
+            let s = socket(
+                address.family,
+                Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard s >= 0 else { continue }
+            let rc = Glibc.connect(s, address.sockaddr, address.length)
+            if rc == 0 || errno == EINPROGRESS {
+                fd = s
+                current = address
+                do {
+                    try loop.register(s, self)
+                    loop.setWriteInterest(s, true)
+                    return
+                } catch {
+                    Glibc.close(s)
+                    continue
+                }
+            }
+            let e = errno
+            Glibc.close(s)
+            return next(e)
+        }
+        keepAlive = nil
+        let e = lastError ?? EHOSTUNREACH
+        completion(.failure(.system(function: "connect", errno: e, message: String(cString: strerror(e)))))
+    }
+
+    func writable() {
+        let s = fd
+        loop.unregister(s)
+        var error: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        getsockopt(s, SOL_SOCKET, SO_ERROR, &error, &length)
+        guard error == 0 else {
+            Glibc.close(s)
+            return next(error)
+        }
+        keepAlive = nil
+        do {
+            completion(.success(try TCPStream(adopting: s, loop: loop, remoteAddress: current?.description ?? "")))
+        } catch {
+            completion(.failure(error))
+        }
+    }
+
+    func readable() {
+        // A failed connect reports EPOLLERR/EPOLLHUP (seen here): the same check as writable.
+        writable()
     }
 }

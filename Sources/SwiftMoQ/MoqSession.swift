@@ -90,6 +90,22 @@ public final class MoqSession: @unchecked Sendable {
         answered: Lock<Bool>?
     ) async throws(MoqError) -> MoqSession {
         let target = options.authToken.map { url.addingToken($0) } ?? url
+        if target.isWebSocket {
+            return try await connectWebSocket(
+                target, options: options, origin: origin, serving: serving, answered: answered)
+        }
+        if target.fetchesCertificateHash, let delay = options.webSocketDelay {
+            return try await connectRacing(
+                target, delay: delay, options: options, origin: origin, serving: serving, answered: answered)
+        }
+        return try await connectOver(target, options: options, origin: origin, serving: serving, answered: answered)
+    }
+
+    /// Raw QUIC or WebTransport (the URL's scheme says which).
+    static func connectOver(
+        _ target: MoqURL, options: ClientOptions, origin: Origin, serving: (any BroadcastDirectory)?,
+        answered: Lock<Bool>?
+    ) async throws(MoqError) -> MoqSession {
         var verification = try options.tls.verification()
         if target.fetchesCertificateHash, case .system = verification {
             // http://: the relay publishes its self-signed certificate's hash; pin that one.

@@ -7,12 +7,15 @@
 ///   travel in the extended CONNECT's `:path`. The certificate is verified as for raw QUIC.
 /// - `http://host:port/path?query`: the same WebTransport session, pinned to the certificate
 ///   hash the relay serves at `http://host:port/certificate.sha256` over TCP (moq-dev's
-///   convention for development relays with self-signed certificates).
+///   convention for development relays with self-signed certificates). Where UDP is blocked, the
+///   session falls back to WebSocket on the same TCP port (``ClientOptions/webSocketDelay``).
+/// - `ws://host:port/path?query`: moq-lite over qmux over a WebSocket only (no QUIC; plain TCP,
+///   no TLS); the path and query travel in the upgrade request.
 ///
 /// Either way the path is the root that scopes what the session publishes and sees, and
 /// `?jwt=` carries a token.
 public struct MoqURL: Sendable, Equatable, CustomStringConvertible {
-    /// The scheme as written, lowercased (`moql`, `moqt`, `https` or `http`).
+    /// The scheme as written, lowercased (`moql`, `moqt`, `https`, `http` or `ws`).
     public let scheme: String
     /// Host name or IP literal (IPv6 without brackets).
     public let host: String
@@ -28,6 +31,12 @@ public struct MoqURL: Sendable, Equatable, CustomStringConvertible {
 
     /// True for `https://` and `http://`: the session runs over WebTransport.
     public var isWebTransport: Bool { scheme == "https" || scheme == "http" }
+
+    /// True for `ws://`: the session runs over qmux over a WebSocket.
+    public var isWebSocket: Bool { scheme == "ws" }
+
+    /// The WebSocket URL a fallback dials: the same host, port, path and query (`http` → `ws`).
+    public var webSocketURL: MoqURL { MoqURL(scheme: "ws", host: host, port: port, path: path, query: query) }
 
     /// True for `http://`: the certificate hash is fetched from the relay and pinned.
     public var fetchesCertificateHash: Bool { scheme == "http" }
@@ -48,7 +57,11 @@ public struct MoqURL: Sendable, Equatable, CustomStringConvertible {
         switch scheme {
         case "moql", "moqt": port = MoqURL.defaultPort
         case "https": port = 443
-        case "http": port = 80
+        case "http", "ws": port = 80
+        case "wss":
+            throw .invalidURL(
+                "'\(string)': wss:// is not supported yet; use https:// (WebTransport, which falls back to WebSocket only for http://) or ws:// on a trusted network"
+            )
         default:
             throw .invalidURL(
                 "'\(string)': unsupported scheme '\(scheme)'; use moql://host:port/path (raw QUIC) or https://host:port/path (WebTransport)"

@@ -77,4 +77,33 @@ struct DropInTests {
         terse.setState(GST_STATE_NULL)
         #expect(publisher.errors.isEmpty, "\(publisher.errors)")
     }
+
+    @Test("UDP blocked: the same pipelines with url=http://… fall back to WebSocket (both elements) and play")
+    func udpBlocked() async throws {
+        let relay = try MoqRelay.start(MoqRelay.Configuration(host: "127.0.0.1", port: 0, logger: .silent))
+        defer { Task { await relay.shutdown(grace: .zero) } }
+        // A port where UDP goes nowhere and TCP reaches the relay's HTTP port: QUIC never answers.
+        let blackhole = try RustPeer.launch(["udp-blackhole", "--target", "\(relay.port)"])
+        defer { blackhole.terminateInBackground() }
+        let port = UInt16(try await blackhole.waitFor(event: "listening", timeout: .seconds(20)).int("port") ?? 0)
+        let file = try await Self.mp4()
+        defer { try? FileManager.default.removeItem(at: file) }
+        let publisher = try TestPipeline(
+            Self.publisher(file, port: port).replacingOccurrences(of: "localhost", with: "127.0.0.1"))
+        #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
+        defer { publisher.setState(GST_STATE_NULL) }
+        let terse = try TestPipeline(
+            """
+            moqsrc url="http://127.0.0.1:\(port)" broadcast="bbb" \
+              ! decodebin3 ! videoconvert ! appsink name=out sync=false
+            """)
+        #expect(terse.play() != GST_STATE_CHANGE_FAILURE)
+        let frames = AppSinkCollector(terse.element("out")!)
+        try await eventually("decoded video over WebSocket", timeout: .seconds(30)) { frames.count >= 30 }
+        frames.stop()
+        #expect(await relay.sessionStats().map(\.binding) == [.webSocket, .webSocket])
+        #expect(terse.errors.isEmpty, "\(terse.errors)")
+        #expect(publisher.errors.isEmpty, "\(publisher.errors)")
+        terse.setState(GST_STATE_NULL)
+    }
 }

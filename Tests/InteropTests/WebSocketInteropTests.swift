@@ -130,3 +130,86 @@ extension WebSocketInteropTests {
         try await WebTransportInteropTests.expectRustData(subscriber, groups: 4, frames: 3, size: 1000)
     }
 }
+
+/// Our client over WebSocket: `ws://` directly, and `http://` falling back where UDP is blackholed.
+@Suite("Swift client over WebSocket (qmux)", .serialized, .timeLimit(.minutes(3)))
+struct WebSocketClientTests {
+    /// Publishes one group of `frames` frames on `broadcast`/`data` through `publisher` and reads them back through `viewer`.
+    static func roundTrip(publisher: MoqSession, viewer: MoqSession, broadcast: String) async throws -> [[UInt8]] {
+        let producer = BroadcastProducer(path: broadcast)
+        let track = producer.createTrack("data")
+        publisher.publish(producer)
+        try await viewer.waitForBroadcast(broadcast, timeout: .seconds(20))
+        let remote = viewer.subscribe(
+            broadcast: broadcast, track: "data", range: SubscriptionRange(maxLatencyMs: 10_000))
+        let consumer = remote.consumer(maxLatencyMs: 10_000)
+        try await eventually("the subscription", timeout: .seconds(20)) { track.observerCount == 1 }
+        let payloads = (0..<20).map { i in [UInt8](repeating: UInt8(i), count: 30_000) }
+        let group = track.appendGroup()
+        for p in payloads { _ = group.write(Bytes(p), timestamp: 0) }
+        group.finish()
+        var got: [[UInt8]] = []
+        guard let g = try await consumer.nextGroup() else { return got }
+        while let f = try await g.nextFrame() { got.append(f.payload.array) }
+        producer.close()
+        return got
+    }
+
+    @Test("ws:// both ways through the Swift relay: 600 KB in 30 KB frames, a WebSocket binding")
+    func webSocketURL() async throws {
+        let relay = try SwiftRelay.start()
+        defer { Task { await relay.stop() } }
+        let url = "ws://127.0.0.1:\(relay.relay.port)/anon"
+        let publisher = try await MoqSession.connect(url)
+        defer { publisher.close() }
+        let viewer = try await MoqSession.connect(url)
+        defer { viewer.close() }
+        let got = try await Self.roundTrip(publisher: publisher, viewer: viewer, broadcast: "ws-swift")
+        #expect(got == (0..<20).map { i in [UInt8](repeating: UInt8(i), count: 30_000) })
+        #expect(viewer.binding == .webSocket && publisher.binding == .webSocket)
+        #expect(await relay.relay.sessionStats().map(\.binding) == [.webSocket, .webSocket])
+    }
+
+    @Test("http:// with UDP blackholed: the session falls back to WebSocket 200 ms after QUIC; QUIC only fails")
+    func fallback() async throws {
+        let relay = try SwiftRelay.start()
+        defer { Task { await relay.stop() } }
+        let blackhole = try RustPeer.launch(["udp-blackhole", "--target", "\(relay.relay.port)"])
+        defer { blackhole.terminateInBackground() }
+        let port = try await blackhole.waitFor(event: "listening", timeout: .seconds(20)).int("port") ?? 0
+        // The certificate hash comes over TCP (as for any http:// URL); QUIC then never answers.
+        let url = "http://127.0.0.1:\(port)/anon"
+        let started = ContinuousClock.now
+        let viewer = try await MoqSession.connect(url)
+        defer { viewer.close() }
+        #expect(viewer.binding == .webSocket)
+        #expect(ContinuousClock.now - started < .seconds(8), "fell back in \(ContinuousClock.now - started)")
+        let publisher = try await MoqSession.connect(url)
+        defer { publisher.close() }
+        let got = try await Self.roundTrip(publisher: publisher, viewer: viewer, broadcast: "ws-fallback")
+        #expect(got.count == 20)
+        // Without the fallback the same URL fails (QUIC only).
+        var quicOnly = ClientOptions(connectTimeout: .seconds(1))
+        quicOnly.webSocketDelay = nil
+        await #expect(throws: MoqError.self) { try await MoqSession.connect(url, options: quicOnly) }
+    }
+
+    @Test("ws:// to a port nobody listens on, and to a relay refusing the token: clear errors")
+    func failures() async throws {
+        let relay = try SwiftRelay.start { $0.auth = RelayAuth(publicPrefixes: ["anon"]) }
+        defer { Task { await relay.stop() } }
+        do {
+            _ = try await MoqSession.connect("ws://127.0.0.1:1/anon")
+            Issue.record("connected to port 1")
+        } catch {
+            #expect("\(error)".contains("over TCP"), "\(error)")
+        }
+        do {
+            _ = try await MoqSession.connect("ws://127.0.0.1:\(relay.relay.port)/private")
+            Issue.record("connected to a private path")
+        } catch {
+            #expect(error.isFatal && "\(error)".contains("401"), "\(error)")
+        }
+        #expect(throws: MoqError.self) { try MoqURL("wss://relay.example/anon") }
+    }
+}

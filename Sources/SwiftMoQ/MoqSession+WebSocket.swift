@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: MIT
+import MoqModel
+import MoqQMux
+import MoqQUIC
+import MoqSession
+import MoqSync
+
+extension MoqSession {
+    /// Relays (`host:port`) this process reached over WebSocket after QUIC lost the race: later
+    /// connections to them start both at once (moq-dev's clients remember the same).
+    static let webSocketWon = Lock<Set<String>>([])
+
+    /// `http://`: QUIC (WebTransport) first, WebSocket `delay` later; the first session set up wins
+    /// and the other is closed when it comes. Both failing reports QUIC's error, unless WebSocket's
+    /// says the relay refused (a token), which retrying over QUIC would not change.
+    static func connectRacing(
+        _ target: MoqURL, delay: Duration, options: ClientOptions, origin: Origin,
+        serving: (any BroadcastDirectory)?, answered: Lock<Bool>?
+    ) async throws(MoqError) -> MoqSession {
+        let relay = target.authority
+        let head = webSocketWon.withLock { $0.contains(relay) } ? Duration.zero : delay
+        let race = Lock<Race>(Race())
+        let result: Result<MoqSession, MoqError> = await withCheckedContinuation { continuation in
+            race.withLock { $0.continuation = continuation }
+            Task {
+                do throws(MoqError) {
+                    let session = try await connectOver(
+                        target, options: options, origin: origin, serving: serving, answered: answered)
+                    Race.finish(race, .success(session), overWebSocket: false)
+                } catch {
+                    Race.finish(race, .failure(error), overWebSocket: false)
+                }
+            }
+            Task {
+                if head > .zero { try? await Task.sleep(for: head) }
+                if race.withLock({ $0.continuation == nil }) { return }
+                do throws(MoqError) {
+                    let session = try await connectWebSocket(
+                        target.webSocketURL, options: options, origin: origin, serving: serving, answered: nil)
+                    if Race.finish(race, .success(session), overWebSocket: true) {
+                        _ = webSocketWon.withLock { $0.insert(relay) }
+                    }
+                } catch {
+                    Race.finish(race, .failure(error), overWebSocket: true)
+                }
+            }
+        }
+        return try result.get()
+    }
+
+    /// One race between the two transports.
+    struct Race {
+        var continuation: CheckedContinuation<Result<MoqSession, MoqError>, Never>?
+        var quicError: MoqError?
+        var webSocketError: MoqError?
+
+        /// Records one arm's outcome; true when it won.
+        @discardableResult
+        static func finish(_ race: Lock<Race>, _ outcome: Result<MoqSession, MoqError>, overWebSocket: Bool) -> Bool {
+            let (continuation, value, won) = race.withLock {
+                r -> (CheckedContinuation<Result<MoqSession, MoqError>, Never>?, Result<MoqSession, MoqError>?, Bool) in
+                guard let c = r.continuation else { return (nil, nil, false) }
+                switch outcome {
+                case .success:
+                    r.continuation = nil
+                    return (c, outcome, true)
+                case .failure(let error):
+                    if overWebSocket { r.webSocketError = error } else { r.quicError = error }
+                    guard let quic = r.quicError, let ws = r.webSocketError else { return (nil, nil, false) }
+                    r.continuation = nil
+                    if case .refused = ws { return (c, .failure(ws), false) }
+                    return (c, .failure(quic), false)
+                }
+            }
+            if let continuation, let value {
+                continuation.resume(returning: value)
+            } else if case .success(let late) = outcome {
+                late.close()  // the other arm won meanwhile
+            }
+            return won
+        }
+    }
+
+    /// `ws://`: TCP, the WebSocket upgrade (`qmux-01.moq-lite-06`), then the session over qmux.
+    static func connectWebSocket(
+        _ target: MoqURL, options: ClientOptions, origin: Origin, serving: (any BroadcastDirectory)?,
+        answered: Lock<Bool>?
+    ) async throws(MoqError) -> MoqSession {
+        let loop = try SharedLoop.get()
+        // The path travels in the upgrade request, never in SETUP (moq-dev's rule for bindings with a URI).
+        var sessionConfig = SessionConfig(role: options.role, path: nil)
+        if let hop = options.hopID { sessionConfig.hopID = hop }
+        sessionConfig.linkCost = options.linkCost
+        let config = sessionConfig
+        var qmuxSettings = QMuxSettings()
+        qmuxSettings.idleTimeoutMs = options.idleTimeout.nanoseconds / 1_000_000
+        qmuxSettings.keepAliveMs = options.keepAliveInterval.nanoseconds / 1_000_000
+        let settings = qmuxSettings
+        let peer = "\(target.host):\(target.port)"
+        let outcome = Lock<Result<MoqSession, MoqError>?>(nil)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            loop.execute {
+                let endpoint = SessionConnection(
+                    loop: loop, config: config, directory: serving ?? origin, peerDescription: peer)
+                let session = MoqSession(
+                    loop: loop, connection: endpoint, origin: origin, url: target, binding: .webSocket)
+                endpoint.peerAnsweredBeforeTimeout = answered
+                endpoint.onReady = { result in
+                    switch result {
+                    case .success:
+                        session.installHandlers()
+                        outcome.withLock { $0 = .success(session) }
+                    case .failure(let error):
+                        outcome.withLock { $0 = .failure(error) }
+                    }
+                    continuation.resume()
+                }
+                endpoint.startConnectTimer(options.connectTimeout)
+                let box = LoopBound(endpoint)
+                TCPStream.connect(host: target.host, port: target.port, loop: loop) { result in
+                    let endpoint = box.value
+                    switch result {
+                    case .failure(let error):
+                        endpoint.fail(.unreachable("cannot reach \(peer) over TCP (WebSocket): \(error)"))
+                    case .success(let tcp):
+                        guard endpoint.onReady != nil else { return tcp.close(now: true) }  // timed out meanwhile
+                        WebSocketUpgrade(endpoint: endpoint, tcp: tcp, target: target, settings: settings).start()
+                    }
+                }
+            }
+        }
+        guard let result = outcome.withLock({ $0 }) else { throw .closed("the connection ended before it was set up") }
+        return try result.get()
+    }
+}
+
+/// A client's WebSocket upgrade on a connected TCP stream; hands the stream to a ``QMuxLink``
+/// once the server answered 101 with our subprotocol. Loop thread only.
+final class WebSocketUpgrade: TCPStreamDelegate {
+    let endpoint: SessionConnection
+    let tcp: TCPStream
+    let target: MoqURL
+    let settings: QMuxSettings
+    private let key: String
+    private var response: [UInt8] = []
+
+    init(endpoint: SessionConnection, tcp: TCPStream, target: MoqURL, settings: QMuxSettings) {
+        self.endpoint = endpoint
+        self.tcp = tcp
+        self.target = target
+        self.settings = settings
+        var random = SystemRandomNumberGenerator()
+        key = WebSocketHandshake.makeKey(using: &random)
+    }
+
+    func start() {
+        tcp.delegate = self
+        tcp.write(WebSocketHandshake.request(host: target.authority, target: target.setupPath, key: key))
+    }
+
+    func tcpStream(_ stream: TCPStream, didRead bytes: UnsafeRawBufferPointer) {
+        guard endpoint.onReady != nil else { return tcp.close(now: true) }  // timed out meanwhile
+        response.append(contentsOf: bytes)
+        switch WebSocketHandshake.parseResponse(response) {
+        case .incomplete: return
+        case .invalid:
+            tcp.close(now: true)
+            endpoint.fail(.unreachable("\(endpoint.peerDescription) did not answer the WebSocket upgrade with HTTP"))
+        case .complete(let status, let headers, let length):
+            switch WebSocketHandshake.checkResponse(status: status, headers: headers, key: key) {
+            case .failure(let refusal):
+                tcp.close(now: true)
+                let text = "WebSocket upgrade to \(target.redacted) refused: \(refusal)"
+                endpoint.fail(
+                    status == 401 || status == 403
+                        ? .refused(code: SessionErrorCode.unauthorized.rawValue, reason: text) : .unreachable(text))
+            case .success:
+                let link = QMuxLink(endpoint: endpoint, tcp: tcp, isClient: true, settings: settings)
+                endpoint.qmuxLink = link
+                link.start(leftover: Array(response[length...]))
+            }
+        }
+    }
+
+    func tcpStreamCanWrite(_ stream: TCPStream) {}
+
+    func tcpStream(_ stream: TCPStream, didEnd error: String?) {
+        endpoint.fail(
+            .unreachable(
+                "\(endpoint.peerDescription) closed the connection during the WebSocket upgrade\(error.map { ": \($0)" } ?? "")"
+            ))
+    }
+}
