@@ -48,6 +48,7 @@ RUNNERS = {
     "latency": cases.run_latency,
     "throughput": cases.run_throughput,
     "webtransport": cases.run_webtransport,
+    "websocket": cases.run_websocket,
     "openloop": cases.run_openloop,
     "fanout": cases.run_fanout,
     "cluster": cases.run_cluster,

@@ -213,3 +213,43 @@ struct WebSocketClientTests {
         #expect(throws: MoqError.self) { try MoqURL("wss://relay.example/anon") }
     }
 }
+
+extension WebSocketInteropTests {
+    @Test("a stalled WebSocket subscriber: its backlog is shed within the session's budget, the others get everything")
+    func stalledWebSocketSubscriber() async throws {
+        var limits = SessionLimits()
+        limits.maxUnsentBytes = 1 << 20
+        let relay = try SwiftRelay.start(limits: limits)
+        defer { Task { await relay.stop() } }
+        let name = RustPeer.uniqueName("ws-stall")
+        let (groups, frames, size) = (60, 5, 20_000)  // ~6 MB in about 3 s
+        let publisher = try RustPeer.launch(
+            ["publish"] + relay.client() + [
+                "--broadcast", name, "--groups", "\(groups)", "--frames-per-group", "\(frames)", "--payload-size",
+                "\(size)", "--interval-ms", "50", "--linger-ms", "2000", "--wait-subscriber", "--wallclock-timestamps",
+            ])
+        defer { publisher.terminateInBackground() }
+        let ws = ["--url", "ws://127.0.0.1:\(relay.relay.port)/anon", "--websocket-delay-ms", "0"]
+        let stalled = try RustPeer.launch(["subscribe"] + ws + ["--broadcast", name, "--max-latency-ms", "500"])
+        // Frozen once its subscription flows: it reads nothing more, so its TCP window closes and
+        // qmux's credit stops the relay; what the relay holds for it is bounded by the session's budget.
+        try await stalled.waitFor(event: "frame", timeout: .seconds(30))
+        kill(stalled.pid, SIGSTOP)
+        defer {
+            kill(stalled.pid, SIGCONT)
+            stalled.terminateInBackground()
+        }
+        let healthy = try RustPeer.launch(["subscribe"] + ws + ["--broadcast", name, "--max-latency-ms", "5000"])
+        defer { healthy.terminateInBackground() }
+        _ = try await healthy.waitFor(event: "subscribed", timeout: .seconds(30))
+        #expect(await relay.relay.sessionStats().filter { $0.binding == .webSocket }.count == 2)
+        let events = try await healthy.collect(until: "end", timeout: .seconds(60)).filter { $0.name == "frame" }
+        let first = events.compactMap { $0.int("group") }.min() ?? groups
+        let got: [[Int]] = events.map { [$0.int("group") ?? -1, $0.int("index") ?? -1] }
+        #expect(got == (first..<groups).flatMap { g in (0..<frames).map { [g, $0] } })
+        #expect(first < groups - 20, "joined late: first group \(first)")
+        let stats = await relay.relay.sessionStats()
+        let shed = stats.reduce(UInt64(0)) { $0 + $1.counters.groupsResetAsOld + $1.counters.groupsDroppedForBudget }
+        #expect(shed > 0, "no group was dropped for the stalled subscriber")
+    }
+}

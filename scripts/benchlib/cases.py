@@ -65,15 +65,22 @@ def stream_run(
     with_fifo: bool = False,
     idle_timeout_s: float = 180,
     webtransport: bool = False,
+    websocket: bool = False,
 ) -> dict:
     """One publisher → relay → one subscriber run; returns both results and the CPU of each process.
-    With `webtransport` both clients dial `https://` (WebTransport over HTTP/3) instead of `moql://`."""
+    With `webtransport` both clients dial `https://` (WebTransport over HTTP/3) instead of `moql://`;
+    with `websocket`, `ws://` (moq-lite over qmux over WebSocket, on the relay's TCP port)."""
     tag = f"{case}-{relay_stack}relay-{client_stack}clients"
     path = broadcast_name(case)
     idle = wait_until_idle(log, timeout=idle_timeout_s)
     signal = GoSignal(with_fifo)
     relay = start_relay(tools, relay_stack, f"{tag}-relay")
     dial = dataclasses.replace(relay, url=relay.url.replace("moql://", "https://", 1)) if webtransport else relay
+    if websocket:
+        dial = dataclasses.replace(relay, url=relay.url.replace("moql://", "ws://", 1))
+        if client_stack == "rust":  # moq-dev's client dials ws:// over WebSocket only when it is enabled
+            publish = {**publish, "websocket-delay-ms": 0}
+            subscribe = {**subscribe, "websocket-delay-ms": 0}
     publisher = subscriber = None
     try:
         with stopping(relay.child):
@@ -101,13 +108,16 @@ def stream_run(
             "cpu_percent": cpu_percent, "busy_before_percent": idle, "relay_rss_kib": relay_rss_kib}
 
 
-def run_latency(tools: Tools, cfg: Config, log, webtransport: bool = False) -> list[dict]:
-    """Case 1: 1 KB frames at 100 fps for ~10 s, each relay with each client pair."""
+def run_latency(
+    tools: Tools, cfg: Config, log, webtransport: bool = False, websocket: bool = False
+) -> list[dict]:
+    """Case 1: 1 KB frames at 100 fps for ~10 s, each relay with each client pair (over WebSocket: the
+    Swift relay only, moq-dev's relay serves WebSocket but its PyPI build does not listen on TCP)."""
     rows = []
     frames = int(cfg.latency_seconds * cfg.latency_fps)
     warmup = int(cfg.latency_warmup_s * cfg.latency_fps)
-    over = " over WebTransport" if webtransport else ""
-    for relay_stack in STACKS:
+    over = " over WebTransport" if webtransport else " over WebSocket" if websocket else ""
+    for relay_stack in (("swift",) if websocket else STACKS):
         for client_stack in STACKS:
             log(f"latency{over}: {relay_stack} relay, {client_stack} publisher + subscriber ({cfg.latency_seconds:g} s)")
             run = stream_run(
@@ -116,6 +126,7 @@ def run_latency(tools: Tools, cfg: Config, log, webtransport: bool = False) -> l
                          "frames-per-group": cfg.latency_frames_per_group, "frames": frames},
                 subscribe={"frames": frames, "warmup-frames": warmup, "deadline-s": cfg.latency_seconds + 30},
                 timeout=cfg.latency_seconds + 60, idle_timeout_s=cfg.idle_timeout_s, webtransport=webtransport,
+                websocket=websocket,
             )
             received, published = run["received"], run["published"]
             rows.append({
@@ -141,6 +152,20 @@ def run_webtransport(tools: Tools, cfg: Config, log) -> dict:
             log(f"throughput over WebTransport: {relay_stack} relay, {client_stack} clients "
                 f"({cfg.throughput_seconds:g} s)")
             throughput.append(_throughput_run(tools, cfg, log, relay_stack, client_stack, webtransport=True))
+    return {"latency": latency, "throughput": throughput}
+
+
+def run_websocket(tools: Tools, cfg: Config, log) -> dict:
+    """Case 1c/2d: cases 1 and 2 with every client on `ws://` (moq-lite over qmux over WebSocket on the
+    Swift relay's TCP port: where UDP is blocked), one throughput run per client stack; the report sets
+    them beside the raw QUIC rows of the Swift relay."""
+    latency = run_latency(tools, cfg, log, websocket=True)
+    for row in latency:
+        row.pop("latencies_us", None)
+    throughput = []
+    for client_stack in STACKS:
+        log(f"throughput over WebSocket: swift relay, {client_stack} clients ({cfg.throughput_seconds:g} s)")
+        throughput.append(_throughput_run(tools, cfg, log, "swift", client_stack, websocket=True))
     return {"latency": latency, "throughput": throughput}
 
 
@@ -174,7 +199,8 @@ def run_throughput(tools: Tools, cfg: Config, log) -> list[dict]:
 
 
 def _throughput_run(
-    tools: Tools, cfg: Config, log, relay_stack: str, client_stack: str, webtransport: bool = False
+    tools: Tools, cfg: Config, log, relay_stack: str, client_stack: str, webtransport: bool = False,
+    websocket: bool = False,
 ) -> dict:
     run = stream_run(
         tools, log, "throughput", relay_stack, client_stack,
@@ -182,7 +208,7 @@ def _throughput_run(
                  "frames-per-group": cfg.throughput_frames_per_group, "window": cfg.throughput_window},
         subscribe={"warmup-frames": 1 << 62, "deadline-s": cfg.throughput_seconds + 30},
         timeout=cfg.throughput_seconds + 60, with_fifo=True, idle_timeout_s=cfg.idle_timeout_s,
-        webtransport=webtransport,
+        webtransport=webtransport, websocket=websocket,
     )
     received, published = run["received"], run["published"]
     span_ns = max(1, received["last_ns"] - received["first_ns"])

@@ -95,6 +95,28 @@ def webtransport_section(wt: dict, latency_rows: list[dict], throughput_rows: li
     return "\n".join(out)
 
 
+def websocket_section(ws: dict, latency_rows: list[dict], throughput_rows: list[dict], wt: dict) -> str:
+    """WebSocket rows beside the raw QUIC and WebTransport ones of the same run (Swift relay)."""
+    body = []
+    for r in ws.get("latency", []):
+        raw = _find(latency_rows, relay=r["relay"], clients=r["clients"])
+        wtl = _find(wt.get("latency", []), relay=r["relay"], clients=r["clients"])
+        t = _find(ws.get("throughput", []), relay=r["relay"], clients=r["clients"])
+        raw_t = _find(throughput_rows, relay=r["relay"], clients=r["clients"])
+        wt_t = _find(wt.get("throughput", []), relay=r["relay"], clients=r["clients"])
+        body.append([r["relay"], r["clients"], r["lost"], _get(raw, "p50_ms"), _get(wtl, "p50_ms"), r["p50_ms"],
+                     _get(raw, "p99_ms"), r["p99_ms"], ratio(r["p50_ms"], _get(raw, "p50_ms")),
+                     _get(raw_t, "mb_per_s"), _get(wt_t, "mb_per_s"), _get(t, "mb_per_s"),
+                     ratio(_get(t, "mb_per_s"), _get(raw_t, "mb_per_s")), _get(t, "lost")])
+    out = ["### 1c. WebSocket (ws://, qmux on the relay's TCP port) beside raw QUIC and WebTransport", "",
+           table(["relay", "clients", "lost (latency)", "QUIC p50 ms", "WT p50 ms", "WS p50 ms", "QUIC p99 ms",
+                  "WS p99 ms", "p50 WS/QUIC", "QUIC MB/s", "WT MB/s", "WS MB/s", "MB/s WS/QUIC",
+                  "lost (throughput)"], body), "",
+           "Same cases as 1 and 2, every client dialling ws:// (Rust clients with their WebSocket fallback "
+           "enabled). Swift relay only: the PyPI build of moq-dev's server does not listen on TCP.", ""]
+    return "\n".join(out)
+
+
 def openloop_section(rows: list[dict]) -> str:
     body = [[r["relay"], r["clients"], r["sent"], r["received"], r["delivered_percent"],
              " / ".join(fmt(v, 1) for v in r["runs_delivered_percent"]), r["out_of_order"],
@@ -439,6 +461,9 @@ def render(results: dict) -> str:
         parts.append(throughput_section(cases["throughput"]))
     if "webtransport" in cases:
         parts.append(webtransport_section(cases["webtransport"], cases.get("latency", []), cases.get("throughput", [])))
+    if "websocket" in cases:
+        parts.append(websocket_section(cases["websocket"], cases.get("latency", []), cases.get("throughput", []),
+                                       cases.get("webtransport", {})))
     if "openloop" in cases:
         parts.append(openloop_section(cases["openloop"]))
     if "fanout" in cases:
