@@ -142,6 +142,10 @@ public final class TCPStream: LoopSource {
                 end(String(cString: strerror(errno)))
                 return
             }
+            // Acknowledge at once: a peer without TCP_NODELAY (moq-dev's WebSocket client) holds its
+            // next small write until our ACK, and a delayed ACK made that 40 ms.
+            var one: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_QUICKACK, &one, socklen_t(MemoryLayout<Int32>.size))
             readBuffer.withUnsafeBytes {
                 delegate?.tcpStream(self, didRead: UnsafeRawBufferPointer(rebasing: $0[..<n]))
             }

@@ -23,6 +23,8 @@ public final class MoqSession: @unchecked Sendable {
     private let closeState = Lock<CloseState>(CloseState())
     /// The QUIC connection, for ``receivedBytes`` from any thread.
     private let quic = Lock<QUICConnection?>(nil)
+    /// The WebSocket carrier's byte counts, for a session over qmux.
+    private let webSocketCounts = Lock<QMuxLink.ByteCounts?>(nil)
 
     struct CloseState {
         var reason: SessionCloseReason?
@@ -55,6 +57,7 @@ public final class MoqSession: @unchecked Sendable {
     /// Called on the loop thread once the connection is set up.
     func installHandlers() {
         quic.withLock { $0 = connection.value.connection }
+        webSocketCounts.withLock { $0 = connection.value.qmuxLink?.counts }
         let box = WeakReference(self)
         connection.value.onClose = { reason in box.value?.didClose(reason) }
         connection.value.onGoaway = { uri in box.value?.goawayArrived(uri) }
@@ -346,7 +349,8 @@ public final class MoqSession: @unchecked Sendable {
     /// UDP payload bytes received from the peer so far (0 before the connection is up): what a
     /// player's adaptive bitrate measures its path with. Any thread.
     public var receivedBytes: UInt64 {
-        quic.withLock { $0?.receivedBytesTotal } ?? 0
+        quic.withLock { $0?.receivedBytesTotal } ?? webSocketCounts.withLock { $0?.received.load(ordering: .relaxed) }
+            ?? 0
     }
 
     /// Receives the peer's bandwidth and RTT reports (PROBE).
@@ -377,10 +381,15 @@ public final class MoqSession: @unchecked Sendable {
             let conn = connection
             let idle: Bool = await withCheckedContinuation { continuation in
                 loop.execute {
-                    guard let c = conn.value.connection, let core = conn.value.core, !core.isClosed else {
+                    guard let core = conn.value.core, !core.isClosed else {
                         return continuation.resume(returning: true)
                     }
-                    continuation.resume(returning: c.totalQueuedBytes == 0 && core.activeServedGroups == 0)
+                    // Over WebSocket, "queued" is what qmux and the socket still hold (TCP delivers the rest).
+                    let queued =
+                        conn.value.connection?.totalQueuedBytes ?? conn.value.qmuxLink.map {
+                            $0.qmux.totalUnsentBytes + $0.tcp.queuedBytes
+                        } ?? 0
+                    continuation.resume(returning: queued == 0 && core.activeServedGroups == 0)
                 }
             }
             if idle { return }
@@ -458,10 +467,13 @@ public final class MoqSession: @unchecked Sendable {
         let counters = conn.core?.counters ?? SessionCounters()
         let q = conn.connection?.stats
         let rtt = q?.smoothedRTT.nanoseconds ?? conn.qmuxLink?.qmux.smoothedRTT ?? 0
+        let ws = conn.qmuxLink?.counts
         return SessionStats(
             counters: counters, rttMicros: rtt / 1000,
             sendRateBps: q?.estimatedSendRate ?? 0, packetsLost: q?.packetsLost ?? 0,
-            bytesSent: q?.bytesSent ?? 0, bytesReceived: q?.bytesReceived ?? 0, packetsSent: q?.packetsSent ?? 0,
+            bytesSent: q?.bytesSent ?? ws?.sent.load(ordering: .relaxed) ?? 0,
+            bytesReceived: q?.bytesReceived ?? ws?.received.load(ordering: .relaxed) ?? 0,
+            packetsSent: q?.packetsSent ?? 0,
             packetsReceived: q?.packetsReceived ?? 0, receiveRateBps: q?.estimatedReceiveRate ?? 0, binding: binding)
     }
 

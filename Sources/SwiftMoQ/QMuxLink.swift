@@ -5,6 +5,7 @@ import MoqQUIC
 import MoqSession
 import MoqSync
 import MoqWire
+import Synchronization
 
 /// moq-lite over qmux over a WebSocket (subprotocol `qmux-01.moq-lite-06`): the session core's
 /// transport where UDP does not pass. The WebSocket's binary messages are qmux records; the
@@ -28,6 +29,12 @@ final class QMuxLink: SessionTransport, TCPStreamDelegate {
     /// The session endpoint above (it owns the core and hears the close), held until the close
     /// has been delivered, as a QUIC connection holds its delegate: the cycle through the core ends then.
     private var endpoint: SessionConnection?
+    /// Bytes on the TCP connection (WebSocket framing included), readable from any thread.
+    final class ByteCounts: Sendable {
+        let sent = Atomic<UInt64>(0)
+        let received = Atomic<UInt64>(0)
+    }
+    let counts = ByteCounts()
     /// Called once when the connection ended (a server's count of WebSocket sessions).
     var onClosed: (() -> Void)?
     /// Bytes of WebSocket frames queued in the socket past which no more records are made.
@@ -114,7 +121,9 @@ final class QMuxLink: SessionTransport, TCPStreamDelegate {
         dispatch()
         let now = Self.now()
         while tcp.queuedBytes < Self.highWater, !tcp.isClosed, let record = qmux.nextRecord(now: now) {
-            tcp.write(WebSocketWriter.binary(record, mask: mask()))
+            let frame = WebSocketWriter.binary(record, mask: mask())
+            counts.sent.add(UInt64(frame.count), ordering: .relaxed)
+            tcp.write(frame)
             dispatch()
         }
         if qmux.isFinished && !webSocketClosed && !tcp.isClosed {
@@ -184,6 +193,7 @@ final class QMuxLink: SessionTransport, TCPStreamDelegate {
     // MARK: TCPStreamDelegate
 
     func tcpStream(_ stream: TCPStream, didRead bytes: UnsafeRawBufferPointer) {
+        counts.received.add(UInt64(bytes.count), ordering: .relaxed)
         reader.append(bytes)
         let now = Self.now()
         do {

@@ -194,6 +194,34 @@ struct WebSocketClientTests {
         await #expect(throws: MoqError.self) { try await MoqSession.connect(url, options: quicOnly) }
     }
 
+    @Test("drain() before close() over WebSocket: what was written reaches the viewer (nothing is cut by the close)")
+    func drainBeforeClose() async throws {
+        let relay = try SwiftRelay.start()
+        defer { Task { await relay.stop() } }
+        let url = "ws://127.0.0.1:\(relay.relay.port)/anon"
+        let publisher = try await MoqSession.connect(url)
+        let viewer = try await MoqSession.connect(url)
+        defer { viewer.close() }
+        let producer = BroadcastProducer(path: "ws-drain")
+        let track = producer.createTrack("data")
+        publisher.publish(producer)
+        try await viewer.waitForBroadcast("ws-drain", timeout: .seconds(20))
+        let remote = viewer.subscribe(
+            broadcast: "ws-drain", track: "data", range: SubscriptionRange(maxLatencyMs: 10_000))
+        let consumer = remote.consumer(maxLatencyMs: 10_000)
+        try await eventually("the subscription", timeout: .seconds(20)) { track.observerCount == 1 }
+        let group = track.appendGroup()
+        for i in 0..<40 { _ = group.write(Bytes([UInt8](repeating: UInt8(i), count: 50_000)), timestamp: 0) }
+        group.finish()
+        await publisher.drain(timeout: .seconds(10))
+        publisher.close()
+        var got = 0
+        if let g = try await consumer.nextGroup() {
+            while (try? await g.nextFrame()) ?? nil != nil { got += 1 }
+        }
+        #expect(got == 40)
+    }
+
     @Test("ws:// to a port nobody listens on, and to a relay refusing the token: clear errors")
     func failures() async throws {
         let relay = try SwiftRelay.start { $0.auth = RelayAuth(publicPrefixes: ["anon"]) }
