@@ -69,9 +69,10 @@ struct ElementStatusTests {
             }
             #expect(structureField(element, "connection-stats", "packets-lost") != nil)
         }
-        // The sink sends media, the player mostly receives it.
-        #expect((structureField(sink, "connection-stats", "rate-bps") ?? 0) > 50_000)
-        #expect((structureField(src, "connection-stats", "recv-rate-bps") ?? 0) > 50_000)
+        // The sink sends media, the player mostly receives it (keep-alives alone are under 1 kbit/s;
+        // the bound leaves room for a slow moment under ThreadSanitizer, where 25 kbit/s was seen).
+        #expect((structureField(sink, "connection-stats", "rate-bps") ?? 0) > 10_000)
+        #expect((structureField(src, "connection-stats", "recv-rate-bps") ?? 0) > 10_000)
         // moq-gst's names before 0.4.9 read the same figures.
         #expect(uint64Property(sink, "estimated-send-bitrate") > 0)
         #expect(uint64Property(src, "estimated-recv-bitrate") > 0)
