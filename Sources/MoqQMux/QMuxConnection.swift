@@ -37,6 +37,9 @@ public final class QMuxConnection {
     // Streams the peer opens: the next index, our limit, how many closed.
     private var nextPeerIndex: [UInt64] = [0, 0]
     private var peerStreamLimit: [UInt64]
+    /// The limits the peer has been told (enforced): ``peerStreamLimit`` rises first, this when its
+    /// MAX_STREAMS goes out, so a peer that does not read cannot open streams faster than we answer.
+    private var peerStreamLimitSent: [UInt64]
     private var peerStreamsClosed: [UInt64] = [0, 0]
 
     // Connection credit.
@@ -69,6 +72,7 @@ public final class QMuxConnection {
         self.isClient = isClient
         self.settings = settings
         peerStreamLimit = [min(settings.maxStreamsBidi, 1 << 60), min(settings.maxStreamsUni, 1 << 60)]
+        peerStreamLimitSent = peerStreamLimit
         receiveLimit = settings.maxData
         lastReceive = now
         lastPing = now
@@ -342,8 +346,9 @@ public final class QMuxConnection {
         case .pingResponse(let sequence):
             guard let ping = pingInFlight, ping.sequence == sequence, pingSequenceSent(sequence) else { return }
             pingInFlight = nil
-            let sample = now &- ping.sentAt
-            smoothedRTT = smoothedRTT == 0 ? sample : (smoothedRTT * 7 + sample) / 8
+            // Clocks from different calls may disagree a little; a sample is never negative nor huge.
+            let sample = min(now > ping.sentAt ? now - ping.sentAt : 0, 60_000_000_000)
+            smoothedRTT = smoothedRTT == 0 ? sample : smoothedRTT - smoothedRTT / 8 + sample / 8
         }
     }
 
@@ -394,8 +399,8 @@ public final class QMuxConnection {
             return nil
         }
         guard index >= nextPeerIndex[kind] else { return nil }  // closed already
-        guard index < peerStreamLimit[kind] else {
-            fail(QMuxTransportCode.streamLimit, "stream \(id) beyond the limit of \(peerStreamLimit[kind])")
+        guard index < peerStreamLimitSent[kind] else {
+            fail(QMuxTransportCode.streamLimit, "stream \(id) beyond the limit of \(peerStreamLimitSent[kind])")
             return nil
         }
         // Opening index N opens the lower ones too (RFC 9000 §3.2); each is announced at its first frame.
@@ -442,9 +447,10 @@ public final class QMuxConnection {
         receive.received += fresh
         if fin { receive.finalSize = end }
         if receive.done {
-            // We stopped reading: dropped, its credit back at once.
+            // We stopped reading: dropped, its credit back at once; the stream closes at its FIN.
             streams[id]?.receive = receive
             returnConnectionCredit(fresh)
+            if fin { closeIfFinished(id) }
             return
         }
         receive.done = fin
@@ -530,7 +536,10 @@ public final class QMuxConnection {
         }
         if maxDataDue, add(.maxData(receiveLimit)) { maxDataDue = false }
         for kind in 0..<2 where maxStreamsDue[kind] {
-            if add(.maxStreams(bidirectional: kind == 0, max: peerStreamLimit[kind])) { maxStreamsDue[kind] = false }
+            if add(.maxStreams(bidirectional: kind == 0, max: peerStreamLimit[kind])) {
+                maxStreamsDue[kind] = false
+                peerStreamLimitSent[kind] = peerStreamLimit[kind]
+            }
         }
         while let frame = resetsDue.first, add(frame) { resetsDue.removeFirst() }
         for id in maxStreamDataDue {

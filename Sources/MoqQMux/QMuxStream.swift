@@ -49,6 +49,10 @@ struct QMuxStream {
         var finalSize: UInt64?
         /// Done: FIN delivered, reset by the peer, or we asked it to stop.
         var done = false
+
+        /// Nothing more can arrive: done, and the final size is known (after STOP_SENDING the
+        /// half stays until the peer's FIN or RESET_STREAM says it, so its bytes are credited).
+        var isFinished: Bool { done && finalSize != nil }
     }
 
     let id: Int64
@@ -58,7 +62,7 @@ struct QMuxStream {
     var announced: Bool
 
     /// Both halves are done.
-    var isFinished: Bool { (send?.done ?? true) && (receive?.done ?? true) }
+    var isFinished: Bool { (send?.done ?? true) && (receive?.isFinished ?? true) }
 }
 
 /// Stream ids as QUIC numbers them (RFC 9000 §2.1): the low bits say who opened it and its kind.

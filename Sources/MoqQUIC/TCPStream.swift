@@ -196,6 +196,7 @@ final class TCPConnector: LoopSource {
     /// Tries the next address, or reports `lastError` (an errno) when none is left.
     func next(_ lastError: Int32?) {
         keepAlive = self
+        fd = -1
         while !addresses.isEmpty {
             let address = addresses.removeFirst()
             let s = socket(
@@ -225,14 +226,22 @@ final class TCPConnector: LoopSource {
     }
 
     func writable() {
+        // Handled already (the loop may call readable() after writable() for the same event).
+        guard fd >= 0 else { return }
         let s = fd
+        fd = -1
         loop.unregister(s)
         var error: Int32 = 0
         var length = socklen_t(MemoryLayout<Int32>.size)
         getsockopt(s, SOL_SOCKET, SO_ERROR, &error, &length)
         guard error == 0 else {
             Glibc.close(s)
-            return next(error)
+            // The next address on the next turn: its socket may reuse this fd number, and the loop
+            // has more events of this one to hand out.
+            let me = LoopOnly(self)
+            let failed = error
+            loop.execute { me.value.next(failed) }
+            return
         }
         keepAlive = nil
         do {
@@ -246,4 +255,10 @@ final class TCPConnector: LoopSource {
         // A failed connect reports EPOLLERR/EPOLLHUP (seen here): the same check as writable.
         writable()
     }
+}
+
+/// A loop-thread object carried through `execute` (it is only touched on that thread).
+private final class LoopOnly<T: AnyObject>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
 }

@@ -154,6 +154,7 @@ final class WebSocketUpgrade: TCPStreamDelegate {
     }
 
     func start() {
+        endpoint.pendingTCP = tcp
         tcp.delegate = self
         tcp.write(WebSocketHandshake.request(host: target.authority, target: target.setupPath, key: key))
     }
@@ -164,17 +165,20 @@ final class WebSocketUpgrade: TCPStreamDelegate {
         switch WebSocketHandshake.parseResponse(response) {
         case .incomplete: return
         case .invalid:
+            endpoint.pendingTCP = nil
             tcp.close(now: true)
             endpoint.fail(.unreachable("\(endpoint.peerDescription) did not answer the WebSocket upgrade with HTTP"))
         case .complete(let status, let headers, let length):
             switch WebSocketHandshake.checkResponse(status: status, headers: headers, key: key) {
             case .failure(let refusal):
+                endpoint.pendingTCP = nil
                 tcp.close(now: true)
                 let text = "WebSocket upgrade to \(target.redacted) refused: \(refusal)"
                 endpoint.fail(
                     status == 401 || status == 403
                         ? .refused(code: SessionErrorCode.unauthorized.rawValue, reason: text) : .unreachable(text))
             case .success:
+                endpoint.pendingTCP = nil
                 let link = QMuxLink(endpoint: endpoint, tcp: tcp, isClient: true, settings: settings)
                 endpoint.qmuxLink = link
                 link.start(leftover: Array(response[length...]))
@@ -185,6 +189,7 @@ final class WebSocketUpgrade: TCPStreamDelegate {
     func tcpStreamCanWrite(_ stream: TCPStream) {}
 
     func tcpStream(_ stream: TCPStream, didEnd error: String?) {
+        endpoint.pendingTCP = nil
         endpoint.fail(
             .unreachable(
                 "\(endpoint.peerDescription) closed the connection during the WebSocket upgrade\(error.map { ": \($0)" } ?? "")"

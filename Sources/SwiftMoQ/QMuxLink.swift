@@ -127,13 +127,27 @@ final class QMuxLink: SessionTransport, TCPStreamDelegate {
             dispatch()
         }
         if qmux.isFinished && !webSocketClosed && !tcp.isClosed {
-            webSocketClosed = true
-            tcp.write(WebSocketWriter.close(code: 1000, reason: "", mask: mask()))
-            tcp.close()
+            closeWebSocket(code: 1000, reason: "")
         } else if qmux.wantsToSend {
             tcp.notifyWhenWritable()
         }
         arm()
+    }
+
+    /// How long a closed connection's last bytes may take to leave before the socket is shut anyway
+    /// (a peer that stopped reading must not hold it).
+    static let linger: Duration = .seconds(5)
+
+    /// Sends the WebSocket close frame after what is queued, then shuts the socket once that left,
+    /// or after ``linger``.
+    private func closeWebSocket(code: UInt16, reason: String) {
+        guard !webSocketClosed else { return }
+        webSocketClosed = true
+        tcp.write(WebSocketWriter.close(code: code, reason: reason, mask: mask()))
+        tcp.close()
+        guard !tcp.isClosed else { return }
+        let stream = LoopBound(tcp)
+        _ = loop.schedule(after: Self.linger) { stream.value.close(now: true) }
     }
 
     private func mask() -> [UInt8]? {
@@ -193,6 +207,8 @@ final class QMuxLink: SessionTransport, TCPStreamDelegate {
     // MARK: TCPStreamDelegate
 
     func tcpStream(_ stream: TCPStream, didRead bytes: UnsafeRawBufferPointer) {
+        // Closed: what still arrives is dropped (nothing is held for it).
+        guard qmux.closeReason == nil else { return }
         counts.received.add(UInt64(bytes.count), ordering: .relaxed)
         reader.append(bytes)
         let now = Self.now()
@@ -201,29 +217,28 @@ final class QMuxLink: SessionTransport, TCPStreamDelegate {
                 switch message {
                 case .binary(let record): qmux.receive(record: record, now: now)
                 case .text, .pong: break
-                case .ping(let payload): tcp.write(WebSocketWriter.pong(payload.array, mask: mask()))
+                case .ping(let payload):
+                    // Answered while our queue has room: a peer that pings and never reads gets no more.
+                    if tcp.queuedBytes < Self.highWater {
+                        tcp.write(WebSocketWriter.pong(payload.array, mask: mask()))
+                    }
                 case .close:
                     // The peer is done: answer its close and end (a qmux close, if any, came first).
                     qmux.carrierLost("the peer closed the WebSocket")
-                    if !webSocketClosed {
-                        webSocketClosed = true
-                        tcp.write(WebSocketWriter.close(code: 1000, reason: "", mask: mask()))
-                    }
-                    tcp.close()
+                    closeWebSocket(code: 1000, reason: "")
                 }
                 dispatch()
                 if qmux.closeReason != nil { break }
             }
         } catch {
             qmux.carrierLost("\(error)")
-            webSocketClosed = true
-            tcp.write(WebSocketWriter.close(code: error.closeCode, reason: error.reason, mask: mask()))
-            tcp.close()
+            closeWebSocket(code: error.closeCode, reason: error.reason)
         }
         flush()
     }
 
-    func tcpStreamCanWrite(_ stream: TCPStream) { flush() }
+    // Not a flush from inside the socket's own write (it calls this): at the end of the turn.
+    func tcpStreamCanWrite(_ stream: TCPStream) { flushSoon() }
 
     func tcpStream(_ stream: TCPStream, didEnd error: String?) {
         qmux.carrierLost(error.map { "the WebSocket failed: \($0)" } ?? "the WebSocket's TCP connection ended")

@@ -55,6 +55,8 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate {
     var webIO: QUICWebTransportStreams?
     /// The WebSocket carrier when the session runs over qmux (then ``connection`` is nil).
     var qmuxLink: QMuxLink?
+    /// A client's TCP connection while its WebSocket upgrade is under way (shut if the connect times out).
+    var pendingTCP: TCPStream?
     /// What the session serves to its peer.
     let directory: (any BroadcastDirectory)?
     /// Called once: the session is usable, or failed before it was.
@@ -104,6 +106,8 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate {
                 .timeout("no moq session with \(me.peerDescription) within \(timeout) (is a relay listening there?)"))
             me.connection?.close(code: SessionErrorCode.timeout.rawValue, reason: "connect timeout")
             me.qmuxLink?.close(code: SessionErrorCode.timeout.rawValue, reason: "connect timeout")
+            me.pendingTCP?.close(now: true)
+            me.pendingTCP = nil
         }
     }
 

@@ -417,6 +417,56 @@ struct QMuxHostileTests {
         #expect(server.nextRecord(now: 0) != nil && server.closeReason == nil)
     }
 
+    @Test("STOP_SENDING: bytes in flight and the reset's final size still return connection credit")
+    func stopSendingCredit() throws {
+        var settings = QMuxSettings()
+        settings.maxData = 3_000
+        let thousand = Bytes([UInt8](repeating: 1, count: 1_000))
+        let server = Self.serverAfter([.stream(id: 2, offset: 0, data: thousand, fin: false)], settings: settings)
+        server.consumed(2, bytes: 1_000)
+        server.stopSending(2, code: 0)
+        // What the peer had sent before it saw the STOP_SENDING, then its RESET_STREAM.
+        let late = [
+            QMuxFrame.stream(id: 2, offset: 1_000, data: thousand, fin: false),
+            .resetStream(id: 2, code: 0, finalSize: 2_500),
+        ]
+        server.receive(record: Bytes(late.flatMap { $0.encoded() }), now: 0)
+        #expect(server.closeReason == nil)
+        // The 1,000 bytes in flight are credited (2,000 of 3,000 used: MAX_DATA moves the window on to
+        // 5,000); before, the stopped stream was forgotten and they never were.
+        var frames: [QMuxFrame] = []
+        while let record = server.nextRecord(now: 0) { frames += try QMuxFrame.decodeRecord(Bytes(record)) }
+        #expect(frames.contains(.maxData(5_000)), "\(frames)")
+        #expect(server.takeEvents().contains(.streamClosed(2)))
+    }
+
+    @Test("a stream limit is raised when its MAX_STREAMS goes out, not before")
+    func streamLimitAdvertised() {
+        var settings = QMuxSettings()
+        settings.maxStreamsUni = 2
+        let closing = [
+            QMuxFrame.stream(id: 2, offset: 0, data: Bytes([1]), fin: true),
+            .stream(id: 6, offset: 0, data: Bytes([1]), fin: true),
+        ]
+        let server = Self.serverAfter(closing, settings: settings)
+        let third = QMuxFrame.stream(id: 10, offset: 0, data: Bytes([1]), fin: false).encoded()
+        server.receive(record: Bytes(third), now: 0)
+        #expect(Self.code(server) == 0x4)
+        let told = Self.serverAfter(closing, settings: settings)
+        while told.nextRecord(now: 0) != nil {}
+        told.receive(record: Bytes(third), now: 0)
+        #expect(told.closeReason == nil)
+    }
+
+    @Test("a ping answer stamped before its ping went out (clocks of two calls) does not overflow the RTT")
+    func pingClock() {
+        let server = Self.serverAfter([])
+        server.tick(now: 5_000_000_000)
+        _ = server.nextRecord(now: 6_000_000_000)
+        server.receive(record: Bytes(QMuxFrame.pingResponse(0).encoded()), now: 5_500_000_000)
+        #expect(server.smoothedRTT == 0 && server.closeReason == nil)
+    }
+
     @Test("a peer that never reads: answers to its pings stay one, not a queue")
     func pingFlood() {
         let server = Self.serverAfter((0..<1_000).map { QMuxFrame.ping(UInt64($0)) })
