@@ -22,9 +22,9 @@ mkdir -p "$LOGS"
 rm -f "$LOGS"/*.log
 
 # Real time: encoders, decoders and sinks on the pipeline clock, and the relay fan-out whose
-# publisher (Rust, not slowed down) sends newest groups first when the instrumented relay
+# publisher (Rust, not slowed down; over QUIC or WebSocket) sends newest groups first when the instrumented relay
 # falls behind, so that its subscribers rightly skip the older groups that arrive late.
-MEDIA='GstTests\.|MoqKitTests\.|MoqTestKitTests\.|InteropTests\.RelayInteropTests|ClusterInteropTests'
+MEDIA='GstTests\.|MoqKitTests\.|MoqTestKitTests\.|InteropTests\.RelayInteropTests|ClusterInteropTests|InteropTests\.WebSocket'
 # Tests that bound how fast something spreads loosen the bound under instrumentation.
 export SWIFTMOQ_TSAN=1
 SOLO='OverloadInteropTests|KitLoggerTests|ClientNetworkThreadsTests|NetworkFaultTests|LosslessReconnectTests|LongFormTests|LongFormPlayerTests|OutputSwitchTests|MPRISTests|rustPublisherToDecodebin|LadderPlaybackTests'
