@@ -29,7 +29,9 @@ struct WebSocketInteropTests {
             })
     }
 
-    @Test("Rust publisher over ws:// → Swift relay → Rust subscriber over ws://: every frame from its first group, in order")
+    @Test(
+        "Rust publisher over ws:// → Swift relay → Rust subscriber over ws://: every frame from its first group, in order"
+    )
     func rustClientsOverWebSocket() async throws {
         let relay = try SwiftRelay.start()
         defer { Task { await relay.stop() } }
