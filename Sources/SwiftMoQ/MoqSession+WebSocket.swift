@@ -86,51 +86,28 @@ extension MoqSession {
         _ target: MoqURL, options: ClientOptions, origin: Origin, serving: (any BroadcastDirectory)?,
         answered: Lock<Bool>?
     ) async throws(MoqError) -> MoqSession {
-        let loop = try SharedLoop.get()
-        // The path travels in the upgrade request, never in SETUP (moq-dev's rule for bindings with a URI).
-        var sessionConfig = SessionConfig(role: options.role, path: nil)
-        if let hop = options.hopID { sessionConfig.hopID = hop }
-        sessionConfig.linkCost = options.linkCost
-        let config = sessionConfig
         var qmuxSettings = QMuxSettings()
         qmuxSettings.idleTimeoutMs = options.idleTimeout.nanoseconds / 1_000_000
         qmuxSettings.keepAliveMs = options.keepAliveInterval.nanoseconds / 1_000_000
         let settings = qmuxSettings
         let peer = "\(target.host):\(target.port)"
-        let outcome = Lock<Result<MoqSession, MoqError>?>(nil)
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            loop.execute {
-                let endpoint = SessionConnection(
-                    loop: loop, config: config, directory: serving ?? origin, peerDescription: peer)
-                let session = MoqSession(
-                    loop: loop, connection: endpoint, origin: origin, url: target, binding: .webSocket)
-                endpoint.peerAnsweredBeforeTimeout = answered
-                endpoint.onReady = { result in
-                    switch result {
-                    case .success:
-                        session.installHandlers()
-                        outcome.withLock { $0 = .success(session) }
-                    case .failure(let error):
-                        outcome.withLock { $0 = .failure(error) }
-                    }
-                    continuation.resume()
-                }
-                endpoint.startConnectTimer(options.connectTimeout)
-                let box = LoopBound(endpoint)
-                TCPStream.connect(host: target.host, port: target.port, loop: loop) { result in
-                    let endpoint = box.value
-                    switch result {
-                    case .failure(let error):
-                        endpoint.fail(.unreachable("cannot reach \(peer) over TCP (WebSocket): \(error)"))
-                    case .success(let tcp):
-                        guard endpoint.onReady != nil else { return tcp.close(now: true) }  // timed out meanwhile
-                        WebSocketUpgrade(endpoint: endpoint, tcp: tcp, target: target, settings: settings).start()
-                    }
+        // The path travels in the upgrade request, never in SETUP (moq-dev's rule for bindings with a URI).
+        return try await establish(
+            target, binding: .webSocket, setupPath: nil, options: options, origin: origin, serving: serving,
+            answered: answered
+        ) { endpoint in
+            let box = LoopBound(endpoint)
+            TCPStream.connect(host: target.host, port: target.port, loop: endpoint.loop) { result in
+                let endpoint = box.value
+                switch result {
+                case .failure(let error):
+                    endpoint.fail(.unreachable("cannot reach \(peer) over TCP (WebSocket): \(error)"))
+                case .success(let tcp):
+                    guard endpoint.onReady != nil else { return tcp.close(now: true) }  // timed out meanwhile
+                    WebSocketUpgrade(endpoint: endpoint, tcp: tcp, target: target, settings: settings).start()
                 }
             }
         }
-        guard let result = outcome.withLock({ $0 }) else { throw .closed("the connection ended before it was set up") }
-        return try result.get()
     }
 }
 

@@ -117,7 +117,6 @@ public final class MoqSession: @unchecked Sendable {
             verification = .fingerprints([hash])
         }
         let tls = TLSClientConfiguration(verification: verification)
-        let loop = try SharedLoop.get()
         var settings = QUICSettings()
         settings.alpn = target.isWebTransport ? [WebTransportWire.alpn] : MoqVersion.alpn
         settings.automaticFlowControlCredit = false  // the session core returns credit as it consumes
@@ -127,16 +126,37 @@ public final class MoqSession: @unchecked Sendable {
         // keep-alive PING is what reaches it. 3 s of frozen video became 1 s (docs/reliability.md).
         settings.keepAliveInterval = options.keepAliveInterval
         settings.handshakeTimeout = options.connectTimeout
-        // Over WebTransport the path travels in the CONNECT, never in SETUP (moq-dev's rule).
-        var sessionConfig = SessionConfig(role: options.role, path: target.isWebTransport ? nil : target.setupPath)
         let webRequest =
             target.isWebTransport
             ? WebTransportConnect.Request(
                 authority: target.authority, path: target.setupPath, protocols: [MoqVersion.lite06.rawValue]) : nil
+        let quicSettings = settings
+        // Over WebTransport the path travels in the CONNECT, never in SETUP (moq-dev's rule).
+        return try await establish(
+            target, binding: target.isWebTransport ? .webTransport : .quic,
+            setupPath: target.isWebTransport ? nil : target.setupPath, options: options, origin: origin,
+            serving: serving, answered: answered
+        ) { endpoint in
+            endpoint.webTransportRequest = webRequest
+            endpoint.attach(
+                QUICClient.connect(
+                    host: target.host, port: target.port, tls: tls, settings: quicSettings, loop: endpoint.loop,
+                    delegate: endpoint))
+        }
+    }
+
+    /// Builds a client session on a network thread, lets `dial` start its transport there, and
+    /// waits until SETUP completed (or the attempt failed, or `connectTimeout` passed).
+    static func establish(
+        _ target: MoqURL, binding: SessionBinding, setupPath: String?, options: ClientOptions, origin: Origin,
+        serving: (any BroadcastDirectory)?, answered: Lock<Bool>?,
+        dial: @escaping @Sendable (SessionConnection) -> Void
+    ) async throws(MoqError) -> MoqSession {
+        let loop = try SharedLoop.get()
+        var sessionConfig = SessionConfig(role: options.role, path: setupPath)
         if let hop = options.hopID { sessionConfig.hopID = hop }
         sessionConfig.linkCost = options.linkCost
         let config = sessionConfig
-        let quicSettings = settings
         let peer = "\(target.host):\(target.port)"
         // The session is built on the loop thread and handed to this task through a lock as well
         // as the continuation: a continuation resumed from a plain thread synchronises inside the
@@ -149,10 +169,8 @@ public final class MoqSession: @unchecked Sendable {
                 let endpoint = SessionConnection(
                     loop: loop, config: config, directory: serving ?? origin, peerDescription: peer)
                 let session = MoqSession(
-                    loop: loop, connection: endpoint, origin: origin, url: target,
-                    binding: target.isWebTransport ? .webTransport : .quic)
+                    loop: loop, connection: endpoint, origin: origin, url: target, binding: binding)
                 endpoint.peerAnsweredBeforeTimeout = answered
-                endpoint.webTransportRequest = webRequest
                 endpoint.onReady = { result in
                     switch result {
                     case .success:
@@ -163,11 +181,7 @@ public final class MoqSession: @unchecked Sendable {
                     }
                     continuation.resume()
                 }
-                let connection = QUICClient.connect(
-                    host: target.host, port: target.port,
-                    tls: tls, settings: quicSettings, loop: loop,
-                    delegate: endpoint)
-                endpoint.attach(connection)
+                dial(endpoint)
                 endpoint.startConnectTimer(options.connectTimeout)
             }
         }

@@ -26,12 +26,20 @@ struct DropInTests {
     }
 
     /// `doc/bin/gstreamer.md`, "Publish": a looping file through parsebin into moqsink's request pads.
-    static func publisher(_ file: URL, port: UInt16) -> String {
+    static func publisher(_ file: URL, host: String = "localhost", port: UInt16) -> String {
         """
         multifilesrc location=\(file.path) loop=true ! parsebin name=parse \
           parse. ! queue ! identity sync=true ! mux.sink_0 \
           parse. ! queue ! identity sync=true ! mux.sink_1 \
-          moqsink name=mux url="http://localhost:\(port)" broadcast="bbb"
+          moqsink name=mux url="http://\(host):\(port)" broadcast="bbb"
+        """
+    }
+
+    /// "Subscribe", the terse form: `moqsrc ! decodebin3 ! …` links the first pad offered (video).
+    static func terseViewer(host: String = "localhost", port: UInt16) -> String {
+        """
+        moqsrc url="http://\(host):\(port)" broadcast="bbb" \
+          ! decodebin3 ! videoconvert ! appsink name=out sync=false
         """
     }
 
@@ -64,11 +72,7 @@ struct DropInTests {
         both.setState(GST_STATE_NULL)
 
         // The terse form: `moqsrc ! decodebin3 ! …` links the first pad offered (video).
-        let terse = try TestPipeline(
-            """
-            moqsrc url="http://localhost:\(relay.port)" broadcast="bbb" \
-              ! decodebin3 ! videoconvert ! appsink name=out sync=false
-            """)
+        let terse = try TestPipeline(Self.terseViewer(port: relay.port))
         #expect(terse.play() != GST_STATE_CHANGE_FAILURE)
         let frames = AppSinkCollector(terse.element("out")!)
         try await eventually("decoded video (terse form)", timeout: .seconds(30)) { frames.count >= 30 }
@@ -88,15 +92,10 @@ struct DropInTests {
         let port = UInt16(try await blackhole.waitFor(event: "listening", timeout: .seconds(20)).int("port") ?? 0)
         let file = try await Self.mp4()
         defer { try? FileManager.default.removeItem(at: file) }
-        let publisher = try TestPipeline(
-            Self.publisher(file, port: port).replacingOccurrences(of: "localhost", with: "127.0.0.1"))
+        let publisher = try TestPipeline(Self.publisher(file, host: "127.0.0.1", port: port))
         #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
         defer { publisher.setState(GST_STATE_NULL) }
-        let terse = try TestPipeline(
-            """
-            moqsrc url="http://127.0.0.1:\(port)" broadcast="bbb" \
-              ! decodebin3 ! videoconvert ! appsink name=out sync=false
-            """)
+        let terse = try TestPipeline(Self.terseViewer(host: "127.0.0.1", port: port))
         #expect(terse.play() != GST_STATE_CHANGE_FAILURE)
         let frames = AppSinkCollector(terse.element("out")!)
         try await eventually("decoded video over WebSocket", timeout: .seconds(30)) { frames.count >= 30 }

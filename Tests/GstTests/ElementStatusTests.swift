@@ -113,8 +113,16 @@ struct ElementStatusTests {
         _ = quiet.setState(GST_STATE_PAUSED)
         _ = alive.setState(GST_STATE_PAUSED)
         // Idle for a second: the quiet session closes and the element reconnects, twice; meanwhile
-        // the keep-alives hold the other one's first session.
-        try await eventually("the quiet player's third session", timeout: .seconds(20)) {
+        // the keep-alives hold the other one's first session. An idle timeout is at least three probe
+        // timeouts, so a loaded machine (a slow handshake's round trip) stretches it: `make test` once
+        // saw one session in 20 s with the relay's PINGs off; the detail says how long the round trip was.
+        try await eventually(
+            "the quiet player's third session", timeout: .seconds(60),
+            detail: {
+                "sessions \(uint64Property(quietSrc, "sessions")), rtt-us "
+                    + "\(structureField(quietSrc, "connection-stats", "rtt-us") ?? -1)"
+            }
+        ) {
             uint64Property(quietSrc, "sessions") >= 3
         }
         #expect(uint64Property(aliveSrc, "sessions") == 1)
