@@ -176,7 +176,7 @@ let package = Package(
             dependencies: ["MoqSync", "MoqBase", "MoqWire", "MoqSession", "SessionFuzzHarness"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "MoqQUICTests", dependencies: ["MoqSync", "MoqQUIC", "MoqWire"],
+            name: "MoqQUICTests", dependencies: ["MoqBase", "MoqSync", "MoqQUIC", "MoqWire"],
             exclude: ["rust_peer.py"],  // the Rust peer driver run by the interop tests, not a resource
             swiftSettings: swiftSettings),
         .testTarget(

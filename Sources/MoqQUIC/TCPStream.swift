@@ -2,29 +2,18 @@
 internal import CNgtcp2
 internal import Glibc
 
-/// What a ``TCPStream`` reports, on its loop's thread.
-public protocol TCPStreamDelegate: AnyObject {
-    /// Bytes arrived (valid only during the call).
-    func tcpStream(_ stream: TCPStream, didRead bytes: UnsafeRawBufferPointer)
-    /// The bytes queued fell below ``TCPStream/lowWater``: more may be written.
-    func tcpStreamCanWrite(_ stream: TCPStream)
-    /// The peer closed or the socket failed (nil: an orderly end of stream). Called once; the
-    /// stream is closed by then.
-    func tcpStream(_ stream: TCPStream, didEnd error: String?)
-}
-
 /// A connected, non-blocking TCP socket on a ``QUICEventLoop`` (the carrier of qmux over
 /// WebSocket): reads are handed to the delegate as they come; writes queue in user space while
 /// the kernel's buffer is full. The layer above keeps ``queuedBytes`` under its own bound (it asks
-/// for ``tcpStreamCanWrite(_:)``). Loop thread only.
-public final class TCPStream: LoopSource {
+/// for ``ByteStreamDelegate/byteStreamCanWrite(_:)``). Loop thread only.
+public final class TCPStream: LoopSource, ByteStream {
     public let loop: QUICEventLoop
     /// Held strongly until the stream is closed, then released (so a delegate that holds its
     /// stream forms no lasting cycle).
-    public var delegate: (any TCPStreamDelegate)?
+    public var delegate: (any ByteStreamDelegate)?
     /// The peer's address, for messages.
     public let remoteAddress: String
-    /// Below this many queued bytes the delegate hears ``TCPStreamDelegate/tcpStreamCanWrite(_:)``.
+    /// Below this many queued bytes the delegate hears ``ByteStreamDelegate/byteStreamCanWrite(_:)``.
     public static let lowWater = 64 << 10
     private let fd: Int32
     private var output: [UInt8] = []
@@ -62,14 +51,14 @@ public final class TCPStream: LoopSource {
         flush()
     }
 
-    /// Asks for one ``TCPStreamDelegate/tcpStreamCanWrite(_:)`` once the queue is below ``lowWater``.
+    /// Asks for one ``ByteStreamDelegate/byteStreamCanWrite(_:)`` once the queue is below ``lowWater``.
     public func notifyWhenWritable() {
         wantsCanWrite = true
         if queuedBytes < Self.lowWater { flush() }
     }
 
     /// Closes after the queued bytes went out (or at once with `now`).
-    public func close(now: Bool = false) {
+    public func close(now: Bool) {
         guard !isClosed else { return }
         if now || queuedBytes == 0 {
             shut()
@@ -90,7 +79,7 @@ public final class TCPStream: LoopSource {
         guard !isClosed else { return }
         let delegate = self.delegate
         shut()
-        delegate?.tcpStream(self, didEnd: error)
+        delegate?.byteStream(self, didEnd: error)
     }
 
     private func flush() {
@@ -121,7 +110,7 @@ public final class TCPStream: LoopSource {
         }
         if wantsCanWrite && queuedBytes < Self.lowWater {
             wantsCanWrite = false
-            delegate?.tcpStreamCanWrite(self)
+            delegate?.byteStreamCanWrite(self)
         }
     }
 
@@ -147,7 +136,7 @@ public final class TCPStream: LoopSource {
             var one: Int32 = 1
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_QUICKACK, &one, socklen_t(MemoryLayout<Int32>.size))
             readBuffer.withUnsafeBytes {
-                delegate?.tcpStream(self, didRead: UnsafeRawBufferPointer(rebasing: $0[..<n]))
+                delegate?.byteStream(self, didRead: UnsafeRawBufferPointer(rebasing: $0[..<n]))
             }
         }
     }

@@ -173,29 +173,9 @@ final class TLSSession {
         client tls: TLSClientConfiguration, host: String, alpn: [String],
         connRef: UnsafeMutablePointer<ngtcp2_crypto_conn_ref>
     ) throws(QUICError) {
-        var cred: OpaquePointer?
-        try Sys.tls("gnutls_certificate_allocate_credentials", gnutls_certificate_allocate_credentials(&cred))
+        let cred = try clientCredentials(tls)
         var s: OpaquePointer?
         do throws(QUICError) {
-            switch tls.verification {
-            case .system:
-                let rc = gnutls_certificate_set_x509_system_trust(cred)
-                if rc < 0 { throw Sys.tlsError("gnutls_certificate_set_x509_system_trust", rc) }
-            case .roots(let file):
-                let rc = gnutls_certificate_set_x509_trust_file(cred, file, GNUTLS_X509_FMT_PEM)
-                if rc < 0 {
-                    throw QUICError.certificate(
-                        "cannot load trust roots from \(file): \(Sys.tlsText(rc)) (gnutls_certificate_set_x509_trust_file)"
-                    )
-                }
-                if rc == 0 { throw QUICError.certificate("no certificates found in trust roots file \(file)") }
-            case .fingerprints(let pins):
-                if pins.isEmpty || pins.contains(where: { $0.count != 32 }) {
-                    throw QUICError.invalidArgument("each pinned fingerprint must be a 32-byte SHA-256 digest")
-                }
-            case .disabled:
-                break
-            }
             try Sys.tls("gnutls_init", gnutls_init(&s, UInt32(GNUTLS_CLIENT.rawValue)))
             guard let session = s else { throw QUICError.certificate("gnutls_init returned no session") }
             if ngtcp2_crypto_gnutls_configure_client_session(session) != 0 {
@@ -308,6 +288,39 @@ final class TLSSession {
     }
 }
 
+/// A client's certificate credentials for `tls`: the trust anchors it verifies against (none for
+/// pins or no verification). The caller frees them.
+func clientCredentials(_ tls: TLSClientConfiguration) throws(QUICError) -> OpaquePointer {
+    var c: OpaquePointer?
+    try Sys.tls("gnutls_certificate_allocate_credentials", gnutls_certificate_allocate_credentials(&c))
+    guard let cred = c else { throw QUICError.certificate("gnutls_certificate_allocate_credentials returned nothing") }
+    do throws(QUICError) {
+        switch tls.verification {
+        case .system:
+            let rc = gnutls_certificate_set_x509_system_trust(cred)
+            if rc < 0 { throw Sys.tlsError("gnutls_certificate_set_x509_system_trust", rc) }
+        case .roots(let file):
+            let rc = gnutls_certificate_set_x509_trust_file(cred, file, GNUTLS_X509_FMT_PEM)
+            if rc < 0 {
+                throw QUICError.certificate(
+                    "cannot load trust roots from \(file): \(Sys.tlsText(rc)) (gnutls_certificate_set_x509_trust_file)"
+                )
+            }
+            if rc == 0 { throw QUICError.certificate("no certificates found in trust roots file \(file)") }
+        case .fingerprints(let pins):
+            if pins.isEmpty || pins.contains(where: { $0.count != 32 }) {
+                throw QUICError.invalidArgument("each pinned fingerprint must be a 32-byte SHA-256 digest")
+            }
+        case .disabled:
+            break
+        }
+    } catch {
+        gnutls_certificate_free_credentials(cred)
+        throw error
+    }
+    return cred
+}
+
 /// Called by GnuTLS during the handshake once the server's certificate has arrived.
 /// Returning non-zero aborts the handshake with a `bad_certificate` alert.
 private let verifyTrampoline: @convention(c) (OpaquePointer?) -> Int32 = { session in
@@ -334,7 +347,7 @@ extension TLSSession {
 }
 
 /// Checks the peer certificate per `tls`. Returns nil when accepted, else an actionable message.
-private func verifyPeer(_ session: OpaquePointer, _ tls: (config: TLSClientConfiguration, host: String)) -> String? {
+func verifyPeer(_ session: OpaquePointer, _ tls: (config: TLSClientConfiguration, host: String)) -> String? {
     var n: UInt32 = 0
     guard let list = gnutls_certificate_get_peers(session, &n), n > 0, let leafData = list[0].data else {
         return "the server sent no certificate"

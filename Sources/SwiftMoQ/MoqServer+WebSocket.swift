@@ -12,9 +12,9 @@ import MoqSync
 extension MoqServer {
     /// Takes over a TCP socket whose WebSocket upgrade was accepted: answers it with `response`
     /// (the 101), then runs a moq-lite session over qmux on it, scoped to `target` (the request's
-    /// path and query, as a WebTransport CONNECT's). `leftover` is what the client sent after its
-    /// request head. Returns false (the caller answers 503 and closes) past ``Options/maxConnections``.
-    func acceptWebSocket(fd: Int32, target: String, response: [UInt8], leftover: [UInt8], peer: String) -> Bool {
+    /// path and query, as a WebTransport CONNECT's), over the connection's TLS session if it has one.
+    /// Returns false (the caller answers 503 and closes) past ``Options/maxConnections``.
+    func acceptWebSocket(_ handOff: RelayWeb.HandOff, target: String, response: [UInt8], peer: String) -> Bool {
         let limit = options.maxConnections
         let count = loops.count
         let index = webSocketCount.withLock { c -> Int? in
@@ -33,17 +33,19 @@ extension MoqServer {
             if let hop = options.hopID { config.hopID = hop }
             let endpoint = SessionConnection(loop: loop, config: config, directory: origin, peerDescription: peer)
             endpoint.webTransportPath = target
-            let tcp: TCPStream
+            let stream: any ByteStream
             do {
-                tcp = try TCPStream(adopting: fd, loop: loop, remoteAddress: peer)
+                let tcp = try TCPStream(adopting: handOff.fd, loop: loop, remoteAddress: peer)
+                if !handOff.unsent.isEmpty { tcp.write(handOff.unsent) }
+                stream = handOff.tls.map { TLSStream(tcp: tcp, tls: $0) } ?? tcp
             } catch {
                 box.value?.webSocketCount.withLock { $0.open -= 1 }
                 return
             }
-            tcp.write(response)
+            stream.write(response)
             var settings = QMuxSettings()
             settings.idleTimeoutMs = options.idleTimeout.nanoseconds / 1_000_000
-            let link = QMuxLink(endpoint: endpoint, tcp: tcp, isClient: false, settings: settings)
+            let link = QMuxLink(endpoint: endpoint, tcp: stream, isClient: false, settings: settings)
             endpoint.qmuxLink = link
             link.onClosed = { box.value?.webSocketCount.withLock { $0.open -= 1 } }
             endpoint.startConnectTimer(.seconds(15))
@@ -57,7 +59,7 @@ extension MoqServer {
                 setup.path = target
                 server.onSession(session, setup)
             }
-            link.start(leftover: leftover)
+            link.start(leftover: handOff.leftover)
         }
         return true
     }

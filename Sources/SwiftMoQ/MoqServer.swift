@@ -14,8 +14,10 @@ public final class MoqServer: @unchecked Sendable {
     /// The UDP port listened on.
     public let port: UInt16
     /// SHA-256 of the certificate new connections get (hex), for clients to pin.
-    public var fingerprint: String { currentFingerprint.withLock { $0 } }
-    private let currentFingerprint: Lock<String>
+    public var fingerprint: String { currentIdentity.withLock { $0.fingerprint } }
+    /// What new connections are presented, QUIC and TLS over TCP alike (`wss://` and HTTPS on a relay's port).
+    var identity: ServerIdentity { currentIdentity.withLock { $0 } }
+    private let currentIdentity: Lock<ServerIdentity>
     /// What every session serves.
     public let origin: Origin
     /// The event loops connections are spread across (one socket each on the same port).
@@ -69,13 +71,13 @@ public final class MoqServer: @unchecked Sendable {
     }
 
     private init(
-        port: UInt16, fingerprint: String, origin: Origin, loops: [QUICEventLoop], servers: [QUICServer],
+        port: UInt16, identity: ServerIdentity, origin: Origin, loops: [QUICEventLoop], servers: [QUICServer],
         options: Options, onSession: @escaping @Sendable (MoqSession, Setup) -> Void
     ) {
         self.options = options
         self.onSession = onSession
         self.port = port
-        currentFingerprint = Lock(fingerprint)
+        currentIdentity = Lock(identity)
         self.origin = origin
         self.loops = loops
         self.servers = servers
@@ -144,7 +146,7 @@ public final class MoqServer: @unchecked Sendable {
             throw .configuration("cannot listen on \(host):\(port): \(error)")
         }
         let server = MoqServer(
-            port: quic[0].localPort, fingerprint: identity.fingerprint, origin: origin, loops: loops, servers: quic,
+            port: quic[0].localPort, identity: identity, origin: origin, loops: loops, servers: quic,
             options: options, onSession: onSession)
         holder.server = server
         return server
@@ -198,7 +200,7 @@ extension MoqServer {
     public func replaceCertificate(_ certificate: ServerCertificate) throws(MoqError) -> String {
         let identity = try Self.identity(for: certificate)
         for server in servers { server.replaceIdentity(identity) }
-        currentFingerprint.withLock { $0 = identity.fingerprint }
+        currentIdentity.withLock { $0 = identity }
         return identity.fingerprint
     }
 

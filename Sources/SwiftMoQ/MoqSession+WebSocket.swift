@@ -10,7 +10,7 @@ extension MoqSession {
     /// connections to them start both at once (moq-dev's clients remember the same).
     static let webSocketWon = Lock<Set<String>>([])
 
-    /// `http://`: QUIC (WebTransport) first, WebSocket `delay` later; the first session set up wins
+    /// `http://` / `https://`: QUIC (WebTransport) first, WebSocket (`ws://` / `wss://`) `delay` later; the first session set up wins
     /// and the other is closed when it comes. Both failing reports QUIC's error, unless WebSocket's
     /// says the relay refused (a token), which retrying over QUIC would not change.
     static func connectRacing(
@@ -81,7 +81,8 @@ extension MoqSession {
         }
     }
 
-    /// `ws://`: TCP, the WebSocket upgrade (`qmux-01.moq-lite-06`), then the session over qmux.
+    /// `ws://` / `wss://`: TCP (and TLS), the WebSocket upgrade (`qmux-01.moq-lite-06`), then the
+    /// session over qmux.
     static func connectWebSocket(
         _ target: MoqURL, options: ClientOptions, origin: Origin, serving: (any BroadcastDirectory)?,
         answered: Lock<Bool>?
@@ -91,6 +92,8 @@ extension MoqSession {
         qmuxSettings.keepAliveMs = options.keepAliveInterval.nanoseconds / 1_000_000
         let settings = qmuxSettings
         let peer = "\(target.host):\(target.port)"
+        // wss://: the server is verified as over QUIC (the same options: system CAs, roots, pins).
+        let tls = target.isSecureWebSocket ? TLSClientConfiguration(verification: try options.tls.verification()) : nil
         // The path travels in the upgrade request, never in SETUP (moq-dev's rule for bindings with a URI).
         return try await establish(
             target, binding: .webSocket, setupPath: nil, options: options, origin: origin, serving: serving,
@@ -104,24 +107,61 @@ extension MoqSession {
                     endpoint.fail(.unreachable("cannot reach \(peer) over TCP (WebSocket): \(error)"))
                 case .success(let tcp):
                     guard endpoint.onReady != nil else { return tcp.close(now: true) }  // timed out meanwhile
-                    WebSocketUpgrade(endpoint: endpoint, tcp: tcp, target: target, settings: settings).start()
+                    guard let tls else {
+                        return WebSocketUpgrade(endpoint: endpoint, tcp: tcp, target: target, settings: settings)
+                            .start()
+                    }
+                    startTLS(tcp, tls, endpoint: endpoint, target: target, settings: settings)
                 }
             }
         }
     }
 }
 
-/// A client's WebSocket upgrade on a connected TCP stream; hands the stream to a ``QMuxLink``
+extension MoqSession {
+    /// `wss://`: TLS on the connected socket, then the upgrade inside it.
+    static func startTLS(
+        _ tcp: TCPStream, _ tls: TLSClientConfiguration, endpoint: SessionConnection, target: MoqURL,
+        settings: QMuxSettings
+    ) {
+        let stream: TLSStream
+        do {
+            stream = TLSStream(tcp: tcp, tls: try TLSRecordLayer(client: tls, host: target.host))
+        } catch {
+            tcp.close(now: true)
+            return endpoint.fail(.tls("cannot set up TLS for \(target.redacted): \(error)"))
+        }
+        endpoint.pendingTCP = stream
+        let box = LoopBound(endpoint)
+        stream.onEstablished = { [unowned stream] error in
+            let endpoint = box.value
+            guard endpoint.onReady != nil else { return stream.close(now: true) }  // timed out meanwhile
+            guard let error else {
+                return WebSocketUpgrade(endpoint: endpoint, tcp: stream, target: target, settings: settings).start()
+            }
+            endpoint.pendingTCP = nil
+            switch error {
+            case .certificate(let refusal): endpoint.fail(.tls("\(target.redacted): \(refusal)"))
+            default:
+                endpoint.fail(
+                    .tls("TLS handshake with \(endpoint.peerDescription) (\(target.redacted)) failed: \(error)"))
+            }
+        }
+        stream.startHandshake()
+    }
+}
+
+/// A client's WebSocket upgrade on a connected TCP (or TLS) stream; hands the stream to a ``QMuxLink``
 /// once the server answered 101 with our subprotocol. Loop thread only.
-final class WebSocketUpgrade: TCPStreamDelegate {
+final class WebSocketUpgrade: ByteStreamDelegate {
     let endpoint: SessionConnection
-    let tcp: TCPStream
+    let tcp: any ByteStream
     let target: MoqURL
     let settings: QMuxSettings
     private let key: String
     private var response: [UInt8] = []
 
-    init(endpoint: SessionConnection, tcp: TCPStream, target: MoqURL, settings: QMuxSettings) {
+    init(endpoint: SessionConnection, tcp: any ByteStream, target: MoqURL, settings: QMuxSettings) {
         self.endpoint = endpoint
         self.tcp = tcp
         self.target = target
@@ -136,7 +176,7 @@ final class WebSocketUpgrade: TCPStreamDelegate {
         tcp.write(WebSocketHandshake.request(host: target.authority, target: target.setupPath, key: key))
     }
 
-    func tcpStream(_ stream: TCPStream, didRead bytes: UnsafeRawBufferPointer) {
+    func byteStream(_ stream: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
         guard endpoint.onReady != nil else { return tcp.close(now: true) }  // timed out meanwhile
         response.append(contentsOf: bytes)
         switch WebSocketHandshake.parseResponse(response) {
@@ -150,7 +190,11 @@ final class WebSocketUpgrade: TCPStreamDelegate {
             case .failure(let refusal):
                 endpoint.pendingTCP = nil
                 tcp.close(now: true)
-                let text = "WebSocket upgrade to \(target.redacted) refused: \(refusal)"
+                // The server's words, if its body came with the head (bounded, one line).
+                let said =
+                    String(decoding: response[length...].prefix(200), as: UTF8.self)
+                    .split(whereSeparator: \.isNewline).first.map { " (\($0))" } ?? ""
+                let text = "WebSocket upgrade to \(target.redacted) refused: \(refusal)\(said)"
                 endpoint.fail(
                     status == 401 || status == 403
                         ? .refused(code: SessionErrorCode.unauthorized.rawValue, reason: text) : .unreachable(text))
@@ -163,9 +207,9 @@ final class WebSocketUpgrade: TCPStreamDelegate {
         }
     }
 
-    func tcpStreamCanWrite(_ stream: TCPStream) {}
+    func byteStreamCanWrite(_ stream: any ByteStream) {}
 
-    func tcpStream(_ stream: TCPStream, didEnd error: String?) {
+    func byteStream(_ stream: any ByteStream, didEnd error: String?) {
         endpoint.pendingTCP = nil
         endpoint.fail(
             .unreachable(

@@ -97,7 +97,7 @@ public final class MoqSession: @unchecked Sendable {
             return try await connectWebSocket(
                 target, options: options, origin: origin, serving: serving, answered: answered)
         }
-        if target.fetchesCertificateHash, let delay = options.webSocketDelay {
+        if target.isWebTransport, let delay = options.webSocketDelay {
             return try await connectRacing(
                 target, delay: delay, options: options, origin: origin, serving: serving, answered: answered)
         }

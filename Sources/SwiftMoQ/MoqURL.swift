@@ -9,13 +9,16 @@
 ///   hash the relay serves at `http://host:port/certificate.sha256` over TCP (moq-dev's
 ///   convention for development relays with self-signed certificates). Where UDP is blocked, the
 ///   session falls back to WebSocket on the same TCP port (``ClientOptions/webSocketDelay``).
+/// - `https://` also races WebSocket over TLS (`wss://`, verified as for QUIC) on the same TCP port
+///   where UDP does not answer (``ClientOptions/webSocketDelay``).
 /// - `ws://host:port/path?query`: moq-lite over qmux over a WebSocket only (no QUIC; plain TCP,
 ///   no TLS); the path and query travel in the upgrade request.
+/// - `wss://host:port/path?query`: the same over TLS (the certificate verified as for QUIC).
 ///
 /// Either way the path is the root that scopes what the session publishes and sees, and
 /// `?jwt=` carries a token.
 public struct MoqURL: Sendable, Equatable, CustomStringConvertible {
-    /// The scheme as written, lowercased (`moql`, `moqt`, `https`, `http` or `ws`).
+    /// The scheme as written, lowercased (`moql`, `moqt`, `https`, `http`, `ws` or `wss`).
     public let scheme: String
     /// Host name or IP literal (IPv6 without brackets).
     public let host: String
@@ -32,11 +35,17 @@ public struct MoqURL: Sendable, Equatable, CustomStringConvertible {
     /// True for `https://` and `http://`: the session runs over WebTransport.
     public var isWebTransport: Bool { scheme == "https" || scheme == "http" }
 
-    /// True for `ws://`: the session runs over qmux over a WebSocket.
-    public var isWebSocket: Bool { scheme == "ws" }
+    /// True for `ws://` and `wss://`: the session runs over qmux over a WebSocket.
+    public var isWebSocket: Bool { scheme == "ws" || scheme == "wss" }
 
-    /// The WebSocket URL a fallback dials: the same host, port, path and query (`http` → `ws`).
-    public var webSocketURL: MoqURL { MoqURL(scheme: "ws", host: host, port: port, path: path, query: query) }
+    /// True for `wss://`: the WebSocket runs over TLS, verified as for QUIC.
+    public var isSecureWebSocket: Bool { scheme == "wss" }
+
+    /// The WebSocket URL a fallback dials: the same host, port, path and query (`http` → `ws`,
+    /// `https` → `wss`).
+    public var webSocketURL: MoqURL {
+        MoqURL(scheme: scheme == "https" ? "wss" : "ws", host: host, port: port, path: path, query: query)
+    }
 
     /// True for `http://`: the certificate hash is fetched from the relay and pinned.
     public var fetchesCertificateHash: Bool { scheme == "http" }
@@ -58,10 +67,7 @@ public struct MoqURL: Sendable, Equatable, CustomStringConvertible {
         case "moql", "moqt": port = MoqURL.defaultPort
         case "https": port = 443
         case "http", "ws": port = 80
-        case "wss":
-            throw .invalidURL(
-                "'\(string)': wss:// is not supported yet; use https:// (WebTransport, which falls back to WebSocket only for http://) or ws:// on a trusted network"
-            )
+        case "wss": port = 443
         default:
             throw .invalidURL(
                 "'\(string)': unsupported scheme '\(scheme)'; use moql://host:port/path (raw QUIC) or https://host:port/path (WebTransport)"

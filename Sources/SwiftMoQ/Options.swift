@@ -73,8 +73,8 @@ public struct ClientOptions: Sendable {
     /// The price of this link (a relay's peer link, moq-relay's `?cost=`): sent in SETUP and
     /// added to the routes the peer announces. Nil: the peer's price, or 1.
     public var linkCost: UInt64?
-    /// For `http://` URLs, also try moq-lite over WebSocket (qmux on the relay's TCP port) this long
-    /// after QUIC, and keep whichever connects first: where UDP is blocked, WebSocket wins (moq-dev's
+    /// For `http://` and `https://` URLs, also try moq-lite over WebSocket (qmux on the relay's TCP
+    /// port; `wss://` with the same verification for `https://`) this long after QUIC, and keep whichever connects first: where UDP is blocked, WebSocket wins (moq-dev's
     /// clients do the same, 200 ms after). Nil: QUIC only. Once WebSocket has won for a relay in
     /// this process, later connections to it start both at once.
     public var webSocketDelay: Duration? = .milliseconds(200)

@@ -15,10 +15,11 @@ import Synchronization
 /// Back-pressure: records are made only while the socket's queue is under ``highWater``; what the
 /// session wrote and could not go stays in the qmux streams (counted as unsent, as over QUIC), so a
 /// slow reader holds at most that queue plus the session's own budget (`maxUnsentBytes`).
-final class QMuxLink: SessionTransport, TCPStreamDelegate {
+final class QMuxLink: SessionTransport, ByteStreamDelegate {
     let loop: QUICEventLoop
     let qmux: QMuxConnection
-    let tcp: TCPStream
+    /// TCP, or TLS over TCP (`wss://`).
+    let tcp: any ByteStream
     private var reader: WebSocketReader
     /// Set once the WebSocket close frame went out (or came in).
     private var webSocketClosed = false
@@ -40,7 +41,7 @@ final class QMuxLink: SessionTransport, TCPStreamDelegate {
     /// Bytes of WebSocket frames queued in the socket past which no more records are made.
     static let highWater = 256 << 10
 
-    init(endpoint: SessionConnection, tcp: TCPStream, isClient: Bool, settings: QMuxSettings) {
+    init(endpoint: SessionConnection, tcp: any ByteStream, isClient: Bool, settings: QMuxSettings) {
         self.endpoint = endpoint
         self.loop = tcp.loop
         self.tcp = tcp
@@ -53,7 +54,7 @@ final class QMuxLink: SessionTransport, TCPStreamDelegate {
 
     /// Starts: our transport parameters go out at once; bytes that came with the upgrade are read.
     func start(leftover: [UInt8]) {
-        if !leftover.isEmpty { leftover.withUnsafeBytes { tcpStream(tcp, didRead: $0) } }
+        if !leftover.isEmpty { leftover.withUnsafeBytes { byteStream(tcp, didRead: $0) } }
         flush()
     }
 
@@ -146,8 +147,8 @@ final class QMuxLink: SessionTransport, TCPStreamDelegate {
         tcp.write(WebSocketWriter.close(code: code, reason: reason, mask: mask()))
         tcp.close()
         guard !tcp.isClosed else { return }
-        let stream = LoopBound(tcp)
-        _ = loop.schedule(after: Self.linger) { stream.value.close(now: true) }
+        let me = LoopBound(self)
+        _ = loop.schedule(after: Self.linger) { me.value.tcp.close(now: true) }
     }
 
     private func mask() -> [UInt8]? {
@@ -204,9 +205,9 @@ final class QMuxLink: SessionTransport, TCPStreamDelegate {
         }
     }
 
-    // MARK: TCPStreamDelegate
+    // MARK: ByteStreamDelegate
 
-    func tcpStream(_ stream: TCPStream, didRead bytes: UnsafeRawBufferPointer) {
+    func byteStream(_ stream: any ByteStream, didRead bytes: UnsafeRawBufferPointer) {
         // Closed: what still arrives is dropped (nothing is held for it).
         guard qmux.closeReason == nil else { return }
         counts.received.add(UInt64(bytes.count), ordering: .relaxed)
@@ -238,9 +239,9 @@ final class QMuxLink: SessionTransport, TCPStreamDelegate {
     }
 
     // Not a flush from inside the socket's own write (it calls this): at the end of the turn.
-    func tcpStreamCanWrite(_ stream: TCPStream) { flushSoon() }
+    func byteStreamCanWrite(_ stream: any ByteStream) { flushSoon() }
 
-    func tcpStream(_ stream: TCPStream, didEnd error: String?) {
+    func byteStream(_ stream: any ByteStream, didEnd error: String?) {
         qmux.carrierLost(error.map { "the WebSocket failed: \($0)" } ?? "the WebSocket's TCP connection ended")
         dispatch()
         timer?.cancel()

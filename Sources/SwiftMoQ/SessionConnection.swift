@@ -56,7 +56,7 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate {
     /// The WebSocket carrier when the session runs over qmux (then ``connection`` is nil).
     var qmuxLink: QMuxLink?
     /// A client's TCP connection while its WebSocket upgrade is under way (shut if the connect times out).
-    var pendingTCP: TCPStream?
+    var pendingTCP: (any ByteStream)?
     /// What the session serves to its peer.
     let directory: (any BroadcastDirectory)?
     /// Called once: the session is usable, or failed before it was.

@@ -64,12 +64,13 @@ enum RelayCommand {
           --web                     serve a watch page at http://HOST:PORT/ (WebTransport + WebCodecs:
                                     open it in Chromium to list and play the broadcasts)
           --no-http                 do not answer HTTP on TCP at the same port number (by default, as
-                                    moq-relay: GET /certificate.sha256, /announced[/PREFIX][?jwt=…], /health)
+                                    moq-relay: GET /certificate.sha256, /announced[/PREFIX][?jwt=…], /health;
+                                    HTTPS too, with the relay's certificate, to clients that speak TLS)
           --no-websocket            do not accept moq-lite over WebSocket on the HTTP port (by default, as
                                     moq-relay: clients whose UDP is blocked fall back to it, subprotocol
-                                    qmux-01.moq-lite-06; the port has no TLS, so from loopback peers only)
-          --websocket-any-address   accept WebSocket sessions from any address (a trusted network, or TLS
-                                    terminated in front of the relay): they are not encrypted
+                                    qmux-01.moq-lite-06; wss:// from anyone, plain ws:// from loopback only)
+          --websocket-any-address   accept plain ws:// sessions from any address too (a trusted network, or
+                                    TLS terminated in front of the relay): they are not encrypted
           --metrics                 also answer GET /metrics (Prometheus text: sessions, broadcasts, routes,
                                     subscriptions, bytes/frames/groups in and out, drops by reason, each
                                     event loop's CPU and queue, the peer links) and GET /sessions (JSON)

@@ -28,11 +28,13 @@ import asyncio
 import base64
 import contextlib
 import datetime
+import hashlib
 import json
 import math
 import re
 import os
 import signal
+import ssl
 import socket
 import stat
 import struct
@@ -453,6 +455,25 @@ async def cmd_udp_blackhole(args) -> None:
             udp.close()
         return
     raise SystemExit("no port free for both UDP and TCP")
+
+
+async def cmd_https_get(args) -> None:
+    """One HTTPS GET with Python's own TLS (an independent client), the server's certificate pinned."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # checked below against --fingerprint
+    reader, writer = await asyncio.open_connection(args.host, args.port, ssl=context)
+    der = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
+    fingerprint = hashlib.sha256(der).hexdigest()
+    if fingerprint != args.fingerprint.lower():
+        raise SystemExit(f"certificate sha256 {fingerprint}, expected {args.fingerprint}")
+    writer.write(f"GET {args.path} HTTP/1.1\r\nHost: {args.host}\r\nConnection: close\r\n\r\n".encode())
+    await writer.drain()
+    answer = await reader.read()  # the server closes after its answer (with a TLS close_notify)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status = int(head.split(b" ")[1])
+    emit("response", status=status, body=body.decode(errors="replace"), tls=writer.get_extra_info("ssl_object").version())
+    writer.close()
 
 
 def free_udp_port(host: str) -> int:
@@ -1355,6 +1376,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", type=int, required=True, help="the TCP port forwarded to (127.0.0.1)")
     p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
 
+    p = sub.add_parser("https-get", help="one HTTPS GET (Python's TLS), the certificate pinned")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--path", default="/health")
+    p.add_argument("--fingerprint", required=True, help="the server certificate's SHA-256 (hex)")
+    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS)
+
     p = client("connect", "connect, complete SETUP, close")
     p.add_argument("--hold-ms", type=float, default=0, help="stay connected this long before closing")
     p.add_argument("--setup-timeout-s", type=float, default=5, help="wait this long for the server's SETUP")
@@ -1471,6 +1499,7 @@ def build_parser() -> argparse.ArgumentParser:
 COMMANDS = {
     "relay": cmd_relay,
     "udp-blackhole": cmd_udp_blackhole,
+    "https-get": cmd_https_get,
     "connect": cmd_connect,
     "publish": cmd_publish,
     "subscribe": cmd_subscribe,

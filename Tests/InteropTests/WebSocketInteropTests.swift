@@ -119,25 +119,38 @@ struct WebSocketInteropTests {
 extension WebSocketInteropTests {
     @Test("UDP blackholed: moq-dev's clients, given http:// URLs, fall back to WebSocket and reach the Swift relay")
     func udpBlackholed() async throws {
+        try await Self.rustClientsFallBack(secure: false)
+    }
+
+    @Test(
+        "UDP blackholed: moq-dev's clients, given https:// URLs and the relay's pin, fall back to wss:// (TLS on its TCP port)"
+    )
+    func udpBlackholedSecure() async throws {
+        try await Self.rustClientsFallBack(secure: true)
+    }
+
+    /// A Rust publisher and subscriber reach the Swift relay through a port that drops UDP: over
+    /// `ws://` from `http://`, or `wss://` (pinned) from `https://`.
+    static func rustClientsFallBack(secure: Bool) async throws {
         let relay = try SwiftRelay.start()
         defer { Task { await relay.stop() } }
         let blackhole = try RustPeer.launch(["udp-blackhole", "--target", "\(relay.relay.port)"])
         defer { blackhole.terminateInBackground() }
         let port = try await blackhole.waitFor(event: "listening", timeout: .seconds(20)).int("port") ?? 0
-        let name = RustPeer.uniqueName("ws-fallback")
-        // http:// races WebTransport over UDP (which never answers) and WebSocket 200 ms later: moq-dev's default.
-        let url = "http://127.0.0.1:\(port)/anon"
+        let name = RustPeer.uniqueName(secure ? "wss-fallback" : "ws-fallback")
+        // WebTransport over UDP (which never answers) raced by WebSocket 200 ms later: moq-dev's default.
+        let url = "\(secure ? "https" : "http")://127.0.0.1:\(port)/anon"
+        let client =
+            ["--url", url, "--websocket-delay-ms", "200"] + (secure ? ["--fingerprint", relay.relay.fingerprint] : [])
         let go = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).go").path
         defer { try? FileManager.default.removeItem(atPath: go) }
-        let publisher = try RustPeer.launch([
-            "publish", "--url", url, "--websocket-delay-ms", "200", "--broadcast", name, "--groups", "4",
-            "--frames-per-group", "3", "--payload-size", "1000", "--interval-ms", "100", "--go-file", go,
-            "--linger-ms", "2000",
-        ])
+        let publisher = try RustPeer.launch(
+            ["publish"] + client + [
+                "--broadcast", name, "--groups", "4", "--frames-per-group", "3", "--payload-size", "1000",
+                "--interval-ms", "100", "--go-file", go, "--linger-ms", "2000",
+            ])
         defer { publisher.terminateInBackground() }
-        let subscriber = try RustPeer.launch([
-            "subscribe", "--url", url, "--websocket-delay-ms", "200", "--broadcast", name, "--track", "data",
-        ])
+        let subscriber = try RustPeer.launch(["subscribe"] + client + ["--broadcast", name, "--track", "data"])
         defer { subscriber.terminateInBackground() }
         try await eventually("the subscription at the relay", timeout: .seconds(30)) {
             relay.relay.origin.broadcast("anon/\(name)")?.existingTrack("data")?.observerCount == 1
@@ -145,6 +158,26 @@ extension WebSocketInteropTests {
         #expect(await relay.relay.sessionStats().map(\.binding) == [.webSocket, .webSocket])
         _ = FileManager.default.createFile(atPath: go, contents: Data())
         try await Self.expectRustTail(subscriber, groups: 4, frames: 3, size: 1000)
+    }
+
+    @Test(
+        "HTTPS on the relay's TCP port (Python's TLS client, pinned): /certificate.sha256 and /health; plain HTTP beside it"
+    )
+    func httpsEndpoints() async throws {
+        let relay = try SwiftRelay.start()
+        defer { Task { await relay.stop() } }
+        for (path, body) in [("/certificate.sha256", relay.relay.fingerprint), ("/health", "")] {
+            let get = try RustPeer.launch([
+                "https-get", "--port", "\(relay.relay.port)", "--path", path, "--fingerprint", relay.relay.fingerprint,
+            ])
+            let response = try await get.waitFor(event: "response", timeout: .seconds(20))
+            #expect(response.int("status") == 200)
+            #expect(response.string("body")?.hasPrefix(body) == true, "\(response)")
+            #expect(response.string("tls") == "TLSv1.3")
+        }
+        #expect(
+            try Self.exchange(relay.relay.port, "GET /certificate.sha256 HTTP/1.1\r\nHost: x\r\n\r\n")
+                .contains(relay.relay.fingerprint))
     }
 }
 
@@ -255,7 +288,127 @@ struct WebSocketClientTests {
         } catch {
             #expect(error.isFatal && "\(error)".contains("401"), "\(error)")
         }
-        #expect(throws: MoqError.self) { try MoqURL("wss://relay.example/anon") }
+        #expect(try MoqURL("wss://relay.example/anon").port == 443)
+    }
+
+    @Test(
+        "wss:// both ways through the Swift relay, pinned to its certificate: TLS on the HTTP port, a WebSocket binding"
+    )
+    func secureWebSocketURL() async throws {
+        let relay = try SwiftRelay.start()
+        defer { Task { await relay.stop() } }
+        let url = "wss://127.0.0.1:\(relay.relay.port)/anon"
+        let options = ClientOptions(tls: TLSOptions(fingerprint: relay.relay.fingerprint))
+        let publisher = try await MoqSession.connect(url, options: options)
+        defer { publisher.close() }
+        let viewer = try await MoqSession.connect(url, options: options)
+        defer { viewer.close() }
+        let got = try await Self.roundTrip(publisher: publisher, viewer: viewer, broadcast: "wss-swift")
+        #expect(got == (0..<20).map { i in [UInt8](repeating: UInt8(i), count: 30_000) })
+        #expect(viewer.binding == .webSocket && publisher.binding == .webSocket)
+        #expect(await relay.relay.sessionStats().map(\.binding) == [.webSocket, .webSocket])
+    }
+
+    @Test(
+        "https:// with UDP blackholed: the session falls back to wss:// with the same pin; a wrong pin fails over both")
+    func secureFallback() async throws {
+        let relay = try SwiftRelay.start()
+        defer { Task { await relay.stop() } }
+        let blackhole = try RustPeer.launch(["udp-blackhole", "--target", "\(relay.relay.port)"])
+        defer { blackhole.terminateInBackground() }
+        let port = try await blackhole.waitFor(event: "listening", timeout: .seconds(20)).int("port") ?? 0
+        let url = "https://127.0.0.1:\(port)/anon"
+        let options = ClientOptions(tls: TLSOptions(fingerprint: relay.relay.fingerprint))
+        let viewer = try await MoqSession.connect(url, options: options)
+        defer { viewer.close() }
+        #expect(viewer.binding == .webSocket)
+        let publisher = try await MoqSession.connect(url, options: options)
+        defer { publisher.close() }
+        let got = try await Self.roundTrip(publisher: publisher, viewer: viewer, broadcast: "wss-fallback")
+        #expect(got.count == 20)
+        // The pin binds the WebSocket arm too: another certificate is refused there as well.
+        var wrong = ClientOptions(tls: TLSOptions(fingerprint: String(repeating: "ab", count: 32)))
+        wrong.connectTimeout = .seconds(3)
+        do {
+            _ = try await MoqSession.connect("wss://127.0.0.1:\(port)/anon", options: wrong)
+            Issue.record("connected with a wrong pin")
+        } catch {
+            #expect(
+                "\(error)".contains("fingerprint mismatch") && "\(error)".contains(relay.relay.fingerprint), "\(error)")
+        }
+    }
+
+    @Test(
+        "wss:// to a self-signed relay with the system CAs is refused, saying how to pin; the open session is unharmed")
+    func secureRefusals() async throws {
+        let relay = try SwiftRelay.start()
+        defer { Task { await relay.stop() } }
+        let url = "wss://127.0.0.1:\(relay.relay.port)/anon"
+        let options = ClientOptions(tls: TLSOptions(fingerprint: relay.relay.fingerprint))
+        let open = try await MoqSession.connect(url, options: options)
+        defer { open.close() }
+        do {
+            _ = try await MoqSession.connect(url)
+            Issue.record("a self-signed certificate was trusted")
+        } catch {
+            guard case .tls(let text) = error else { throw error }
+            #expect(text.contains("not trusted") && text.contains(relay.relay.fingerprint), "\(text)")
+        }
+        // A broken TLS hello gets an alert and the end (no HTTP), and harms nothing beside it.
+        let broken = try WebSocketInteropTests.exchange(
+            relay.relay.port, "", then: [0x16, 0x03, 0x01, 0x00, 0x05, 0x01, 0x00, 0x00, 0x01, 0x00])
+        #expect(!broken.contains("HTTP/1.1"))
+        // Plain HTTP on the same port still answers.
+        #expect(
+            try WebSocketInteropTests.exchange(relay.relay.port, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+                .hasPrefix("HTTP/1.1 200"))
+        let viewer = try await MoqSession.connect(url, options: options)
+        defer { viewer.close() }
+        let got = try await Self.roundTrip(publisher: open, viewer: viewer, broadcast: "wss-after-refusals")
+        #expect(got.count == 20)
+    }
+
+    @Test("from a non-loopback address: ws:// is refused (403, use wss://), wss:// is served")
+    func nonLoopbackPeers() async throws {
+        guard let address = try Self.nonLoopbackIPv4() else {
+            Issue.record("this machine has no non-loopback IPv4 address to test from")
+            return
+        }
+        let relay = try SwiftRelay.start { $0.host = "0.0.0.0" }
+        defer { Task { await relay.stop() } }
+        do {
+            _ = try await MoqSession.connect("ws://\(address):\(relay.relay.port)/anon")
+            Issue.record("plain WebSocket served to \(address)")
+        } catch {
+            #expect("\(error)".contains("403") && "\(error)".contains("wss://"), "\(error)")
+        }
+        let options = ClientOptions(tls: TLSOptions(fingerprint: relay.relay.fingerprint))
+        let session = try await MoqSession.connect("wss://\(address):\(relay.relay.port)/anon", options: options)
+        defer { session.close() }
+        #expect(session.binding == .webSocket)
+    }
+
+    /// The first IPv4 address of this machine that is not loopback.
+    static func nonLoopbackIPv4() throws -> String? {
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0 else { return nil }
+        defer { freeifaddrs(list) }
+        var next = list
+        while let entry = next {
+            defer { next = entry.pointee.ifa_next }
+            guard let address = entry.pointee.ifa_addr, address.pointee.sa_family == sa_family_t(AF_INET) else {
+                continue
+            }
+            var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+            guard
+                getnameinfo(
+                    address, socklen_t(MemoryLayout<sockaddr_in>.size), &host, socklen_t(host.count), nil, 0,
+                    NI_NUMERICHOST) == 0
+            else { continue }
+            let text = String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if !text.hasPrefix("127.") { return text }
+        }
+        return nil
     }
 }
 

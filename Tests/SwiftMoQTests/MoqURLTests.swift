@@ -35,6 +35,17 @@ import Testing
         #expect(try !MoqURL("moql://h/").isWebTransport && MoqURL("moql://h/").port == 4443)
     }
 
+    @Test("ws:// and wss:// are WebSocket URLs; a fallback keeps host, port, path and query, and TLS for https://")
+    func webSocketSchemes() throws {
+        let wss = try MoqURL("wss://Relay.example/anon?jwt=t")
+        #expect(wss.isWebSocket && wss.isSecureWebSocket && !wss.isWebTransport && wss.port == 443)
+        let ws = try MoqURL("ws://127.0.0.1:4443/anon")
+        #expect(ws.isWebSocket && !ws.isSecureWebSocket && ws.port == 4443)
+        #expect(try MoqURL("ws://h/").port == 80)
+        #expect(try MoqURL("https://h:9/a?jwt=t").webSocketURL.description == "wss://h:9/a?jwt=t")
+        #expect(try MoqURL("http://h:9/a").webSocketURL.description == "ws://h:9/a")
+    }
+
     @Test func tokensAreAppended() throws {
         #expect(try MoqURL("moql://h:1/a").addingToken("t").setupPath == "/a?jwt=t")
         #expect(try MoqURL("moql://h:1/a?x=1").addingToken("t").setupPath == "/a?x=1&jwt=t")

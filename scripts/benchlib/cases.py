@@ -65,11 +65,12 @@ def stream_run(
     with_fifo: bool = False,
     idle_timeout_s: float = 180,
     webtransport: bool = False,
-    websocket: bool = False,
+    websocket: str = "",
 ) -> dict:
     """One publisher → relay → one subscriber run; returns both results and the CPU of each process.
     With `webtransport` both clients dial `https://` (WebTransport over HTTP/3) instead of `moql://`;
-    with `websocket`, `ws://` (moq-lite over qmux over WebSocket, on the relay's TCP port)."""
+    with `websocket` "ws" or "wss", `ws://` or `wss://` (moq-lite over qmux over WebSocket, on the
+    relay's TCP port; wss pinned to the relay's certificate like every client here)."""
     tag = f"{case}-{relay_stack}relay-{client_stack}clients"
     path = broadcast_name(case)
     idle = wait_until_idle(log, timeout=idle_timeout_s)
@@ -77,7 +78,7 @@ def stream_run(
     relay = start_relay(tools, relay_stack, f"{tag}-relay")
     dial = dataclasses.replace(relay, url=relay.url.replace("moql://", "https://", 1)) if webtransport else relay
     if websocket:
-        dial = dataclasses.replace(relay, url=relay.url.replace("moql://", "ws://", 1))
+        dial = dataclasses.replace(relay, url=relay.url.replace("moql://", f"{websocket}://", 1))
         if client_stack == "rust":  # moq-dev's client dials ws:// over WebSocket only when it is enabled
             publish = {**publish, "websocket-delay-ms": 0}
             subscribe = {**subscribe, "websocket-delay-ms": 0}
@@ -109,14 +110,14 @@ def stream_run(
 
 
 def run_latency(
-    tools: Tools, cfg: Config, log, webtransport: bool = False, websocket: bool = False
+    tools: Tools, cfg: Config, log, webtransport: bool = False, websocket: str = ""
 ) -> list[dict]:
     """Case 1: 1 KB frames at 100 fps for ~10 s, each relay with each client pair (over WebSocket: the
     Swift relay only, moq-dev's relay serves WebSocket but its PyPI build does not listen on TCP)."""
     rows = []
     frames = int(cfg.latency_seconds * cfg.latency_fps)
     warmup = int(cfg.latency_warmup_s * cfg.latency_fps)
-    over = " over WebTransport" if webtransport else " over WebSocket" if websocket else ""
+    over = " over WebTransport" if webtransport else f" over WebSocket ({websocket}://)" if websocket else ""
     for relay_stack in (("swift",) if websocket else STACKS):
         for client_stack in STACKS:
             log(f"latency{over}: {relay_stack} relay, {client_stack} publisher + subscriber ({cfg.latency_seconds:g} s)")
@@ -156,17 +157,24 @@ def run_webtransport(tools: Tools, cfg: Config, log) -> dict:
 
 
 def run_websocket(tools: Tools, cfg: Config, log) -> dict:
-    """Case 1c/2d: cases 1 and 2 with every client on `ws://` (moq-lite over qmux over WebSocket on the
-    Swift relay's TCP port: where UDP is blocked), one throughput run per client stack; the report sets
-    them beside the raw QUIC rows of the Swift relay."""
-    latency = run_latency(tools, cfg, log, websocket=True)
-    for row in latency:
-        row.pop("latencies_us", None)
-    throughput = []
-    for client_stack in STACKS:
-        log(f"throughput over WebSocket: swift relay, {client_stack} clients ({cfg.throughput_seconds:g} s)")
-        throughput.append(_throughput_run(tools, cfg, log, "swift", client_stack, websocket=True))
-    return {"latency": latency, "throughput": throughput}
+    """Case 1c/2d: cases 1 and 2 with every client on `ws://`, then on `wss://` (moq-lite over qmux over
+    WebSocket on the Swift relay's TCP port, plain and over TLS: where UDP is blocked), one throughput
+    run per client stack; the report sets them beside the raw QUIC rows of the Swift relay."""
+    out: dict = {}
+    for scheme in ("ws", "wss"):
+        latency = run_latency(tools, cfg, log, websocket=scheme)
+        for row in latency:
+            row.pop("latencies_us", None)
+            row["scheme"] = scheme
+        throughput = []
+        for client_stack in STACKS:
+            log(f"throughput over WebSocket ({scheme}://): swift relay, {client_stack} clients "
+                f"({cfg.throughput_seconds:g} s)")
+            run = _throughput_run(tools, cfg, log, "swift", client_stack, websocket=scheme)
+            throughput.append({**run, "scheme": scheme})
+        out.setdefault("latency", []).extend(latency)
+        out.setdefault("throughput", []).extend(throughput)
+    return out
 
 
 def _repeated_pairs(repeats: int, label, run) -> dict[tuple[str, str], list[dict]]:
@@ -200,7 +208,7 @@ def run_throughput(tools: Tools, cfg: Config, log) -> list[dict]:
 
 def _throughput_run(
     tools: Tools, cfg: Config, log, relay_stack: str, client_stack: str, webtransport: bool = False,
-    websocket: bool = False,
+    websocket: str = "",
 ) -> dict:
     run = stream_run(
         tools, log, "throughput", relay_stack, client_stack,

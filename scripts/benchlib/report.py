@@ -99,21 +99,24 @@ def websocket_section(ws: dict, latency_rows: list[dict], throughput_rows: list[
     """WebSocket rows beside the raw QUIC and WebTransport ones of the same run (Swift relay)."""
     body = []
     for r in ws.get("latency", []):
+        scheme = r.get("scheme", "ws")
         raw = _find(latency_rows, relay=r["relay"], clients=r["clients"])
         wtl = _find(wt.get("latency", []), relay=r["relay"], clients=r["clients"])
-        t = _find(ws.get("throughput", []), relay=r["relay"], clients=r["clients"])
+        t = _find(ws.get("throughput", []), relay=r["relay"], clients=r["clients"], scheme=scheme) or (
+            _find(ws.get("throughput", []), relay=r["relay"], clients=r["clients"]) if scheme == "ws" else None)
         raw_t = _find(throughput_rows, relay=r["relay"], clients=r["clients"])
         wt_t = _find(wt.get("throughput", []), relay=r["relay"], clients=r["clients"])
-        body.append([r["relay"], r["clients"], r["lost"], _get(raw, "p50_ms"), _get(wtl, "p50_ms"), r["p50_ms"],
-                     _get(raw, "p99_ms"), r["p99_ms"], ratio(r["p50_ms"], _get(raw, "p50_ms")),
+        body.append([f"{scheme}://", r["relay"], r["clients"], r["lost"], _get(raw, "p50_ms"), _get(wtl, "p50_ms"),
+                     r["p50_ms"], _get(raw, "p99_ms"), r["p99_ms"], ratio(r["p50_ms"], _get(raw, "p50_ms")),
                      _get(raw_t, "mb_per_s"), _get(wt_t, "mb_per_s"), _get(t, "mb_per_s"),
                      ratio(_get(t, "mb_per_s"), _get(raw_t, "mb_per_s")), _get(t, "lost")])
-    out = ["### 1c. WebSocket (ws://, qmux on the relay's TCP port) beside raw QUIC and WebTransport", "",
-           table(["relay", "clients", "lost (latency)", "QUIC p50 ms", "WT p50 ms", "WS p50 ms", "QUIC p99 ms",
+    out = ["### 1c. WebSocket (ws:// and wss://, qmux on the relay's TCP port) beside raw QUIC and WebTransport", "",
+           table(["url", "relay", "clients", "lost (latency)", "QUIC p50 ms", "WT p50 ms", "WS p50 ms", "QUIC p99 ms",
                   "WS p99 ms", "p50 WS/QUIC", "QUIC MB/s", "WT MB/s", "WS MB/s", "MB/s WS/QUIC",
                   "lost (throughput)"], body), "",
-           "Same cases as 1 and 2, every client dialling ws:// (Rust clients with their WebSocket fallback "
-           "enabled). Swift relay only: the PyPI build of moq-dev's server does not listen on TCP.", ""]
+           "Same cases as 1 and 2, every client dialling ws://, then wss:// pinned to the relay's certificate "
+           "(Rust clients with their WebSocket fallback enabled). Swift relay only: the PyPI build of moq-dev's "
+           "server does not listen on TCP.", ""]
     return "\n".join(out)
 
 

@@ -14,7 +14,7 @@ enum ConnectionProperty: String, CaseIterable {
         case .url:
             return Property.string(
                 "url", "URL",
-                "Relay URL: moql://host:port/path (raw QUIC), https://host:port/path (WebTransport), http://host:port/path (WebTransport pinned to the hash the relay serves, falling back to WebSocket where UDP is blocked) or ws://host:port/path (WebSocket only, unencrypted); the path is the root the relay scopes the session to, e.g. moql://localhost:4443/anon",
+                "Relay URL: moql://host:port/path (raw QUIC), https://host:port/path (WebTransport), http://host:port/path (WebTransport pinned to the hash the relay serves, falling back to WebSocket where UDP is blocked), ws://host:port/path (WebSocket only, unencrypted) or wss://host:port/path (WebSocket over TLS, verified as for QUIC; https:// falls back to it too); the path is the root the relay scopes the session to, e.g. moql://localhost:4443/anon",
                 flags: rw)
         case .tlsDisableVerify:
             return Property.bool(

@@ -57,7 +57,8 @@ public final class MoqRelay: @unchecked Sendable {
         public var keepAliveInterval: Duration = .seconds(3)
         /// Where log lines go.
         public var logger: MoqLogger
-        /// Answer HTTP on TCP at the same port number, as moq-relay does: `GET /certificate.sha256`
+        /// Answer HTTP on TCP at the same port number, as moq-relay does (HTTPS too, with the relay's
+        /// certificate, to clients that start a TLS handshake): `GET /certificate.sha256`
         /// (the pin for self-signed development relays, what `http://` URLs fetch), `/announced[/prefix]`
         /// (broadcasts under a prefix, one per line; `?jwt=` as for sessions) and `/health`.
         public var serveHTTP = true
@@ -76,10 +77,11 @@ public final class MoqRelay: @unchecked Sendable {
         /// links) and `GET /sessions` (the open sessions as JSON) on the HTTP port (with ``serveHTTP``).
         public var serveMetrics = false
         /// Accept moq-lite over WebSocket (qmux, subprotocol `qmux-01.moq-lite-06`) on the HTTP port
-        /// (with ``serveHTTP``), for clients whose UDP is blocked, as moq-relay does.
+        /// (with ``serveHTTP``; `wss://` over TLS with the relay's certificate, `ws://` without), for
+        /// clients whose UDP is blocked, as moq-relay does.
         public var serveWebSocket = true
-        /// The HTTP port has no TLS: WebSocket sessions are taken from loopback peers only unless this
-        /// is set (a trusted network, or TLS terminated in front of the relay).
+        /// Plain WebSocket sessions (`ws://`, no TLS) are taken from loopback peers only unless this is
+        /// set (a trusted network, or TLS terminated in front of the relay); `wss://` from anyone.
         public var plainWebSocketFromAnyAddress = false
         /// With ``serveMetrics``: the token those two ask for (`Authorization: Bearer <token>` or
         /// `?token=`); nil serves them to anyone who reaches the port.
@@ -239,7 +241,10 @@ public final class MoqRelay: @unchecked Sendable {
         if configuration.serveHTTP {
             do {
                 let upgrade = configuration.serveWebSocket ? Self.webSocketUpgrade(box) : nil
-                relay.web = try RelayWeb(host: configuration.host, port: relay.port, upgrade: upgrade) { head in
+                relay.web = try RelayWeb(
+                    host: configuration.host, port: relay.port, tlsIdentity: { box.value?.server?.identity },
+                    upgrade: upgrade
+                ) { head in
                     box.value?.answer(head) ?? HTTPResponse(status: 503, body: "shutting down\n")
                 }
             } catch {

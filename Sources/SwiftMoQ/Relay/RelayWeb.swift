@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import MoqQUIC
 import MoqSession
 import MoqSync
 import Synchronization
@@ -8,10 +9,13 @@ import Synchronization
 #endif
 
 /// A small HTTP/1.1 endpoint on TCP beside a relay's QUIC port, as moq-relay's: one request per
-/// connection, answered by `handler` on this endpoint's own thread, then closed.
+/// connection, answered by `handler` on this endpoint's own thread, then closed. A connection whose
+/// first byte starts a TLS handshake (0x16) is served over TLS with the relay's certificate
+/// (HTTPS and `wss://` on the same port), any other as plain HTTP.
 ///
 /// Hostile clients are bounded: at most ``maxConnections`` at once (more wait in the kernel's
-/// backlog), a request head of at most 8 KiB, 5 s to send it and to take the answer.
+/// backlog), a request head of at most 8 KiB, 5 s to finish the TLS handshake, send the head and
+/// take the answer.
 final class RelayWeb: @unchecked Sendable {
     static let maxConnections = 64
     static let timeoutNs: UInt64 = 5_000_000_000
@@ -23,18 +27,37 @@ final class RelayWeb: @unchecked Sendable {
     private let wake: (read: Int32, write: Int32)
     private let handler: @Sendable (HTTPRequestHead) -> HTTPResponse
     /// Takes a WebSocket upgrade (a request with `Upgrade:`): returns nil when it took over the
-    /// socket (with the bytes that came after the head), or the response that refuses it.
-    private let upgrade: (@Sendable (HTTPRequestHead, Int32, [UInt8]) -> HTTPResponse?)?
+    /// socket, or the response that refuses it.
+    private let upgrade: (@Sendable (HTTPRequestHead, HandOff) -> HTTPResponse?)?
+    /// What TLS connections are presented (the relay's current certificate); nil: plain HTTP only.
+    private let tlsIdentity: (@Sendable () -> ServerIdentity?)?
     private let stopping = Atomic(false)
     private var thread: pthread_t?
     private let finished = Lock(false)
 
+    /// A socket whose WebSocket upgrade was accepted, as the session takes it over.
+    struct HandOff: @unchecked Sendable {
+        let fd: Int32
+        /// What the client sent after its request head (plaintext).
+        let leftover: [UInt8]
+        /// The connection's TLS session (established), or nil for plain HTTP.
+        let tls: TLSRecordLayer?
+        /// Bytes for the client this endpoint had not written yet (TLS handshake records).
+        let unsent: [UInt8]
+    }
+
     private struct Client {
         let fd: Int32
+        /// Request bytes (plaintext).
         var input: [UInt8] = []
         var output: [UInt8] = []
         var written = 0
         let deadline: UInt64
+        /// The first bytes were seen (TLS or not is decided).
+        var sniffed = false
+        var tls: TLSRecordLayer?
+        /// The answer is queued: the connection closes once it left.
+        var answered = false
         /// The socket went to a WebSocket session: not closed here.
         var handedOff = false
     }
@@ -43,11 +66,13 @@ final class RelayWeb: @unchecked Sendable {
     /// - Throws: ``MoqError/configuration(_:)`` when the address cannot be bound (e.g. in use).
     init(
         host: String, port: UInt16,
-        upgrade: (@Sendable (HTTPRequestHead, Int32, [UInt8]) -> HTTPResponse?)? = nil,
+        tlsIdentity: (@Sendable () -> ServerIdentity?)? = nil,
+        upgrade: (@Sendable (HTTPRequestHead, HandOff) -> HTTPResponse?)? = nil,
         handler: @escaping @Sendable (HTTPRequestHead) -> HTTPResponse
     ) throws(MoqError) {
         self.handler = handler
         self.upgrade = upgrade
+        self.tlsIdentity = tlsIdentity
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -146,7 +171,8 @@ final class RelayWeb: @unchecked Sendable {
             }
             let base = fds.count
             for c in clients {
-                fds.append(pollfd(fd: c.fd, events: Int16(c.output.isEmpty ? POLLIN : POLLOUT), revents: 0))
+                let events = (c.answered ? 0 : POLLIN) | (c.output.isEmpty ? 0 : POLLOUT)
+                fds.append(pollfd(fd: c.fd, events: Int16(events), revents: 0))
             }
             _ = poll(&fds, nfds_t(fds.count), 250)
             if stopping.load(ordering: .acquiring) { return }
@@ -155,7 +181,7 @@ final class RelayWeb: @unchecked Sendable {
             for (i, var client) in clients.enumerated() {
                 let revents = fds[base + i].revents
                 var done = now > client.deadline || revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0
-                if !done && revents & Int16(POLLIN) != 0 { done = !read(&client) }
+                if !done && !client.answered && revents & Int16(POLLIN) != 0 { done = !read(&client) }
                 if !done && !client.output.isEmpty && revents & Int16(POLLOUT) != 0 { done = !flush(&client) }
                 if done {
                     if !client.handedOff { close(client.fd) }
@@ -180,22 +206,55 @@ final class RelayWeb: @unchecked Sendable {
         }
     }
 
-    /// Reads what arrived; answers once the head is complete. False when the connection is done.
+    /// Reads what arrived (through TLS when the connection started a handshake); answers once the
+    /// head is complete. False when the connection is done.
     private func read(_ client: inout Client) -> Bool {
         var chunk = [UInt8](repeating: 0, count: 4096)
         let n = chunk.withUnsafeMutableBytes { recv(client.fd, $0.baseAddress, $0.count, 0) }
         if n == 0 { return false }
         if n < 0 { return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR }
-        client.input += chunk[..<n]
+        if !client.sniffed {
+            client.sniffed = true
+            // A TLS record of type handshake: HTTPS or wss://.
+            if chunk[0] == 0x16, let identity = tlsIdentity?() ?? nil {
+                do {
+                    client.tls = try TLSRecordLayer(server: identity)
+                } catch {
+                    return false
+                }
+            }
+        }
+        if let tls = client.tls {
+            let plaintext: [UInt8]
+            do {
+                plaintext = try chunk.withUnsafeBytes { bytes throws(QUICError) in
+                    try tls.receive(UnsafeRawBufferPointer(rebasing: bytes[..<n]))
+                }
+            } catch {
+                // The alert, if any, then the end.
+                client.output += tls.takeOutput()
+                client.answered = true
+                return flush(&client)
+            }
+            client.output += tls.takeOutput()
+            // At most one read's worth (4 KiB) at a time: the head's bound (8 KiB, then 431) holds as for HTTP.
+            client.input += plaintext
+            if client.input.isEmpty { return flush(&client) }  // handshake records only
+        } else {
+            client.input += chunk[..<n]
+        }
         switch HTTPRequestHead.parse(client.input) {
-        case .incomplete: return true
+        case .incomplete: return flush(&client)
         case .invalid(let status):
-            client.output = HTTPResponse(status: status, body: "\(HTTPResponse.reason(status))\n").encoded()
+            answer(&client, HTTPResponse(status: status, body: "\(HTTPResponse.reason(status))\n").encoded())
         case .request(let head):
             var response: HTTPResponse
             if head.method == "GET", head.headers["upgrade"] != nil, let upgrade {
                 let end = HTTPRequestHead.headEnd(client.input) ?? client.input.count
-                guard let refusal = upgrade(head, client.fd, Array(client.input[end...])) else {
+                let handOff = HandOff(
+                    fd: client.fd, leftover: Array(client.input[end...]), tls: client.tls,
+                    unsent: Array(client.output[client.written...]))
+                guard let refusal = upgrade(head, handOff) else {
                     client.handedOff = true
                     return false
                 }
@@ -205,13 +264,26 @@ final class RelayWeb: @unchecked Sendable {
             } else {
                 response = HTTPResponse(status: 405, body: "only GET\n")
             }
-            client.output = response.encoded(includeBody: head.method != "HEAD")
+            answer(&client, response.encoded(includeBody: head.method != "HEAD"))
         }
         client.input = []
         return flush(&client)
     }
 
-    /// Writes what is pending; false when all of it went out (the connection then closes) or it failed.
+    /// Queues the answer (encrypted over TLS, with a close_notify after it); the connection closes
+    /// once it left.
+    private func answer(_ client: inout Client, _ bytes: [UInt8]) {
+        client.answered = true
+        if let tls = client.tls {
+            try? tls.send(bytes)
+            tls.closeNotify()
+            client.output += tls.takeOutput()
+        } else {
+            client.output += bytes
+        }
+    }
+
+    /// Writes what is pending; false when the answer went out (the connection then closes) or it failed.
     private func flush(_ client: inout Client) -> Bool {
         while client.written < client.output.count {
             let n = client.output.withUnsafeBytes {
@@ -220,6 +292,9 @@ final class RelayWeb: @unchecked Sendable {
             if n < 0 { return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR }
             client.written += n
         }
+        client.output = []
+        client.written = 0
+        guard client.answered else { return true }  // a TLS handshake in progress
         shutdown(client.fd, Int32(SHUT_WR))
         return false
     }

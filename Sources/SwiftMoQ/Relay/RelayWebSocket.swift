@@ -6,20 +6,20 @@ extension MoqRelay {
     /// The HTTP endpoint's upgrade handler for the relay `box` holds.
     static func webSocketUpgrade(
         _ box: WeakReference<MoqRelay>
-    ) -> @Sendable (HTTPRequestHead, Int32, [UInt8]) -> HTTPResponse? {
-        { head, fd, leftover in
+    ) -> @Sendable (HTTPRequestHead, RelayWeb.HandOff) -> HTTPResponse? {
+        { head, handOff in
             guard let relay = box.value else { return HTTPResponse(status: 503, body: "shutting down\n") }
-            return relay.upgradeWebSocket(head, fd: fd, leftover: leftover)
+            return relay.upgradeWebSocket(head, handOff)
         }
     }
 
     /// Answers a WebSocket upgrade on the HTTP port (the endpoint's thread): checks the request
-    /// (qmux's subprotocol), the peer (loopback unless plain WebSocket is allowed from anywhere) and
+    /// (qmux's subprotocol), the peer (any over TLS; loopback unless plain WebSocket is allowed from anywhere) and
     /// the token in the target (401 / 403 before the upgrade, as moq-relay); then hands the socket
     /// to the server's loop. Returns the refusal, or nil when the socket was taken.
-    func upgradeWebSocket(_ head: HTTPRequestHead, fd: Int32, leftover: [UInt8]) -> HTTPResponse? {
+    func upgradeWebSocket(_ head: HTTPRequestHead, _ handOff: RelayWeb.HandOff) -> HTTPResponse? {
         let logger = configuration.logger
-        let peer = MoqServer.peerAddress(fd)
+        let peer = MoqServer.peerAddress(handOff.fd)
         let scope = head.path
         let upgrade: WebSocketHandshake.Upgrade
         switch WebSocketHandshake.check(headers: head.headers) {
@@ -28,11 +28,13 @@ extension MoqRelay {
             return HTTPResponse(status: refusal.status, body: refusal.reason + "\n")
         case .success(let u): upgrade = u
         }
-        guard configuration.plainWebSocketFromAnyAddress || MoqServer.isLoopback(peer) else {
+        guard handOff.tls != nil || configuration.plainWebSocketFromAnyAddress || MoqServer.isLoopback(peer) else {
             logger.warning("WebSocket upgrade from \(peer) refused: plain WebSocket is served to loopback peers only")
             return HTTPResponse(
                 status: 403,
-                body: "WebSocket without TLS is served to loopback peers only (relay: --websocket-any-address)\n")
+                body:
+                    "WebSocket without TLS is served to loopback peers only: use wss:// (relay: --websocket-any-address)\n"
+            )
         }
         if case .failure(let error) = configuration.auth.authorize(setupPath: head.target) {
             let status = head.target.contains("jwt=") ? 403 : 401
@@ -41,8 +43,7 @@ extension MoqRelay {
         }
         guard
             server.acceptWebSocket(
-                fd: fd, target: head.target, response: WebSocketHandshake.response(upgrade), leftover: leftover,
-                peer: peer)
+                handOff, target: head.target, response: WebSocketHandshake.response(upgrade), peer: peer)
         else {
             return HTTPResponse(status: 503, body: "too many sessions\n")
         }
