@@ -173,10 +173,10 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "MoqSessionTests",
-            dependencies: ["MoqSync", "MoqBase", "MoqWire", "MoqSession", "SessionFuzzHarness"],
+            dependencies: ["MoqSync", "MoqBase", "MoqWire", "MoqSession", "SessionFuzzHarness", "MoqTestKit"],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "MoqQUICTests", dependencies: ["MoqBase", "MoqSync", "MoqQUIC", "MoqWire"],
+            name: "MoqQUICTests", dependencies: ["MoqBase", "MoqSync", "MoqQUIC", "MoqWire", "MoqTestKit"],
             exclude: ["rust_peer.py"],  // the Rust peer driver run by the interop tests, not a resource
             swiftSettings: swiftSettings),
         .testTarget(
@@ -229,7 +229,9 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "InteropTests",
-            dependencies: ["MoqSync", "SwiftMoQ", "MoqSession", "MoqWire", "MoqQUIC", "MoqInteropSupport"],
+            dependencies: [
+                "MoqSync", "SwiftMoQ", "MoqSession", "MoqWire", "MoqQUIC", "MoqInteropSupport", "MoqTestKit",
+            ],
             swiftSettings: swiftSettings),
     ],
     swiftLanguageModes: [.v6]

@@ -79,7 +79,7 @@ public actor Session {
     /// Transport metrics of the current connection, if connected.
     public func connectionStats() async -> ConnectionStats? {
         guard let session else { return nil }
-        let stats = await session.stats()
+        guard let stats = try? await session.stats() else { return nil }
         return ConnectionStats(
             roundTripTime: stats.rttMicros > 0 ? .microseconds(Int64(stats.rttMicros)) : nil,
             estimatedSendRateBps: stats.sendRateBps, bytesSent: stats.bytesSent, bytesReceived: stats.bytesReceived,

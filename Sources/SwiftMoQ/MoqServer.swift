@@ -156,7 +156,7 @@ public final class MoqServer: @unchecked Sendable {
         let id = ObjectIdentifier(session)
         sessions.withLock { $0[id] = session }
         Task { [weak self] in
-            _ = await session.closed()
+            _ = try? await session.closed()
             self?.sessions.withLock { _ = $0.removeValue(forKey: id) }
         }
     }

@@ -28,9 +28,9 @@ public final class MoqSession: @unchecked Sendable {
 
     struct CloseState {
         var reason: SessionCloseReason?
-        var waiters: [CheckedContinuation<SessionCloseReason, Never>] = []
+        var waiters = CancellableWaiters<SessionCloseReason>()
         var goaway: String?
-        var eventWaiters: [CheckedContinuation<LifecycleEvent, Never>] = []
+        var eventWaiters = CancellableWaiters<LifecycleEvent>()
         /// The statistics when it closed.
         var final: SessionStats?
     }
@@ -419,45 +419,34 @@ public final class MoqSession: @unchecked Sendable {
 
     /// Waits for GOAWAY or the end of the session, whichever comes first (a GOAWAY that
     /// already arrived is returned at once).
-    public func lifecycleEvent() async -> LifecycleEvent {
-        await withCheckedContinuation { continuation in
-            let now = closeState.withLock { s -> LifecycleEvent? in
-                if let uri = s.goaway { return .goaway(uri) }
-                if let reason = s.reason { return .closed(reason) }
-                s.eventWaiters.append(continuation)
-                return nil
-            }
-            if let now { continuation.resume(returning: now) }
+    /// - Throws: `CancellationError` when the waiting task is cancelled first.
+    public func lifecycleEvent() async throws(CancellationError) -> LifecycleEvent {
+        try await waitCancellably(closeState, \.eventWaiters) { s in
+            if let uri = s.goaway { return .goaway(uri) }
+            return s.reason.map { .closed($0) }
         }
     }
 
     private func goawayArrived(_ uri: String) {
-        let waiters = closeState.withLock { s -> [CheckedContinuation<LifecycleEvent, Never>] in
+        let waiters = closeState.withLock { s -> [CheckedContinuation<LifecycleEvent?, Never>] in
             guard s.goaway == nil else { return [] }
             s.goaway = uri
-            defer { s.eventWaiters = [] }
-            return s.eventWaiters
+            return s.eventWaiters.takeAll()
         }
         for w in waiters { w.resume(returning: .goaway(uri)) }
     }
 
-    /// Waits for the session to end.
-    public func closed() async -> SessionCloseReason {
-        await withCheckedContinuation { continuation in
-            let now = closeState.withLock { s -> SessionCloseReason? in
-                if let r = s.reason { return r }
-                s.waiters.append(continuation)
-                return nil
-            }
-            if let now { continuation.resume(returning: now) }
-        }
+    /// Waits for the session to end (at once if it has).
+    /// - Throws: `CancellationError` when the waiting task is cancelled first, so a caller with a
+    ///   deadline (a test, an app's shutdown) is never held by a session that stays open.
+    public func closed() async throws(CancellationError) -> SessionCloseReason {
+        try await waitCancellably(closeState, \.waiters) { $0.reason }
     }
 
     /// Statistics of the session and its connection.
-    public func stats() async -> SessionStats {
-        await withCheckedContinuation { continuation in
-            stats { continuation.resume(returning: $0) }
-        }
+    /// - Throws: `CancellationError` when the waiting task is cancelled before the network thread answered.
+    public func stats() async throws(CancellationError) -> SessionStats {
+        try await answer { stats($0) }
     }
 
     /// Statistics of the session and its connection, handed to `completion` on the session's loop
@@ -495,15 +484,11 @@ public final class MoqSession: @unchecked Sendable {
     private func didClose(_ reason: SessionCloseReason) {
         let final = Self.snapshot(connection.value, binding: binding)
         let (waiters, eventWaiters) = closeState.withLock {
-            s -> ([CheckedContinuation<SessionCloseReason, Never>], [CheckedContinuation<LifecycleEvent, Never>]) in
+            s -> ([CheckedContinuation<SessionCloseReason?, Never>], [CheckedContinuation<LifecycleEvent?, Never>]) in
             guard s.reason == nil else { return ([], []) }
             s.final = final
             s.reason = reason
-            defer {
-                s.waiters = []
-                s.eventWaiters = []
-            }
-            return (s.waiters, s.eventWaiters)
+            return (s.waiters.takeAll(), s.eventWaiters.takeAll())
         }
         for w in waiters { w.resume(returning: reason) }
         for w in eventWaiters { w.resume(returning: .closed(reason)) }

@@ -258,10 +258,15 @@ public final class ReconnectingSession: @unchecked Sendable {
         var session = first
         var reason: SessionCloseReason?
         while reason == nil {
-            let event = await withTaskCancellationHandler {
-                await session.lifecycleEvent()
-            } onCancel: { [session] in
-                session.close()
+            let event: MoqSession.LifecycleEvent
+            do {
+                event = try await withTaskCancellationHandler {
+                    try await session.lifecycleEvent()
+                } onCancel: { [session] in
+                    session.close()
+                }
+            } catch {
+                return nil
             }
             if Task.isCancelled { return nil }
             switch event {
@@ -271,7 +276,8 @@ public final class ReconnectingSession: @unchecked Sendable {
                 handlers.goaway(uri)
                 guard let next = await successor(of: session, goawayURI: uri) else {
                     // No successor: keep the old session until it ends, then reconnect.
-                    reason = await session.closed()
+                    guard let why = try? await session.closed() else { return nil }  // stopped
+                    reason = why
                     break
                 }
                 let listeners = state.withLock {

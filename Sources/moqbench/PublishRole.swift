@@ -88,7 +88,7 @@ enum PublishRole {
         await session.drain(timeout: .seconds(linger))
         broadcast.close()
         session.close()
-        _ = await session.closed()
+        _ = try? await session.closed()
         Events.emit("done")
     }
 

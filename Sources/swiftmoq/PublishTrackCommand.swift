@@ -93,9 +93,11 @@ enum PublishTrackCommand {
         }
         if waitSubscribers > 0 {
             let deadline = ContinuousClock.now + timeout
-            while await session.stats().counters.servedSubscriptionsCompleted < UInt64(waitSubscribers) {
+            while let stats = try? await session.stats(),
+                stats.counters.servedSubscriptionsCompleted < UInt64(waitSubscribers)
+            {
                 if ContinuousClock.now > deadline {
-                    Output.info("session counters: \(await session.stats().counters)")
+                    Output.info("session counters: \(stats.counters)")
                     throw .runtime("timed out waiting for \(waitSubscribers) subscriber(s) to receive the track")
                 }
                 guard let now = sessions.current else {
@@ -109,6 +111,6 @@ enum PublishTrackCommand {
         Output.info("published \(frames) frame(s)")
         broadcast.close()
         session.close()
-        _ = await session.closed()
+        _ = try? await session.closed()
     }
 }

@@ -4,6 +4,7 @@ import CGstApp
 import Foundation
 import MoqCatalog
 import MoqInteropSupport
+import MoqTestKit
 import SwiftMoQ
 import Testing
 

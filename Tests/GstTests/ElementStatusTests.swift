@@ -2,6 +2,7 @@
 import CGStreamer
 import Foundation
 import MoqInteropSupport
+import MoqTestKit
 import SwiftMoQ
 import Synchronization
 import Testing

@@ -3,6 +3,7 @@ import CGStreamer
 import Foundation
 import MoqCatalog
 import MoqInteropSupport
+import MoqTestKit
 import MoqWire
 import SwiftMoQ
 import Testing

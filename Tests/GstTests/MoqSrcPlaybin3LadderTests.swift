@@ -4,6 +4,7 @@ import CGstApp
 import Foundation
 import MoqInteropSupport
 import MoqSync
+import MoqTestKit
 import SwiftMoQ
 import Testing
 

@@ -5,6 +5,7 @@ import Foundation
 import MoqCatalog
 import MoqInteropSupport
 import MoqSync
+import MoqTestKit
 import SwiftMoQ
 import Testing
 
@@ -522,7 +523,7 @@ struct MoqSrcTests {
             return t.latestGroup.map { t.frames(of: $0, from: 0).frames.count == 5 } ?? false
         }
         first.session.close()
-        _ = await first.session.closed()
+        _ = try await first.session.closed()
         let second = try await MoqSession.connect(
             "moql://127.0.0.1:\(relay.port)/anon",
             options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))

@@ -51,22 +51,6 @@ package func rustPayload(group: Int, frame: Int, size: Int) -> [UInt8] {
     return (0..<size).map { tag[$0 % tag.count] }
 }
 
-/// Polls `condition` until it holds or `timeout` passes (no fixed sleeps as synchronisation).
-package func eventually(
-    _ what: String, timeout: Duration = .seconds(15), detail: () -> String = { "" },
-    _ condition: () async throws -> Bool
-) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while try await !condition() {
-        if ContinuousClock.now > deadline {
-            let more = detail()
-            Issue.record("timed out waiting for \(what)\(more.isEmpty ? "" : ": \(more)")")
-            throw CancellationError()
-        }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-}
-
 /// Reads every frame of a track until it ends, as (group, index, timestamp, payload).
 package func readAll(_ consumer: TrackConsumer, limit: Int = .max, timeout: Duration = .seconds(30)) async throws
     -> [(UInt64, Int, UInt64, [UInt8])]

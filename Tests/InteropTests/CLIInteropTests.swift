@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 import Foundation
 import MoqInteropSupport
+import MoqTestKit
 import SwiftMoQ
 import Testing
 
@@ -162,7 +163,7 @@ struct CLIInteropTests {
         let session = try await MoqSession.connect(
             "moql://127.0.0.1:\(url.port)/anon", options: ClientOptions(tls: TLSOptions(fingerprint: fingerprint)))
         kill(relay.process.processIdentifier, SIGTERM)
-        _ = await session.closed()
+        _ = try await session.closed()
         #expect(session.goawayURI != nil)
         let result = try await relay.wait(timeout: .seconds(15))
         #expect(result.status == 0, "\(result.stderr)")

@@ -2,6 +2,7 @@
 import Foundation
 import MoqInteropSupport
 import MoqSync
+import MoqTestKit
 import Testing
 
 @testable import SwiftMoQ

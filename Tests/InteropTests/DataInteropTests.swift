@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 import Foundation
 import MoqInteropSupport
+import MoqTestKit
 import SwiftMoQ
 import Testing
 
@@ -177,7 +178,7 @@ struct DataInteropTests {
         }
         #expect(received == 10_000)
         #expect(consumer.groupsSkipped == 0)
-        let stats = await subscriber.stats()
+        let stats = try await subscriber.stats()
         #expect(stats.counters.groupsReceived == 10_000)
     }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 import Foundation
 import MoqInteropSupport
+import MoqTestKit
 import SwiftMoQ
 import Testing
 
@@ -74,7 +75,7 @@ struct FetchDatagramProbeInteropTests {
             while case .group(let g) = consumer.poll() { got.append(g.sequence) }
             return got.count >= 15
         }
-        let stats = await session.stats()
+        let stats = try await session.stats()
         #expect(stats.counters.datagramsReceived > 0)
     }
 
@@ -100,7 +101,7 @@ struct FetchDatagramProbeInteropTests {
         _ = try await subscriber.waitForExit(timeout: .seconds(20))
         let received = subscriber.history.filter { $0.name == "datagram" }
         #expect(received.count >= 10)
-        #expect(await session.stats().counters.datagramsSent > 0)
+        #expect(try await session.stats().counters.datagramsSent > 0)
     }
 
     @Test("the Rust relay sends bandwidth reports on a Probe stream we open")

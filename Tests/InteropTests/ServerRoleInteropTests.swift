@@ -2,6 +2,7 @@
 import Foundation
 import MoqInteropSupport
 import MoqSync
+import MoqTestKit
 import SwiftMoQ
 import Testing
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 import Foundation
 import MoqInteropSupport
+import MoqTestKit
 import SwiftMoQ
 import Testing
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 import Foundation
 import MoqInteropSupport
+import MoqTestKit
 import SwiftMoQ
 import Testing
 
@@ -156,7 +157,7 @@ struct WebTransportInteropTests {
             while case .group = consumer.poll() { got += 1 }
             return got >= 15
         }
-        #expect(await session.stats().counters.datagramsReceived > 0)
+        #expect(try await session.stats().counters.datagramsReceived > 0)
         // Swift → Rust: ours carry the prefix the relay expects.
         let outbound = RustPeer.uniqueName("wt-dg")
         let broadcast = BroadcastProducer(path: outbound)
@@ -173,6 +174,6 @@ struct WebTransportInteropTests {
         }
         _ = try await subscriber.waitForExit(timeout: .seconds(20))
         #expect(subscriber.history.filter { $0.name == "datagram" }.count >= 10)
-        #expect(await session.stats().counters.datagramsSent > 0)
+        #expect(try await session.stats().counters.datagramsSent > 0)
     }
 }

@@ -30,7 +30,7 @@ struct LongFormPlayerTests {
                 }),
             mode: .longForm(bufferDuration: .seconds(8)))
         try await player.play()
-        try await waitUntil("a second of audio") { arrivals.value.count >= 50 }
+        try await eventually("a second of audio") { arrivals.value.count >= 50 }
         let connections = radio.relay.relay?.sessionCount
 
         func bufferMs() -> Double {
@@ -50,16 +50,16 @@ struct LongFormPlayerTests {
 
         let resumedAt = SystemClock().now()
         try await player.play()
-        try await waitUntil("audio after resume", timeout: .seconds(5)) { arrivals.value.count > countPaused }
+        try await eventually("audio after resume", timeout: .seconds(5)) { arrivals.value.count > countPaused }
         let firstAfter = arrivals.value[countPaused]
         let resumeTook = firstAfter > resumedAt ? (firstAfter - resumedAt) / 1_000_000 : 0
 
         // Volume: silence from the first buffer that reaches the output after the change.
-        try await waitUntil("more audio", timeout: .seconds(5)) { arrivals.value.count > countPaused + 10 }
+        try await eventually("more audio", timeout: .seconds(5)) { arrivals.value.count > countPaused + 10 }
         #expect(!(silent.value.last ?? true), "the tone is not silent before the change")
         let mutedAt = SystemClock().now()
         player.setVolume(0)
-        try await waitUntil("a silent buffer", timeout: .seconds(5)) { silent.value.last == true }
+        try await eventually("a silent buffer", timeout: .seconds(5)) { silent.value.last == true }
         let (times, quiet) = (arrivals.value, silent.value)
         let firstSilent = zip(times, quiet).first { $0.0 > mutedAt && $0.1 }?.0 ?? mutedAt
         let muteTook = (firstSilent > mutedAt ? firstSilent - mutedAt : 0) / 1_000_000
@@ -93,14 +93,14 @@ struct LongFormPlayerTests {
                 }),
             mode: .longForm(bufferDuration: .seconds(8)))
         try await player.play()
-        try await waitUntil("a second of audio, with the publisher's time", timeout: .seconds(10)) {
+        try await eventually("a second of audio, with the publisher's time", timeout: .seconds(10)) {
             heard.value.count >= 50
         }
         // Fall 2 s behind the live edge.
         await player.pause()
         try await Task.sleep(for: .seconds(2))
         try await player.play()
-        try await waitUntil("audio after resume", timeout: .seconds(5)) { heard.value.count >= 60 }
+        try await eventually("audio after resume", timeout: .seconds(5)) { heard.value.count >= 60 }
 
         /// Seeks, then waits for the first buffer whose publisher time jumped as `jumped` says;
         /// returns how long after the call it was heard (ms) and its publisher time.
@@ -111,7 +111,7 @@ struct LongFormPlayerTests {
             let lastMs = heard.value.last?.publisherMs ?? 0
             let at = SystemClock().now()
             try seek()
-            try await waitUntil(what, timeout: .seconds(5)) {
+            try await eventually(what, timeout: .seconds(5)) {
                 heard.value.dropFirst(before).contains { jumped(lastMs, $0.publisherMs) }
             }
             let first = try #require(heard.value.dropFirst(before).first { jumped(lastMs, $0.publisherMs) })
@@ -167,21 +167,21 @@ struct LongFormPlayerTests {
         }
         defer { watcher.cancel() }
         try await player.play()
-        try await waitUntil("a second of audio", timeout: .seconds(10)) { heard.value.count >= 50 }
+        try await eventually("a second of audio", timeout: .seconds(10)) { heard.value.count >= 50 }
         // Fall 2 s behind the publisher: what it plays now is 2 s old.
         await player.pause()
         try await Task.sleep(for: .seconds(2))
         try await player.play()
-        try await waitUntil("audio after resume", timeout: .seconds(5)) { heard.value.count >= 60 }
+        try await eventually("audio after resume", timeout: .seconds(5)) { heard.value.count >= 60 }
         let before = heard.value.count
         let lastBefore = heard.value.last?.publisherMs ?? 0
         let changedAt = SystemClock().now()
         #expect(try radio.publisher.startNextItem() == 1)
-        try await waitUntil("the jump to the next item", timeout: .seconds(5)) { !changes.value.isEmpty }
+        try await eventually("the jump to the next item", timeout: .seconds(5)) { !changes.value.isEmpty }
         let change = try #require(changes.value.first)
         let startMs = Int64((change.fields["position-us"]?.intValue ?? 0) / 1000)
         #expect(startMs >= lastBefore + 1_500, "the item starts at \(startMs) ms; \(lastBefore) ms was playing")
-        try await waitUntil("the item heard", timeout: .seconds(5)) {
+        try await eventually("the item heard", timeout: .seconds(5)) {
             heard.value.dropFirst(before).contains { $0.publisherMs >= startMs }
         }
         let after = Array(heard.value.dropFirst(before))
@@ -223,7 +223,7 @@ struct LongFormPlayerTests {
                 }),
             mode: .longForm(bufferDuration: .seconds(8)))
         try await player.play()
-        try await waitUntil("a second of audio", timeout: .seconds(10)) { heard.value.count >= 60 }
+        try await eventually("a second of audio", timeout: .seconds(10)) { heard.value.count >= 60 }
         func delayNow() -> Int64 {
             let recent = heard.value.suffix(9).map(\.delayNs).sorted()
             return recent[recent.count / 2]
@@ -234,7 +234,7 @@ struct LongFormPlayerTests {
         var count = heard.value.count
         let loweredAt = SystemClock().now()
         player.updateTargetLatency(.milliseconds(100))
-        try await waitUntil("the lower delay", timeout: .seconds(5)) {
+        try await eventually("the lower delay", timeout: .seconds(5)) {
             heard.value.dropFirst(count).contains { $0.delayNs <= high - 300_000_000 }
         }
         let lowered = try #require(heard.value.dropFirst(count).first { $0.delayNs <= high - 300_000_000 })
@@ -247,7 +247,7 @@ struct LongFormPlayerTests {
         count = heard.value.count
         let raisedAt = SystemClock().now()
         player.updateTargetLatency(.milliseconds(600))
-        try await waitUntil("the higher delay", timeout: .seconds(5)) {
+        try await eventually("the higher delay", timeout: .seconds(5)) {
             heard.value.dropFirst(count).contains { $0.delayNs >= low + 300_000_000 }
         }
         // The last buffer rendered at the old delay: where the hold began.

@@ -26,12 +26,12 @@ struct OutputSwitchTests {
         let (first, second, third) = (Heard([]), Heard([]), Heard([]))
         let player = try Player(catalog: radio.catalog, output: .callbacks(video: nil, audio: recorder(first)))
         try await player.play()
-        try await waitUntil("a second of audio", timeout: .seconds(10)) { first.value.count >= 50 }
+        try await eventually("a second of audio", timeout: .seconds(10)) { first.value.count >= 50 }
         let connections = radio.relay.relay?.sessionCount
 
         let switchedAt = SystemClock().now()
         try player.switchAudioOutput(to: .callback(recorder(second)))
-        try await waitUntil("audio at the second output", timeout: .seconds(5)) { second.value.count >= 25 }
+        try await eventually("audio at the second output", timeout: .seconds(5)) { second.value.count >= 25 }
         let countFirst = first.value.count
         try await Task.sleep(for: .milliseconds(200))
         #expect(first.value.count == countFirst, "the first output still gets audio")
@@ -52,7 +52,7 @@ struct OutputSwitchTests {
         try player.switchAudioOutput(to: .element("fakesink sync=true"))
         try await Task.sleep(for: .milliseconds(300))
         try player.switchAudioOutput(to: .callback(recorder(third)))
-        try await waitUntil("audio at the third output", timeout: .seconds(5)) { third.value.count >= 10 }
+        try await eventually("audio at the third output", timeout: .seconds(5)) { third.value.count >= 10 }
         let times = third.value.map(\.publisherMs)
         #expect(zip(times, times.dropFirst()).allSatisfy { $1 - $0 == 20 }, "\(times.prefix(20))")
         #expect(radio.relay.relay?.sessionCount == connections)

@@ -68,7 +68,7 @@ struct PlayerDiagnosticsTests {
         let diagnostics = Collected(player.diagnostics())
         #expect(player.pipelineDescription.contains("diagnostics=true"))
         try await player.play()
-        try await waitUntil("latency and bandwidth samples", timeout: .seconds(30)) {
+        try await eventually("latency and bandwidth samples", timeout: .seconds(30)) {
             let all = diagnostics.all
             let latency = all.contains {
                 if case .latencySample(let kind, let current, _, _) = $0 { return kind == "video" && current != nil }

@@ -76,7 +76,7 @@ struct PublisherPlayerTests {
         let publisherEvents = Collected(publisher.events)
         try await session.publish(path: "studio/main", publisher: publisher)
         try await publisher.start()
-        try await waitUntil("both media tracks started") {
+        try await eventually("both media tracks started") {
             publisherEvents.all.filter { if case .trackStarted = $0 { return true } else { return false } }.count >= 2
         }
         #expect(video.currentState == .active)
@@ -101,8 +101,8 @@ struct PublisherPlayerTests {
                 }, audio: nil))
         let events = Collected(player.subscribeEvents())
         try await player.play()
-        try await waitUntil("30 decoded frames", timeout: .seconds(45)) { frames.value >= 30 }
-        try await waitUntil("stats", timeout: .seconds(20)) { player.stats.videoFps != nil }
+        try await eventually("30 decoded frames", timeout: .seconds(45)) { frames.value >= 30 }
+        try await eventually("stats", timeout: .seconds(20)) { player.stats.videoFps != nil }
         // Each Session shares its connection: the publisher's with its Publisher (moqsink), the
         // viewer's with its Player (moqsrc) — two connections, not four.
         #expect(relay.relay?.sessionCount == 2)
@@ -184,7 +184,7 @@ struct PublisherPlayerTests {
             #expect(player.adaptive)
             #expect(!player.pipelineDescription.contains("video-track"))
             try await player.play()
-            try await waitUntil("\(expected) playing", timeout: .seconds(30)) {
+            try await eventually("\(expected) playing", timeout: .seconds(30)) {
                 player.stats.videoTrack == expected && player.stats.videoFrames > 10
             }
             // Capped to one rung: nothing left to choose from.
@@ -218,7 +218,7 @@ struct PublisherPlayerTests {
         let player = try Player(
             catalog: catalog, output: .callbacks(video: { _ in frames.mutate { $0 += 1 } }, audio: nil))
         try await player.play()
-        try await waitUntil("10 decoded frames", timeout: .seconds(30)) { frames.value >= 10 }
+        try await eventually("10 decoded frames", timeout: .seconds(30)) { frames.value >= 10 }
         #expect(relay.relay?.sessionCount == 1)
         await player.stop()
         publisher.stop()

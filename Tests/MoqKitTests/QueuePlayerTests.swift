@@ -41,19 +41,19 @@ struct QueuePlayerTests {
             }
         }
         try await queue.play()
-        try await waitUntil("a second of the first broadcast", timeout: .seconds(15)) { heard.value.count >= 50 }
+        try await eventually("a second of the first broadcast", timeout: .seconds(15)) { heard.value.count >= 50 }
 
         // Queued while playing; published a little later, so its clock starts lower.
         queue.append("\(room)/two")
         #expect(queue.items == ["\(room)/two"])
         let (secondSession, second) = try await RadioFixture.publishTone(relay, path: "\(room)/two")
-        try await waitUntil("the second broadcast prerolled", timeout: .seconds(10)) {
+        try await eventually("the second broadcast prerolled", timeout: .seconds(10)) {
             collected.value.contains { $0.name == .queuePreroll }
         }
         first.stop()
-        try await waitUntil("the queue moved on", timeout: .seconds(10)) { queue.currentItem == "\(room)/two" }
+        try await eventually("the queue moved on", timeout: .seconds(10)) { queue.currentItem == "\(room)/two" }
         let switchedAt = heard.value.count
-        try await waitUntil("half a second of the second broadcast", timeout: .seconds(10)) {
+        try await eventually("half a second of the second broadcast", timeout: .seconds(10)) {
             heard.value.count >= switchedAt + 25
         }
         let samples = heard.value
@@ -65,7 +65,7 @@ struct QueuePlayerTests {
         #expect(gap >= .milliseconds(-1) && gap <= .milliseconds(20), "gap \(gap) at the switch")
         #expect(queue.items.isEmpty)
         // Events reach the watcher task asynchronously.
-        try await waitUntil("the queue.advance event", timeout: .seconds(5)) {
+        try await eventually("the queue.advance event", timeout: .seconds(5)) {
             collected.value.contains { $0.name == .queueAdvance }
         }
         let advance = try #require(collected.value.first { $0.name == .queueAdvance })

@@ -32,17 +32,6 @@ final class SyncBox<T: Sendable>: @unchecked Sendable {
     func mutate(_ change: (inout T) -> Void) { lock.withLock { change(&stored) } }
 }
 
-func waitUntil(_ what: String, timeout: Duration = .seconds(15), _ condition: () async -> Bool) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while !(await condition()) {
-        if ContinuousClock.now > deadline {
-            Issue.record("timed out waiting for \(what)")
-            throw CancellationError()
-        }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-}
-
 extension TestRelay {
     var sessionOptions: SessionOptions { SessionOptions(tls: TLSOptions(fingerprint: fingerprint)) }
 }
@@ -153,7 +142,7 @@ struct SessionTests {
         #expect(broadcast.path == "cam")
         #expect(broadcast.absolutePath == "room/cam")
         subscription.cancel()
-        try await waitUntil("the prefix is free again") {
+        try await eventually("the prefix is free again") {
             (try? await session.subscribe(prefix: "room")) != nil
         }
         await session.close()
@@ -177,7 +166,7 @@ struct SessionTests {
         let again = try #require(await iterator.next())
         #expect(again.path == "cam")
         #expect(first.hasEnded)
-        try await waitUntil("the old connection closed") { relay.relay?.sessionCount == sessionsBefore }
+        try await eventually("the old connection closed") { relay.relay?.sessionCount == sessionsBefore }
         #expect(states.all == [.idle, .connecting, .connected], "never left connected: \(states.all)")
         await session.close()
     }
@@ -196,12 +185,12 @@ struct SessionTests {
         var iterator = subscription.broadcasts.makeAsyncIterator()
         let broadcast = try #require(await iterator.next())
         let catalogs = Collected(broadcast.catalogs())
-        try await waitUntil("the first catalog") { catalogs.all.count == 1 }
+        try await eventually("the first catalog") { catalogs.all.count == 1 }
         var second = first
         second.set("1.opus", .audio(AudioConfig(codec: "opus", sampleRate: 48000, numberOfChannels: 2)))
         second.set("2.theora", .video(VideoConfig(codec: "theora")))
         publisher.publish(second)
-        try await waitUntil("the second catalog") { catalogs.all.count == 2 }
+        try await eventually("the second catalog") { catalogs.all.count == 2 }
         let latest = catalogs.all[1]
         #expect(latest.videoTracks.map(\.name) == ["0.avc3", "2.theora"])
         #expect(latest.playableVideoTracks.map(\.name) == ["0.avc3"])
@@ -209,7 +198,7 @@ struct SessionTests {
         #expect(latest.videoTracks[1].unsupportedReason?.contains("theora") == true)
         publisher.close()
         await catalogs.finished()
-        try await waitUntil("the broadcast's end (announce END)") { broadcast.hasEnded }
+        try await eventually("the broadcast's end (announce END)") { broadcast.hasEnded }
         await session.close()
     }
 
@@ -226,19 +215,19 @@ struct SessionTests {
         let broadcast = try #require(await iterator.next())
         let updates = Collected(broadcast.catalogUpdates())
         let catalogs = Collected(broadcast.catalogs())
-        try await waitUntil("the malformed snapshot reported") {
+        try await eventually("the malformed snapshot reported") {
             updates.all.contains { if case .malformed = $0 { true } else { false } }
         }
         // Too large to be a catalog: refused before it is parsed.
         let huge = "{\"video\":{\"renditions\":{}},\"pad\":\"" + String(repeating: "x", count: 1 << 20) + "\"}"
         publisher.catalog.writeSingleFrameGroup(Bytes(utf8: huge), timestamp: 0)
-        try await waitUntil("the oversized snapshot reported") {
+        try await eventually("the oversized snapshot reported") {
             updates.all.contains { if case .malformed(let why) = $0 { why.contains("too large") } else { false } }
         }
         var good = MoqCatalog.HangCatalog()
         good.set("0.avc3", .video(VideoConfig(codec: "avc3.42c01e")))
         publisher.publish(good)
-        try await waitUntil("the good catalog") { catalogs.all.count == 1 }
+        try await eventually("the good catalog") { catalogs.all.count == 1 }
         #expect(catalogs.all[0].videoTracks.map(\.name) == ["0.avc3"])
         publisher.close()
         await catalogs.finished()

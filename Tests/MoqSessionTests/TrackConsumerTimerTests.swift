@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import MoqSession
+import MoqTestKit
 import MoqWire
 import Synchronization
 import Testing
@@ -23,8 +24,11 @@ struct TrackConsumerTimerTests {
             got.store(g?.sequence ?? 99, ordering: .releasing)
         }
         // The reader parks on group 1 (missing) until the window passes on the virtual clock.
-        try await waitUntil { scheduler.pendingTimers > 0 }
+        try await eventually("the reader's timer", timeout: .seconds(5), every: .milliseconds(2)) {
+            scheduler.pendingTimers > 0
+        }
         scheduler.advance(by: .milliseconds(Int64(TrackConsumer.defaultReorderWindowMs) - 1))
+        // The sleep is the thing under test: 1 ms before the window ends, the reader must still wait.
         try await Task.sleep(for: .milliseconds(20))
         #expect(got.load(ordering: .acquiring) == .max)
         scheduler.advance(by: .milliseconds(1))
@@ -40,15 +44,12 @@ struct TrackConsumerTimerTests {
         let consumer = TrackConsumer(track: track, startAt: 0, timers: scheduler)
         _ = track.createGroup(sequence: 1)?.finish()
         let reader = Task { try await consumer.nextGroup()?.sequence }
-        try await waitUntil { scheduler.pendingTimers > 0 }
+        try await eventually("the reader's timer", timeout: .seconds(5), every: .milliseconds(2)) {
+            scheduler.pendingTimers > 0
+        }
         _ = track.createGroup(sequence: 0)?.finish()
         #expect(try await reader.value == 0)
         #expect(scheduler.pendingTimers == 0)
     }
 
-    /// Polls a condition set by another task, yielding between looks (never blocks the pool).
-    private func waitUntil(_ condition: () -> Bool) async throws {
-        for _ in 0..<500 where !condition() { try await Task.sleep(for: .milliseconds(2)) }
-        try #require(condition())
-    }
 }

@@ -52,15 +52,6 @@ final class PrivateBus: @unchecked Sendable {
     }
 }
 
-/// Polls an async condition (a D-Bus call) until it holds.
-func eventuallyAsync(_ what: String, timeout: Duration, _ condition: () async throws -> Bool) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while try await !condition() {
-        if ContinuousClock.now >= deadline { throw TestKitError.timedOut(what) }
-        try await Task.sleep(for: .milliseconds(20))
-    }
-}
-
 @Suite("MPRIS on a private session bus", .serialized, .timeLimit(.minutes(2)))
 struct MPRISTests {
     static let player = ["--dest", "org.mpris.MediaPlayer2.swiftmoq", "--object-path", "/org/mpris/MediaPlayer2"]
@@ -88,14 +79,14 @@ struct MPRISTests {
                 ])
         }
         var metadata = ""
-        try await eventuallyAsync("Metadata with the first title", timeout: .seconds(20)) {
+        try await eventually("Metadata with the first title", timeout: .seconds(20)) {
             metadata = (try? await get("Metadata")) ?? ""
             return metadata.contains("First Song")
         }
         #expect(metadata.contains("xesam:artist") && metadata.contains("Someone"), "\(metadata)")
         #expect(try await get("PlaybackStatus").contains("Playing"))
         try publisher.element(named: "tags").set("tags", "title=\"Second Song\",artist=Someone")
-        try await eventuallyAsync("Metadata with the next title", timeout: .seconds(10)) {
+        try await eventually("Metadata with the next title", timeout: .seconds(10)) {
             (try? await get("Metadata"))?.contains("Second Song") ?? false
         }
 
@@ -115,7 +106,7 @@ struct MPRISTests {
             "MPRIS: after PlayPause (a gdbus process) began, \(after) buffers, the last \(pauseMs) ms after it"
                 + (after == 0 ? " (the next was due \(dueMs) ms after it)" : ""))
         #expect(pauseMs <= 100)
-        try await eventuallyAsync("PlaybackStatus Paused", timeout: .seconds(5)) {
+        try await eventually("PlaybackStatus Paused", timeout: .seconds(5)) {
             (try? await get("PlaybackStatus"))?.contains("Paused") ?? false
         }
         let count = heard.withLock { $0.count }

@@ -2,17 +2,6 @@
 import MoqPipeline
 import MoqTestKit
 
-/// Waits (sleeping) until `condition` holds; fails with `what` after `timeout`.
-func eventually(
-    _ what: String, timeout: Duration = .seconds(20), _ condition: () throws -> Bool
-) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while try !condition() {
-        if ContinuousClock.now >= deadline { throw TestKitError.timedOut(what) }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-}
-
 /// A broadcast name no other test uses.
 func uniqueBroadcast(_ prefix: String) -> String { "test/\(prefix)-\(UInt32.random(in: 0...UInt32.max))" }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 import Foundation
 import MoqSync
+import MoqTestKit
 import SwiftMoQ
 import Testing
 
@@ -38,17 +39,17 @@ struct GoawayTests {
             options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)), handlers: handlers)
         client.start()
         defer { client.stop() }
-        try await until { log.sessions.withLock { $0.count } == 1 }
+        try await eventually("the first session at the relay") { log.sessions.withLock { $0.count } == 1 }
         let first = log.sessions.withLock { $0[0] }
         // Something published on the first session is seen by a watcher throughout.
         let broadcast = BroadcastProducer(path: "live")
         first.publish(broadcast)
         relay.goaway()
-        try await until { log.sessions.withLock { $0.count } == 2 }
+        try await eventually("the successor session at the relay") { log.sessions.withLock { $0.count } == 2 }
         let second = log.sessions.withLock { $0[1] }
         #expect(second !== first)
         #expect(second.closeReason == nil)
-        _ = try await closeReason(of: first)
+        _ = try await withTimeout("the first session to close", .seconds(15)) { try await first.closed() }
         #expect(log.goaways.withLock { $0 } == [""])
         #expect(log.starts.withLock { $0 } == [.first, .handover])
         #expect(log.previousOpen.withLock { $0 } == [false, true], "make before break")
@@ -68,14 +69,4 @@ struct GoawayTests {
         }
     }
 
-    func until(_ condition: @escaping @Sendable () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(15)
-        while !condition() {
-            if ContinuousClock.now > deadline {
-                Issue.record("timed out")
-                throw CancellationError()
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-    }
 }

@@ -2,6 +2,7 @@
 import Foundation
 import MoqQUIC
 import MoqSync
+import MoqTestKit
 import MoqWebTransport
 import MoqWire
 import Testing
@@ -141,7 +142,7 @@ struct HostileWebTransportTests {
             let stream = c.openStream(bidirectional: true)!
             c.write(stream, Bytes(headers(goodRequest.fields)))
         }
-        try await eventually("the session to open") { closing.status == 200 }
+        try await eventually("the session to open", timeout: .seconds(30)) { closing.status == 200 }
         // moq-lite's SETUP on a WebTransport uni stream of session 0.
         let setup =
             WebTransportWire.uniStreamHeader(session: 0) + [UInt8(UniStreamType.setup.rawValue)] + Setup().encoded()
@@ -156,7 +157,7 @@ struct HostileWebTransportTests {
         }
         let capsule = HTTP3Frame.data(WebTransportCapsule.close(code: 0x13, reason: "moving house").encoded()).encoded()
         try await sendOnLoop(loop, closing, capsule)
-        try await eventually("the relay to report the close with its reason") {
+        try await eventually("the relay to report the close with its reason", timeout: .seconds(30)) {
             lines.withLock { $0.contains { $0.contains("moving house") } }
         }
 
@@ -178,17 +179,5 @@ private func onLoop(_ loop: QUICEventLoop, _ body: @escaping @Sendable () -> Voi
             body()
             done.resume()
         }
-    }
-}
-
-/// Polls `condition`. The default allows for ThreadSanitizer's slowdown beside the parallel suite's Rust
-/// interop tests (one run of this test took 33 s there, and a 10 s wait once ran out).
-private func eventually(
-    _ what: String, timeout: Duration = .seconds(30), detail: () -> String = { "" }, _ condition: () -> Bool
-) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while !condition() {
-        try #require(ContinuousClock.now < deadline, "timed out waiting for \(what) \(detail())")
-        try await Task.sleep(for: .milliseconds(10))
     }
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 import Foundation
 import MoqSync
+import MoqTestKit
 import SwiftMoQ
 import Testing
 
@@ -34,7 +35,7 @@ struct OwnershipTests {
         defer { Task { await relay.shutdown(grace: .zero) } }
         let session = try await Self.connect(
             relay, "room", token: Self.token(root: "room", put: [""], expires: Date().addingTimeInterval(2)))
-        let reason = try await closeReason(of: session)
+        let reason = try await withTimeout("the session to close", .seconds(15)) { try await session.closed() }
         #expect(reason == .remote(.unauthorized, "the token expired"))
     }
 
@@ -63,7 +64,7 @@ struct OwnershipTests {
         // Another grant that may publish there too: refused, its session closed with a clear code.
         let intruder = try await Self.connect(relay, "room", token: Self.token(root: "room", put: [""]))
         intruder.publish(BroadcastProducer(path: "alice/cam"))
-        let reason = try await closeReason(of: intruder)
+        let reason = try await withTimeout("the intruder to be closed", .seconds(15)) { try await intruder.closed() }
         #expect(reason == .remote(.unauthorized, "broadcast 'room/alice/cam' is published by another session"))
         #expect(relay.origin.broadcast("room/alice/cam") != nil)
         // The owner reconnecting (same grant, the old session still open) replaces its own broadcast.
@@ -79,10 +80,14 @@ struct OwnershipTests {
         again.publish(BroadcastProducer(path: "alice/cam"))
         // The watcher hears the path again (a new route): the replacement happened while the
         // old session still held it.
-        try await waitUntil { actives.withLock { $0 } >= 2 }
-        try await waitUntil { relay.sessionCount == 3 }  // the intruder is gone
+        try await eventually("the path announced again") { actives.withLock { $0 } >= 2 }
+        try await eventually("the intruder gone", detail: { "\(relay.sessionCount) sessions" }) {
+            relay.sessionCount == 3
+        }
         owner.close()
-        try await waitUntil { relay.sessionCount == 2 }
+        try await eventually("the old owner gone", detail: { "\(relay.sessionCount) sessions" }) {
+            relay.sessionCount == 2
+        }
         // The path outlived the old session: the new one holds it.
         #expect(relay.origin.broadcast("room/alice/cam") != nil)
         #expect(again.closeReason == nil)
@@ -102,22 +107,12 @@ struct OwnershipTests {
         let b = try await Self.connect(relay, "anon")
         a.publish(BroadcastProducer(path: composed))
         b.publish(BroadcastProducer(path: decomposed))
-        try await waitUntil { relay.origin.paths.count == 2 }
+        try await eventually("both paths at the relay", detail: { "\(relay.origin.paths)" }) {
+            relay.origin.paths.count == 2
+        }
         #expect(a.closeReason == nil && b.closeReason == nil)
         a.close()
         b.close()
     }
 
-    func waitUntil(
-        sourceLocation: SourceLocation = #_sourceLocation, _ condition: @escaping @Sendable () -> Bool
-    ) async throws {
-        let deadline = ContinuousClock.now + .seconds(15)
-        while !condition() {
-            if ContinuousClock.now > deadline {
-                Issue.record("timed out", sourceLocation: sourceLocation)
-                return
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-    }
 }

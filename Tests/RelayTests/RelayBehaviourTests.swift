@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 import Foundation
 import MoqSync
+import MoqTestKit
 import SwiftMoQ
 import Testing
 
@@ -23,17 +24,6 @@ struct RelayBehaviourTests {
         try await MoqSession.connect(
             "moql://127.0.0.1:\(relay.port)/\(path)",
             options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
-    }
-
-    func eventually(_ what: String, timeout: Duration = .seconds(10), _ condition: () async -> Bool) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while !(await condition()) {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("timed out waiting for \(what)")
-                return
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
     }
 
     @Test("one upstream subscription per track, torn down after the last subscriber leaves")
@@ -166,7 +156,7 @@ struct RelayBehaviourTests {
         let relay = try Self.start()
         let client = try await Self.connect(relay)
         await relay.shutdown(grace: .seconds(1))
-        _ = try await closeReason(of: client)
+        _ = try await withTimeout("the client to be closed", .seconds(15)) { try await client.closed() }
         #expect(client.goawayURI == "")
     }
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import Foundation
+import MoqTestKit
 import Testing
 
 @testable import SwiftMoQ
@@ -56,10 +57,10 @@ struct RelayTests {
         #expect(first.sequence == 29)
         // The upstream subscription moved from the relay's default to this subscriber's budget; a
         // later subscriber that wants more raises it, one that wants less does not lower it.
-        try await waitFor("the upstream budget to follow the first subscriber") { relay.upstreamBudgetsMs == [0] }
+        try await eventually("the upstream budget to follow the first subscriber") { relay.upstreamBudgetsMs == [0] }
         let wider = subscriber.subscribe(
             broadcast: "backlog", track: "video", range: SubscriptionRange(maxLatencyMs: 5_000))
-        try await waitFor("a wider subscriber to raise it") { relay.upstreamBudgetsMs == [5_000] }
+        try await eventually("a wider subscriber to raise it") { relay.upstreamBudgetsMs == [5_000] }
         let narrower = subscriber.subscribe(
             broadcast: "backlog", track: "video", range: SubscriptionRange(maxLatencyMs: 1_000))
         try await Task.sleep(for: .milliseconds(200))
@@ -93,14 +94,5 @@ struct RelayTests {
         publisher.close()
         subscriber.close()
         await relay.shutdown(grace: .milliseconds(100))
-    }
-}
-
-/// Waits (sleeping) until `condition` holds; fails after `timeout`.
-private func waitFor(_ what: String, timeout: Duration = .seconds(10), _ condition: () -> Bool) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while !condition() {
-        try #require(ContinuousClock.now < deadline, "timed out waiting for \(what)")
-        try await Task.sleep(for: .milliseconds(10))
     }
 }

@@ -182,7 +182,7 @@ final class ElementConnection: @unchecked Sendable {
     /// properties); `estimated-send-rate` and `estimated-recv-rate` are notified when they change.
     func refreshStats(_ connection: ReconnectingSession) async {
         guard let session = connection.session else { return }
-        let latest = await session.stats()
+        guard let latest = try? await session.stats() else { return }
         let previous = stats.withLock { s -> SessionStats? in
             defer { s = latest }
             return s

@@ -313,7 +313,8 @@ public final class MoqRelay: @unchecked Sendable {
             }
         }
         Task { [weak self] in
-            let reason = await session.closed()
+            // This task is never cancelled: it ends with the session.
+            let reason = (try? await session.closed()).map { "\($0)" } ?? "cancelled"
             let ingest = self?.ingests.withLock { $0.removeValue(forKey: key) }
             ingest?.close()
             self?.untrack(id, session)
@@ -352,21 +353,25 @@ public final class MoqRelay: @unchecked Sendable {
                             id: id, session: session, kind: .link, peer: link.url.redacted, root: root, hop: nil,
                             since: .now))
                     ingest.start()
-                    let reason = await withTaskCancellationHandler {
+                    let reason: SessionCloseReason? = await withTaskCancellationHandler {
                         // A peer that is leaving says GOAWAY first: its tracks move to other routes
                         // while it still carries them; the link is redialled once it closes.
-                        if case .goaway = await session.lifecycleEvent() {
-                            logger.info("\(name): GOAWAY")
-                            ingest.drain()
+                        do throws(CancellationError) {
+                            if case .goaway = try await session.lifecycleEvent() {
+                                logger.info("\(name): GOAWAY")
+                                ingest.drain()
+                            }
+                            return try await session.closed()
+                        } catch {
+                            return nil  // the relay is stopping
                         }
-                        return await session.closed()
                     } onCancel: {
                         session.close()
                     }
                     ingest.close()
                     self.linkIngests.withLock { $0[index] = nil }
                     self.untrack(id, session)
-                    if self.stopping.load(ordering: .relaxed) { return }
+                    guard !self.stopping.load(ordering: .relaxed), let reason else { return }
                     // A link that stayed up 10 s counts as stable: the next dial starts from 1 s again.
                     if ContinuousClock.now - started >= .seconds(10) { delay = .seconds(1) }
                     logger.warning("\(name): session ended (\(reason)); redialling")
@@ -390,7 +395,10 @@ public final class MoqRelay: @unchecked Sendable {
     /// Statistics of every open session.
     public func sessionStats() async -> [SessionStats] {
         var out: [SessionStats] = []
-        for session in server.openSessions { out.append(await session.stats()) }
+        for session in server.openSessions {
+            guard let stats = try? await session.stats() else { break }  // cancelled
+            out.append(stats)
+        }
         return out
     }
 

@@ -3,6 +3,7 @@ import Foundation
 import MoqInteropSupport
 import MoqQUIC
 import MoqSync
+import MoqTestKit
 import MoqWire
 
 /// A bare QUIC client speaking hand-written moq-lite bytes, to see exactly how the
@@ -56,14 +57,12 @@ final class RawClient: QUICConnectionDelegate, @unchecked Sendable {
         return id
     }
 
+    /// Waits until `condition` holds of what the client observed; the failure shows the last observation.
     func waitUntil(_ what: String, timeout: Duration = .seconds(10), _ condition: (Observed) -> Bool) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while !observed.withLock({ condition($0) }) {
-            guard ContinuousClock.now < deadline else {
-                throw RustPeerError.timeout(
-                    waitingFor: "raw client: \(what)", after: timeout, context: "\(observed.withLock { $0 })")
-            }
-            try await Task.sleep(for: .milliseconds(5))
+        try await eventually("raw client: \(what)", timeout: timeout, every: .milliseconds(5)) {
+            observed.withLock { $0 }
+        } until: {
+            condition($0)
         }
     }
 
