@@ -12,82 +12,83 @@ import Testing
 struct CLIMediaTests {
     @Test("publish --source test → embedded relay → play --record: a Matroska file that decodes")
     func publishThenRecord() async throws {
-        let relay = try localRelay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let connection = ["--url", "moql://127.0.0.1:\(relay.port)/anon", "--tls-fingerprint", relay.fingerprint]
-        let publisher = try CLI.start(
-            ["publish"] + connection + [
-                "--broadcast", "cli/test", "--source", "test", "--width", "320", "--height", "240", "--duration", "20",
-            ])
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("swiftmoq-cli-\(getpid()).mkv")
-        defer { try? FileManager.default.removeItem(at: file) }
-        let player = try await CLI.run(
-            ["play"] + connection + ["--broadcast", "cli/test", "--record", file.path, "--duration", "4"],
-            timeout: .seconds(40))
-        #expect(player.status == 0, "\(player.stderr)")
-        kill(publisher.process.processIdentifier, SIGINT)
-        let published = try await publisher.wait(timeout: .seconds(20))
-        #expect(published.status == 0, "\(published.stderr)")
+        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+            let connection = ["--url", "moql://127.0.0.1:\(relay.port)/anon", "--tls-fingerprint", relay.fingerprint]
+            let publisher = try CLI.start(
+                ["publish"] + connection + [
+                    "--broadcast", "cli/test", "--source", "test", "--width", "320", "--height", "240", "--duration",
+                    "20",
+                ])
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("swiftmoq-cli-\(getpid()).mkv")
+            defer { try? FileManager.default.removeItem(at: file) }
+            let player = try await CLI.run(
+                ["play"] + connection + ["--broadcast", "cli/test", "--record", file.path, "--duration", "4"],
+                timeout: .seconds(40))
+            #expect(player.status == 0, "\(player.stderr)")
+            kill(publisher.process.processIdentifier, SIGINT)
+            let published = try await publisher.wait(timeout: .seconds(20))
+            #expect(published.status == 0, "\(published.stderr)")
 
-        let decoded = try await decodeRecording(file)
-        #expect(decoded.errors.isEmpty, "\(decoded.errors)")
-        #expect(
-            decoded.videoFrames >= 60 && decoded.audioBuffers >= 100,
-            "\(decoded.videoFrames) video frames, \(decoded.audioBuffers) audio buffers")
+            let decoded = try await decodeRecording(file)
+            #expect(decoded.errors.isEmpty, "\(decoded.errors)")
+            #expect(
+                decoded.videoFrames >= 60 && decoded.audioBuffers >= 100,
+                "\(decoded.videoFrames) video frames, \(decoded.audioBuffers) audio buffers")
+        }
     }
 
     @Test("play: an unknown broadcast fails after --timeout with what to check; bad --source is a usage error")
     func badInput() async throws {
-        let relay = try localRelay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let connection = ["--url", "moql://127.0.0.1:\(relay.port)/anon", "--tls-fingerprint", relay.fingerprint]
-        let missing = try await CLI.run(
-            ["play"] + connection + ["--broadcast", "nobody", "--timeout", "1", "--headless"])
-        #expect(missing.status == 1)
-        #expect(missing.stderr.contains("was not announced"), "\(missing.stderr)")
-        let usage = try await CLI.run(["publish"] + connection + ["--broadcast", "x", "--source", "webcam"])
-        #expect(usage.status == 2)
-        #expect(usage.stderr.contains("unknown --source 'webcam'"), "\(usage.stderr)")
+        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+            let connection = ["--url", "moql://127.0.0.1:\(relay.port)/anon", "--tls-fingerprint", relay.fingerprint]
+            let missing = try await CLI.run(
+                ["play"] + connection + ["--broadcast", "nobody", "--timeout", "1", "--headless"])
+            #expect(missing.status == 1)
+            #expect(missing.stderr.contains("was not announced"), "\(missing.stderr)")
+            let usage = try await CLI.run(["publish"] + connection + ["--broadcast", "x", "--source", "webcam"])
+            #expect(usage.status == 2)
+            #expect(usage.stderr.contains("unknown --source 'webcam'"), "\(usage.stderr)")
+        }
     }
 
     @Test("publish --ladder: renditions <track>/<name> in one section; a bad ladder is a usage error")
     func publishLadder() async throws {
-        let relay = try localRelay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let connection = ["--url", "moql://127.0.0.1:\(relay.port)/anon", "--tls-fingerprint", relay.fingerprint]
-        let publisher = try CLI.start(
-            ["publish"] + connection + [
-                "--broadcast", "cli/ladder", "--source", "test", "--no-audio", "--duration", "20", "--ladder",
-                "hi:320x180@600000,lo:160x90@150000",
-            ])
-        defer { kill(publisher.process.processIdentifier, SIGINT) }
-        let session = try await MoqSession.connect(
-            "moql://127.0.0.1:\(relay.port)/anon",
-            options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
-        defer { session.close() }
-        try await session.waitForBroadcast("cli/ladder", timeout: .seconds(30))
-        // moqsink completes its catalog as each pad's caps and tags arrive: read snapshots until both
-        // renditions carry a bitrate (subscribing again if the track ends meanwhile).
-        var bitrates: [String: UInt64] = [:]
-        let deadline = ContinuousClock.now + .seconds(30)
-        while bitrates.count < 2, ContinuousClock.now < deadline {
-            let catalogTrack = session.subscribe(broadcast: "cli/ladder", track: HangCatalog.trackName)
-            let consumer = catalogTrack.consumer(maxLatencyMs: 10_000)
-            while bitrates.count < 2, let group = try? await consumer.nextGroup(),
-                let frame = try? await group.nextFrame()
-            {
-                for rendition in try HangCatalog(json: frame.payload.array).renditions {
-                    if case .video(let v) = rendition.config, let b = v.bitrate { bitrates[rendition.name] = b }
+        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+            let connection = ["--url", "moql://127.0.0.1:\(relay.port)/anon", "--tls-fingerprint", relay.fingerprint]
+            let publisher = try CLI.start(
+                ["publish"] + connection + [
+                    "--broadcast", "cli/ladder", "--source", "test", "--no-audio", "--duration", "20", "--ladder",
+                    "hi:320x180@600000,lo:160x90@150000",
+                ])
+            defer { kill(publisher.process.processIdentifier, SIGINT) }
+            let session = try await MoqSession.connect(
+                "moql://127.0.0.1:\(relay.port)/anon",
+                options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
+            defer { session.close() }
+            try await session.waitForBroadcast("cli/ladder", timeout: .seconds(30))
+            // moqsink completes its catalog as each pad's caps and tags arrive: read snapshots until both
+            // renditions carry a bitrate (subscribing again if the track ends meanwhile).
+            var bitrates: [String: UInt64] = [:]
+            let deadline = ContinuousClock.now + .seconds(30)
+            while bitrates.count < 2, ContinuousClock.now < deadline {
+                let catalogTrack = session.subscribe(broadcast: "cli/ladder", track: HangCatalog.trackName)
+                let consumer = catalogTrack.consumer(maxLatencyMs: 10_000)
+                while bitrates.count < 2, let group = try? await consumer.nextGroup(),
+                    let frame = try? await group.nextFrame()
+                {
+                    for rendition in try HangCatalog(json: frame.payload.array).renditions {
+                        if case .video(let v) = rendition.config, let b = v.bitrate { bitrates[rendition.name] = b }
+                    }
                 }
+                catalogTrack.cancel()
+                if bitrates.count < 2 { try await Task.sleep(for: .milliseconds(200)) }
             }
-            catalogTrack.cancel()
-            if bitrates.count < 2 { try await Task.sleep(for: .milliseconds(200)) }
+            #expect(bitrates == ["test-video/hi": 600 * 1024, "test-video/lo": 150 * 1024], "x264enc's kbit/s × 1024")
+            let usage = try await CLI.run(
+                ["publish"] + connection + ["--broadcast", "x", "--source", "test", "--ladder", "hi:320x180"])
+            #expect(usage.status == 2)
+            #expect(usage.stderr.contains("NAME:WxH@BPS"), "\(usage.stderr)")
         }
-        #expect(bitrates == ["test-video/hi": 600 * 1024, "test-video/lo": 150 * 1024], "x264enc's kbit/s × 1024")
-        let usage = try await CLI.run(
-            ["publish"] + connection + ["--broadcast", "x", "--source", "test", "--ladder", "hi:320x180"])
-        #expect(usage.status == 2)
-        #expect(usage.stderr.contains("NAME:WxH@BPS"), "\(usage.stderr)")
     }
 
     @Test(
@@ -133,42 +134,43 @@ struct CLIMediaTests {
     private func publishAndReadCatalog(_ path: String, broadcast: String, extra: [String] = []) async throws
         -> (HangCatalog, CLI.Result)
     {
-        let relay = try localRelay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let connection = ["--url", "moql://127.0.0.1:\(relay.port)/anon", "--tls-fingerprint", relay.fingerprint]
-        let publisher = try CLI.start(
-            ["publish"] + connection + ["--broadcast", broadcast, "--source", "file:\(path)"] + extra)
-        let session = try await MoqSession.connect(
-            "moql://127.0.0.1:\(relay.port)/anon",
-            options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
-        defer { session.close() }
-        try await session.waitForBroadcast(broadcast, timeout: .seconds(30))
-        // Until the catalog names both kinds: subscribing again when its track ends or fails before
-        // (once CI saw no catalog at all, under ThreadSanitizer; what happened is recorded).
-        var catalog = HangCatalog()
-        var attempts: [String] = []
-        let deadline = ContinuousClock.now + .seconds(30)
-        reading: while ContinuousClock.now < deadline, publisher.process.isRunning {
-            let catalogTrack = session.subscribe(broadcast: broadcast, track: HangCatalog.trackName)
-            defer { catalogTrack.cancel() }
-            let consumer = catalogTrack.consumer(maxLatencyMs: 10_000)
-            do {
-                while let group = try await consumer.nextGroup() {
-                    guard let frame = try await group.nextFrame() else { continue }
-                    catalog = try HangCatalog(json: frame.payload.array)
-                    if !catalog.video.renditions.isEmpty && !catalog.audio.renditions.isEmpty { break reading }
+        return try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) {
+            (relay) async throws in
+            let connection = ["--url", "moql://127.0.0.1:\(relay.port)/anon", "--tls-fingerprint", relay.fingerprint]
+            let publisher = try CLI.start(
+                ["publish"] + connection + ["--broadcast", broadcast, "--source", "file:\(path)"] + extra)
+            let session = try await MoqSession.connect(
+                "moql://127.0.0.1:\(relay.port)/anon",
+                options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
+            defer { session.close() }
+            try await session.waitForBroadcast(broadcast, timeout: .seconds(30))
+            // Until the catalog names both kinds: subscribing again when its track ends or fails before
+            // (once CI saw no catalog at all, under ThreadSanitizer; what happened is recorded).
+            var catalog = HangCatalog()
+            var attempts: [String] = []
+            let deadline = ContinuousClock.now + .seconds(30)
+            reading: while ContinuousClock.now < deadline, publisher.process.isRunning {
+                let catalogTrack = session.subscribe(broadcast: broadcast, track: HangCatalog.trackName)
+                defer { catalogTrack.cancel() }
+                let consumer = catalogTrack.consumer(maxLatencyMs: 10_000)
+                do {
+                    while let group = try await consumer.nextGroup() {
+                        guard let frame = try await group.nextFrame() else { continue }
+                        catalog = try HangCatalog(json: frame.payload.array)
+                        if !catalog.video.renditions.isEmpty && !catalog.audio.renditions.isEmpty { break reading }
+                    }
+                    attempts.append("the catalog track ended")
+                } catch {
+                    attempts.append("\(error)")
                 }
-                attempts.append("the catalog track ended")
-            } catch {
-                attempts.append("\(error)")
+                try await Task.sleep(for: .milliseconds(100))
             }
-            try await Task.sleep(for: .milliseconds(100))
+            if catalog.video.renditions.isEmpty || catalog.audio.renditions.isEmpty {
+                Issue.record("no complete catalog: \(attempts), publisher running: \(publisher.process.isRunning)")
+            }
+            let result = try await publisher.wait(timeout: .seconds(30))
+            return (catalog, result)
         }
-        if catalog.video.renditions.isEmpty || catalog.audio.renditions.isEmpty {
-            Issue.record("no complete catalog: \(attempts), publisher running: \(publisher.process.isRunning)")
-        }
-        let result = try await publisher.wait(timeout: .seconds(30))
-        return (catalog, result)
     }
 
     @Test("make demo's script: relay, publish, play back headless, stats each second, exit 0")

@@ -49,35 +49,35 @@ struct CMAFTests {
 
     @Test("mp4mux (fragmented) ! moqsink → moqsrc ! decodebin: both tracks decode, timestamps monotonic")
     func swiftCMAFToMoqsrc() async throws {
-        let relay = try localRelay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let name = "cmaf-\(UInt32.random(in: 0...UInt32.max))"
-        let publisher = try TestPipeline(
-            Self.fragmentedMP4(frames: 100_000)
-                + "mux. ! moqsink name=sink \(relay.elementProperties) broadcast=\(name)")
-        #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
-        defer { publisher.setState(GST_STATE_NULL) }
-        let player = try TestPipeline(
-            "moqsrc name=s \(relay.elementProperties) broadcast=\(name) "
-                + "s.video_0 ! decodebin ! video/x-raw ! appsink name=v sync=false "
-                + "s.audio_0 ! decodebin ! audio/x-raw ! appsink name=a sync=false")
-        #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-        defer { player.setState(GST_STATE_NULL) }
-        let video = AppSinkCollector(player.element("v")!)
-        let audio = AppSinkCollector(player.element("a")!)
-        defer {
-            video.stop()
-            audio.stop()
+        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+            let name = "cmaf-\(UInt32.random(in: 0...UInt32.max))"
+            let publisher = try TestPipeline(
+                Self.fragmentedMP4(frames: 100_000)
+                    + "mux. ! moqsink name=sink \(relay.elementProperties) broadcast=\(name)")
+            #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
+            defer { publisher.setState(GST_STATE_NULL) }
+            let player = try TestPipeline(
+                "moqsrc name=s \(relay.elementProperties) broadcast=\(name) "
+                    + "s.video_0 ! decodebin ! video/x-raw ! appsink name=v sync=false "
+                    + "s.audio_0 ! decodebin ! audio/x-raw ! appsink name=a sync=false")
+            #expect(player.play() != GST_STATE_CHANGE_FAILURE)
+            defer { player.setState(GST_STATE_NULL) }
+            let video = AppSinkCollector(player.element("v")!)
+            let audio = AppSinkCollector(player.element("a")!)
+            defer {
+                video.stop()
+                audio.stop()
+            }
+            try await eventually("60 video frames and 100 audio buffers decoded", timeout: .seconds(20)) {
+                video.count >= 60 && audio.count >= 100
+            }
+            #expect(isMonotonic(video.all), "video timestamps go backwards")
+            #expect(isMonotonic(audio.all), "audio timestamps go backwards")
+            #expect(player.errors.isEmpty && publisher.errors.isEmpty, "\(player.errors) \(publisher.errors)")
+            let sink = publisher.element("sink")
+            defer { sink.map { gst_object_unref($0) } }
+            #expect(sink.flatMap { stringProperty($0, "stats") }?.contains("frames") == true)
         }
-        try await eventually("60 video frames and 100 audio buffers decoded", timeout: .seconds(20)) {
-            video.count >= 60 && audio.count >= 100
-        }
-        #expect(isMonotonic(video.all), "video timestamps go backwards")
-        #expect(isMonotonic(audio.all), "audio timestamps go backwards")
-        #expect(player.errors.isEmpty && publisher.errors.isEmpty, "\(player.errors) \(publisher.errors)")
-        let sink = publisher.element("sink")
-        defer { sink.map { gst_object_unref($0) } }
-        #expect(sink.flatMap { stringProperty($0, "stats") }?.contains("frames") == true)
     }
 
     @Test("moq-dev's fMP4 importer (CMAF tracks) → Rust relay → moqsrc ! decodebin: frames decode")
@@ -134,30 +134,31 @@ struct CMAFTests {
             ),
         ] as [([UInt8], String)])
     func malformedInput(bytes: [UInt8], expected: String) async throws {
-        let relay = try localRelay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let pipeline = try TestPipeline(
-            "appsrc name=src is-live=true format=time caps=video/quicktime,variant=iso-fragmented "
-                + "! moqsink name=m \(relay.elementProperties) broadcast=bad-mp4")
-        #expect(pipeline.play() != GST_STATE_CHANGE_FAILURE)
-        defer { pipeline.setState(GST_STATE_NULL) }
-        let src = pipeline.element("src")!
-        defer { gst_object_unref(src) }
-        let buffer = gst_buffer_new_allocate(nil, gsize(bytes.count), nil)!
-        _ = bytes.withUnsafeBytes { gst_buffer_fill(buffer, 0, $0.baseAddress, gsize(bytes.count)) }
-        var flow = GST_FLOW_OK
-        g_signal_emit_by_name_push(src, buffer, &flow)
-        let error = try await pipeline.waitFor { $0.kind == .error }
-        #expect(error.text.contains("sink_0: fragmented MP4 input") && error.text.contains(expected), "\(error.text)")
-        // The relay is unaffected: a new session still connects to it.
-        let probe = try TestPipeline(
-            "videotestsrc is-live=true num-buffers=5 ! x264enc tune=zerolatency ! h264parse "
-                + "! moqsink name=ok \(relay.elementProperties) broadcast=good")
-        #expect(probe.play() != GST_STATE_CHANGE_FAILURE)
-        defer { probe.setState(GST_STATE_NULL) }
-        let sink = probe.element("ok")!
-        defer { gst_object_unref(sink) }
-        try await eventually("the other publisher connected") { stringProperty(sink, "status") == "connected" }
-        #expect(probe.errors.isEmpty, "\(probe.errors)")
+        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+            let pipeline = try TestPipeline(
+                "appsrc name=src is-live=true format=time caps=video/quicktime,variant=iso-fragmented "
+                    + "! moqsink name=m \(relay.elementProperties) broadcast=bad-mp4")
+            #expect(pipeline.play() != GST_STATE_CHANGE_FAILURE)
+            defer { pipeline.setState(GST_STATE_NULL) }
+            let src = pipeline.element("src")!
+            defer { gst_object_unref(src) }
+            let buffer = gst_buffer_new_allocate(nil, gsize(bytes.count), nil)!
+            _ = bytes.withUnsafeBytes { gst_buffer_fill(buffer, 0, $0.baseAddress, gsize(bytes.count)) }
+            var flow = GST_FLOW_OK
+            g_signal_emit_by_name_push(src, buffer, &flow)
+            let error = try await pipeline.waitFor { $0.kind == .error }
+            #expect(
+                error.text.contains("sink_0: fragmented MP4 input") && error.text.contains(expected), "\(error.text)")
+            // The relay is unaffected: a new session still connects to it.
+            let probe = try TestPipeline(
+                "videotestsrc is-live=true num-buffers=5 ! x264enc tune=zerolatency ! h264parse "
+                    + "! moqsink name=ok \(relay.elementProperties) broadcast=good")
+            #expect(probe.play() != GST_STATE_CHANGE_FAILURE)
+            defer { probe.setState(GST_STATE_NULL) }
+            let sink = probe.element("ok")!
+            defer { gst_object_unref(sink) }
+            try await eventually("the other publisher connected") { stringProperty(sink, "status") == "connected" }
+            #expect(probe.errors.isEmpty, "\(probe.errors)")
+        }
     }
 }

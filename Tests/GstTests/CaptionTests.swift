@@ -26,78 +26,79 @@ struct CaptionTests {
 
     @Test("cues line up with the picture they were published with, keep their duration, and drive textoverlay")
     func captionsThroughTheRelay() async throws {
-        let relay = try localRelay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let publisher = try TestPipeline(
-            "moqsink name=m \(relay.elementProperties) broadcast=cc \(Publish.video) ! m.sink_0 "
-                + "appsrc name=cc is-live=true format=time caps=text/x-raw,format=utf8 ! m.sink_1")
-        #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
-        let appsrc = publisher.element("cc")!
-        defer { gst_object_unref(appsrc) }
-        // The first cue at once: its caps put the rendition in the catalog before the players look.
-        Self.push(appsrc, bytes: Array("cue 1".utf8), atMs: 1000)
-        let sink = publisher.element("m")!
-        defer { gst_object_unref(sink) }
-        try await eventually("the caption rendition in the catalog") {
-            stringProperty(sink, "stats")?.contains("1.wvtt") == true
+        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+            let publisher = try TestPipeline(
+                "moqsink name=m \(relay.elementProperties) broadcast=cc \(Publish.video) ! m.sink_0 "
+                    + "appsrc name=cc is-live=true format=time caps=text/x-raw,format=utf8 ! m.sink_1")
+            #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
+            let appsrc = publisher.element("cc")!
+            defer { gst_object_unref(appsrc) }
+            // The first cue at once: its caps put the rendition in the catalog before the players look.
+            Self.push(appsrc, bytes: Array("cue 1".utf8), atMs: 1000)
+            let sink = publisher.element("m")!
+            defer { gst_object_unref(sink) }
+            try await eventually("the caption rendition in the catalog") {
+                stringProperty(sink, "stats")?.contains("1.wvtt") == true
+            }
+            let player = try TestPipeline(
+                "moqsrc name=s \(relay.elementProperties) broadcast=cc latency=300 "
+                    + "s.video_0 ! appsink name=v sync=false s.text_0 ! appsink name=t sync=false")
+            let overlay = try TestPipeline(
+                "moqsrc name=s \(relay.elementProperties) broadcast=cc latency=300 "
+                    + "s.video_0 ! decodebin ! videoconvert ! textoverlay name=o ! appsink name=v sync=true "
+                    + "s.text_0 ! o.text_sink")
+            #expect(player.play() != GST_STATE_CHANGE_FAILURE)
+            #expect(overlay.play() != GST_STATE_CHANGE_FAILURE)
+            let video = AppSinkCollector(player.element("v")!)
+            let text = AppSinkCollector(player.element("t")!)
+            let shown = AppSinkCollector(overlay.element("v")!)
+            defer {
+                video.stop()
+                text.stop()
+                shown.stop()
+            }
+            // One cue a second, each pushed half a second before it is due; cue 4 is not UTF-8.
+            let start = ContinuousClock.now
+            for n in 2...6 {
+                try await Task.sleep(until: start + .milliseconds(Int(n) * 1000 - 1500), clock: .continuous)
+                let bytes = n == 4 ? [0x63, 0xFF, 0xFE] : Array("cue \(n)".utf8)
+                Self.push(appsrc, bytes: bytes, atMs: UInt64(n) * 1000)
+            }
+            try await eventually("cues 5 and 6", timeout: .seconds(20)) {
+                text.all.contains { $0.bytes == Array("cue 6".utf8) }
+            }
+            let cues = text.all.filter { !($0.bytes ?? []).isEmpty }
+            let texts = cues.map { String(decoding: $0.bytes ?? [], as: UTF8.self) }
+            #expect(texts == ["cue 1", "cue 2", "cue 3", "cue 5", "cue 6"], "\(texts)")
+            #expect(!texts.contains { $0.hasPrefix("c\u{FFFD}") }, "the malformed cue was dropped")
+            #expect(cues.allSatisfy { $0.duration == 500_000_000 }, "\(cues.map(\.duration))")
+            // Each cue on the picture's timeline: publisher time maps to running time as for the frames.
+            var matched = 0
+            for cue in cues {
+                let n = UInt64(String(decoding: cue.bytes ?? [], as: UTF8.self).dropFirst(4)) ?? 0
+                let cueUs = Int64(n * 1_000_000)
+                guard
+                    let frame = video.all.filter({ $0.publisherTime != nil && $0.pts != nil }).min(by: {
+                        abs(Int64($0.publisherTime! / 1000) - cueUs) < abs(Int64($1.publisherTime! / 1000) - cueUs)
+                    }), let cuePts = cue.pts
+                else { continue }
+                let frameOffset = Int64(bitPattern: frame.pts! &- frame.publisherTime!)
+                let cueOffset = Int64(bitPattern: cuePts &- UInt64(cueUs) * 1000)
+                #expect(
+                    abs(cueOffset - frameOffset) < 1_000_000, "cue \(n): \((cueOffset - frameOffset) / 1000) µs off")
+                matched += 1
+            }
+            #expect(matched >= 2, "cues matched with their frames: \(matched)")
+            let warning = publisher.warnings.first { $0.text.contains("caption buffer was dropped") }
+            #expect(warning?.text.contains("not UTF-8") == true, "\(publisher.warnings)")
+            #expect(publisher.errors.isEmpty && player.errors.isEmpty, "\(publisher.errors) \(player.errors)")
+            // With an overlay waiting for text, the picture still plays in real time (GAPs between cues).
+            try await eventually("the overlaid picture plays", timeout: .seconds(20)) { shown.count >= 90 }
+            #expect(overlay.errors.isEmpty, "\(overlay.errors)")
+            overlay.setState(GST_STATE_NULL)
+            player.setState(GST_STATE_NULL)
+            publisher.setState(GST_STATE_NULL)
         }
-        let player = try TestPipeline(
-            "moqsrc name=s \(relay.elementProperties) broadcast=cc latency=300 "
-                + "s.video_0 ! appsink name=v sync=false s.text_0 ! appsink name=t sync=false")
-        let overlay = try TestPipeline(
-            "moqsrc name=s \(relay.elementProperties) broadcast=cc latency=300 "
-                + "s.video_0 ! decodebin ! videoconvert ! textoverlay name=o ! appsink name=v sync=true "
-                + "s.text_0 ! o.text_sink")
-        #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-        #expect(overlay.play() != GST_STATE_CHANGE_FAILURE)
-        let video = AppSinkCollector(player.element("v")!)
-        let text = AppSinkCollector(player.element("t")!)
-        let shown = AppSinkCollector(overlay.element("v")!)
-        defer {
-            video.stop()
-            text.stop()
-            shown.stop()
-        }
-        // One cue a second, each pushed half a second before it is due; cue 4 is not UTF-8.
-        let start = ContinuousClock.now
-        for n in 2...6 {
-            try await Task.sleep(until: start + .milliseconds(Int(n) * 1000 - 1500), clock: .continuous)
-            let bytes = n == 4 ? [0x63, 0xFF, 0xFE] : Array("cue \(n)".utf8)
-            Self.push(appsrc, bytes: bytes, atMs: UInt64(n) * 1000)
-        }
-        try await eventually("cues 5 and 6", timeout: .seconds(20)) {
-            text.all.contains { $0.bytes == Array("cue 6".utf8) }
-        }
-        let cues = text.all.filter { !($0.bytes ?? []).isEmpty }
-        let texts = cues.map { String(decoding: $0.bytes ?? [], as: UTF8.self) }
-        #expect(texts == ["cue 1", "cue 2", "cue 3", "cue 5", "cue 6"], "\(texts)")
-        #expect(!texts.contains { $0.hasPrefix("c\u{FFFD}") }, "the malformed cue was dropped")
-        #expect(cues.allSatisfy { $0.duration == 500_000_000 }, "\(cues.map(\.duration))")
-        // Each cue on the picture's timeline: publisher time maps to running time as for the frames.
-        var matched = 0
-        for cue in cues {
-            let n = UInt64(String(decoding: cue.bytes ?? [], as: UTF8.self).dropFirst(4)) ?? 0
-            let cueUs = Int64(n * 1_000_000)
-            guard
-                let frame = video.all.filter({ $0.publisherTime != nil && $0.pts != nil }).min(by: {
-                    abs(Int64($0.publisherTime! / 1000) - cueUs) < abs(Int64($1.publisherTime! / 1000) - cueUs)
-                }), let cuePts = cue.pts
-            else { continue }
-            let frameOffset = Int64(bitPattern: frame.pts! &- frame.publisherTime!)
-            let cueOffset = Int64(bitPattern: cuePts &- UInt64(cueUs) * 1000)
-            #expect(abs(cueOffset - frameOffset) < 1_000_000, "cue \(n): \((cueOffset - frameOffset) / 1000) µs off")
-            matched += 1
-        }
-        #expect(matched >= 2, "cues matched with their frames: \(matched)")
-        let warning = publisher.warnings.first { $0.text.contains("caption buffer was dropped") }
-        #expect(warning?.text.contains("not UTF-8") == true, "\(publisher.warnings)")
-        #expect(publisher.errors.isEmpty && player.errors.isEmpty, "\(publisher.errors) \(player.errors)")
-        // With an overlay waiting for text, the picture still plays in real time (GAPs between cues).
-        try await eventually("the overlaid picture plays", timeout: .seconds(20)) { shown.count >= 90 }
-        #expect(overlay.errors.isEmpty, "\(overlay.errors)")
-        overlay.setState(GST_STATE_NULL)
-        player.setState(GST_STATE_NULL)
-        publisher.setState(GST_STATE_NULL)
     }
 
     @Test("moq-dev's player reads a catalog with captions: it parses, and decodes the video beside them")

@@ -46,64 +46,70 @@ struct DropInTests {
 
     @Test("publish (parsebin → moqsink url=http://…) and both documented ways to watch (moqsrc url=http://…)")
     func documentedPipelines() async throws {
-        let relay = try MoqRelay.start(MoqRelay.Configuration(host: "127.0.0.1", port: 0, logger: .silent))
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let file = try await Self.mp4()
-        defer { try? FileManager.default.removeItem(at: file) }
-        let publisher = try TestPipeline(Self.publisher(file, port: relay.port))
-        #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
-        defer { publisher.setState(GST_STATE_NULL) }
+        try await scoped(
+            try MoqRelay.start(MoqRelay.Configuration(host: "127.0.0.1", port: 0, logger: .silent)),
+            teardown: { await $0.shutdown(grace: .zero) }
+        ) { (relay) async throws in
+            let file = try await Self.mp4()
+            defer { try? FileManager.default.removeItem(at: file) }
+            let publisher = try TestPipeline(Self.publisher(file, port: relay.port))
+            #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
+            defer { publisher.setState(GST_STATE_NULL) }
 
-        // "Subscribe", the two-branch form: one pad per rendition, linked by name.
-        let both = try TestPipeline(
-            """
-            moqsrc name=s url="http://localhost:\(relay.port)" broadcast="bbb" \
-              s.video_0 ! queue ! decodebin3 ! videoconvert ! appsink name=video sync=false \
-              s.audio_0 ! queue ! decodebin3 ! audioconvert ! appsink name=audio sync=false
-            """)
-        #expect(both.play() != GST_STATE_CHANGE_FAILURE)
-        let video = AppSinkCollector(both.element("video")!)
-        let audio = AppSinkCollector(both.element("audio")!)
-        try await eventually("decoded video and audio", timeout: .seconds(30)) {
-            video.count >= 30 && audio.count >= 30
+            // "Subscribe", the two-branch form: one pad per rendition, linked by name.
+            let both = try TestPipeline(
+                """
+                moqsrc name=s url="http://localhost:\(relay.port)" broadcast="bbb" \
+                  s.video_0 ! queue ! decodebin3 ! videoconvert ! appsink name=video sync=false \
+                  s.audio_0 ! queue ! decodebin3 ! audioconvert ! appsink name=audio sync=false
+                """)
+            #expect(both.play() != GST_STATE_CHANGE_FAILURE)
+            let video = AppSinkCollector(both.element("video")!)
+            let audio = AppSinkCollector(both.element("audio")!)
+            try await eventually("decoded video and audio", timeout: .seconds(30)) {
+                video.count >= 30 && audio.count >= 30
+            }
+            video.stop()
+            audio.stop()
+            #expect(both.errors.isEmpty, "\(both.errors)")
+            both.setState(GST_STATE_NULL)
+
+            // The terse form: `moqsrc ! decodebin3 ! …` links the first pad offered (video).
+            let terse = try TestPipeline(Self.terseViewer(port: relay.port))
+            #expect(terse.play() != GST_STATE_CHANGE_FAILURE)
+            let frames = AppSinkCollector(terse.element("out")!)
+            try await eventually("decoded video (terse form)", timeout: .seconds(30)) { frames.count >= 30 }
+            frames.stop()
+            #expect(terse.errors.isEmpty, "\(terse.errors)")
+            terse.setState(GST_STATE_NULL)
+            #expect(publisher.errors.isEmpty, "\(publisher.errors)")
         }
-        video.stop()
-        audio.stop()
-        #expect(both.errors.isEmpty, "\(both.errors)")
-        both.setState(GST_STATE_NULL)
-
-        // The terse form: `moqsrc ! decodebin3 ! …` links the first pad offered (video).
-        let terse = try TestPipeline(Self.terseViewer(port: relay.port))
-        #expect(terse.play() != GST_STATE_CHANGE_FAILURE)
-        let frames = AppSinkCollector(terse.element("out")!)
-        try await eventually("decoded video (terse form)", timeout: .seconds(30)) { frames.count >= 30 }
-        frames.stop()
-        #expect(terse.errors.isEmpty, "\(terse.errors)")
-        terse.setState(GST_STATE_NULL)
-        #expect(publisher.errors.isEmpty, "\(publisher.errors)")
     }
 
     @Test("UDP blocked: the same pipelines with url=http://… fall back to WebSocket (both elements) and play")
     func udpBlocked() async throws {
-        let relay = try MoqRelay.start(MoqRelay.Configuration(host: "127.0.0.1", port: 0, logger: .silent))
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        // A port where UDP goes nowhere and TCP reaches the relay's HTTP port: QUIC never answers.
-        let blackhole = try RustPeer.launch(["udp-blackhole", "--target", "\(relay.port)"])
-        defer { blackhole.terminateInBackground() }
-        let port = UInt16(try await blackhole.waitFor(event: "listening", timeout: .seconds(20)).int("port") ?? 0)
-        let file = try await Self.mp4()
-        defer { try? FileManager.default.removeItem(at: file) }
-        let publisher = try TestPipeline(Self.publisher(file, host: "127.0.0.1", port: port))
-        #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
-        defer { publisher.setState(GST_STATE_NULL) }
-        let terse = try TestPipeline(Self.terseViewer(host: "127.0.0.1", port: port))
-        #expect(terse.play() != GST_STATE_CHANGE_FAILURE)
-        let frames = AppSinkCollector(terse.element("out")!)
-        try await eventually("decoded video over WebSocket", timeout: .seconds(30)) { frames.count >= 30 }
-        frames.stop()
-        #expect(await relay.sessionStats().map(\.binding) == [.webSocket, .webSocket])
-        #expect(terse.errors.isEmpty, "\(terse.errors)")
-        #expect(publisher.errors.isEmpty, "\(publisher.errors)")
-        terse.setState(GST_STATE_NULL)
+        try await scoped(
+            try MoqRelay.start(MoqRelay.Configuration(host: "127.0.0.1", port: 0, logger: .silent)),
+            teardown: { await $0.shutdown(grace: .zero) }
+        ) { (relay) async throws in
+            // A port where UDP goes nowhere and TCP reaches the relay's HTTP port: QUIC never answers.
+            let blackhole = try RustPeer.launch(["udp-blackhole", "--target", "\(relay.port)"])
+            defer { blackhole.terminateInBackground() }
+            let port = UInt16(try await blackhole.waitFor(event: "listening", timeout: .seconds(20)).int("port") ?? 0)
+            let file = try await Self.mp4()
+            defer { try? FileManager.default.removeItem(at: file) }
+            let publisher = try TestPipeline(Self.publisher(file, host: "127.0.0.1", port: port))
+            #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
+            defer { publisher.setState(GST_STATE_NULL) }
+            let terse = try TestPipeline(Self.terseViewer(host: "127.0.0.1", port: port))
+            #expect(terse.play() != GST_STATE_CHANGE_FAILURE)
+            let frames = AppSinkCollector(terse.element("out")!)
+            try await eventually("decoded video over WebSocket", timeout: .seconds(30)) { frames.count >= 30 }
+            frames.stop()
+            #expect(await relay.sessionStats().map(\.binding) == [.webSocket, .webSocket])
+            #expect(terse.errors.isEmpty, "\(terse.errors)")
+            #expect(publisher.errors.isEmpty, "\(publisher.errors)")
+            terse.setState(GST_STATE_NULL)
+        }
     }
 }

@@ -31,58 +31,60 @@ func structureField(_ element: UnsafeMutablePointer<GstElement>, _ property: Str
 struct ElementStatusTests {
     @Test("connection-stats, sessions and the estimated rates on moqsink and moqsrc")
     func connectionStats() async throws {
-        let relay = try localRelay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "status")
-        #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
-        let player = try TestPipeline(
-            "moqsrc name=s \(relay.elementProperties) broadcast=status "
-                + "s.video_0 ! fakesink sync=false s.audio_0 ! fakesink sync=false")
-        #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-        let sink = publisher.element("m")!
-        let src = player.element("s")!
-        defer {
-            gst_object_unref(sink)
-            gst_object_unref(src)
-        }
-        var notified = 0
-        let counter = Unmanaged.passRetained(NotifyCounter())
-        defer { counter.release() }
-        g_signal_connect_data(
-            sink, "notify::estimated-send-rate",
-            unsafeBitCast(
-                { (_: UnsafeMutableRawPointer?, _: UnsafeMutableRawPointer?, data: UnsafeMutableRawPointer?) in
-                    Unmanaged<NotifyCounter>.fromOpaque(data!).takeUnretainedValue().count.add(1, ordering: .relaxed)
-                }
-                    as @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) ->
-                    Void,
-                to: GCallback.self), counter.toOpaque(), nil, GConnectFlags(rawValue: 0))
-        try await eventually("both elements report their connection", timeout: .seconds(20)) {
-            notified = counter.takeUnretainedValue().count.load(ordering: .relaxed)
-            return uint64Property(sink, "estimated-send-rate") > 0 && uint64Property(src, "estimated-recv-rate") > 0
-                && (structureField(src, "connection-stats", "bytes-received") ?? 0) > 10_000 && notified > 0
-        }
-        for element in [sink, src] {
-            #expect(uint64Property(element, "sessions") == 1)
-            #expect((structureField(element, "connection-stats", "rtt-us") ?? 0) > 0)
-            for field in ["bytes-sent", "bytes-received", "packets-sent", "packets-received"] {
-                #expect((structureField(element, "connection-stats", field) ?? 0) > 0, "\(field)")
+        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+            let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "status")
+            #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
+            let player = try TestPipeline(
+                "moqsrc name=s \(relay.elementProperties) broadcast=status "
+                    + "s.video_0 ! fakesink sync=false s.audio_0 ! fakesink sync=false")
+            #expect(player.play() != GST_STATE_CHANGE_FAILURE)
+            let sink = publisher.element("m")!
+            let src = player.element("s")!
+            defer {
+                gst_object_unref(sink)
+                gst_object_unref(src)
             }
-            #expect(structureField(element, "connection-stats", "packets-lost") != nil)
+            var notified = 0
+            let counter = Unmanaged.passRetained(NotifyCounter())
+            defer { counter.release() }
+            g_signal_connect_data(
+                sink, "notify::estimated-send-rate",
+                unsafeBitCast(
+                    { (_: UnsafeMutableRawPointer?, _: UnsafeMutableRawPointer?, data: UnsafeMutableRawPointer?) in
+                        Unmanaged<NotifyCounter>.fromOpaque(data!).takeUnretainedValue().count.add(
+                            1, ordering: .relaxed)
+                    }
+                        as @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?)
+                        ->
+                        Void,
+                    to: GCallback.self), counter.toOpaque(), nil, GConnectFlags(rawValue: 0))
+            try await eventually("both elements report their connection", timeout: .seconds(20)) {
+                notified = counter.takeUnretainedValue().count.load(ordering: .relaxed)
+                return uint64Property(sink, "estimated-send-rate") > 0 && uint64Property(src, "estimated-recv-rate") > 0
+                    && (structureField(src, "connection-stats", "bytes-received") ?? 0) > 10_000 && notified > 0
+            }
+            for element in [sink, src] {
+                #expect(uint64Property(element, "sessions") == 1)
+                #expect((structureField(element, "connection-stats", "rtt-us") ?? 0) > 0)
+                for field in ["bytes-sent", "bytes-received", "packets-sent", "packets-received"] {
+                    #expect((structureField(element, "connection-stats", field) ?? 0) > 0, "\(field)")
+                }
+                #expect(structureField(element, "connection-stats", "packets-lost") != nil)
+            }
+            // The sink sends media, the player mostly receives it (keep-alives alone are under 1 kbit/s;
+            // the bound leaves room for a slow moment under ThreadSanitizer, where 25 kbit/s was seen).
+            #expect((structureField(sink, "connection-stats", "rate-bps") ?? 0) > 10_000)
+            #expect((structureField(src, "connection-stats", "recv-rate-bps") ?? 0) > 10_000)
+            // moq-gst's names before 0.4.9 read the same figures.
+            #expect(uint64Property(sink, "estimated-send-bitrate") > 0)
+            #expect(uint64Property(src, "estimated-recv-bitrate") > 0)
+            player.setState(GST_STATE_NULL)
+            publisher.setState(GST_STATE_NULL)
+            // Stopped: the connection figures are zeros, the session count stays.
+            #expect(uint64Property(sink, "estimated-send-rate") == 0)
+            #expect(structureField(sink, "connection-stats", "bytes-sent") == 0)
+            #expect(uint64Property(sink, "sessions") == 1)
         }
-        // The sink sends media, the player mostly receives it (keep-alives alone are under 1 kbit/s;
-        // the bound leaves room for a slow moment under ThreadSanitizer, where 25 kbit/s was seen).
-        #expect((structureField(sink, "connection-stats", "rate-bps") ?? 0) > 10_000)
-        #expect((structureField(src, "connection-stats", "recv-rate-bps") ?? 0) > 10_000)
-        // moq-gst's names before 0.4.9 read the same figures.
-        #expect(uint64Property(sink, "estimated-send-bitrate") > 0)
-        #expect(uint64Property(src, "estimated-recv-bitrate") > 0)
-        player.setState(GST_STATE_NULL)
-        publisher.setState(GST_STATE_NULL)
-        // Stopped: the connection figures are zeros, the session count stays.
-        #expect(uint64Property(sink, "estimated-send-rate") == 0)
-        #expect(structureField(sink, "connection-stats", "bytes-sent") == 0)
-        #expect(uint64Property(sink, "sessions") == 1)
     }
 
     @Test(
@@ -95,40 +97,42 @@ struct ElementStatusTests {
         // player's session open forever (CI saw one session in 20 s).
         var configuration = MoqRelay.Configuration(host: "127.0.0.1", port: 0, logger: .silent)
         configuration.keepAliveInterval = .zero
-        let relay = try MoqRelay.start(configuration)
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        // Nobody publishes: the players wait for the broadcast and nothing flows but keep-alives.
-        let quiet = try TestPipeline(
-            "moqsrc name=s \(relay.elementProperties) broadcast=nobody timeout=0 quic-idle-timeout=1000 "
-                + "quic-keep-alive=0 ! fakesink")
-        let alive = try TestPipeline(
-            "moqsrc name=s \(relay.elementProperties) broadcast=nobody timeout=0 quic-idle-timeout=1000 "
-                + "quic-keep-alive=250 ! fakesink")
-        let quietSrc = quiet.element("s")!
-        let aliveSrc = alive.element("s")!
-        defer {
-            gst_object_unref(quietSrc)
-            gst_object_unref(aliveSrc)
-        }
-        #expect(uintProperty(quietSrc, "quic-idle-timeout") == 1000 && uintProperty(quietSrc, "quic-keep-alive") == 0)
-        _ = quiet.setState(GST_STATE_PAUSED)
-        _ = alive.setState(GST_STATE_PAUSED)
-        // Idle for a second: the quiet session closes and the element reconnects, twice; meanwhile
-        // the keep-alives hold the other one's first session. An idle timeout is at least three probe
-        // timeouts, so a loaded machine (a slow handshake's round trip) stretches it: `make test` once
-        // saw one session in 20 s with the relay's PINGs off; the detail says how long the round trip was.
-        try await eventually(
-            "the quiet player's third session", timeout: .seconds(60),
-            detail: {
-                "sessions \(uint64Property(quietSrc, "sessions")), rtt-us "
-                    + "\(structureField(quietSrc, "connection-stats", "rtt-us") ?? -1)"
+        try await scoped(try MoqRelay.start(configuration), teardown: { await $0.shutdown(grace: .zero) }) {
+            (relay) async throws in
+            // Nobody publishes: the players wait for the broadcast and nothing flows but keep-alives.
+            let quiet = try TestPipeline(
+                "moqsrc name=s \(relay.elementProperties) broadcast=nobody timeout=0 quic-idle-timeout=1000 "
+                    + "quic-keep-alive=0 ! fakesink")
+            let alive = try TestPipeline(
+                "moqsrc name=s \(relay.elementProperties) broadcast=nobody timeout=0 quic-idle-timeout=1000 "
+                    + "quic-keep-alive=250 ! fakesink")
+            let quietSrc = quiet.element("s")!
+            let aliveSrc = alive.element("s")!
+            defer {
+                gst_object_unref(quietSrc)
+                gst_object_unref(aliveSrc)
             }
-        ) {
-            uint64Property(quietSrc, "sessions") >= 3
+            #expect(
+                uintProperty(quietSrc, "quic-idle-timeout") == 1000 && uintProperty(quietSrc, "quic-keep-alive") == 0)
+            _ = quiet.setState(GST_STATE_PAUSED)
+            _ = alive.setState(GST_STATE_PAUSED)
+            // Idle for a second: the quiet session closes and the element reconnects, twice; meanwhile
+            // the keep-alives hold the other one's first session. An idle timeout is at least three probe
+            // timeouts, so a loaded machine (a slow handshake's round trip) stretches it: `make test` once
+            // saw one session in 20 s with the relay's PINGs off; the detail says how long the round trip was.
+            try await eventually(
+                "the quiet player's third session", timeout: .seconds(60),
+                detail: {
+                    "sessions \(uint64Property(quietSrc, "sessions")), rtt-us "
+                        + "\(structureField(quietSrc, "connection-stats", "rtt-us") ?? -1)"
+                }
+            ) {
+                uint64Property(quietSrc, "sessions") >= 3
+            }
+            #expect(uint64Property(aliveSrc, "sessions") == 1)
+            quiet.setState(GST_STATE_NULL)
+            alive.setState(GST_STATE_NULL)
         }
-        #expect(uint64Property(aliveSrc, "sessions") == 1)
-        quiet.setState(GST_STATE_NULL)
-        alive.setState(GST_STATE_NULL)
     }
 
     @Test("defaults: quic-idle-timeout 10 s, quic-keep-alive 1 s (the client's own)")
@@ -145,46 +149,46 @@ struct ElementStatusTests {
 
     @Test("track-status: publishing, then ended at EOS; an unsupported input is error with track-error saying why")
     func trackStatus() async throws {
-        let relay = try localRelay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let good = try TestPipeline(
-            "audiotestsrc num-buffers=50 ! audio/x-raw,rate=48000,channels=2 ! opusenc ! "
-                + "moqsink name=m \(relay.elementProperties) broadcast=tracks")
-        let sink = good.element("m")!
-        defer { gst_object_unref(sink) }
-        let pad = gst_element_get_static_pad(sink, "sink_0")!
-        defer { gst_object_unref(pad) }
-        let padObject = UnsafeMutableRawPointer(pad)
-        #expect(padStatus(padObject) == "waiting")
-        #expect(good.play() != GST_STATE_CHANGE_FAILURE)
-        try await eventually("the pad publishes") {
-            padStatus(padObject) == "publishing" || padStatus(padObject) == "ended"
-        }
-        try await good.waitFor { $0.kind == .eos }
-        #expect(padStatus(padObject) == "ended")
-        #expect(padError(padObject) == nil)
-        good.setState(GST_STATE_NULL)
-        #expect(padStatus(padObject) == "waiting")
+        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+            let good = try TestPipeline(
+                "audiotestsrc num-buffers=50 ! audio/x-raw,rate=48000,channels=2 ! opusenc ! "
+                    + "moqsink name=m \(relay.elementProperties) broadcast=tracks")
+            let sink = good.element("m")!
+            defer { gst_object_unref(sink) }
+            let pad = gst_element_get_static_pad(sink, "sink_0")!
+            defer { gst_object_unref(pad) }
+            let padObject = UnsafeMutableRawPointer(pad)
+            #expect(padStatus(padObject) == "waiting")
+            #expect(good.play() != GST_STATE_CHANGE_FAILURE)
+            try await eventually("the pad publishes") {
+                padStatus(padObject) == "publishing" || padStatus(padObject) == "ended"
+            }
+            try await good.waitFor { $0.kind == .eos }
+            #expect(padStatus(padObject) == "ended")
+            #expect(padError(padObject) == nil)
+            good.setState(GST_STATE_NULL)
+            #expect(padStatus(padObject) == "waiting")
 
-        // Raw AAC without its AudioSpecificConfig cannot be described in a catalog.
-        let bad = try TestPipeline(
-            "appsrc name=src is-live=true format=time caps=audio/mpeg,mpegversion=4,stream-format=raw,rate=48000,channels=2 "
-                + "! moqsink name=m \(relay.elementProperties) broadcast=bad")
-        #expect(bad.play() != GST_STATE_CHANGE_FAILURE)
-        let badSink = bad.element("m")!
-        let src = bad.element("src")!
-        defer {
-            gst_object_unref(badSink)
-            gst_object_unref(src)
+            // Raw AAC without its AudioSpecificConfig cannot be described in a catalog.
+            let bad = try TestPipeline(
+                "appsrc name=src is-live=true format=time caps=audio/mpeg,mpegversion=4,stream-format=raw,rate=48000,channels=2 "
+                    + "! moqsink name=m \(relay.elementProperties) broadcast=bad")
+            #expect(bad.play() != GST_STATE_CHANGE_FAILURE)
+            let badSink = bad.element("m")!
+            let src = bad.element("src")!
+            defer {
+                gst_object_unref(badSink)
+                gst_object_unref(src)
+            }
+            var flow = GST_FLOW_OK
+            g_signal_emit_by_name_push(src, gst_buffer_new_allocate(nil, 16, nil)!, &flow)
+            try await bad.waitFor { $0.kind == .error }
+            let badPad = gst_element_get_static_pad(badSink, "sink_0")!
+            defer { gst_object_unref(badPad) }
+            #expect(padStatus(UnsafeMutableRawPointer(badPad)) == "error")
+            #expect(padError(UnsafeMutableRawPointer(badPad))?.contains("codec_data") == true)
+            bad.setState(GST_STATE_NULL)
         }
-        var flow = GST_FLOW_OK
-        g_signal_emit_by_name_push(src, gst_buffer_new_allocate(nil, 16, nil)!, &flow)
-        try await bad.waitFor { $0.kind == .error }
-        let badPad = gst_element_get_static_pad(badSink, "sink_0")!
-        defer { gst_object_unref(badPad) }
-        #expect(padStatus(UnsafeMutableRawPointer(badPad)) == "error")
-        #expect(padError(UnsafeMutableRawPointer(badPad))?.contains("codec_data") == true)
-        bad.setState(GST_STATE_NULL)
     }
 
     func padStatus(_ pad: UnsafeMutableRawPointer) -> String? {

@@ -6,6 +6,7 @@ import Foundation
 import MoqCatalog
 import MoqInteropSupport
 import MoqMedia
+import MoqTestKit
 import SwiftMoQ
 import Testing
 
@@ -64,42 +65,45 @@ struct MoqSinkCatalogTests {
         let expected = try MediaFormat.rendition(forCaps: caps)
         #expect(expected.family == family)
 
-        let relay = try MoqRelay.start(MoqRelay.Configuration(host: "127.0.0.1", port: 0, logger: .silent))
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let broadcast = "catalog/\(family)"
-        // The harness starts the element as soon as it has it: configure it first.
-        let element = gst_element_factory_make("moqsink", nil)!
-        setString(element, "url", "moql://127.0.0.1:\(relay.port)/anon")
-        setString(element, "broadcast", broadcast)
-        setString(element, "tls-fingerprint", relay.fingerprint)
-        let harness = gst_harness_new_with_element(element, "sink_%u", nil)!
-        defer { gst_harness_teardown(harness) }
-        gst_object_unref(element)
-        gst_harness_set_src_caps_str(harness, caps)
+        try await scoped(
+            try MoqRelay.start(MoqRelay.Configuration(host: "127.0.0.1", port: 0, logger: .silent)),
+            teardown: { await $0.shutdown(grace: .zero) }
+        ) { (relay) async throws in
+            let broadcast = "catalog/\(family)"
+            // The harness starts the element as soon as it has it: configure it first.
+            let element = gst_element_factory_make("moqsink", nil)!
+            setString(element, "url", "moql://127.0.0.1:\(relay.port)/anon")
+            setString(element, "broadcast", broadcast)
+            setString(element, "tls-fingerprint", relay.fingerprint)
+            let harness = gst_harness_new_with_element(element, "sink_%u", nil)!
+            defer { gst_harness_teardown(harness) }
+            gst_object_unref(element)
+            gst_harness_set_src_caps_str(harness, caps)
 
-        let session = try await MoqSession.connect(
-            "moql://127.0.0.1:\(relay.port)/anon",
-            options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
-        defer { session.close() }
-        try await session.waitForBroadcast(broadcast)
-        let catalogTrack = session.subscribe(broadcast: broadcast, track: HangCatalog.trackName)
-        guard let group = try await catalogTrack.consumer(maxLatencyMs: 0).nextGroup(),
-            let frame = try await group.nextFrame()
-        else {
-            Issue.record("no catalog")
-            return
-        }
-        let catalog = try HangCatalog(json: frame.payload.array)
-        let name = "0.\(family)"
-        let published = catalog.renditions.first { $0.name == name }
-        #expect(published?.config == expected.config, "caps \(caps) → \(catalog.jsonString())")
-        #expect(catalogTrack.track.info?.timescale == 1000)
-        switch expected.config {
-        case .video(let v):
-            #expect(v.codedWidth != nil && v.codedHeight != nil)
-            #expect(v.container == .legacy)
-        case .audio(let a):
-            #expect(a.sampleRate > 0 && a.numberOfChannels > 0)
+            let session = try await MoqSession.connect(
+                "moql://127.0.0.1:\(relay.port)/anon",
+                options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
+            defer { session.close() }
+            try await session.waitForBroadcast(broadcast)
+            let catalogTrack = session.subscribe(broadcast: broadcast, track: HangCatalog.trackName)
+            guard let group = try await catalogTrack.consumer(maxLatencyMs: 0).nextGroup(),
+                let frame = try await group.nextFrame()
+            else {
+                Issue.record("no catalog")
+                return
+            }
+            let catalog = try HangCatalog(json: frame.payload.array)
+            let name = "0.\(family)"
+            let published = catalog.renditions.first { $0.name == name }
+            #expect(published?.config == expected.config, "caps \(caps) → \(catalog.jsonString())")
+            #expect(catalogTrack.track.info?.timescale == 1000)
+            switch expected.config {
+            case .video(let v):
+                #expect(v.codedWidth != nil && v.codedHeight != nil)
+                #expect(v.container == .legacy)
+            case .audio(let a):
+                #expect(a.sampleRate > 0 && a.numberOfChannels > 0)
+            }
         }
     }
 
@@ -121,25 +125,28 @@ struct MoqSinkCatalogTests {
 
     @Test("a pad's track property names its track")
     func trackProperty() async throws {
-        let relay = try MoqRelay.start(MoqRelay.Configuration(host: "127.0.0.1", port: 0, logger: .silent))
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let pipeline = try TestPipeline(
-            "moqsink name=m url=moql://127.0.0.1:\(relay.port)/anon broadcast=named tls-fingerprint=\(relay.fingerprint) sink_0::track=camera "
-                + "videotestsrc is-live=true ! video/x-raw,format=I420,width=160,height=120 ! x264enc tune=zerolatency ! h264parse ! m.sink_0"
-        )
-        #expect(pipeline.play() != GST_STATE_CHANGE_FAILURE)
-        let session = try await MoqSession.connect(
-            "moql://127.0.0.1:\(relay.port)/anon",
-            options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
-        defer { session.close() }
-        try await session.waitForBroadcast("named")
-        let catalogTrack = session.subscribe(broadcast: "named", track: HangCatalog.trackName)
-        let consumer = catalogTrack.consumer(maxLatencyMs: 0)
-        let group = try #require(try await consumer.nextGroup(), "no catalog group")
-        let frame = try #require(try await group.nextFrame(), "an empty catalog group")
-        let catalog = try HangCatalog(json: frame.payload.array)
-        #expect(catalog.renditions.map(\.name) == ["camera"])
-        pipeline.setState(GST_STATE_NULL)
+        try await scoped(
+            try MoqRelay.start(MoqRelay.Configuration(host: "127.0.0.1", port: 0, logger: .silent)),
+            teardown: { await $0.shutdown(grace: .zero) }
+        ) { (relay) async throws in
+            let pipeline = try TestPipeline(
+                "moqsink name=m url=moql://127.0.0.1:\(relay.port)/anon broadcast=named tls-fingerprint=\(relay.fingerprint) sink_0::track=camera "
+                    + "videotestsrc is-live=true ! video/x-raw,format=I420,width=160,height=120 ! x264enc tune=zerolatency ! h264parse ! m.sink_0"
+            )
+            #expect(pipeline.play() != GST_STATE_CHANGE_FAILURE)
+            let session = try await MoqSession.connect(
+                "moql://127.0.0.1:\(relay.port)/anon",
+                options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
+            defer { session.close() }
+            try await session.waitForBroadcast("named")
+            let catalogTrack = session.subscribe(broadcast: "named", track: HangCatalog.trackName)
+            let consumer = catalogTrack.consumer(maxLatencyMs: 0)
+            let group = try #require(try await consumer.nextGroup(), "no catalog group")
+            let frame = try #require(try await group.nextFrame(), "an empty catalog group")
+            let catalog = try HangCatalog(json: frame.payload.array)
+            #expect(catalog.renditions.map(\.name) == ["camera"])
+            pipeline.setState(GST_STATE_NULL)
+        }
     }
 }
 

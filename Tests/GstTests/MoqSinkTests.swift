@@ -196,39 +196,43 @@ struct MoqSinkTests {
 
     @Test("H.264 4:4:4 (x264enc's default from RGB): a WARNING that says how to publish what players decode")
     func warnsAbout444() async throws {
-        let relay = try localRelay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let pipeline = try TestPipeline(
-            "videotestsrc is-live=true ! video/x-raw,format=Y444,width=320,height=240 ! x264enc tune=zerolatency ! "
-                + "h264parse ! moqsink \(relay.elementProperties) broadcast=x")
-        #expect(pipeline.play() != GST_STATE_CHANGE_FAILURE)
-        let warning = try await pipeline.waitFor { $0.kind == .warning && $0.text.contains("not decodable") }
-        #expect(warning.text.contains("4:4:4") && warning.text.contains("format=I420"), "\(warning)")
-        #expect(pipeline.errors.isEmpty)
-        pipeline.setState(GST_STATE_NULL)
+        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+            let pipeline = try TestPipeline(
+                "videotestsrc is-live=true ! video/x-raw,format=Y444,width=320,height=240 ! x264enc tune=zerolatency ! "
+                    + "h264parse ! moqsink \(relay.elementProperties) broadcast=x")
+            #expect(pipeline.play() != GST_STATE_CHANGE_FAILURE)
+            let warning = try await pipeline.waitFor { $0.kind == .warning && $0.text.contains("not decodable") }
+            #expect(warning.text.contains("4:4:4") && warning.text.contains("format=I420"), "\(warning)")
+            #expect(pipeline.errors.isEmpty)
+            pipeline.setState(GST_STATE_NULL)
+        }
     }
 
     @Test("unsupported caps: not-negotiated, with a message")
     func unsupportedCaps() async throws {
-        let relay = try MoqRelay.start(MoqRelay.Configuration(host: "127.0.0.1", port: 0, logger: .silent))
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        // Raw AAC without its AudioSpecificConfig cannot be described in a catalog.
-        let pipeline = try TestPipeline(
-            "appsrc name=src is-live=true format=time caps=audio/mpeg,mpegversion=4,stream-format=raw,rate=48000,channels=2 "
-                + "! moqsink url=moql://127.0.0.1:\(relay.port)/anon broadcast=x tls-fingerprint=\(relay.fingerprint)")
-        #expect(pipeline.play() != GST_STATE_CHANGE_FAILURE)
-        let src = pipeline.element("src")!
-        defer { gst_object_unref(src) }
-        let buffer = gst_buffer_new_allocate(nil, 16, nil)!
-        var flow = GST_FLOW_OK
-        g_signal_emit_by_name_push(src, buffer, &flow)
-        let error = try await pipeline.waitFor { $0.kind == .error }
-        #expect(error.text.contains("unsupported caps") && error.text.contains("codec_data"), "\(error)")
-        // And a format outside the template does not link at all.
-        #expect(throws: PipelineError.self) {
-            _ = try TestPipeline("videotestsrc ! video/x-raw ! moqsink url=moql://h:1/ broadcast=x")
+        try await scoped(
+            try MoqRelay.start(MoqRelay.Configuration(host: "127.0.0.1", port: 0, logger: .silent)),
+            teardown: { await $0.shutdown(grace: .zero) }
+        ) { (relay) async throws in
+            // Raw AAC without its AudioSpecificConfig cannot be described in a catalog.
+            let pipeline = try TestPipeline(
+                "appsrc name=src is-live=true format=time caps=audio/mpeg,mpegversion=4,stream-format=raw,rate=48000,channels=2 "
+                    + "! moqsink url=moql://127.0.0.1:\(relay.port)/anon broadcast=x tls-fingerprint=\(relay.fingerprint)"
+            )
+            #expect(pipeline.play() != GST_STATE_CHANGE_FAILURE)
+            let src = pipeline.element("src")!
+            defer { gst_object_unref(src) }
+            let buffer = gst_buffer_new_allocate(nil, 16, nil)!
+            var flow = GST_FLOW_OK
+            g_signal_emit_by_name_push(src, buffer, &flow)
+            let error = try await pipeline.waitFor { $0.kind == .error }
+            #expect(error.text.contains("unsupported caps") && error.text.contains("codec_data"), "\(error)")
+            // And a format outside the template does not link at all.
+            #expect(throws: PipelineError.self) {
+                _ = try TestPipeline("videotestsrc ! video/x-raw ! moqsink url=moql://h:1/ broadcast=x")
+            }
+            pipeline.setState(GST_STATE_NULL)
         }
-        pipeline.setState(GST_STATE_NULL)
     }
 }
 

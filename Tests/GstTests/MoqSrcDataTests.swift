@@ -13,46 +13,47 @@ struct MoqSrcDataTests {
 
     @Test("moqsink data pad → relay → moqsrc data-tracks=chat: every frame in order, on the media's timeline")
     func swiftToSwift() async throws {
-        let relay = try localRelay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let publisher = try TestPipeline(
-            "moqsink name=m \(relay.elementProperties) broadcast=talk sink_1::track=chat "
-                + "\(Publish.audio) ! m.sink_0 "
-                + "appsrc name=chat is-live=true do-timestamp=true format=time caps=application/x-moq-data ! m.sink_1")
-        #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
-        defer { publisher.setState(GST_STATE_NULL) }
-        // telemetry is not published: its pad waits and costs nothing.
-        let player = try TestPipeline(
-            "moqsrc name=s \(relay.elementProperties) broadcast=talk data-tracks=chat,telemetry "
-                + "s.audio_0 ! fakesink sync=true s.data_0 ! appsink name=d sync=false s.data_1 ! fakesink")
-        #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-        defer { player.setState(GST_STATE_NULL) }
-        let data = AppSinkCollector(player.element("d")!)
-        defer { data.stop() }
-        // (A sink on a track that never sends must not hold the pipeline in PAUSED: telemetry's.)
-        try await eventually("audio playing", timeout: .seconds(20)) {
-            player.collected.contains { $0.structureName == "playback.start" }
+        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+            let publisher = try TestPipeline(
+                "moqsink name=m \(relay.elementProperties) broadcast=talk sink_1::track=chat "
+                    + "\(Publish.audio) ! m.sink_0 "
+                    + "appsrc name=chat is-live=true do-timestamp=true format=time caps=application/x-moq-data ! m.sink_1"
+            )
+            #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
+            defer { publisher.setState(GST_STATE_NULL) }
+            // telemetry is not published: its pad waits and costs nothing.
+            let player = try TestPipeline(
+                "moqsrc name=s \(relay.elementProperties) broadcast=talk data-tracks=chat,telemetry "
+                    + "s.audio_0 ! fakesink sync=true s.data_0 ! appsink name=d sync=false s.data_1 ! fakesink")
+            #expect(player.play() != GST_STATE_CHANGE_FAILURE)
+            defer { player.setState(GST_STATE_NULL) }
+            let data = AppSinkCollector(player.element("d")!)
+            defer { data.stop() }
+            // (A sink on a track that never sends must not hold the pipeline in PAUSED: telemetry's.)
+            try await eventually("audio playing", timeout: .seconds(20)) {
+                player.collected.contains { $0.structureName == "playback.start" }
+            }
+            let src = publisher.element("chat")!
+            defer { gst_object_unref(src) }
+            let lines = (0..<20).map { "line \($0)" }
+            for text in lines {
+                let bytes = Array(text.utf8)
+                let buffer = gst_buffer_new_allocate(nil, gsize(bytes.count), nil)!
+                _ = bytes.withUnsafeBytes { gst_buffer_fill(buffer, 0, $0.baseAddress, gsize(bytes.count)) }
+                var flow = GST_FLOW_OK
+                g_signal_emit_by_name_push(src, buffer, &flow)
+                #expect(flow == GST_FLOW_OK)
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            try await eventually("the lines", timeout: .seconds(10)) { data.count >= lines.count }
+            let got = data.all
+            #expect(got.map(\.size) == lines.map(\.utf8.count), "one buffer per frame, whole")
+            #expect(got.map(\.hash) == lines.map { fnv(Array($0.utf8)) }, "the lines, in order")
+            // Stamped on the broadcast's timeline (the audio anchored it), in order.
+            let pts = got.compactMap(\.pts)
+            #expect(pts.count == got.count && zip(pts, pts.dropFirst()).allSatisfy { $0 <= $1 })
+            #expect(player.errors.isEmpty && publisher.errors.isEmpty, "\(player.errors) \(publisher.errors)")
         }
-        let src = publisher.element("chat")!
-        defer { gst_object_unref(src) }
-        let lines = (0..<20).map { "line \($0)" }
-        for text in lines {
-            let bytes = Array(text.utf8)
-            let buffer = gst_buffer_new_allocate(nil, gsize(bytes.count), nil)!
-            _ = bytes.withUnsafeBytes { gst_buffer_fill(buffer, 0, $0.baseAddress, gsize(bytes.count)) }
-            var flow = GST_FLOW_OK
-            g_signal_emit_by_name_push(src, buffer, &flow)
-            #expect(flow == GST_FLOW_OK)
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        try await eventually("the lines", timeout: .seconds(10)) { data.count >= lines.count }
-        let got = data.all
-        #expect(got.map(\.size) == lines.map(\.utf8.count), "one buffer per frame, whole")
-        #expect(got.map(\.hash) == lines.map { fnv(Array($0.utf8)) }, "the lines, in order")
-        // Stamped on the broadcast's timeline (the audio anchored it), in order.
-        let pts = got.compactMap(\.pts)
-        #expect(pts.count == got.count && zip(pts, pts.dropFirst()).allSatisfy { $0 <= $1 })
-        #expect(player.errors.isEmpty && publisher.errors.isEmpty, "\(player.errors) \(publisher.errors)")
     }
 
     @Test("a Rust publisher's track (no catalog) on moqsrc's data pad: every frame intact, then EOS")

@@ -46,35 +46,36 @@ struct MoqSrcDiagnosticsTests {
 
     @Test("missing groups and a malformed frame: moq-drop with stage, reason and count; none when off")
     func dropMessages() async throws {
-        let relay = try localRelay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let publisher = try await CatalogPublisher(relay, path: "gaps")
-        defer { publisher.close() }
-        var catalog = HangCatalog()
-        catalog.set("1.opus", .audio(AudioConfig(codec: "opus", sampleRate: 48000, numberOfChannels: 2)))
-        publisher.publish(catalog)
-        let feeder = Self.feedWithGaps(publisher)
-        defer { feeder.cancel() }
-        let on = try TestPipeline(
-            "moqsrc name=s \(relay.elementProperties) broadcast=gaps diagnostics=true s.audio_0 ! fakesink")
-        let off = try TestPipeline("moqsrc name=s \(relay.elementProperties) broadcast=gaps s.audio_0 ! fakesink")
-        #expect(on.play() != GST_STATE_CHANGE_FAILURE)
-        #expect(off.play() != GST_STATE_CHANGE_FAILURE)
-        try await eventually("missing groups and the malformed frame reported", timeout: .seconds(20)) {
-            on.pump()
-            let reasons = Set(drops(on).compactMap { $0.field("reason") })
-            return reasons.contains("missing-sequence") && reasons.contains("invalid-payload")
+        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+            let publisher = try await CatalogPublisher(relay, path: "gaps")
+            defer { publisher.close() }
+            var catalog = HangCatalog()
+            catalog.set("1.opus", .audio(AudioConfig(codec: "opus", sampleRate: 48000, numberOfChannels: 2)))
+            publisher.publish(catalog)
+            let feeder = Self.feedWithGaps(publisher)
+            defer { feeder.cancel() }
+            let on = try TestPipeline(
+                "moqsrc name=s \(relay.elementProperties) broadcast=gaps diagnostics=true s.audio_0 ! fakesink")
+            let off = try TestPipeline("moqsrc name=s \(relay.elementProperties) broadcast=gaps s.audio_0 ! fakesink")
+            #expect(on.play() != GST_STATE_CHANGE_FAILURE)
+            #expect(off.play() != GST_STATE_CHANGE_FAILURE)
+            try await eventually("missing groups and the malformed frame reported", timeout: .seconds(20)) {
+                on.pump()
+                let reasons = Set(drops(on).compactMap { $0.field("reason") })
+                return reasons.contains("missing-sequence") && reasons.contains("invalid-payload")
+            }
+            let missing = drops(on).filter { $0.field("reason") == "missing-sequence" }
+            #expect(missing.allSatisfy { $0.field("stage") == "transport" && $0.field("kind") == "audio" })
+            #expect(missing.allSatisfy { $0.field("track") == "1.opus" && Int($0.field("count") ?? "") ?? 0 >= 1 })
+            let invalid = drops(on).first { $0.field("reason") == "invalid-payload" }
+            #expect(
+                invalid?.field("stage") == "transport" && invalid?.field("group") != nil,
+                "\(String(describing: invalid))")
+            off.pump()
+            #expect(drops(off).isEmpty)
+            on.setState(GST_STATE_NULL)
+            off.setState(GST_STATE_NULL)
         }
-        let missing = drops(on).filter { $0.field("reason") == "missing-sequence" }
-        #expect(missing.allSatisfy { $0.field("stage") == "transport" && $0.field("kind") == "audio" })
-        #expect(missing.allSatisfy { $0.field("track") == "1.opus" && Int($0.field("count") ?? "") ?? 0 >= 1 })
-        let invalid = drops(on).first { $0.field("reason") == "invalid-payload" }
-        #expect(
-            invalid?.field("stage") == "transport" && invalid?.field("group") != nil, "\(String(describing: invalid))")
-        off.pump()
-        #expect(drops(off).isEmpty)
-        on.setState(GST_STATE_NULL)
-        off.setState(GST_STATE_NULL)
     }
 }
 

@@ -54,58 +54,59 @@ struct MoqSrcPlaybin3LadderTests {
 
     @Test("playbin3 plays the top rung of a ladder, and renegotiates when the rung changes, with no error")
     func ladderInPlaybin3() async throws {
-        let relay = try localRelay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        // Two renditions of one picture (x264 after a tee), keyframes aligned by moqsink.
-        var launch = "moqsink name=moq \(relay.elementProperties) broadcast=room/ladder keyframe-interval=500 "
-        launch += "sink_0::track=hi sink_1::track=lo "
-        launch +=
-            "videotestsrc is-live=true ! video/x-raw,format=I420,width=320,height=180,framerate=30/1 ! tee name=t "
-        for (i, (width, height, kbps)) in [(320, 180, 600), (160, 90, 150)].enumerated() {
+        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+            // Two renditions of one picture (x264 after a tee), keyframes aligned by moqsink.
+            var launch = "moqsink name=moq \(relay.elementProperties) broadcast=room/ladder keyframe-interval=500 "
+            launch += "sink_0::track=hi sink_1::track=lo "
             launch +=
-                "t. ! queue ! videoscale ! video/x-raw,width=\(width),height=\(height) "
-                + "! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=1000 bitrate=\(kbps) "
-                + "! h264parse ! video/x-h264,stream-format=avc,alignment=au ! moq.sink_\(i) "
-        }
-        let publisher = try TestPipeline(launch)
-        #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
-        defer { publisher.setState(GST_STATE_NULL) }
+                "videotestsrc is-live=true ! video/x-raw,format=I420,width=320,height=180,framerate=30/1 ! tee name=t "
+            for (i, (width, height, kbps)) in [(320, 180, 600), (160, 90, 150)].enumerated() {
+                launch +=
+                    "t. ! queue ! videoscale ! video/x-raw,width=\(width),height=\(height) "
+                    + "! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=1000 bitrate=\(kbps) "
+                    + "! h264parse ! video/x-h264,stream-format=avc,alignment=au ! moq.sink_\(i) "
+            }
+            let publisher = try TestPipeline(launch)
+            #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
+            defer { publisher.setState(GST_STATE_NULL) }
 
-        let player = try TestPipeline(
-            "playbin3 name=p uri=moql://127.0.0.1:\(relay.port)/anon/room/ladder?tls-fingerprint=\(relay.fingerprint)")
-        let source = SourceBox()
-        let setup: @convention(c) (gpointer?, UnsafeMutablePointer<GstElement>?, gpointer?) -> Void = {
-            _, element, data in
-            guard let element, let data else { return }
-            // The application allows its URI's TLS settings, and keeps the source to set a cap later.
-            setBool(element, "uri-tls", true)
-            Unmanaged<SourceBox>.fromOpaque(data).takeUnretainedValue().set(element)
+            let player = try TestPipeline(
+                "playbin3 name=p uri=moql://127.0.0.1:\(relay.port)/anon/room/ladder?tls-fingerprint=\(relay.fingerprint)"
+            )
+            let source = SourceBox()
+            let setup: @convention(c) (gpointer?, UnsafeMutablePointer<GstElement>?, gpointer?) -> Void = {
+                _, element, data in
+                guard let element, let data else { return }
+                // The application allows its URI's TLS settings, and keeps the source to set a cap later.
+                setBool(element, "uri-tls", true)
+                Unmanaged<SourceBox>.fromOpaque(data).takeUnretainedValue().set(element)
+            }
+            g_signal_connect_data(
+                player.pipeline, "source-setup", unsafeBitCast(setup, to: GCallback.self),
+                Unmanaged.passUnretained(source).toOpaque(), nil, GConnectFlags(0))
+            let videoSink = gst_element_factory_make("appsink", "v")!
+            g_object_set_property_object(player.pipeline, "video-sink", videoSink)
+            #expect(player.play() != GST_STATE_CHANGE_FAILURE)
+            let widths = Widths(videoSink)
+            defer {
+                widths.stop()
+                player.setState(GST_STATE_NULL)
+            }
+            try await eventually("the top rung decoded", timeout: .seconds(20)) {
+                widths.all.filter { $0 == 320 }.count >= 30
+            }
+            let moqsrc = try #require(source.value)
+            #expect(stringProperty(moqsrc, "video-track") == nil, "no rendition pinned: adaptive bitrate chooses")
+            // The application caps the bitrate below the top rung: moqsrc steps down, the caps change.
+            // Judged from the cap on: a player may start on the lower rung before it steps up.
+            let beforeCap = widths.all.count
+            g_object_set_property_uint(moqsrc, "max-bitrate", 300_000)
+            try await eventually("the lower rung decoded after the top", timeout: .seconds(20)) {
+                widths.all.dropFirst(beforeCap).drop { $0 == 320 }.filter { $0 == 160 }.count >= 30
+            }
+            let after = widths.all.dropFirst(beforeCap).drop { $0 != 160 }
+            #expect(!after.contains(320), "the cap holds: no frame of the top rung after the switch")
+            #expect(player.errors.isEmpty, "\(player.errors)")
         }
-        g_signal_connect_data(
-            player.pipeline, "source-setup", unsafeBitCast(setup, to: GCallback.self),
-            Unmanaged.passUnretained(source).toOpaque(), nil, GConnectFlags(0))
-        let videoSink = gst_element_factory_make("appsink", "v")!
-        g_object_set_property_object(player.pipeline, "video-sink", videoSink)
-        #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-        let widths = Widths(videoSink)
-        defer {
-            widths.stop()
-            player.setState(GST_STATE_NULL)
-        }
-        try await eventually("the top rung decoded", timeout: .seconds(20)) {
-            widths.all.filter { $0 == 320 }.count >= 30
-        }
-        let moqsrc = try #require(source.value)
-        #expect(stringProperty(moqsrc, "video-track") == nil, "no rendition pinned: adaptive bitrate chooses")
-        // The application caps the bitrate below the top rung: moqsrc steps down, the caps change.
-        // Judged from the cap on: a player may start on the lower rung before it steps up.
-        let beforeCap = widths.all.count
-        g_object_set_property_uint(moqsrc, "max-bitrate", 300_000)
-        try await eventually("the lower rung decoded after the top", timeout: .seconds(20)) {
-            widths.all.dropFirst(beforeCap).drop { $0 == 320 }.filter { $0 == 160 }.count >= 30
-        }
-        let after = widths.all.dropFirst(beforeCap).drop { $0 != 160 }
-        #expect(!after.contains(320), "the cap holds: no frame of the top rung after the switch")
-        #expect(player.errors.isEmpty, "\(player.errors)")
     }
 }

@@ -171,232 +171,237 @@ struct MoqSrcTests {
 
     @Test("moqsink → Swift relay → moqsrc in one process: the A/V offset survives (within one video frame)")
     func avOffsetPreserved() async throws {
-        let relay = try localRelay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        // Audio starts 400 ms after video on the publisher's timeline.
-        let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "av", audioOffsetNs: 400_000_000)
-        let videoIn = PadRecorder(publisher.element("vp")!)
-        let audioIn = PadRecorder(publisher.element("ap")!)
-        #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
-        let player = try TestPipeline(
-            "moqsrc name=s \(relay.elementProperties) broadcast=av "
-                + "s.video_0 ! appsink name=v sync=false s.audio_0 ! appsink name=a sync=false")
-        #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-        let video = AppSinkCollector(player.element("v")!)
-        let audio = AppSinkCollector(player.element("a")!)
-        try await eventually("3 s of media", timeout: .seconds(20)) { video.count >= 90 && audio.count >= 150 }
-        video.stop()
-        audio.stop()
-        videoIn.stop()
-        audioIn.stop()
-        /// (received pts, received − sent pts) of each buffer the publisher sent once.
-        func offsets(_ published: [SeenBuffer], _ received: [SeenBuffer]) -> [(at: Int64, offset: Int64)] {
-            // Only payloads the publisher sent once identify a buffer.
-            var counts: [UInt64: Int] = [:]
-            for p in published { counts[p.hash, default: 0] += 1 }
-            let sent = Dictionary(
-                published.filter { counts[$0.hash] == 1 }.map { ($0.hash, $0.pts ?? 0) },
-                uniquingKeysWith: { a, _ in a })
-            return received.compactMap { r in
-                sent[r.hash].map { (Int64(r.pts ?? 0), Int64(r.pts ?? 0) - Int64($0)) }
+        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+            // Audio starts 400 ms after video on the publisher's timeline.
+            let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "av", audioOffsetNs: 400_000_000)
+            let videoIn = PadRecorder(publisher.element("vp")!)
+            let audioIn = PadRecorder(publisher.element("ap")!)
+            #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
+            let player = try TestPipeline(
+                "moqsrc name=s \(relay.elementProperties) broadcast=av "
+                    + "s.video_0 ! appsink name=v sync=false s.audio_0 ! appsink name=a sync=false")
+            #expect(player.play() != GST_STATE_CHANGE_FAILURE)
+            let video = AppSinkCollector(player.element("v")!)
+            let audio = AppSinkCollector(player.element("a")!)
+            try await eventually("3 s of media", timeout: .seconds(20)) { video.count >= 90 && audio.count >= 150 }
+            video.stop()
+            audio.stop()
+            videoIn.stop()
+            audioIn.stop()
+            /// (received pts, received − sent pts) of each buffer the publisher sent once.
+            func offsets(_ published: [SeenBuffer], _ received: [SeenBuffer]) -> [(at: Int64, offset: Int64)] {
+                // Only payloads the publisher sent once identify a buffer.
+                var counts: [UInt64: Int] = [:]
+                for p in published { counts[p.hash, default: 0] += 1 }
+                let sent = Dictionary(
+                    published.filter { counts[$0.hash] == 1 }.map { ($0.hash, $0.pts ?? 0) },
+                    uniquingKeysWith: { a, _ in a })
+                return received.compactMap { r in
+                    sent[r.hash].map { (Int64(r.pts ?? 0), Int64(r.pts ?? 0) - Int64($0)) }
+                }
             }
+            // Each buffer carries the publisher's timestamp (µs precision): moqsink's running time.
+            let sentTimes = Set(videoIn.all.compactMap { $0.pts.map { $0 / 1000 } })
+            let carried = video.all.compactMap { $0.publisherTime.map { $0 / 1000 } }
+            #expect(carried.count == video.all.count, "every buffer has the publisher-time meta")
+            #expect(carried.filter { sentTimes.contains($0) }.count >= 60, "publisher times match moqsink's input")
+            let v = offsets(videoIn.all, video.all)
+            let a = offsets(audioIn.all, audio.all)
+            #expect(v.count >= 60 && a.count >= 100, "matched \(v.count) video, \(a.count) audio buffers")
+            // A stall (a loaded machine) may add latency mid-run; it moves both streams at once, so
+            // each audio buffer is compared with the video buffer played nearest to it.
+            let differences = a.compactMap { audio in
+                v.min { abs($0.at - audio.at) < abs($1.at - audio.at) }.map { abs(audio.offset - $0.offset) }
+            }.sorted()
+            let difference = differences[differences.count / 2]
+            #expect(difference < 33_000_000, "video and audio moved by different amounts: \(difference / 1_000_000) ms")
+            #expect(player.errors.isEmpty && publisher.errors.isEmpty, "\(player.errors) \(publisher.errors)")
+            player.setState(GST_STATE_NULL)
+            publisher.setState(GST_STATE_NULL)
         }
-        // Each buffer carries the publisher's timestamp (µs precision): moqsink's running time.
-        let sentTimes = Set(videoIn.all.compactMap { $0.pts.map { $0 / 1000 } })
-        let carried = video.all.compactMap { $0.publisherTime.map { $0 / 1000 } }
-        #expect(carried.count == video.all.count, "every buffer has the publisher-time meta")
-        #expect(carried.filter { sentTimes.contains($0) }.count >= 60, "publisher times match moqsink's input")
-        let v = offsets(videoIn.all, video.all)
-        let a = offsets(audioIn.all, audio.all)
-        #expect(v.count >= 60 && a.count >= 100, "matched \(v.count) video, \(a.count) audio buffers")
-        // A stall (a loaded machine) may add latency mid-run; it moves both streams at once, so
-        // each audio buffer is compared with the video buffer played nearest to it.
-        let differences = a.compactMap { audio in
-            v.min { abs($0.at - audio.at) < abs($1.at - audio.at) }.map { abs(audio.offset - $0.offset) }
-        }.sorted()
-        let difference = differences[differences.count / 2]
-        #expect(difference < 33_000_000, "video and audio moved by different amounts: \(difference / 1_000_000) ms")
-        #expect(player.errors.isEmpty && publisher.errors.isEmpty, "\(player.errors) \(publisher.errors)")
-        player.setState(GST_STATE_NULL)
-        publisher.setState(GST_STATE_NULL)
     }
 
     @Test("latency-mode=fixed, latency changed while playing: the LATENCY query and the playout delay follow")
     func latencyWhilePlaying() async throws {
-        let relay = try localRelay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "lat")
-        #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
-        let player = try TestPipeline(
-            "moqsrc name=s latency-mode=fixed latency=100 \(relay.elementProperties) broadcast=lat "
-                + "s.video_0 ! fakesink sync=true s.audio_0 ! fakesink sync=true")
-        #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-        let src = player.element("s")!
-        defer { gst_object_unref(src) }
-        func minLatencyMs() -> UInt64? {
-            let query = gst_query_new_latency()!
-            defer { gst_query_unref(query) }
-            guard gst_element_query(player.pipeline, query) != 0 else { return nil }
-            var live: gboolean = 0
-            var min: GstClockTime = 0
-            var max: GstClockTime = 0
-            gst_query_parse_latency(query, &live, &min, &max)
-            return UInt64(min) / 1_000_000
+        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+            let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "lat")
+            #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
+            let player = try TestPipeline(
+                "moqsrc name=s latency-mode=fixed latency=100 \(relay.elementProperties) broadcast=lat "
+                    + "s.video_0 ! fakesink sync=true s.audio_0 ! fakesink sync=true")
+            #expect(player.play() != GST_STATE_CHANGE_FAILURE)
+            let src = player.element("s")!
+            defer { gst_object_unref(src) }
+            func minLatencyMs() -> UInt64? {
+                let query = gst_query_new_latency()!
+                defer { gst_query_unref(query) }
+                guard gst_element_query(player.pipeline, query) != 0 else { return nil }
+                var live: gboolean = 0
+                var min: GstClockTime = 0
+                var max: GstClockTime = 0
+                gst_query_parse_latency(query, &live, &min, &max)
+                return UInt64(min) / 1_000_000
+            }
+            try await eventually("playing") { (statsField(src, "video-frames") ?? 0) > 30 }
+            let before = try #require(minLatencyMs())
+            #expect(before >= 100 && before < 400, "\(before) ms")
+            g_object_set_property_uint(src, "latency", 500)
+            try await eventually("the pipeline's latency follows") { (minLatencyMs() ?? 0) >= 500 }
+            try await eventually("the playout delay follows", timeout: .seconds(10)) {
+                (statsField(src, "video-latency-ms") ?? 0) > 350
+            }
+            #expect(statsField(src, "target-latency-ms") == 500)
+            #expect(player.errors.isEmpty, "\(player.errors)")
+            player.setState(GST_STATE_NULL)
+            publisher.setState(GST_STATE_NULL)
         }
-        try await eventually("playing") { (statsField(src, "video-frames") ?? 0) > 30 }
-        let before = try #require(minLatencyMs())
-        #expect(before >= 100 && before < 400, "\(before) ms")
-        g_object_set_property_uint(src, "latency", 500)
-        try await eventually("the pipeline's latency follows") { (minLatencyMs() ?? 0) >= 500 }
-        try await eventually("the playout delay follows", timeout: .seconds(10)) {
-            (statsField(src, "video-latency-ms") ?? 0) > 350
-        }
-        #expect(statsField(src, "target-latency-ms") == 500)
-        #expect(player.errors.isEmpty, "\(player.errors)")
-        player.setState(GST_STATE_NULL)
-        publisher.setState(GST_STATE_NULL)
     }
 
     @Test("latency-mode=auto (the default): adaptive, adding nothing to the LATENCY query; fixed once latency is set")
     func adaptiveLatencyDefault() async throws {
-        let relay = try localRelay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "adaptive")
-        #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
-        let player = try TestPipeline(
-            "moqsrc name=s \(relay.elementProperties) broadcast=adaptive "
-                + "s.video_0 ! fakesink sync=true s.audio_0 ! fakesink sync=true")
-        #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-        let src = player.element("s")!
-        defer { gst_object_unref(src) }
-        try await eventually("playing") { (statsField(src, "video-frames") ?? 0) > 30 }
-        let answer = try #require(videoPadLatency(src), "moqsrc's video pad answers the LATENCY query")
-        #expect(answer.live && answer.minNs == 0, "moqsrc answered \(answer.minNs / 1_000_000) ms")
-        #expect(stringProperty(src, "stats")?.contains("latency-mode=(string)adaptive") == true)
-        // The margin is what lateness asked for, never above latency (100 ms by default).
-        #expect((statsField(src, "latency-margin-ms") ?? 1000) <= 100)
-        #expect(player.errors.isEmpty, "\(player.errors)")
-        player.setState(GST_STATE_NULL)
+        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+            let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "adaptive")
+            #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
+            let player = try TestPipeline(
+                "moqsrc name=s \(relay.elementProperties) broadcast=adaptive "
+                    + "s.video_0 ! fakesink sync=true s.audio_0 ! fakesink sync=true")
+            #expect(player.play() != GST_STATE_CHANGE_FAILURE)
+            let src = player.element("s")!
+            defer { gst_object_unref(src) }
+            try await eventually("playing") { (statsField(src, "video-frames") ?? 0) > 30 }
+            let answer = try #require(videoPadLatency(src), "moqsrc's video pad answers the LATENCY query")
+            #expect(answer.live && answer.minNs == 0, "moqsrc answered \(answer.minNs / 1_000_000) ms")
+            #expect(stringProperty(src, "stats")?.contains("latency-mode=(string)adaptive") == true)
+            // The margin is what lateness asked for, never above latency (100 ms by default).
+            #expect((statsField(src, "latency-margin-ms") ?? 1000) <= 100)
+            #expect(player.errors.isEmpty, "\(player.errors)")
+            player.setState(GST_STATE_NULL)
 
-        // A pipeline that sets latency asks for that budget: auto is then fixed, as before issue #16.
-        let budgeted = try TestPipeline(
-            "moqsrc name=s latency=250 \(relay.elementProperties) broadcast=adaptive s.video_0 ! fakesink sync=true")
-        #expect(budgeted.play() != GST_STATE_CHANGE_FAILURE)
-        let fixed = budgeted.element("s")!
-        defer { gst_object_unref(fixed) }
-        try await eventually("playing with a budget") { (statsField(fixed, "video-frames") ?? 0) > 10 }
-        let budget = try #require(videoPadLatency(fixed), "moqsrc's video pad answers the LATENCY query")
-        #expect(budget.minNs == 250_000_000, "moqsrc answered \(budget.minNs / 1_000_000) ms")
-        #expect(stringProperty(fixed, "stats")?.contains("latency-mode=(string)fixed") == true)
-        budgeted.setState(GST_STATE_NULL)
-        publisher.setState(GST_STATE_NULL)
+            // A pipeline that sets latency asks for that budget: auto is then fixed, as before issue #16.
+            let budgeted = try TestPipeline(
+                "moqsrc name=s latency=250 \(relay.elementProperties) broadcast=adaptive s.video_0 ! fakesink sync=true"
+            )
+            #expect(budgeted.play() != GST_STATE_CHANGE_FAILURE)
+            let fixed = budgeted.element("s")!
+            defer { gst_object_unref(fixed) }
+            try await eventually("playing with a budget") { (statsField(fixed, "video-frames") ?? 0) > 10 }
+            let budget = try #require(videoPadLatency(fixed), "moqsrc's video pad answers the LATENCY query")
+            #expect(budget.minNs == 250_000_000, "moqsrc answered \(budget.minNs / 1_000_000) ms")
+            #expect(stringProperty(fixed, "stats")?.contains("latency-mode=(string)fixed") == true)
+            budgeted.setState(GST_STATE_NULL)
+            publisher.setState(GST_STATE_NULL)
+        }
     }
 
     @Test("playbin3 uri=moql://127.0.0.1:PORT/anon/<broadcast>: both streams selected and decoded")
     func playbin3() async throws {
-        let relay = try localRelay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "room/pb")
-        #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
-        let player = try TestPipeline(
-            "playbin3 name=p uri=moql://127.0.0.1:\(relay.port)/anon/room/pb?tls-fingerprint=\(relay.fingerprint)")
-        // The application allows TLS settings from its URI (off by default) on the source playbin makes.
-        let allowURITLS: @convention(c) (gpointer?, UnsafeMutablePointer<GstElement>?, gpointer?) -> Void = {
-            _, source, _ in
-            if let source { setBool(source, "uri-tls", true) }
+        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+            let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "room/pb")
+            #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
+            let player = try TestPipeline(
+                "playbin3 name=p uri=moql://127.0.0.1:\(relay.port)/anon/room/pb?tls-fingerprint=\(relay.fingerprint)")
+            // The application allows TLS settings from its URI (off by default) on the source playbin makes.
+            let allowURITLS: @convention(c) (gpointer?, UnsafeMutablePointer<GstElement>?, gpointer?) -> Void = {
+                _, source, _ in
+                if let source { setBool(source, "uri-tls", true) }
+            }
+            g_signal_connect_data(
+                player.pipeline, "source-setup", unsafeBitCast(allowURITLS, to: GCallback.self), nil, nil,
+                GConnectFlags(0))
+            let videoSink = gst_element_factory_make("appsink", "v")!
+            let audioSink = gst_element_factory_make("appsink", "a")!
+            g_object_set_property_object(player.pipeline, "video-sink", videoSink)
+            g_object_set_property_object(player.pipeline, "audio-sink", audioSink)
+            #expect(player.play() != GST_STATE_CHANGE_FAILURE)
+            let video = AppSinkCollector(videoSink)
+            let audio = AppSinkCollector(audioSink)
+            defer {
+                video.stop()
+                audio.stop()
+            }
+            try await eventually("decoded video and audio", timeout: .seconds(20)) {
+                video.count >= 30 && audio.count >= 30
+            }
+            #expect(player.errors.isEmpty, "\(player.errors)")
+            player.setState(GST_STATE_NULL)
+            publisher.setState(GST_STATE_NULL)
         }
-        g_signal_connect_data(
-            player.pipeline, "source-setup", unsafeBitCast(allowURITLS, to: GCallback.self), nil, nil, GConnectFlags(0))
-        let videoSink = gst_element_factory_make("appsink", "v")!
-        let audioSink = gst_element_factory_make("appsink", "a")!
-        g_object_set_property_object(player.pipeline, "video-sink", videoSink)
-        g_object_set_property_object(player.pipeline, "audio-sink", audioSink)
-        #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-        let video = AppSinkCollector(videoSink)
-        let audio = AppSinkCollector(audioSink)
-        defer {
-            video.stop()
-            audio.stop()
-        }
-        try await eventually("decoded video and audio", timeout: .seconds(20)) {
-            video.count >= 30 && audio.count >= 30
-        }
-        #expect(player.errors.isEmpty, "\(player.errors)")
-        player.setState(GST_STATE_NULL)
-        publisher.setState(GST_STATE_NULL)
     }
 
     @Test(
         "TLS settings in a moql:// URI are ignored, with a WARNING that says how to allow them, unless uri-tls is set")
     func uriTLSNeedsOptIn() async throws {
-        let relay = try localRelay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let uri = "moql://127.0.0.1:\(relay.port)/anon/room/none?tls-disable-verify=1&timeout=2"
-        for allowed in [false, true] {
-            let player = try TestPipeline("moqsrc name=s s.video_0 ! fakesink")
-            let src = player.element("s")!
-            defer { gst_object_unref(src) }
-            if allowed { setBool(src, "uri-tls", true) }
-            var error: UnsafeMutablePointer<GError>?
-            #expect(gst_uri_handler_set_uri(OpaquePointer(src), uri, &error) != 0)
-            _ = player.play()
-            // Allowed: the relay's self-signed certificate is accepted, and the (absent)
-            // broadcast times out. Ignored: the certificate check refuses the relay.
-            let failure = try await player.waitFor(.seconds(20)) { $0.kind == .error }
-            if allowed {
-                #expect(failure.text.contains("not announced") || failure.text.contains("room/none"), "\(failure.text)")
-                #expect(!player.warnings.contains { $0.text.contains("ignored") })
-            } else {
-                #expect(
-                    player.warnings.contains { $0.text.contains("tls-disable-verify ignored") }, "\(player.warnings)")
-                #expect(failure.text.lowercased().contains("certificate"), "\(failure.text)")
+        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+            let uri = "moql://127.0.0.1:\(relay.port)/anon/room/none?tls-disable-verify=1&timeout=2"
+            for allowed in [false, true] {
+                let player = try TestPipeline("moqsrc name=s s.video_0 ! fakesink")
+                let src = player.element("s")!
+                defer { gst_object_unref(src) }
+                if allowed { setBool(src, "uri-tls", true) }
+                var error: UnsafeMutablePointer<GError>?
+                #expect(gst_uri_handler_set_uri(OpaquePointer(src), uri, &error) != 0)
+                _ = player.play()
+                // Allowed: the relay's self-signed certificate is accepted, and the (absent)
+                // broadcast times out. Ignored: the certificate check refuses the relay.
+                let failure = try await player.waitFor(.seconds(20)) { $0.kind == .error }
+                if allowed {
+                    #expect(
+                        failure.text.contains("not announced") || failure.text.contains("room/none"), "\(failure.text)")
+                    #expect(!player.warnings.contains { $0.text.contains("ignored") })
+                } else {
+                    #expect(
+                        player.warnings.contains { $0.text.contains("tls-disable-verify ignored") },
+                        "\(player.warnings)")
+                    #expect(failure.text.lowercased().contains("certificate"), "\(failure.text)")
+                }
+                player.setState(GST_STATE_NULL)
             }
-            player.setState(GST_STATE_NULL)
         }
     }
 
     @Test("values a moql:// URI gets wrong are ignored with a WARNING naming the key and what it takes")
     func uriBadValuesWarn() async throws {
-        let relay = try localRelay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let player = try TestPipeline("moqsrc name=s s.video_0 ! fakesink")
-        let src = player.element("s")!
-        defer { gst_object_unref(src) }
-        setString(src, "tls-fingerprint", relay.fingerprint)
-        let uri =
-            "moql://127.0.0.1:\(relay.port)/anon/room/none?latency-mode=turbo&latency=60001&timeout=-1&timeout=1"
-        var error: UnsafeMutablePointer<GError>?
-        #expect(gst_uri_handler_set_uri(OpaquePointer(src), uri, &error) != 0)
-        // Read before playing, the stats say what playback would use: the default is adaptive (it
-        // said "fixed" before issue #22), catching up.
-        let idle = stringProperty(src, "stats") ?? ""
-        #expect(
-            idle.contains("latency-mode=(string)adaptive") && idle.contains("latency-mode-setting=(string)auto")
-                && idle.contains("catch-up=(boolean)true"), "\(idle)")
-        // The properties keep what they had: auto, 100 ms (so still adaptive); the valid timeout is taken.
-        #expect(stringProperty(src, "latency-mode") == "auto")
-        #expect(uintProperty(src, "latency") == 100)
-        #expect(uintProperty(src, "timeout") == 1)
-        // Each mode by its nick (the enum's own, as a property string takes it).
-        for mode in ["fixed", "adaptive", "auto"] {
+        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+            let player = try TestPipeline("moqsrc name=s s.video_0 ! fakesink")
+            let src = player.element("s")!
+            defer { gst_object_unref(src) }
+            setString(src, "tls-fingerprint", relay.fingerprint)
+            let uri =
+                "moql://127.0.0.1:\(relay.port)/anon/room/none?latency-mode=turbo&latency=60001&timeout=-1&timeout=1"
+            var error: UnsafeMutablePointer<GError>?
+            #expect(gst_uri_handler_set_uri(OpaquePointer(src), uri, &error) != 0)
+            // Read before playing, the stats say what playback would use: the default is adaptive (it
+            // said "fixed" before issue #22), catching up.
+            let idle = stringProperty(src, "stats") ?? ""
             #expect(
-                gst_uri_handler_set_uri(OpaquePointer(src), "moql://127.0.0.1:1/anon/x?latency-mode=\(mode)", nil) != 0)
-            #expect(stringProperty(src, "latency-mode") == mode)
+                idle.contains("latency-mode=(string)adaptive") && idle.contains("latency-mode-setting=(string)auto")
+                    && idle.contains("catch-up=(boolean)true"), "\(idle)")
+            // The properties keep what they had: auto, 100 ms (so still adaptive); the valid timeout is taken.
+            #expect(stringProperty(src, "latency-mode") == "auto")
+            #expect(uintProperty(src, "latency") == 100)
+            #expect(uintProperty(src, "timeout") == 1)
+            // Each mode by its nick (the enum's own, as a property string takes it).
+            for mode in ["fixed", "adaptive", "auto"] {
+                #expect(
+                    gst_uri_handler_set_uri(OpaquePointer(src), "moql://127.0.0.1:1/anon/x?latency-mode=\(mode)", nil)
+                        != 0)
+                #expect(stringProperty(src, "latency-mode") == mode)
+            }
+            #expect(gst_uri_handler_set_uri(OpaquePointer(src), "moql://127.0.0.1:1/anon/x?catch-up=false", nil) != 0)
+            #expect(stringProperty(src, "stats")?.contains("catch-up=(boolean)false") == true)
+            #expect(gst_uri_handler_set_uri(OpaquePointer(src), uri, &error) != 0)
+            _ = player.play()
+            // timeout=1 was taken: the absent broadcast fails within seconds, after the warnings.
+            let failure = try await player.waitFor(.seconds(20)) { $0.kind == .error }
+            #expect(failure.text.contains("not announced") || failure.text.contains("room/none"), "\(failure.text)")
+            let warnings = player.warnings.map(\.text)
+            #expect(
+                warnings.contains { $0.contains("latency-mode=turbo ignored: expected auto, adaptive, fixed") },
+                "\(warnings)")
+            #expect(warnings.contains { $0.contains("latency=60001 ignored") }, "\(warnings)")
+            #expect(warnings.contains { $0.contains("timeout=-1 ignored") }, "\(warnings)")
+            player.setState(GST_STATE_NULL)
         }
-        #expect(gst_uri_handler_set_uri(OpaquePointer(src), "moql://127.0.0.1:1/anon/x?catch-up=false", nil) != 0)
-        #expect(stringProperty(src, "stats")?.contains("catch-up=(boolean)false") == true)
-        #expect(gst_uri_handler_set_uri(OpaquePointer(src), uri, &error) != 0)
-        _ = player.play()
-        // timeout=1 was taken: the absent broadcast fails within seconds, after the warnings.
-        let failure = try await player.waitFor(.seconds(20)) { $0.kind == .error }
-        #expect(failure.text.contains("not announced") || failure.text.contains("room/none"), "\(failure.text)")
-        let warnings = player.warnings.map(\.text)
-        #expect(
-            warnings.contains { $0.contains("latency-mode=turbo ignored: expected auto, adaptive, fixed") },
-            "\(warnings)")
-        #expect(warnings.contains { $0.contains("latency=60001 ignored") }, "\(warnings)")
-        #expect(warnings.contains { $0.contains("timeout=-1 ignored") }, "\(warnings)")
-        player.setState(GST_STATE_NULL)
     }
 
     @Test("an unreachable relay: WARNINGs while retrying, then one ERROR at `timeout` that says what to check")
@@ -415,64 +420,64 @@ struct MoqSrcTests {
 
     @Test("queue entries that are not broadcast paths are left out with a WARNING each; the broadcast plays")
     func invalidQueueEntriesWarn() async throws {
-        let relay = try localRelay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "q/one")
-        #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
-        defer { publisher.setState(GST_STATE_NULL) }
-        let player = try TestPipeline(
-            "moqsrc name=s \(relay.elementProperties) broadcast=q/one s.video_0 ! fakesink sync=false")
-        let src = player.element("s")!
-        defer { gst_object_unref(src) }
-        setString(src, "queue", "q/../x, q/two\u{1}, q/three")
-        #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-        defer { player.setState(GST_STATE_NULL) }
-        try await eventually("playing") { (statsField(src, "video-frames") ?? 0) > 10 }
-        let warnings = player.warnings.map(\.text)
-        #expect(warnings.contains { $0.contains("queue: 'q/../x' left out") && $0.contains("'..'") }, "\(warnings)")
-        #expect(warnings.contains { $0.contains("left out") && $0.contains("control characters") }, "\(warnings)")
-        #expect(!warnings.contains { $0.contains("q/three") }, "\(warnings)")
-        // While playing, a new list is checked the same way.
-        setString(src, "queue", "q/./y")
-        _ = try await player.waitFor(.seconds(10)) {
-            $0.kind == .warning && $0.text.contains("queue: 'q/./y' left out")
+        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+            let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "q/one")
+            #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
+            defer { publisher.setState(GST_STATE_NULL) }
+            let player = try TestPipeline(
+                "moqsrc name=s \(relay.elementProperties) broadcast=q/one s.video_0 ! fakesink sync=false")
+            let src = player.element("s")!
+            defer { gst_object_unref(src) }
+            setString(src, "queue", "q/../x, q/two\u{1}, q/three")
+            #expect(player.play() != GST_STATE_CHANGE_FAILURE)
+            defer { player.setState(GST_STATE_NULL) }
+            try await eventually("playing") { (statsField(src, "video-frames") ?? 0) > 10 }
+            let warnings = player.warnings.map(\.text)
+            #expect(warnings.contains { $0.contains("queue: 'q/../x' left out") && $0.contains("'..'") }, "\(warnings)")
+            #expect(warnings.contains { $0.contains("left out") && $0.contains("control characters") }, "\(warnings)")
+            #expect(!warnings.contains { $0.contains("q/three") }, "\(warnings)")
+            // While playing, a new list is checked the same way.
+            setString(src, "queue", "q/./y")
+            _ = try await player.waitFor(.seconds(10)) {
+                $0.kind == .warning && $0.text.contains("queue: 'q/./y' left out")
+            }
+            #expect(player.errors.isEmpty, "\(player.errors)")
         }
-        #expect(player.errors.isEmpty, "\(player.errors)")
     }
 
     @Test("GOAWAY from the relay: moqsink and moqsrc move to new sessions without reconnecting; playback goes on")
     func goawayHandover() async throws {
-        let relay = try localRelay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "room/goaway")
-        #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
-        let player = try TestPipeline(
-            "moqsrc name=s \(relay.elementProperties) broadcast=room/goaway s.video_0 ! appsink name=v sync=false "
-                + "s.audio_0 ! appsink name=a sync=false")
-        #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-        let video = AppSinkCollector(player.element("v")!)
-        let audio = AppSinkCollector(player.element("a")!)
-        defer {
-            video.stop()
-            audio.stop()
+        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+            let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "room/goaway")
+            #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
+            let player = try TestPipeline(
+                "moqsrc name=s \(relay.elementProperties) broadcast=room/goaway s.video_0 ! appsink name=v sync=false "
+                    + "s.audio_0 ! appsink name=a sync=false")
+            #expect(player.play() != GST_STATE_CHANGE_FAILURE)
+            let video = AppSinkCollector(player.element("v")!)
+            let audio = AppSinkCollector(player.element("a")!)
+            defer {
+                video.stop()
+                audio.stop()
+            }
+            try await eventually("playing", timeout: .seconds(20)) { video.count > 30 && audio.count > 30 }
+            relay.goaway()
+            let before = video.count
+            try await eventually("playing on after GOAWAY", timeout: .seconds(20)) { video.count > before + 60 }
+            let src = player.element("s")!
+            defer { gst_object_unref(src) }
+            #expect(statsField(src, "reconnects") == 0)
+            let pts = video.all.compactMap(\.pts)
+            let back = zip(pts, pts.dropFirst()).enumerated().filter { $0.element.0 >= $0.element.1 }
+            let backwards = back.map { ($0.offset, $0.element.0, $0.element.1) }
+            #expect(back.isEmpty, "video timestamps go backwards at \(backwards) of \(pts.count)")
+            for pipeline in [player, publisher] {
+                #expect(pipeline.errors.isEmpty, "\(pipeline.errors)")
+                #expect(!pipeline.warnings.contains { $0.text.contains("retrying") }, "\(pipeline.warnings)")
+            }
+            player.setState(GST_STATE_NULL)
+            publisher.setState(GST_STATE_NULL)
         }
-        try await eventually("playing", timeout: .seconds(20)) { video.count > 30 && audio.count > 30 }
-        relay.goaway()
-        let before = video.count
-        try await eventually("playing on after GOAWAY", timeout: .seconds(20)) { video.count > before + 60 }
-        let src = player.element("s")!
-        defer { gst_object_unref(src) }
-        #expect(statsField(src, "reconnects") == 0)
-        let pts = video.all.compactMap(\.pts)
-        let back = zip(pts, pts.dropFirst()).enumerated().filter { $0.element.0 >= $0.element.1 }
-        let backwards = back.map { ($0.offset, $0.element.0, $0.element.1) }
-        #expect(back.isEmpty, "video timestamps go backwards at \(backwards) of \(pts.count)")
-        for pipeline in [player, publisher] {
-            #expect(pipeline.errors.isEmpty, "\(pipeline.errors)")
-            #expect(!pipeline.warnings.contains { $0.text.contains("retrying") }, "\(pipeline.warnings)")
-        }
-        player.setState(GST_STATE_NULL)
-        publisher.setState(GST_STATE_NULL)
     }
 
     /// The broadcast leaves with its session early in a group and comes back on another one,
@@ -483,69 +488,69 @@ struct MoqSrcTests {
         "a broadcast announced again on the same timeline: repeats are pushed once, a restart's groups from 0 play",
         arguments: [false, true])
     func sameTimelineAnnouncedAgain(restarted: Bool) async throws {
-        let relay = try localRelay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let first = try await CatalogPublisher(relay, path: "again")
-        first.publish(CatalogPublisher.videoOnly)
-        let info = TrackInfo(priority: 80, maxAgeMs: 5000)
-        let track = Lock(first.broadcast.createTrack("0.avc3", info: info))
-        // The first track starts at group 50; a restarted publisher's count from 0 again.
-        for _ in 0..<50 { track.withLock { $0 }.appendGroup().finish() }
-        // Groups of two seconds (100 frames 20 ms apart); frame n has timestamp n × 20 ms.
-        let feeding = Task {
-            var n: UInt64 = 0
-            var group: GroupProducer?
-            var current = track.withLock { $0 }
-            while !Task.isCancelled {
-                let now = track.withLock { $0 }
-                if now !== current || n % 100 == 0 {
-                    group?.finish()
-                    current = now
-                    group = current.appendGroup()
+        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+            let first = try await CatalogPublisher(relay, path: "again")
+            first.publish(CatalogPublisher.videoOnly)
+            let info = TrackInfo(priority: 80, maxAgeMs: 5000)
+            let track = Lock(first.broadcast.createTrack("0.avc3", info: info))
+            // The first track starts at group 50; a restarted publisher's count from 0 again.
+            for _ in 0..<50 { track.withLock { $0 }.appendGroup().finish() }
+            // Groups of two seconds (100 frames 20 ms apart); frame n has timestamp n × 20 ms.
+            let feeding = Task {
+                var n: UInt64 = 0
+                var group: GroupProducer?
+                var current = track.withLock { $0 }
+                while !Task.isCancelled {
+                    let now = track.withLock { $0 }
+                    if now !== current || n % 100 == 0 {
+                        group?.finish()
+                        current = now
+                        group = current.appendGroup()
+                    }
+                    let payload = Bytes(withUnsafeBytes(of: n.littleEndian) { Array($0) })
+                    if let frame = try? LegacyFrame(timestamp: n * 20_000, payload: payload).encoded() {
+                        _ = group?.write(frame, timestamp: n * 20_000)
+                    }
+                    n += 1
+                    try? await Task.sleep(for: .milliseconds(20))
                 }
-                let payload = Bytes(withUnsafeBytes(of: n.littleEndian) { Array($0) })
-                if let frame = try? LegacyFrame(timestamp: n * 20_000, payload: payload).encoded() {
-                    _ = group?.write(frame, timestamp: n * 20_000)
-                }
-                n += 1
-                try? await Task.sleep(for: .milliseconds(20))
             }
+            defer { feeding.cancel() }
+            let player = try TestPipeline(
+                "moqsrc name=s \(relay.elementProperties) broadcast=again s.video_0 ! appsink name=v sync=false")
+            #expect(player.play() != GST_STATE_CHANGE_FAILURE)
+            let video = AppSinkCollector(player.element("v")!)
+            defer { video.stop() }
+            try await eventually("playing", timeout: .seconds(20)) { video.count > 25 }
+            try await eventually("a group begins", timeout: .seconds(5)) {
+                let t = track.withLock { $0 }
+                return t.latestGroup.map { t.frames(of: $0, from: 0).frames.count == 5 } ?? false
+            }
+            first.session.close()
+            _ = try await first.session.closed()
+            let second = try await MoqSession.connect(
+                "moql://127.0.0.1:\(relay.port)/anon",
+                options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
+            defer { second.close() }
+            var broadcast = first.broadcast
+            if restarted {
+                broadcast = BroadcastProducer(path: "again")
+                broadcast.createTrack(HangCatalog.trackName, info: TrackInfo(priority: 100, timescale: 1000))
+                    .writeSingleFrameGroup(Bytes(CatalogPublisher.videoOnly.jsonBytes()), timestamp: 0)
+                let fresh = broadcast.createTrack("0.avc3", info: info)
+                track.withLock { $0 = fresh }
+            }
+            second.publish(broadcast)
+            let before = video.count
+            try await eventually("playing again", timeout: .seconds(20)) { video.count > before + 25 }
+            let payloads = video.all.map(\.hash)
+            #expect(Set(payloads).count == payloads.count, "a frame was pushed twice")
+            let pts = video.all.compactMap(\.pts)
+            #expect(zip(pts, pts.dropFirst()).allSatisfy { $0 < $1 }, "timestamps go back or repeat")
+            player.setState(GST_STATE_NULL)
+            broadcast.close()
+            first.broadcast.close()
         }
-        defer { feeding.cancel() }
-        let player = try TestPipeline(
-            "moqsrc name=s \(relay.elementProperties) broadcast=again s.video_0 ! appsink name=v sync=false")
-        #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-        let video = AppSinkCollector(player.element("v")!)
-        defer { video.stop() }
-        try await eventually("playing", timeout: .seconds(20)) { video.count > 25 }
-        try await eventually("a group begins", timeout: .seconds(5)) {
-            let t = track.withLock { $0 }
-            return t.latestGroup.map { t.frames(of: $0, from: 0).frames.count == 5 } ?? false
-        }
-        first.session.close()
-        _ = try await first.session.closed()
-        let second = try await MoqSession.connect(
-            "moql://127.0.0.1:\(relay.port)/anon",
-            options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
-        defer { second.close() }
-        var broadcast = first.broadcast
-        if restarted {
-            broadcast = BroadcastProducer(path: "again")
-            broadcast.createTrack(HangCatalog.trackName, info: TrackInfo(priority: 100, timescale: 1000))
-                .writeSingleFrameGroup(Bytes(CatalogPublisher.videoOnly.jsonBytes()), timestamp: 0)
-            let fresh = broadcast.createTrack("0.avc3", info: info)
-            track.withLock { $0 = fresh }
-        }
-        second.publish(broadcast)
-        let before = video.count
-        try await eventually("playing again", timeout: .seconds(20)) { video.count > before + 25 }
-        let payloads = video.all.map(\.hash)
-        #expect(Set(payloads).count == payloads.count, "a frame was pushed twice")
-        let pts = video.all.compactMap(\.pts)
-        #expect(zip(pts, pts.dropFirst()).allSatisfy { $0 < $1 }, "timestamps go back or repeat")
-        player.setState(GST_STATE_NULL)
-        broadcast.close()
-        first.broadcast.close()
     }
 
     @Test("the relay restarts: playback resumes, timestamps stay monotonic, WARNING not ERROR")

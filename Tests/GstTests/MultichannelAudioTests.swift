@@ -3,6 +3,7 @@ import CGStreamer
 import CGstApp
 import Foundation
 import MoqInteropSupport
+import MoqTestKit
 import SwiftMoQ
 import Testing
 
@@ -47,67 +48,67 @@ struct MultichannelAudioTests {
         // already moves FC and LFE behind the sides (measured; see the closing note of issue #15).
         arguments: [("pcm", 6), ("pcm", 8), ("flac", 6), ("flac", 8), ("opus", 6)])
     func channelsInPlace(codec: String, channels: Int) async throws {
-        let relay = try localRelay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let raw =
-            "audio/x-raw,format=F32LE,layout=interleaved,rate=\(Self.rate),channels=\(channels),"
-            + "channel-mask=(bitmask)\(Self.mask(channels))"
-        let encode: String
-        switch codec {
-        case "flac": encode = "audioconvert ! audio/x-raw,format=S16LE ! flacenc ! flacparse"
-        // Enough bits that Opus codes the rear pair as two channels (at its 64 kbit/s default a
-        // 5.1 stream codes them as one, intensity stereo, and each rear speaker gets both tones).
-        case "opus": encode = "audioconvert ! opusenc bitrate=384000"
-        default: encode = "identity"
-        }
-        let broadcast = "surround-\(codec)-\(channels)"
-        let publisher = try TestPipeline(
-            "appsrc name=src is-live=true format=time caps=\"\(raw)\" ! \(encode) ! "
-                + "moqsink \(relay.elementProperties) broadcast=\(broadcast)")
-        #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
-        defer { publisher.setState(GST_STATE_NULL) }
-        let src = publisher.element("src")!
-        defer { gst_object_unref(src) }
-        // 3 s of tones, 20 ms buffers, paced.
-        let appsrc = Handed(src)
-        let feeder = Task {
-            let src = appsrc.value
-            let frames = Self.rate / 50
-            for n in 0..<150 {
-                if Task.isCancelled { return }
-                let bytes = Self.tone(channels: channels, frames: frames, offset: n * frames)
-                let buffer = gst_buffer_new_allocate(nil, gsize(bytes.count), nil)!
-                _ = bytes.withUnsafeBytes { gst_buffer_fill(buffer, 0, $0.baseAddress, gsize(bytes.count)) }
-                swiftmoq_buffer_set_pts(buffer, GstClockTime(n) * 20_000_000)
-                swiftmoq_buffer_set_duration(buffer, 20_000_000)
-                var flow = GST_FLOW_OK
-                g_signal_emit_by_name_push(src, buffer, &flow)
-                try? await Task.sleep(for: .milliseconds(20))
+        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+            let raw =
+                "audio/x-raw,format=F32LE,layout=interleaved,rate=\(Self.rate),channels=\(channels),"
+                + "channel-mask=(bitmask)\(Self.mask(channels))"
+            let encode: String
+            switch codec {
+            case "flac": encode = "audioconvert ! audio/x-raw,format=S16LE ! flacenc ! flacparse"
+            // Enough bits that Opus codes the rear pair as two channels (at its 64 kbit/s default a
+            // 5.1 stream codes them as one, intensity stereo, and each rear speaker gets both tones).
+            case "opus": encode = "audioconvert ! opusenc bitrate=384000"
+            default: encode = "identity"
             }
-        }
-        defer { feeder.cancel() }
-        let player = try TestPipeline(
-            "moqsrc name=s \(relay.elementProperties) broadcast=\(broadcast) s.audio_0 ! decodebin ! audioconvert ! "
-                + "\(raw) ! appsink name=out sync=false")
-        #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-        defer { player.setState(GST_STATE_NULL) }
-        // A second of decoded audio, after the first half second (decoder start-up).
-        var samples: [Float] = []
-        while samples.count < Self.rate * channels * 3 / 2 {
-            let bytes = try await pullRGB(player)
-            samples += bytes.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
-        }
-        samples.removeFirst(Self.rate * channels / 2)
-        for channel in 0..<channels {
-            let powers = Self.tones.prefix(channels).map {
-                Self.power(samples, channels: channels, channel: channel, frequency: $0)
+            let broadcast = "surround-\(codec)-\(channels)"
+            let publisher = try TestPipeline(
+                "appsrc name=src is-live=true format=time caps=\"\(raw)\" ! \(encode) ! "
+                    + "moqsink \(relay.elementProperties) broadcast=\(broadcast)")
+            #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
+            defer { publisher.setState(GST_STATE_NULL) }
+            let src = publisher.element("src")!
+            defer { gst_object_unref(src) }
+            // 3 s of tones, 20 ms buffers, paced.
+            let appsrc = Handed(src)
+            let feeder = Task {
+                let src = appsrc.value
+                let frames = Self.rate / 50
+                for n in 0..<150 {
+                    if Task.isCancelled { return }
+                    let bytes = Self.tone(channels: channels, frames: frames, offset: n * frames)
+                    let buffer = gst_buffer_new_allocate(nil, gsize(bytes.count), nil)!
+                    _ = bytes.withUnsafeBytes { gst_buffer_fill(buffer, 0, $0.baseAddress, gsize(bytes.count)) }
+                    swiftmoq_buffer_set_pts(buffer, GstClockTime(n) * 20_000_000)
+                    swiftmoq_buffer_set_duration(buffer, 20_000_000)
+                    var flow = GST_FLOW_OK
+                    g_signal_emit_by_name_push(src, buffer, &flow)
+                    try? await Task.sleep(for: .milliseconds(20))
+                }
             }
-            let loudest = powers.indices.max { powers[$0] < powers[$1] }!
-            #expect(
-                loudest == channel,
-                "\(codec) \(channels) ch: channel \(channel) carries \(Self.tones[loudest]) Hz, not \(Self.tones[channel]) Hz"
-            )
+            defer { feeder.cancel() }
+            let player = try TestPipeline(
+                "moqsrc name=s \(relay.elementProperties) broadcast=\(broadcast) s.audio_0 ! decodebin ! audioconvert ! "
+                    + "\(raw) ! appsink name=out sync=false")
+            #expect(player.play() != GST_STATE_CHANGE_FAILURE)
+            defer { player.setState(GST_STATE_NULL) }
+            // A second of decoded audio, after the first half second (decoder start-up).
+            var samples: [Float] = []
+            while samples.count < Self.rate * channels * 3 / 2 {
+                let bytes = try await pullRGB(player)
+                samples += bytes.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+            }
+            samples.removeFirst(Self.rate * channels / 2)
+            for channel in 0..<channels {
+                let powers = Self.tones.prefix(channels).map {
+                    Self.power(samples, channels: channels, channel: channel, frequency: $0)
+                }
+                let loudest = powers.indices.max { powers[$0] < powers[$1] }!
+                #expect(
+                    loudest == channel,
+                    "\(codec) \(channels) ch: channel \(channel) carries \(Self.tones[loudest]) Hz, not \(Self.tones[channel]) Hz"
+                )
+            }
+            #expect(player.errors.isEmpty && publisher.errors.isEmpty, "\(player.errors) \(publisher.errors)")
         }
-        #expect(player.errors.isEmpty && publisher.errors.isEmpty, "\(player.errors) \(publisher.errors)")
     }
 }

@@ -37,40 +37,43 @@ struct RecipeTests {
 
     @Test("test-pattern → relay → record: a Matroska file with the H.264 video and the Opus audio")
     func recordsTestPattern() async throws {
-        let relay = try localRelay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let tls = "tls-fingerprint=\(relay.fingerprint)"
-        let url = "moql://127.0.0.1:\(relay.port)/anon"
-        let publisher = try TestPipeline(
-            try Recipe.text("test-pattern", ["MOQ_URL": url, "MOQ_BROADCAST": "rec", "MOQ_TLS": tls]))
-        #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("swiftmoq-record-\(getpid()).mkv")
-        defer { try? FileManager.default.removeItem(at: file) }
-        let recorder = try TestPipeline(
-            try Recipe.text(
-                "record",
-                ["MOQ_URL": url, "MOQ_BROADCAST": "rec", "MOQ_TLS": tls, "MOQ_PLAYOUT": "", "MOQ_OUTPUT": file.path])
-        )
-        #expect(recorder.play() != GST_STATE_CHANGE_FAILURE)
-        let src = recorder.element("src")!
-        defer { gst_object_unref(src) }
-        // Both streams, each of which may start late under load.
-        try await eventually(
-            "2 s of video and of audio recorded", timeout: .seconds(30),
-            detail: { "stats \(stringProperty(src, "stats") ?? "")" }
-        ) {
-            (statsField(src, "video-frames") ?? 0) >= 60 && (statsField(src, "audio-frames") ?? 0) >= 100
-        }
-        gst_element_send_event(recorder.pipeline, gst_event_new_eos())
-        try await recorder.waitFor { $0.kind == .eos }
-        #expect(recorder.errors.isEmpty, "\(recorder.errors)")
-        recorder.setState(GST_STATE_NULL)
-        publisher.setState(GST_STATE_NULL)
+        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+            let tls = "tls-fingerprint=\(relay.fingerprint)"
+            let url = "moql://127.0.0.1:\(relay.port)/anon"
+            let publisher = try TestPipeline(
+                try Recipe.text("test-pattern", ["MOQ_URL": url, "MOQ_BROADCAST": "rec", "MOQ_TLS": tls]))
+            #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("swiftmoq-record-\(getpid()).mkv")
+            defer { try? FileManager.default.removeItem(at: file) }
+            let recorder = try TestPipeline(
+                try Recipe.text(
+                    "record",
+                    [
+                        "MOQ_URL": url, "MOQ_BROADCAST": "rec", "MOQ_TLS": tls, "MOQ_PLAYOUT": "",
+                        "MOQ_OUTPUT": file.path,
+                    ])
+            )
+            #expect(recorder.play() != GST_STATE_CHANGE_FAILURE)
+            let src = recorder.element("src")!
+            defer { gst_object_unref(src) }
+            // Both streams, each of which may start late under load.
+            try await eventually(
+                "2 s of video and of audio recorded", timeout: .seconds(30),
+                detail: { "stats \(stringProperty(src, "stats") ?? "")" }
+            ) {
+                (statsField(src, "video-frames") ?? 0) >= 60 && (statsField(src, "audio-frames") ?? 0) >= 100
+            }
+            gst_element_send_event(recorder.pipeline, gst_event_new_eos())
+            try await recorder.waitFor { $0.kind == .eos }
+            #expect(recorder.errors.isEmpty, "\(recorder.errors)")
+            recorder.setState(GST_STATE_NULL)
+            publisher.setState(GST_STATE_NULL)
 
-        let decoded = try await decodeRecording(file, video: "h264parse ! avdec_h264", audio: "opusdec")
-        #expect(decoded.errors.isEmpty, "\(decoded.errors)")
-        #expect(
-            decoded.videoFrames >= 50 && decoded.audioBuffers >= 80,
-            "decoded \(decoded.videoFrames) frames, \(decoded.audioBuffers) audio buffers")
+            let decoded = try await decodeRecording(file, video: "h264parse ! avdec_h264", audio: "opusdec")
+            #expect(decoded.errors.isEmpty, "\(decoded.errors)")
+            #expect(
+                decoded.videoFrames >= 50 && decoded.audioBuffers >= 80,
+                "decoded \(decoded.videoFrames) frames, \(decoded.audioBuffers) audio buffers")
+        }
     }
 }

@@ -3,6 +3,7 @@ import CGStreamer
 import CGstApp
 import Foundation
 import MoqInteropSupport
+import MoqTestKit
 import SwiftMoQ
 import Testing
 
@@ -73,31 +74,31 @@ struct ScreenShareTests {
         let expected = try await pullRGB(reference)
         reference.setState(GST_STATE_NULL)
 
-        let relay = try localRelay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let sharer = try CLI.start([
-            "screen-share", "--url", "moql://127.0.0.1:\(relay.port)/anon", "--tls-fingerprint", relay.fingerprint,
-            "--broadcast", "desk", "--display", display.name, "--duration", "30",
-        ])
-        let viewer = try TestPipeline(
-            "moqsrc name=s \(relay.elementProperties) broadcast=desk s.video_0 ! decodebin ! videoconvert ! videoscale "
-                + "! \(raw) ! appsink name=out sync=false max-buffers=2 drop=true")
-        #expect(viewer.play() != GST_STATE_CHANGE_FAILURE)
-        // A few frames in, the encoder has converged on the static picture.
-        var frame: [UInt8] = []
-        for _ in 0..<20 { frame = try await pullRGB(viewer) }
-        #expect(frame.count == expected.count)
-        var total = 0
-        for i in 0..<min(frame.count, expected.count) { total += abs(Int(frame[i]) - Int(expected[i])) }
-        let meanError = Double(total) / Double(max(1, expected.count))
-        #expect(meanError < 8, "mean absolute error \(meanError) per channel (0–255)")
-        // The pattern has colour: not a black or uniform screen.
-        #expect(Set(stride(from: 0, to: frame.count, by: 3 * 97).map { frame[$0] }).count > 4)
-        #expect(viewer.errors.isEmpty, "\(viewer.errors)")
-        viewer.setState(GST_STATE_NULL)
-        painter.setState(GST_STATE_NULL)
-        kill(sharer.process.processIdentifier, SIGINT)
-        let result = try await sharer.wait(timeout: .seconds(15))
-        #expect(result.status == 0, "\(result.stderr)")
+        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+            let sharer = try CLI.start([
+                "screen-share", "--url", "moql://127.0.0.1:\(relay.port)/anon", "--tls-fingerprint", relay.fingerprint,
+                "--broadcast", "desk", "--display", display.name, "--duration", "30",
+            ])
+            let viewer = try TestPipeline(
+                "moqsrc name=s \(relay.elementProperties) broadcast=desk s.video_0 ! decodebin ! videoconvert ! videoscale "
+                    + "! \(raw) ! appsink name=out sync=false max-buffers=2 drop=true")
+            #expect(viewer.play() != GST_STATE_CHANGE_FAILURE)
+            // A few frames in, the encoder has converged on the static picture.
+            var frame: [UInt8] = []
+            for _ in 0..<20 { frame = try await pullRGB(viewer) }
+            #expect(frame.count == expected.count)
+            var total = 0
+            for i in 0..<min(frame.count, expected.count) { total += abs(Int(frame[i]) - Int(expected[i])) }
+            let meanError = Double(total) / Double(max(1, expected.count))
+            #expect(meanError < 8, "mean absolute error \(meanError) per channel (0–255)")
+            // The pattern has colour: not a black or uniform screen.
+            #expect(Set(stride(from: 0, to: frame.count, by: 3 * 97).map { frame[$0] }).count > 4)
+            #expect(viewer.errors.isEmpty, "\(viewer.errors)")
+            viewer.setState(GST_STATE_NULL)
+            painter.setState(GST_STATE_NULL)
+            kill(sharer.process.processIdentifier, SIGINT)
+            let result = try await sharer.wait(timeout: .seconds(15))
+            #expect(result.status == 0, "\(result.stderr)")
+        }
     }
 }

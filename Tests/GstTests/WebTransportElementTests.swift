@@ -27,15 +27,15 @@ extension MoqSrcTests {
 
     @Test("moqsink url=https://… (pinned) → Swift relay → moqsrc url=http://… (hash fetched from the relay)")
     func throughTheSwiftRelay() async throws {
-        let relay = try localRelay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let publisher = try Publish.pipeline(
-            "url=https://127.0.0.1:\(relay.port)/anon tls-fingerprint=\(relay.fingerprint)", broadcast: "wt")
-        #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
-        try await Self.playOverWebTransport("url=http://127.0.0.1:\(relay.port)/anon", broadcast: "wt")
-        #expect(await relay.sessionStats().allSatisfy { $0.binding == .webTransport })
-        #expect(publisher.errors.isEmpty, "\(publisher.errors)")
-        publisher.setState(GST_STATE_NULL)
+        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+            let publisher = try Publish.pipeline(
+                "url=https://127.0.0.1:\(relay.port)/anon tls-fingerprint=\(relay.fingerprint)", broadcast: "wt")
+            #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
+            try await Self.playOverWebTransport("url=http://127.0.0.1:\(relay.port)/anon", broadcast: "wt")
+            #expect(await relay.sessionStats().allSatisfy { $0.binding == .webTransport })
+            #expect(publisher.errors.isEmpty, "\(publisher.errors)")
+            publisher.setState(GST_STATE_NULL)
+        }
     }
 
     @Test("moqsink and moqsrc with url=https://… through moq-dev's Rust relay")
@@ -53,16 +53,16 @@ extension MoqSrcTests {
 
     @Test("an https:// URL whose certificate the system does not trust: an ERROR that says how to pin it")
     func unverifiedIsRefused() async throws {
-        let relay = try localRelay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let player = try TestPipeline(
-            "moqsrc url=https://127.0.0.1:\(relay.port)/anon broadcast=x timeout=3 ! fakesink")
-        _ = player.play()
-        try await eventually("an error", timeout: .seconds(10)) { !player.errors.isEmpty }
-        // In the element's terms: its property, not the command line's flag.
-        let text = player.errors.map(\.text).joined(separator: "\n")
-        #expect(text.contains("set the element's tls-fingerprint="), "\(text)")
-        #expect(!text.contains("--tls-fingerprint") && !text.contains("--tls-root-file"), "\(text)")
-        player.setState(GST_STATE_NULL)
+        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+            let player = try TestPipeline(
+                "moqsrc url=https://127.0.0.1:\(relay.port)/anon broadcast=x timeout=3 ! fakesink")
+            _ = player.play()
+            try await eventually("an error", timeout: .seconds(10)) { !player.errors.isEmpty }
+            // In the element's terms: its property, not the command line's flag.
+            let text = player.errors.map(\.text).joined(separator: "\n")
+            #expect(text.contains("set the element's tls-fingerprint="), "\(text)")
+            #expect(!text.contains("--tls-fingerprint") && !text.contains("--tls-root-file"), "\(text)")
+            player.setState(GST_STATE_NULL)
+        }
     }
 }

@@ -251,29 +251,29 @@ struct CLIInteropTests {
 
     @Test("subscribe-track follows GOAWAY: a new session before the old closes, no frame lost or repeated")
     func subscribeFollowsGoaway() async throws {
-        let relay = try SwiftRelay.start()
-        defer { Task { await relay.stop() } }
-        let publisher = try await relay.connect()
-        defer { publisher.close() }
-        let broadcast = BroadcastProducer(path: "goaway")
-        let track = broadcast.createTrack("lines")
-        publisher.publish(broadcast)
-        let reader = try CLI.start([
-            "subscribe-track", "--url", relay.url(), "--tls-fingerprint", relay.relay.fingerprint, "--broadcast",
-            "goaway", "--track", "lines", "--count", "30", "--verbose",
-        ])
-        try await eventually("the subscription at the relay", timeout: .seconds(20)) {
-            relay.relay.origin.broadcast("anon/goaway")?.existingTrack("lines")?.observerCount ?? 0 > 0
+        try await scoped(try SwiftRelay.start(), teardown: { await $0.stop() }) { (relay) async throws in
+            let publisher = try await relay.connect()
+            defer { publisher.close() }
+            let broadcast = BroadcastProducer(path: "goaway")
+            let track = broadcast.createTrack("lines")
+            publisher.publish(broadcast)
+            let reader = try CLI.start([
+                "subscribe-track", "--url", relay.url(), "--tls-fingerprint", relay.relay.fingerprint, "--broadcast",
+                "goaway", "--track", "lines", "--count", "30", "--verbose",
+            ])
+            try await eventually("the subscription at the relay", timeout: .seconds(20)) {
+                relay.relay.origin.broadcast("anon/goaway")?.existingTrack("lines")?.observerCount ?? 0 > 0
+            }
+            for i in 0..<30 {
+                if i == 10 { relay.relay.goaway() }
+                track.writeSingleFrameGroup(Bytes(utf8: "line \(i)"), timestamp: UInt64(i))
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            let result = try await reader.wait(timeout: .seconds(20))
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdoutLines == (0..<30).map { "line \($0)" })
+            #expect(result.stderr.contains("go away"), "\(result.stderr)")
         }
-        for i in 0..<30 {
-            if i == 10 { relay.relay.goaway() }
-            track.writeSingleFrameGroup(Bytes(utf8: "line \(i)"), timestamp: UInt64(i))
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        let result = try await reader.wait(timeout: .seconds(20))
-        #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdoutLines == (0..<30).map { "line \($0)" })
-        #expect(result.stderr.contains("go away"), "\(result.stderr)")
     }
 
     @Test("usage errors exit 2 and say what is missing")

@@ -24,77 +24,78 @@ struct WebTransportInteropTests {
 
     @Test("Rust publisher over https:// (pinned) → Swift relay → Rust subscriber over http:// (hash fetched)")
     func rustClientsThroughTheSwiftRelay() async throws {
-        let relay = try SwiftRelay.start()
-        defer { Task { await relay.stop() } }
-        let name = RustPeer.uniqueName("wt")
-        let port = relay.relay.port
-        let (groups, frames, size) = (6, 3, 700)
-        let go = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).go").path
-        defer { try? FileManager.default.removeItem(atPath: go) }
-        let publisher = try RustPeer.launch([
-            "publish", "--url", "https://127.0.0.1:\(port)/anon", "--fingerprint", relay.relay.fingerprint,
-            "--broadcast", name, "--groups", "\(groups)", "--frames-per-group", "\(frames)", "--payload-size",
-            "\(size)", "--interval-ms", "10", "--go-file", go, "--linger-ms", "2000",
-        ])
-        defer { publisher.terminateInBackground() }
-        let subscriber = try RustPeer.launch([
-            "subscribe", "--url", "http://127.0.0.1:\(port)/anon", "--broadcast", name, "--track", "data",
-        ])
-        defer { subscriber.terminateInBackground() }
-        try await eventually("the subscription at the relay", timeout: .seconds(30)) {
-            relay.relay.origin.broadcast("anon/\(name)")?.existingTrack("data")?.observerCount == 1
+        try await scoped(try SwiftRelay.start(), teardown: { await $0.stop() }) { (relay) async throws in
+            let name = RustPeer.uniqueName("wt")
+            let port = relay.relay.port
+            let (groups, frames, size) = (6, 3, 700)
+            let go = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).go").path
+            defer { try? FileManager.default.removeItem(atPath: go) }
+            let publisher = try RustPeer.launch([
+                "publish", "--url", "https://127.0.0.1:\(port)/anon", "--fingerprint", relay.relay.fingerprint,
+                "--broadcast", name, "--groups", "\(groups)", "--frames-per-group", "\(frames)", "--payload-size",
+                "\(size)", "--interval-ms", "10", "--go-file", go, "--linger-ms", "2000",
+            ])
+            defer { publisher.terminateInBackground() }
+            let subscriber = try RustPeer.launch([
+                "subscribe", "--url", "http://127.0.0.1:\(port)/anon", "--broadcast", name, "--track", "data",
+            ])
+            defer { subscriber.terminateInBackground() }
+            try await eventually("the subscription at the relay", timeout: .seconds(30)) {
+                relay.relay.origin.broadcast("anon/\(name)")?.existingTrack("data")?.observerCount == 1
+            }
+            // Both Rust clients came over WebTransport (they offer only h3 for these schemes).
+            #expect(await relay.relay.sessionStats().map(\.binding) == [.webTransport, .webTransport])
+            _ = FileManager.default.createFile(atPath: go, contents: Data())
+            try await Self.expectRustData(subscriber, groups: groups, frames: frames, size: size)
         }
-        // Both Rust clients came over WebTransport (they offer only h3 for these schemes).
-        #expect(await relay.relay.sessionStats().map(\.binding) == [.webTransport, .webTransport])
-        _ = FileManager.default.createFile(atPath: go, contents: Data())
-        try await Self.expectRustData(subscriber, groups: groups, frames: frames, size: size)
     }
 
     @Test(
         "Rust publisher over http:// → Swift relay → Swift subscriber over https://, and Swift publisher over https:// → Rust subscriber over https://"
     )
     func mixedClientsThroughTheSwiftRelay() async throws {
-        let relay = try SwiftRelay.start()
-        defer { Task { await relay.stop() } }
-        let port = relay.relay.port
-        let pinned = ClientOptions(tls: TLSOptions(fingerprint: relay.relay.fingerprint))
-        // Rust → Swift.
-        let name = RustPeer.uniqueName("wt-rs")
-        let publisher = try RustPeer.launch([
-            "publish", "--url", "http://127.0.0.1:\(port)/anon", "--broadcast", name, "--groups", "4",
-            "--frames-per-group", "2", "--interval-ms", "10", "--wait-subscriber", "--linger-ms", "2000",
-        ])
-        defer { publisher.terminateInBackground() }
-        let swift = try await MoqSession.connect("https://127.0.0.1:\(port)/anon", options: pinned)
-        defer { swift.close() }
-        try await swift.waitForBroadcast(name, timeout: .seconds(20))
-        let remote = swift.subscribe(broadcast: name, track: "data", range: SubscriptionRange(maxLatencyMs: 10_000))
-        let consumer = remote.consumer(maxLatencyMs: 10_000)
-        var got: [[UInt8]] = []
-        while let group = try await consumer.nextGroup() {
-            while let frame = try await group.nextFrame() { got.append(frame.payload.array) }
-        }
-        #expect(got == (0..<4).flatMap { g in (0..<2).map { Array("g\(g)f\($0)".utf8) } })
+        try await scoped(try SwiftRelay.start(), teardown: { await $0.stop() }) { (relay) async throws in
+            let port = relay.relay.port
+            let pinned = ClientOptions(tls: TLSOptions(fingerprint: relay.relay.fingerprint))
+            // Rust → Swift.
+            let name = RustPeer.uniqueName("wt-rs")
+            let publisher = try RustPeer.launch([
+                "publish", "--url", "http://127.0.0.1:\(port)/anon", "--broadcast", name, "--groups", "4",
+                "--frames-per-group", "2", "--interval-ms", "10", "--wait-subscriber", "--linger-ms", "2000",
+            ])
+            defer { publisher.terminateInBackground() }
+            let swift = try await MoqSession.connect("https://127.0.0.1:\(port)/anon", options: pinned)
+            defer { swift.close() }
+            try await swift.waitForBroadcast(name, timeout: .seconds(20))
+            let remote = swift.subscribe(broadcast: name, track: "data", range: SubscriptionRange(maxLatencyMs: 10_000))
+            let consumer = remote.consumer(maxLatencyMs: 10_000)
+            var got: [[UInt8]] = []
+            while let group = try await consumer.nextGroup() {
+                while let frame = try await group.nextFrame() { got.append(frame.payload.array) }
+            }
+            #expect(got == (0..<4).flatMap { g in (0..<2).map { Array("g\(g)f\($0)".utf8) } })
 
-        // Swift → Rust.
-        let mine = RustPeer.uniqueName("wt-sw")
-        let broadcast = BroadcastProducer(path: mine)
-        let track = broadcast.createTrack("data", info: TrackInfo(maxAgeMs: 10_000))
-        swift.publish(broadcast)
-        let subscriber = try RustPeer.launch([
-            "subscribe", "--url", "https://127.0.0.1:\(port)/anon", "--fingerprint", relay.relay.fingerprint,
-            "--broadcast", mine, "--track", "data",
-        ])
-        defer { subscriber.terminateInBackground() }
-        try await eventually("the Rust subscriber to subscribe", timeout: .seconds(30)) { track.observerCount > 0 }
-        for g in 0..<5 {
-            track.writeSingleFrameGroup(Bytes(utf8: "swift \(g)"), timestamp: UInt64(g) * 20_000)
-            try await Task.sleep(for: .milliseconds(10))
+            // Swift → Rust.
+            let mine = RustPeer.uniqueName("wt-sw")
+            let broadcast = BroadcastProducer(path: mine)
+            let track = broadcast.createTrack("data", info: TrackInfo(maxAgeMs: 10_000))
+            swift.publish(broadcast)
+            let subscriber = try RustPeer.launch([
+                "subscribe", "--url", "https://127.0.0.1:\(port)/anon", "--fingerprint", relay.relay.fingerprint,
+                "--broadcast", mine, "--track", "data",
+            ])
+            defer { subscriber.terminateInBackground() }
+            try await eventually("the Rust subscriber to subscribe", timeout: .seconds(30)) { track.observerCount > 0 }
+            for g in 0..<5 {
+                track.writeSingleFrameGroup(Bytes(utf8: "swift \(g)"), timestamp: UInt64(g) * 20_000)
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            track.finish()
+            let frames = try await subscriber.collect(until: "end", timeout: .seconds(30)).filter { $0.name == "frame" }
+            #expect(
+                frames.map { String(decoding: $0.bytes("payload") ?? [], as: UTF8.self) }
+                    == (0..<5).map { "swift \($0)" })
         }
-        track.finish()
-        let frames = try await subscriber.collect(until: "end", timeout: .seconds(30)).filter { $0.name == "frame" }
-        #expect(
-            frames.map { String(decoding: $0.bytes("payload") ?? [], as: UTF8.self) } == (0..<5).map { "swift \($0)" })
     }
 
     @Test("Swift clients over https:// to the Rust server: publish and subscribe through it")

@@ -47,43 +47,45 @@ struct PlayerDiagnosticsTests {
 
     @Test("a playing Player's diagnostics: latency and bandwidth samples, with moqsrc's diagnostics on")
     func playing() async throws {
-        let relay = try TestRelay.start()
-        defer { Task { await relay.stop() } }
-        let session = Session(url: relay.url(), options: relay.sessionOptions)
-        try await session.connect()
-        let publisher = Publisher()
-        try publisher.addVideoTrack(source: TestPattern(), config: PublisherPlayerTests.small)
-        try await session.publish(path: "diag", publisher: publisher)
-        try await publisher.start()
-        // Another application plays: what it reads comes through the relay.
-        let viewer = Session(url: relay.url(), options: relay.sessionOptions)
-        try await viewer.connect()
-        let subscription = try await viewer.subscribe(prefix: "")
-        var broadcasts = subscription.broadcasts.makeAsyncIterator()
-        let broadcast = try #require(await broadcasts.next())
-        var catalogs = broadcast.catalogs().makeAsyncIterator()
-        var catalog = try #require(await catalogs.next())
-        while catalog.playableVideoTracks.isEmpty { catalog = try #require(await catalogs.next()) }
-        let player = try Player(catalog: catalog, output: .headless)
-        let diagnostics = Collected(player.diagnostics())
-        #expect(player.pipelineDescription.contains("diagnostics=true"))
-        try await player.play()
-        try await eventually("latency and bandwidth samples", timeout: .seconds(30)) {
-            let all = diagnostics.all
-            let latency = all.contains {
-                if case .latencySample(let kind, let current, _, _) = $0 { return kind == "video" && current != nil }
-                return false
+        try await scoped(try TestRelay.start(), teardown: { await $0.stop() }) { (relay) async throws in
+            let session = Session(url: relay.url(), options: relay.sessionOptions)
+            try await session.connect()
+            let publisher = Publisher()
+            try publisher.addVideoTrack(source: TestPattern(), config: PublisherPlayerTests.small)
+            try await session.publish(path: "diag", publisher: publisher)
+            try await publisher.start()
+            // Another application plays: what it reads comes through the relay.
+            let viewer = Session(url: relay.url(), options: relay.sessionOptions)
+            try await viewer.connect()
+            let subscription = try await viewer.subscribe(prefix: "")
+            var broadcasts = subscription.broadcasts.makeAsyncIterator()
+            let broadcast = try #require(await broadcasts.next())
+            var catalogs = broadcast.catalogs().makeAsyncIterator()
+            var catalog = try #require(await catalogs.next())
+            while catalog.playableVideoTracks.isEmpty { catalog = try #require(await catalogs.next()) }
+            let player = try Player(catalog: catalog, output: .headless)
+            let diagnostics = Collected(player.diagnostics())
+            #expect(player.pipelineDescription.contains("diagnostics=true"))
+            try await player.play()
+            try await eventually("latency and bandwidth samples", timeout: .seconds(30)) {
+                let all = diagnostics.all
+                let latency = all.contains {
+                    if case .latencySample(let kind, let current, _, _) = $0 {
+                        return kind == "video" && current != nil
+                    }
+                    return false
+                }
+                let bandwidth = all.contains {
+                    if case .bandwidthSample(let rx, _) = $0 { return (rx ?? 0) > 0 }
+                    return false
+                }
+                return latency && bandwidth
             }
-            let bandwidth = all.contains {
-                if case .bandwidthSample(let rx, _) = $0 { return (rx ?? 0) > 0 }
-                return false
-            }
-            return latency && bandwidth
+            await player.stop()
+            await diagnostics.finished()
+            publisher.stop()
+            await viewer.close()
+            await session.close()
         }
-        await player.stop()
-        await diagnostics.finished()
-        publisher.stop()
-        await viewer.close()
-        await session.close()
     }
 }

@@ -108,166 +108,166 @@ struct SessionTests {
 
     @Test("over WebTransport: https:// (pinned) and http:// (hash fetched) sessions discover the same broadcast")
     func webTransport() async throws {
-        let relay = try TestRelay.start()
-        defer { Task { await relay.stop() } }
-        let publisher = try await HandPublisher(relay, path: "room/wt")
-        defer { publisher.close() }
-        let https = relay.url().replacingOccurrences(of: "moql://", with: "https://")
-        let http = relay.url().replacingOccurrences(of: "moql://", with: "http://")
-        for (url, options) in [(https, relay.sessionOptions), (http, SessionOptions())] {
-            let session = Session(url: url, options: options)
-            try await session.connect()
-            let subscription = try await session.subscribe(prefix: "room")
-            var iterator = subscription.broadcasts.makeAsyncIterator()
-            #expect(try #require(await iterator.next()).path == "wt", "\(url)")
-            subscription.cancel()
-            await session.close()
+        try await scoped(try TestRelay.start(), teardown: { await $0.stop() }) { (relay) async throws in
+            let publisher = try await HandPublisher(relay, path: "room/wt")
+            defer { publisher.close() }
+            let https = relay.url().replacingOccurrences(of: "moql://", with: "https://")
+            let http = relay.url().replacingOccurrences(of: "moql://", with: "http://")
+            for (url, options) in [(https, relay.sessionOptions), (http, SessionOptions())] {
+                let session = Session(url: url, options: options)
+                try await session.connect()
+                let subscription = try await session.subscribe(prefix: "room")
+                var iterator = subscription.broadcasts.makeAsyncIterator()
+                #expect(try #require(await iterator.next()).path == "wt", "\(url)")
+                subscription.cancel()
+                await session.close()
+            }
         }
     }
 
     @Test("subscribe(prefix:) yields broadcasts relative to the prefix; one subscription per prefix")
     func discovery() async throws {
-        let relay = try TestRelay.start()
-        defer { Task { await relay.stop() } }
-        let session = Session(url: relay.url(), options: relay.sessionOptions)
-        try await session.connect()
-        let subscription = try await session.subscribe(prefix: "room")
-        await #expect(throws: SessionError.alreadySubscribed(prefix: "room")) {
-            _ = try await session.subscribe(prefix: "room")
+        try await scoped(try TestRelay.start(), teardown: { await $0.stop() }) { (relay) async throws in
+            let session = Session(url: relay.url(), options: relay.sessionOptions)
+            try await session.connect()
+            let subscription = try await session.subscribe(prefix: "room")
+            await #expect(throws: SessionError.alreadySubscribed(prefix: "room")) {
+                _ = try await session.subscribe(prefix: "room")
+            }
+            let publisher = try await HandPublisher(relay, path: "room/cam")
+            defer { publisher.close() }
+            var iterator = subscription.broadcasts.makeAsyncIterator()
+            let broadcast = try #require(await iterator.next())
+            #expect(broadcast.path == "cam")
+            #expect(broadcast.absolutePath == "room/cam")
+            subscription.cancel()
+            try await eventually("the prefix is free again") {
+                (try? await session.subscribe(prefix: "room")) != nil
+            }
+            await session.close()
         }
-        let publisher = try await HandPublisher(relay, path: "room/cam")
-        defer { publisher.close() }
-        var iterator = subscription.broadcasts.makeAsyncIterator()
-        let broadcast = try #require(await iterator.next())
-        #expect(broadcast.path == "cam")
-        #expect(broadcast.absolutePath == "room/cam")
-        subscription.cancel()
-        try await eventually("the prefix is free again") {
-            (try? await session.subscribe(prefix: "room")) != nil
-        }
-        await session.close()
     }
 
     @Test("GOAWAY: the session moves to a new connection without leaving connected; the broadcast is seen again on it")
     func goaway() async throws {
-        let relay = try TestRelay.start()
-        defer { Task { await relay.stop() } }
-        let session = Session(url: relay.url(), options: relay.sessionOptions)
-        let states = Collected(session.state)
-        try await session.connect()
-        let subscription = try await session.subscribe(prefix: "room")
-        let publisher = try await HandPublisher(relay, path: "room/cam")
-        defer { publisher.close() }
-        var iterator = subscription.broadcasts.makeAsyncIterator()
-        let first = try #require(await iterator.next())
-        let sessionsBefore = try #require(relay.relay).sessionCount
-        try #require(relay.relay).goaway()
-        // Broadcasts belong to a connection: the old one's end with it, the new one announces again.
-        let again = try #require(await iterator.next())
-        #expect(again.path == "cam")
-        #expect(first.hasEnded)
-        try await eventually("the old connection closed") { relay.relay?.sessionCount == sessionsBefore }
-        #expect(states.all == [.idle, .connecting, .connected], "never left connected: \(states.all)")
-        await session.close()
+        try await scoped(try TestRelay.start(), teardown: { await $0.stop() }) { (relay) async throws in
+            let session = Session(url: relay.url(), options: relay.sessionOptions)
+            let states = Collected(session.state)
+            try await session.connect()
+            let subscription = try await session.subscribe(prefix: "room")
+            let publisher = try await HandPublisher(relay, path: "room/cam")
+            defer { publisher.close() }
+            var iterator = subscription.broadcasts.makeAsyncIterator()
+            let first = try #require(await iterator.next())
+            let sessionsBefore = try #require(relay.relay).sessionCount
+            try #require(relay.relay).goaway()
+            // Broadcasts belong to a connection: the old one's end with it, the new one announces again.
+            let again = try #require(await iterator.next())
+            #expect(again.path == "cam")
+            #expect(first.hasEnded)
+            try await eventually("the old connection closed") { relay.relay?.sessionCount == sessionsBefore }
+            #expect(states.all == [.idle, .connecting, .connected], "never left connected: \(states.all)")
+            await session.close()
+        }
     }
 
     @Test("catalogs(): each snapshot replaces the last, with playable tracks and reasons; it ends with the broadcast")
     func catalogs() async throws {
-        let relay = try TestRelay.start()
-        defer { Task { await relay.stop() } }
-        let session = Session(url: relay.url(), options: relay.sessionOptions)
-        try await session.connect()
-        let subscription = try await session.subscribe(prefix: "")
-        let publisher = try await HandPublisher(relay, path: "show")
-        var first = MoqCatalog.HangCatalog()
-        first.set("0.avc3", .video(VideoConfig(codec: "avc3.42c01e")))
-        publisher.publish(first)
-        var iterator = subscription.broadcasts.makeAsyncIterator()
-        let broadcast = try #require(await iterator.next())
-        let catalogs = Collected(broadcast.catalogs())
-        try await eventually("the first catalog") { catalogs.all.count == 1 }
-        var second = first
-        second.set("1.opus", .audio(AudioConfig(codec: "opus", sampleRate: 48000, numberOfChannels: 2)))
-        second.set("2.theora", .video(VideoConfig(codec: "theora")))
-        publisher.publish(second)
-        try await eventually("the second catalog") { catalogs.all.count == 2 }
-        let latest = catalogs.all[1]
-        #expect(latest.videoTracks.map(\.name) == ["0.avc3", "2.theora"])
-        #expect(latest.playableVideoTracks.map(\.name) == ["0.avc3"])
-        #expect(latest.playableAudioTracks.map(\.name) == ["1.opus"])
-        #expect(latest.videoTracks[1].unsupportedReason?.contains("theora") == true)
-        publisher.close()
-        await catalogs.finished()
-        try await eventually("the broadcast's end (announce END)") { broadcast.hasEnded }
-        await session.close()
+        try await scoped(try TestRelay.start(), teardown: { await $0.stop() }) { (relay) async throws in
+            let session = Session(url: relay.url(), options: relay.sessionOptions)
+            try await session.connect()
+            let subscription = try await session.subscribe(prefix: "")
+            let publisher = try await HandPublisher(relay, path: "show")
+            var first = MoqCatalog.HangCatalog()
+            first.set("0.avc3", .video(VideoConfig(codec: "avc3.42c01e")))
+            publisher.publish(first)
+            var iterator = subscription.broadcasts.makeAsyncIterator()
+            let broadcast = try #require(await iterator.next())
+            let catalogs = Collected(broadcast.catalogs())
+            try await eventually("the first catalog") { catalogs.all.count == 1 }
+            var second = first
+            second.set("1.opus", .audio(AudioConfig(codec: "opus", sampleRate: 48000, numberOfChannels: 2)))
+            second.set("2.theora", .video(VideoConfig(codec: "theora")))
+            publisher.publish(second)
+            try await eventually("the second catalog") { catalogs.all.count == 2 }
+            let latest = catalogs.all[1]
+            #expect(latest.videoTracks.map(\.name) == ["0.avc3", "2.theora"])
+            #expect(latest.playableVideoTracks.map(\.name) == ["0.avc3"])
+            #expect(latest.playableAudioTracks.map(\.name) == ["1.opus"])
+            #expect(latest.videoTracks[1].unsupportedReason?.contains("theora") == true)
+            publisher.close()
+            await catalogs.finished()
+            try await eventually("the broadcast's end (announce END)") { broadcast.hasEnded }
+            await session.close()
+        }
     }
 
     @Test("catalogUpdates(): a malformed or oversized snapshot is reported, catalogs() skips it and goes on")
     func catalogProblemsAreReported() async throws {
-        let relay = try TestRelay.start()
-        defer { Task { await relay.stop() } }
-        let session = Session(url: relay.url(), options: relay.sessionOptions)
-        try await session.connect()
-        let subscription = try await session.subscribe(prefix: "")
-        let publisher = try await HandPublisher(relay, path: "odd")
-        publisher.catalog.writeSingleFrameGroup(Bytes(utf8: "{not json"), timestamp: 0)
-        var iterator = subscription.broadcasts.makeAsyncIterator()
-        let broadcast = try #require(await iterator.next())
-        let updates = Collected(broadcast.catalogUpdates())
-        let catalogs = Collected(broadcast.catalogs())
-        try await eventually("the malformed snapshot reported") {
-            updates.all.contains { if case .malformed = $0 { true } else { false } }
+        try await scoped(try TestRelay.start(), teardown: { await $0.stop() }) { (relay) async throws in
+            let session = Session(url: relay.url(), options: relay.sessionOptions)
+            try await session.connect()
+            let subscription = try await session.subscribe(prefix: "")
+            let publisher = try await HandPublisher(relay, path: "odd")
+            publisher.catalog.writeSingleFrameGroup(Bytes(utf8: "{not json"), timestamp: 0)
+            var iterator = subscription.broadcasts.makeAsyncIterator()
+            let broadcast = try #require(await iterator.next())
+            let updates = Collected(broadcast.catalogUpdates())
+            let catalogs = Collected(broadcast.catalogs())
+            try await eventually("the malformed snapshot reported") {
+                updates.all.contains { if case .malformed = $0 { true } else { false } }
+            }
+            // Too large to be a catalog: refused before it is parsed.
+            let huge = "{\"video\":{\"renditions\":{}},\"pad\":\"" + String(repeating: "x", count: 1 << 20) + "\"}"
+            publisher.catalog.writeSingleFrameGroup(Bytes(utf8: huge), timestamp: 0)
+            try await eventually("the oversized snapshot reported") {
+                updates.all.contains { if case .malformed(let why) = $0 { why.contains("too large") } else { false } }
+            }
+            var good = MoqCatalog.HangCatalog()
+            good.set("0.avc3", .video(VideoConfig(codec: "avc3.42c01e")))
+            publisher.publish(good)
+            try await eventually("the good catalog") { catalogs.all.count == 1 }
+            #expect(catalogs.all[0].videoTracks.map(\.name) == ["0.avc3"])
+            publisher.close()
+            await catalogs.finished()
+            await updates.finished()
+            await session.close()
         }
-        // Too large to be a catalog: refused before it is parsed.
-        let huge = "{\"video\":{\"renditions\":{}},\"pad\":\"" + String(repeating: "x", count: 1 << 20) + "\"}"
-        publisher.catalog.writeSingleFrameGroup(Bytes(utf8: huge), timestamp: 0)
-        try await eventually("the oversized snapshot reported") {
-            updates.all.contains { if case .malformed(let why) = $0 { why.contains("too large") } else { false } }
-        }
-        var good = MoqCatalog.HangCatalog()
-        good.set("0.avc3", .video(VideoConfig(codec: "avc3.42c01e")))
-        publisher.publish(good)
-        try await eventually("the good catalog") { catalogs.all.count == 1 }
-        #expect(catalogs.all[0].videoTracks.map(\.name) == ["0.avc3"])
-        publisher.close()
-        await catalogs.finished()
-        await updates.finished()
-        await session.close()
     }
 
     @Test("subscribeTrack: monotonic delivery in sequence order; arrival delivery as frames land")
     func rawTracks() async throws {
-        let relay = try TestRelay.start()
-        defer { Task { await relay.stop() } }
-        let session = Session(url: relay.url(), options: relay.sessionOptions)
-        try await session.connect()
-        let subscription = try await session.subscribe(prefix: "")
-        let publisher = try await HandPublisher(relay, path: "telemetry")
-        defer { publisher.close() }
-        let track = publisher.broadcast.createTrack("readings", info: TrackInfo(priority: 1, maxAgeMs: 10_000))
-        var iterator = subscription.broadcasts.makeAsyncIterator()
-        let broadcast = try #require(await iterator.next())
-        let monotonic = broadcast.subscribeTrack(name: "readings")
-        let arrival = broadcast.subscribeTrack(name: "readings", delivery: .arrival)
-        try await Task.sleep(for: .milliseconds(200))
-        for i in 0..<5 {
-            track.writeSingleFrameGroup(Bytes(utf8: "r\(i)"), timestamp: UInt64(i))
-            try await Task.sleep(for: .milliseconds(20))
+        try await scoped(try TestRelay.start(), teardown: { await $0.stop() }) { (relay) async throws in
+            let session = Session(url: relay.url(), options: relay.sessionOptions)
+            try await session.connect()
+            let subscription = try await session.subscribe(prefix: "")
+            let publisher = try await HandPublisher(relay, path: "telemetry")
+            defer { publisher.close() }
+            let track = publisher.broadcast.createTrack("readings", info: TrackInfo(priority: 1, maxAgeMs: 10_000))
+            var iterator = subscription.broadcasts.makeAsyncIterator()
+            let broadcast = try #require(await iterator.next())
+            let monotonic = broadcast.subscribeTrack(name: "readings")
+            let arrival = broadcast.subscribeTrack(name: "readings", delivery: .arrival)
+            try await Task.sleep(for: .milliseconds(200))
+            for i in 0..<5 {
+                track.writeSingleFrameGroup(Bytes(utf8: "r\(i)"), timestamp: UInt64(i))
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            var got: [String] = []
+            for try await object in monotonic.objects {
+                got.append(String(decoding: object.payload, as: UTF8.self))
+                if got.count == 5 { break }
+            }
+            #expect(got == ["r0", "r1", "r2", "r3", "r4"])
+            var arrived: [UInt64] = []
+            for try await object in arrival.objects {
+                arrived.append(object.groupSequence)
+                if arrived.count == 5 { break }
+            }
+            #expect(Set(arrived) == Set(0..<5))
+            monotonic.close()
+            arrival.close()
+            await session.close()
         }
-        var got: [String] = []
-        for try await object in monotonic.objects {
-            got.append(String(decoding: object.payload, as: UTF8.self))
-            if got.count == 5 { break }
-        }
-        #expect(got == ["r0", "r1", "r2", "r3", "r4"])
-        var arrived: [UInt64] = []
-        for try await object in arrival.objects {
-            arrived.append(object.groupSequence)
-            if arrived.count == 5 { break }
-        }
-        #expect(Set(arrived) == Set(0..<5))
-        monotonic.close()
-        arrival.close()
-        await session.close()
     }
 }

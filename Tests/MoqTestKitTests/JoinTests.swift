@@ -72,27 +72,28 @@ struct JoinTests {
         "joined at three points of a 2 s GOP: video and audio at the live edge, every audio frame pushed rendered once",
         arguments: [300, 1_100, 1_850])
     func joinsAtTheLiveEdge(phaseMs: Int) async throws {
-        let relay = try TestRelay.start()
-        defer { Task { await relay.stop() } }
-        let broadcast = uniqueBroadcast("join")
-        let publisher = Self.publisher(relay, broadcast: broadcast, gop: 60)
-        try publisher.start()
-        defer { publisher.stop() }
-        // Two GOPs in, plus the phase: the relay holds the current group from its keyframe.
-        try await Task.sleep(for: .milliseconds(4_000 + phaseMs))
-        let v = try await Self.view(relay, broadcast: broadcast, publisher: publisher, seconds: 3)
-        print("join at \(phaseMs) ms into the GOP: video \(v.videoLatency); audio \(v.audio); \(v.stats)")
-        // Video: the frames reaching the sink are at the live edge, not the GOP's phase behind it.
-        let p50 = try #require(v.videoLatency.p50, "no video frame reached the sink")
-        #expect(p50 < .milliseconds(250), "video p50 \(p50) after a join \(phaseMs) ms into the GOP")
-        // Audio: whatever moqsrc pushed was heard exactly once, with no break and no resync.
-        let tone = v.audio.tone
-        #expect(tone.discontinuities == 0 && tone.silenceGaps == 0, "\(v.audio)")
-        #expect(v.audio.resyncs == 0, "\(v.audio.firstWarnings)")
-        let pushedMs = v.audioFramesPushed * 20
-        #expect(
-            pushedMs > 2_000 && abs(tone.toneMs - pushedMs) <= 60, "rendered \(tone.toneMs) ms of \(pushedMs) ms pushed"
-        )
+        try await scoped(try TestRelay.start(), teardown: { await $0.stop() }) { (relay) async throws in
+            let broadcast = uniqueBroadcast("join")
+            let publisher = Self.publisher(relay, broadcast: broadcast, gop: 60)
+            try publisher.start()
+            defer { publisher.stop() }
+            // Two GOPs in, plus the phase: the relay holds the current group from its keyframe.
+            try await Task.sleep(for: .milliseconds(4_000 + phaseMs))
+            let v = try await Self.view(relay, broadcast: broadcast, publisher: publisher, seconds: 3)
+            print("join at \(phaseMs) ms into the GOP: video \(v.videoLatency); audio \(v.audio); \(v.stats)")
+            // Video: the frames reaching the sink are at the live edge, not the GOP's phase behind it.
+            let p50 = try #require(v.videoLatency.p50, "no video frame reached the sink")
+            #expect(p50 < .milliseconds(250), "video p50 \(p50) after a join \(phaseMs) ms into the GOP")
+            // Audio: whatever moqsrc pushed was heard exactly once, with no break and no resync.
+            let tone = v.audio.tone
+            #expect(tone.discontinuities == 0 && tone.silenceGaps == 0, "\(v.audio)")
+            #expect(v.audio.resyncs == 0, "\(v.audio.firstWarnings)")
+            let pushedMs = v.audioFramesPushed * 20
+            #expect(
+                pushedMs > 2_000 && abs(tone.toneMs - pushedMs) <= 60,
+                "rendered \(tone.toneMs) ms of \(pushedMs) ms pushed"
+            )
+        }
     }
 
     @Test("moq-dev's publisher (its own encoders, a 2 s GOP) through moq-dev's relay: joined at the live edge too")

@@ -105,28 +105,28 @@ struct LongFormTests {
         "the buffer fills at once from the caches, a 3 s blackhole on the player's path is not heard, and the buffer refills faster than real time"
     )
     func outageIsNotHeard() async throws {
-        let path = try FaultPath.start()
-        defer { Task { await path.stop() } }
-        let outcome = try await run(path) {
-            path.playLeg.blackhole()
-            try await Task.sleep(for: .seconds(3))
-            path.playLeg.restore()
+        try await scoped(try FaultPath.start(), teardown: { await $0.stop() }) { (path) async throws in
+            let outcome = try await run(path) {
+                path.playLeg.blackhole()
+                try await Task.sleep(for: .seconds(3))
+                path.playLeg.restore()
+            }
+            Self.check(outcome, "outage")
         }
-        Self.check(outcome, "outage")
     }
 
     @Test("a relay restart is not heard: both sides reconnect, the old buffer plays while the new one fills")
     func relayRestartIsNotHeard() async throws {
-        let path = try FaultPath.start()
-        defer { Task { await path.stop() } }
-        let relay = path.relay
-        let outcome = try await run(path) {
-            await relay.stop()
-            try await Task.sleep(for: .seconds(1))
-            try await relay.restart()
+        try await scoped(try FaultPath.start(), teardown: { await $0.stop() }) { (path) async throws in
+            let relay = path.relay
+            let outcome = try await run(path) {
+                await relay.stop()
+                try await Task.sleep(for: .seconds(1))
+                try await relay.restart()
+            }
+            // The old subscription's buffer plays for several seconds after the restart, so the new
+            // one's burst comes after the watched window: only continuity is judged here.
+            Self.check(outcome, "relay restart", refill: false)
         }
-        // The old subscription's buffer plays for several seconds after the restart, so the new
-        // one's burst comes after the watched window: only continuity is judged here.
-        Self.check(outcome, "relay restart", refill: false)
     }
 }

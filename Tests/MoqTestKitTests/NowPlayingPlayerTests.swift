@@ -12,33 +12,35 @@ import Testing
 struct NowPlayingPlayerTests {
     @Test("Player.nowPlaying follows the publisher's tags, with a nowPlaying event each time")
     func followsTags() async throws {
-        let relay = try TestRelay.start()
-        defer { Task { await relay.stop() } }
-        let radio = try await TaggedRadio.start(
-            relay, tags: "title=\"First Song\",artist=Someone,duration=(guint64)215000000000")
-        defer { radio.publisher.stop() }
-        let (publisher, viewer, catalog) = (radio.publisher, radio.viewer, radio.catalog)
-        let player = try Player(catalog: catalog, output: .headless)
-        let titles = Lock<[String]>([])
-        let events = player.subscribeEvents()
-        let watcher = Task {
-            for await event in events where event.name == .nowPlaying {
-                titles.withLock { $0.append(event.fields["title"]?.stringValue ?? "") }
+        try await scoped(try TestRelay.start(), teardown: { await $0.stop() }) { (relay) async throws in
+            let radio = try await TaggedRadio.start(
+                relay, tags: "title=\"First Song\",artist=Someone,duration=(guint64)215000000000")
+            defer { radio.publisher.stop() }
+            let (publisher, viewer, catalog) = (radio.publisher, radio.viewer, radio.catalog)
+            let player = try Player(catalog: catalog, output: .headless)
+            let titles = Lock<[String]>([])
+            let events = player.subscribeEvents()
+            let watcher = Task {
+                for await event in events where event.name == .nowPlaying {
+                    titles.withLock { $0.append(event.fields["title"]?.stringValue ?? "") }
+                }
             }
+            defer { watcher.cancel() }
+            try await player.play()
+            try await eventually("the first title", timeout: .seconds(20)) { player.nowPlaying?.title == "First Song" }
+            #expect(player.nowPlaying?.artist == "Someone")
+            #expect(player.nowPlaying?.durationMs == 215_000)
+            try publisher.element(named: "tags").set("tags", "title=\"Second Song\",artist=Someone")
+            try await eventually("the second title", timeout: .seconds(10)) {
+                player.nowPlaying?.title == "Second Song"
+            }
+            // The events reach the watcher task asynchronously: the property can change before its event is read.
+            try await eventually("a nowPlaying event for each title", timeout: .seconds(10)) {
+                titles.withLock { $0.contains("First Song") && $0.contains("Second Song") }
+            }
+            await player.stop()
+            await viewer.close()
         }
-        defer { watcher.cancel() }
-        try await player.play()
-        try await eventually("the first title", timeout: .seconds(20)) { player.nowPlaying?.title == "First Song" }
-        #expect(player.nowPlaying?.artist == "Someone")
-        #expect(player.nowPlaying?.durationMs == 215_000)
-        try publisher.element(named: "tags").set("tags", "title=\"Second Song\",artist=Someone")
-        try await eventually("the second title", timeout: .seconds(10)) { player.nowPlaying?.title == "Second Song" }
-        // The events reach the watcher task asynchronously: the property can change before its event is read.
-        try await eventually("a nowPlaying event for each title", timeout: .seconds(10)) {
-            titles.withLock { $0.contains("First Song") && $0.contains("Second Song") }
-        }
-        await player.stop()
-        await viewer.close()
     }
 }
 

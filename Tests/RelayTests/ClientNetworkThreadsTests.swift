@@ -12,28 +12,29 @@ import Testing
 struct ClientNetworkThreadsTests {
     @Test("clientNetworkThreads = 3: six client sessions take the three client loops in turn and still play")
     func clientThreads() async throws {
-        let relay = try RelayLoopsTests.relay(threads: 1)
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        MoqSession.clientNetworkThreads = 3
-        defer { MoqSession.clientNetworkThreads = 1 }
-        #expect(MoqSession.clientNetworkThreads == 3)
-        let publisher = try await RelayLoopsTests.connect(relay)
-        let broadcast = BroadcastProducer(path: "cam")
-        let track = broadcast.createTrack("video")
-        publisher.publish(broadcast)
-        let (viewers, tallies) = try await watch("cam", track: "video", viewers: 5, maxLatencyMs: 5_000) {
-            try await RelayLoopsTests.connect(relay)
+        try await scoped(try RelayLoopsTests.relay(threads: 1), teardown: { await $0.shutdown(grace: .zero) }) {
+            (relay) async throws in
+            MoqSession.clientNetworkThreads = 3
+            defer { MoqSession.clientNetworkThreads = 1 }
+            #expect(MoqSession.clientNetworkThreads == 3)
+            let publisher = try await RelayLoopsTests.connect(relay)
+            let broadcast = BroadcastProducer(path: "cam")
+            let track = broadcast.createTrack("video")
+            publisher.publish(broadcast)
+            let (viewers, tallies) = try await watch("cam", track: "video", viewers: 5, maxLatencyMs: 5_000) {
+                try await RelayLoopsTests.connect(relay)
+            }
+            let writing = GroupedPublisher(track)
+            defer {
+                writing.cancel()
+                for t in tallies { t.cancel() }
+            }
+            let sessions = [publisher] + viewers
+            var loops: [ObjectIdentifier: Int] = [:]
+            for s in sessions { loops[ObjectIdentifier(s.loop), default: 0] += 1 }
+            #expect(loops.count == 3 && loops.values.allSatisfy { $0 == 2 }, "\(loops.values)")
+            try await eventually("every viewer to get 3 groups") { tallies.allSatisfy { $0.groups.count >= 3 } }
+            for s in sessions { s.close() }
         }
-        let writing = GroupedPublisher(track)
-        defer {
-            writing.cancel()
-            for t in tallies { t.cancel() }
-        }
-        let sessions = [publisher] + viewers
-        var loops: [ObjectIdentifier: Int] = [:]
-        for s in sessions { loops[ObjectIdentifier(s.loop), default: 0] += 1 }
-        #expect(loops.count == 3 && loops.values.allSatisfy { $0 == 2 }, "\(loops.values)")
-        try await eventually("every viewer to get 3 groups") { tallies.allSatisfy { $0.groups.count >= 3 } }
-        for s in sessions { s.close() }
     }
 }

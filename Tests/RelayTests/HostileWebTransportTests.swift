@@ -88,83 +88,86 @@ struct HostileWebTransportTests {
             host: "127.0.0.1", port: 0, auth: RelayAuth(publicPrefixes: [""]),
             logger: MoqLogger(level: .info) { _, text in lines.withLock { $0.append(text) } })
         config.serveHTTP = false
-        let relay = try MoqRelay.start(config)
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let loop = try QUICEventLoop(name: "hostile-h3")
-        defer { loop.shutdown() }
-        // A well-behaved session that must not notice any of it.
-        let publisher = try await WebTransportSessionTests.connect(relay)
-        let subscriber = try await WebTransportSessionTests.connect(relay)
+        try await scoped(try MoqRelay.start(config), teardown: { await $0.shutdown(grace: .zero) }) {
+            (relay) async throws in
+            let loop = try QUICEventLoop(name: "hostile-h3")
+            defer { loop.shutdown() }
+            // A well-behaved session that must not notice any of it.
+            let publisher = try await WebTransportSessionTests.connect(relay)
+            let subscriber = try await WebTransportSessionTests.connect(relay)
 
-        // 1. Extended CONNECT without :protocol (a plain CONNECT): refused with 400.
-        let plain = RawH3Client.run(relay, loop: loop) { c in
-            let control = c.openStream(bidirectional: false)!
-            c.write(control, Bytes(controlStream([HTTP3Frame.settings(.webTransport()).encoded()])))
-            let stream = c.openStream(bidirectional: true)!
-            c.write(stream, Bytes(headers([HTTPField(":method", "CONNECT"), HTTPField(":authority", "localhost")])))
-        }
-        // 2. Unknown frame types (reserved 0x21 + 0x1f·N) and unknown settings around a valid CONNECT: 200.
-        let unknown = RawH3Client.run(relay, loop: loop) { c in
-            let control = c.openStream(bidirectional: false)!
-            let settings = HTTP3Settings(
-                HTTP3Settings.webTransport().parameters + [(id: 0x1f * 7 + 0x21, value: 12345)])
-            let reserved: [UInt8] = [0x40, 0x21 + 0x1f, 3, 1, 2, 3]
-            c.write(control, Bytes(controlStream([HTTP3Frame.settings(settings).encoded(), reserved])))
-            let stream = c.openStream(bidirectional: true)!
-            c.write(stream, Bytes(reserved + headers(goodRequest.fields)))
-        }
-        // 3. A header section that refers to a dynamic table we said has capacity 0.
-        let dynamic = RawH3Client.run(relay, loop: loop) { c in
-            let control = c.openStream(bidirectional: false)!
-            c.write(control, Bytes(controlStream([HTTP3Frame.settings(.webTransport()).encoded()])))
-            let stream = c.openStream(bidirectional: true)!
-            // Required Insert Count 1, then an indexed field line from the dynamic table.
-            c.write(stream, Bytes(HTTP3Frame.headers([0x02, 0x00, 0x80]).encoded()))
-        }
-        try await eventually(
-            "the three answers",
-            detail: {
-                "\(String(describing: plain.status)) \(String(describing: unknown.status)) \(String(describing: dynamic.state.withLock { $0.close })) \(plain.state.withLock { $0 }) \(unknown.state.withLock { $0 })"
+            // 1. Extended CONNECT without :protocol (a plain CONNECT): refused with 400.
+            let plain = RawH3Client.run(relay, loop: loop) { c in
+                let control = c.openStream(bidirectional: false)!
+                c.write(control, Bytes(controlStream([HTTP3Frame.settings(.webTransport()).encoded()])))
+                let stream = c.openStream(bidirectional: true)!
+                c.write(
+                    stream, Bytes(headers([HTTPField(":method", "CONNECT"), HTTPField(":authority", "localhost")])))
             }
-        ) {
-            plain.status == 400 && unknown.status == 200 && dynamic.state.withLock({ $0.close }) != nil
-        }
-        if case .application(let code, _, let byPeer)? = dynamic.state.withLock({ $0.close }) {
-            #expect(code == HTTP3Error.qpackDecompressionFailed && byPeer)
-        } else {
-            Issue.record("unexpected close: \(String(describing: dynamic.state.withLock { $0.close }))")
-        }
+            // 2. Unknown frame types (reserved 0x21 + 0x1f·N) and unknown settings around a valid CONNECT: 200.
+            let unknown = RawH3Client.run(relay, loop: loop) { c in
+                let control = c.openStream(bidirectional: false)!
+                let settings = HTTP3Settings(
+                    HTTP3Settings.webTransport().parameters + [(id: 0x1f * 7 + 0x21, value: 12345)])
+                let reserved: [UInt8] = [0x40, 0x21 + 0x1f, 3, 1, 2, 3]
+                c.write(control, Bytes(controlStream([HTTP3Frame.settings(settings).encoded(), reserved])))
+                let stream = c.openStream(bidirectional: true)!
+                c.write(stream, Bytes(reserved + headers(goodRequest.fields)))
+            }
+            // 3. A header section that refers to a dynamic table we said has capacity 0.
+            let dynamic = RawH3Client.run(relay, loop: loop) { c in
+                let control = c.openStream(bidirectional: false)!
+                c.write(control, Bytes(controlStream([HTTP3Frame.settings(.webTransport()).encoded()])))
+                let stream = c.openStream(bidirectional: true)!
+                // Required Insert Count 1, then an indexed field line from the dynamic table.
+                c.write(stream, Bytes(HTTP3Frame.headers([0x02, 0x00, 0x80]).encoded()))
+            }
+            try await eventually(
+                "the three answers",
+                detail: {
+                    "\(String(describing: plain.status)) \(String(describing: unknown.status)) \(String(describing: dynamic.state.withLock { $0.close })) \(plain.state.withLock { $0 }) \(unknown.state.withLock { $0 })"
+                }
+            ) {
+                plain.status == 400 && unknown.status == 200 && dynamic.state.withLock({ $0.close }) != nil
+            }
+            if case .application(let code, _, let byPeer)? = dynamic.state.withLock({ $0.close }) {
+                #expect(code == HTTP3Error.qpackDecompressionFailed && byPeer)
+            } else {
+                Issue.record("unexpected close: \(String(describing: dynamic.state.withLock { $0.close }))")
+            }
 
-        // 4. A session closed with CLOSE_WEBTRANSPORT_SESSION and a reason: the relay ends it, says why.
-        let closing = RawH3Client.run(relay, loop: loop) { c in
-            let control = c.openStream(bidirectional: false)!
-            c.write(control, Bytes(controlStream([HTTP3Frame.settings(.webTransport()).encoded()])))
-            let stream = c.openStream(bidirectional: true)!
-            c.write(stream, Bytes(headers(goodRequest.fields)))
-        }
-        try await eventually("the session to open", timeout: .seconds(30)) { closing.status == 200 }
-        // moq-lite's SETUP on a WebTransport uni stream of session 0.
-        let setup =
-            WebTransportWire.uniStreamHeader(session: 0) + [UInt8(UniStreamType.setup.rawValue)] + Setup().encoded()
-        await onLoop(loop) {
-            guard let c = closing.connection, let stream = c.openStream(bidirectional: false) else { return }
-            c.write(stream, Bytes(setup), fin: true)
-        }
-        try await eventually(
-            "the relay to accept the session", detail: { "relay log: \(lines.withLock { $0.suffix(12) })" }
-        ) {
-            lines.withLock { $0.filter { $0.contains("WebTransport): connected") }.count == 3 }
-        }
-        let capsule = HTTP3Frame.data(WebTransportCapsule.close(code: 0x13, reason: "moving house").encoded()).encoded()
-        try await sendOnLoop(loop, closing, capsule)
-        try await eventually("the relay to report the close with its reason", timeout: .seconds(30)) {
-            lines.withLock { $0.contains { $0.contains("moving house") } }
-        }
+            // 4. A session closed with CLOSE_WEBTRANSPORT_SESSION and a reason: the relay ends it, says why.
+            let closing = RawH3Client.run(relay, loop: loop) { c in
+                let control = c.openStream(bidirectional: false)!
+                c.write(control, Bytes(controlStream([HTTP3Frame.settings(.webTransport()).encoded()])))
+                let stream = c.openStream(bidirectional: true)!
+                c.write(stream, Bytes(headers(goodRequest.fields)))
+            }
+            try await eventually("the session to open", timeout: .seconds(30)) { closing.status == 200 }
+            // moq-lite's SETUP on a WebTransport uni stream of session 0.
+            let setup =
+                WebTransportWire.uniStreamHeader(session: 0) + [UInt8(UniStreamType.setup.rawValue)] + Setup().encoded()
+            await onLoop(loop) {
+                guard let c = closing.connection, let stream = c.openStream(bidirectional: false) else { return }
+                c.write(stream, Bytes(setup), fin: true)
+            }
+            try await eventually(
+                "the relay to accept the session", detail: { "relay log: \(lines.withLock { $0.suffix(12) })" }
+            ) {
+                lines.withLock { $0.filter { $0.contains("WebTransport): connected") }.count == 3 }
+            }
+            let capsule = HTTP3Frame.data(WebTransportCapsule.close(code: 0x13, reason: "moving house").encoded())
+                .encoded()
+            try await sendOnLoop(loop, closing, capsule)
+            try await eventually("the relay to report the close with its reason", timeout: .seconds(30)) {
+                lines.withLock { $0.contains { $0.contains("moving house") } }
+            }
 
-        // The well-behaved session saw nothing of it.
-        #expect(try await WebTransportSessionTests.roundTrip(publisher, subscriber, "calm") == ["a", "b", "c"])
-        publisher.close()
-        subscriber.close()
+            // The well-behaved session saw nothing of it.
+            #expect(try await WebTransportSessionTests.roundTrip(publisher, subscriber, "calm") == ["a", "b", "c"])
+            publisher.close()
+            subscriber.close()
+        }
     }
 }
 

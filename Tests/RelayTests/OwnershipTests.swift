@@ -31,74 +31,80 @@ struct OwnershipTests {
 
     @Test("a session is closed when its token's exp passes")
     func expiryClosesTheSession() async throws {
-        let relay = try Self.relay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let session = try await Self.connect(
-            relay, "room", token: Self.token(root: "room", put: [""], expires: Date().addingTimeInterval(2)))
-        let reason = try await withTimeout("the session to close", .seconds(15)) { try await session.closed() }
-        #expect(reason == .remote(.unauthorized, "the token expired"))
+        try await scoped(try Self.relay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+            let session = try await Self.connect(
+                relay, "room", token: Self.token(root: "room", put: [""], expires: Date().addingTimeInterval(2)))
+            let reason = try await withTimeout("the session to close", .seconds(15)) { try await session.closed() }
+            #expect(reason == .remote(.unauthorized, "the token expired"))
+        }
     }
 
     @Test("a token is refused before its nbf")
     func notBefore() async throws {
-        let relay = try Self.relay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        await #expect {
-            _ = try await Self.connect(
-                relay, "room", token: Self.token(root: "room", put: [""], notBefore: Date().addingTimeInterval(3600)))
-        } throws: { error in
-            guard case .refused(let code, let reason) = error as? MoqError else { return false }
-            return code == SessionErrorCode.unauthorized.rawValue && reason.contains("not valid yet")
+        try await scoped(try Self.relay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+            await #expect {
+                _ = try await Self.connect(
+                    relay, "room",
+                    token: Self.token(root: "room", put: [""], notBefore: Date().addingTimeInterval(3600)))
+            } throws: { error in
+                guard case .refused(let code, let reason) = error as? MoqError else { return false }
+                return code == SessionErrorCode.unauthorized.rawValue && reason.contains("not valid yet")
+            }
         }
     }
 
     @Test("a path held by one session is not taken over by another; the same grant may replace its own")
     func ownership() async throws {
-        let relay = try Self.relay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let alice = Self.token(root: "room", put: ["alice"])
-        let owner = try await Self.connect(relay, "room", token: alice)
-        owner.publish(BroadcastProducer(path: "alice/cam"))
-        let watcher = try await Self.connect(relay, "room", token: Self.token(root: "room", put: []))
-        try await watcher.waitForBroadcast("alice/cam")
-        // Another grant that may publish there too: refused, its session closed with a clear code.
-        let intruder = try await Self.connect(relay, "room", token: Self.token(root: "room", put: [""]))
-        intruder.publish(BroadcastProducer(path: "alice/cam"))
-        let reason = try await withTimeout("the intruder to be closed", .seconds(15)) { try await intruder.closed() }
-        #expect(reason == .remote(.unauthorized, "broadcast 'room/alice/cam' is published by another session"))
-        #expect(relay.origin.broadcast("room/alice/cam") != nil)
-        // The owner reconnecting (same grant, the old session still open) replaces its own broadcast.
-        // Watched from before it reconnects (the stream registers when asked for, not when a task
-        // first reads it), and waited for with a deadline: a missed announcement fails, never hangs.
-        let announcements = watcher.announced(prefix: "alice")
-        let actives = Lock(0)
-        let reader = Task {
-            for await event in announcements { if case .active = event { actives.withLock { $0 += 1 } } }
+        try await scoped(try Self.relay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+            let alice = Self.token(root: "room", put: ["alice"])
+            let owner = try await Self.connect(relay, "room", token: alice)
+            owner.publish(BroadcastProducer(path: "alice/cam"))
+            let watcher = try await Self.connect(relay, "room", token: Self.token(root: "room", put: []))
+            try await watcher.waitForBroadcast("alice/cam")
+            // Another grant that may publish there too: refused, its session closed with a clear code.
+            let intruder = try await Self.connect(relay, "room", token: Self.token(root: "room", put: [""]))
+            intruder.publish(BroadcastProducer(path: "alice/cam"))
+            let reason = try await withTimeout("the intruder to be closed", .seconds(15)) {
+                try await intruder.closed()
+            }
+            #expect(reason == .remote(.unauthorized, "broadcast 'room/alice/cam' is published by another session"))
+            #expect(relay.origin.broadcast("room/alice/cam") != nil)
+            // The owner reconnecting (same grant, the old session still open) replaces its own broadcast.
+            // Watched from before it reconnects (the stream registers when asked for, not when a task
+            // first reads it), and waited for with a deadline: a missed announcement fails, never hangs.
+            let announcements = watcher.announced(prefix: "alice")
+            let actives = Lock(0)
+            let reader = Task {
+                for await event in announcements { if case .active = event { actives.withLock { $0 += 1 } } }
+            }
+            defer { reader.cancel() }
+            let again = try await Self.connect(relay, "room", token: alice)
+            again.publish(BroadcastProducer(path: "alice/cam"))
+            // The watcher hears the path again (a new route): the replacement happened while the
+            // old session still held it.
+            try await eventually("the path announced again") { actives.withLock { $0 } >= 2 }
+            try await eventually("the intruder gone", detail: { "\(relay.sessionCount) sessions" }) {
+                relay.sessionCount == 3
+            }
+            owner.close()
+            try await eventually("the old owner gone", detail: { "\(relay.sessionCount) sessions" }) {
+                relay.sessionCount == 2
+            }
+            // The path outlived the old session: the new one holds it.
+            #expect(relay.origin.broadcast("room/alice/cam") != nil)
+            #expect(again.closeReason == nil)
+            watcher.close()
+            again.close()
         }
-        defer { reader.cancel() }
-        let again = try await Self.connect(relay, "room", token: alice)
-        again.publish(BroadcastProducer(path: "alice/cam"))
-        // The watcher hears the path again (a new route): the replacement happened while the
-        // old session still held it.
-        try await eventually("the path announced again") { actives.withLock { $0 } >= 2 }
-        try await eventually("the intruder gone", detail: { "\(relay.sessionCount) sessions" }) {
-            relay.sessionCount == 3
-        }
-        owner.close()
-        try await eventually("the old owner gone", detail: { "\(relay.sessionCount) sessions" }) {
-            relay.sessionCount == 2
-        }
-        // The path outlived the old session: the new one holds it.
-        #expect(relay.origin.broadcast("room/alice/cam") != nil)
-        #expect(again.closeReason == nil)
-        watcher.close()
-        again.close()
     }
 
     @Test("paths compare byte by byte: composed and decomposed é are two broadcasts, as for the Rust peers")
     func bytewisePaths() async throws {
-        let relay = try Self.relay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
+        // A named function, not a closure: Swift 6.3.1's SendNonSendable pass crashes on this body as a closure.
+        try await scoped(try Self.relay(), teardown: { await $0.shutdown(grace: .zero) }, Self.checkBytewisePaths)
+    }
+
+    static func checkBytewisePaths(_ relay: MoqRelay) async throws {
         let composed = "caf\u{E9}"
         let decomposed = "cafe\u{301}"
         #expect(composed == decomposed)  // Swift's own equality: canonical
@@ -107,9 +113,7 @@ struct OwnershipTests {
         let b = try await Self.connect(relay, "anon")
         a.publish(BroadcastProducer(path: composed))
         b.publish(BroadcastProducer(path: decomposed))
-        try await eventually("both paths at the relay", detail: { "\(relay.origin.paths)" }) {
-            relay.origin.paths.count == 2
-        }
+        _ = try await eventually("both paths at the relay", { relay.origin.paths }, until: { $0.count == 2 })
         #expect(a.closeReason == nil && b.closeReason == nil)
         a.close()
         b.close()

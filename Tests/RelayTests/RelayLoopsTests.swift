@@ -45,74 +45,80 @@ struct RelayLoopsTests {
 
     @Test("20 viewers and a publisher on a 2-loop relay: sessions on both loops, every viewer gets every group")
     func spread() async throws {
-        let relay = try Self.relay(threads: 2)
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let publisher = try await Self.connect(relay)
-        let broadcast = BroadcastProducer(path: "cam")
-        let track = broadcast.createTrack("video")
-        publisher.publish(broadcast)
-        let (viewers, tallies) = try await watch("cam", track: "video", viewers: 20, maxLatencyMs: 5_000) {
-            try await Self.connect(relay)
+        try await scoped(try Self.relay(threads: 2), teardown: { await $0.shutdown(grace: .zero) }) {
+            (relay) async throws in
+            let publisher = try await Self.connect(relay)
+            let broadcast = BroadcastProducer(path: "cam")
+            let track = broadcast.createTrack("video")
+            publisher.publish(broadcast)
+            let (viewers, tallies) = try await watch("cam", track: "video", viewers: 20, maxLatencyMs: 5_000) {
+                try await Self.connect(relay)
+            }
+            let writing = GroupedPublisher(track)
+            defer {
+                writing.cancel()
+                for t in tallies { t.cancel() }
+            }
+            try await eventually("every viewer to get 5 groups") { tallies.allSatisfy { $0.groups.count >= 5 } }
+            let counts = Self.perLoop(relay)
+            #expect(counts.count == 2 && counts.allSatisfy { $0 > 0 } && counts.reduce(0, +) == 21, "\(counts)")
+            for tally in tallies {
+                let g = tally.groups
+                #expect(g == Array((g.first ?? 0)...(g.last ?? 0)), "\(g)")
+            }
+            for s in viewers + [publisher] { s.close() }
         }
-        let writing = GroupedPublisher(track)
-        defer {
-            writing.cancel()
-            for t in tallies { t.cancel() }
-        }
-        try await eventually("every viewer to get 5 groups") { tallies.allSatisfy { $0.groups.count >= 5 } }
-        let counts = Self.perLoop(relay)
-        #expect(counts.count == 2 && counts.allSatisfy { $0 > 0 } && counts.reduce(0, +) == 21, "\(counts)")
-        for tally in tallies {
-            let g = tally.groups
-            #expect(g == Array((g.first ?? 0)...(g.last ?? 0)), "\(g)")
-        }
-        for s in viewers + [publisher] { s.close() }
     }
 
     @Test("six NAT rebindings on a 2-loop relay: the connection's packets keep reaching its loop, no session ends")
     func rebinding() async throws {
-        let relay = try Self.relay(threads: 2)
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let proxy = try UDPProxy.start(forwardingTo: relay.port)
-        defer { proxy.stop() }
-        let publisher = try await Self.connect(relay)
-        let broadcast = BroadcastProducer(path: "cam")
-        let track = broadcast.createTrack("video")
-        publisher.publish(broadcast)
-        let viewer = try await Self.connect(relay, port: proxy.port)
-        try await viewer.waitForBroadcast("cam")
-        let tally = GroupTally(
-            viewer.subscribe(broadcast: "cam", track: "video", range: SubscriptionRange(maxLatencyMs: 5_000)))
-        let writing = GroupedPublisher(track)
-        defer {
-            writing.cancel()
-            tally.cancel()
+        try await scoped(try Self.relay(threads: 2), teardown: { await $0.shutdown(grace: .zero) }) {
+            (relay) async throws in
+            let proxy = try UDPProxy.start(forwardingTo: relay.port)
+            defer { proxy.stop() }
+            let publisher = try await Self.connect(relay)
+            let broadcast = BroadcastProducer(path: "cam")
+            let track = broadcast.createTrack("video")
+            publisher.publish(broadcast)
+            let viewer = try await Self.connect(relay, port: proxy.port)
+            try await viewer.waitForBroadcast("cam")
+            let tally = GroupTally(
+                viewer.subscribe(broadcast: "cam", track: "video", range: SubscriptionRange(maxLatencyMs: 5_000)))
+            let writing = GroupedPublisher(track)
+            defer {
+                writing.cancel()
+                tally.cancel()
+            }
+            try await eventually("the first groups") { tally.groups.count >= 3 }
+            let accepted = relay.counts.withLock { $0.accepted }
+            for n in 1...6 {
+                let seen = tally.groups.count
+                proxy.rebind()
+                try await eventually("the proxy to rebind") { proxy.statistics.rebinds == n }
+                // Datagrams from the new address only reach the connection if they reach its loop.
+                try await eventually("groups after rebinding \(n)", timeout: .seconds(5)) {
+                    tally.groups.count >= seen + 3
+                }
+            }
+            #expect(viewer.closeReason == nil && tally.ended == nil)
+            #expect(relay.counts.withLock { $0.accepted } == accepted, "no new session")
+            #expect(relay.sessionCount == 2)
+            viewer.close()
+            publisher.close()
         }
-        try await eventually("the first groups") { tally.groups.count >= 3 }
-        let accepted = relay.counts.withLock { $0.accepted }
-        for n in 1...6 {
-            let seen = tally.groups.count
-            proxy.rebind()
-            try await eventually("the proxy to rebind") { proxy.statistics.rebinds == n }
-            // Datagrams from the new address only reach the connection if they reach its loop.
-            try await eventually("groups after rebinding \(n)", timeout: .seconds(5)) { tally.groups.count >= seen + 3 }
-        }
-        #expect(viewer.closeReason == nil && tally.ended == nil)
-        #expect(relay.counts.withLock { $0.accepted } == accepted, "no new session")
-        #expect(relay.sessionCount == 2)
-        viewer.close()
-        publisher.close()
     }
 
     @Test("every client must answer a Retry: a token made by one loop is accepted by the other")
     func retryAcrossLoops() async throws {
-        let relay = try Self.relay(threads: 2) { $0.retryThreshold = 0 }
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        var sessions: [MoqSession] = []
-        for _ in 0..<12 { sessions.append(try await Self.connect(relay)) }
-        try await eventually("12 sessions") { relay.sessionCount == 12 }
-        #expect(relay.quicStats.retriesSent >= 12)
-        #expect(Self.perLoop(relay).allSatisfy { $0 > 0 })
-        for s in sessions { s.close() }
+        try await scoped(
+            try Self.relay(threads: 2) { $0.retryThreshold = 0 }, teardown: { await $0.shutdown(grace: .zero) }
+        ) { (relay) async throws in
+            var sessions: [MoqSession] = []
+            for _ in 0..<12 { sessions.append(try await Self.connect(relay)) }
+            try await eventually("12 sessions") { relay.sessionCount == 12 }
+            #expect(relay.quicStats.retriesSent >= 12)
+            #expect(Self.perLoop(relay).allSatisfy { $0 > 0 })
+            for s in sessions { s.close() }
+        }
     }
 }

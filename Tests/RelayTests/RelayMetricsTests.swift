@@ -49,67 +49,70 @@ struct RelayMetricsTests {
 
     @Test("/metrics parses with Prometheus' parser and counts the traffic; a token guards it and /sessions")
     func metrics() async throws {
-        let relay = try RelayTests.relay { config in
-            config.serveMetrics = true
-            config.metricsToken = "s3cret"
+        try await scoped(
+            try RelayTests.relay { config in
+                config.serveMetrics = true
+                config.metricsToken = "s3cret"
+            }, teardown: { await $0.shutdown(grace: .zero) }
+        ) { (relay) async throws in
+            let publisher = try await RelayTests.connect(relay, "anon")
+            let subscriber = try await RelayTests.connect(relay, "anon")
+            let broadcast = BroadcastProducer(path: "cam")
+            let track = broadcast.createTrack("video")
+            publisher.publish(broadcast)
+            try await subscriber.waitForBroadcast("cam")
+            let remote = subscriber.subscribe(
+                broadcast: "cam", track: "video", range: SubscriptionRange(maxLatencyMs: 5_000))
+            let consumer = remote.consumer(maxLatencyMs: 5_000)
+            for i in 0..<10 { track.writeSingleFrameGroup(Bytes(utf8: "frame \(i)"), timestamp: UInt64(i)) }
+            var received = 0
+            while received < 10, let group = try await consumer.nextGroup() {
+                while try await group.nextFrame() != nil { received += 1 }
+            }
+
+            // Without the token: refused, and /sessions too.
+            #expect(try await Self.scrape(relay).status == 401)
+            #expect(try await RelayWebTests.get(relay, "/sessions").status == 401)
+
+            let (status, samples) = try await Self.scrape(relay, token: "s3cret")
+            #expect(status == 200)
+            #expect(Self.value(samples, "swiftmoq_relay_sessions", ["kind": "client"]) == 2)
+            #expect(Self.value(samples, "swiftmoq_relay_sessions", ["kind": "link"]) == 0)
+            #expect(Self.value(samples, "swiftmoq_relay_sessions_accepted_total") == 2)
+            #expect(Self.value(samples, "swiftmoq_relay_broadcasts") == 1)
+            #expect(Self.value(samples, "swiftmoq_relay_routes") == 1)
+            #expect(Self.value(samples, "swiftmoq_relay_upstream_subscriptions") == 1)
+            #expect(Self.value(samples, "swiftmoq_relay_frames_total", ["direction": "in"]) ?? 0 >= 10)
+            #expect(Self.value(samples, "swiftmoq_relay_frames_total", ["direction": "out"]) ?? 0 >= 10)
+            #expect(Self.value(samples, "swiftmoq_relay_payload_bytes_total", ["direction": "out"]) ?? 0 >= 70)
+            #expect(Self.value(samples, "swiftmoq_relay_groups_dropped_total", ["reason": "too_old"]) == 0)
+            #expect(Self.value(samples, "swiftmoq_relay_loop_cpu_seconds_total", ["loop": "0"]) ?? 0 > 0)
+            #expect(Self.value(samples, "swiftmoq_relay_loop_queue_depth", ["loop": "0"]) != nil)
+
+            let sessions = try await RelayWebTests.get(relay, "/sessions", headers: ["Authorization": "Bearer s3cret"])
+            #expect(sessions.status == 200)
+            let list = try JSONSerialization.jsonObject(with: Data(sessions.body.utf8)) as? [[String: Any]]
+            #expect(list?.count == 2)
+            #expect(list?.allSatisfy { $0["kind"] as? String == "client" && $0["root"] as? String == "anon" } == true)
+            #expect(list?.contains { ($0["frames_in"] as? Int ?? 0) >= 10 } == true)
+
+            // A closed session's counters stay in the totals.
+            let before = Self.value(samples, "swiftmoq_relay_frames_total", ["direction": "out"]) ?? 0
+            subscriber.close()
+            try await eventually("the relay to see the subscriber leave") { relay.trackedSessions.count == 1 }
+            let after = try await Self.scrape(relay, token: "s3cret").samples
+            #expect(Self.value(after, "swiftmoq_relay_sessions", ["kind": "client"]) == 1)
+            #expect(Self.value(after, "swiftmoq_relay_frames_total", ["direction": "out"]) ?? 0 >= before)
+            publisher.close()
         }
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let publisher = try await RelayTests.connect(relay, "anon")
-        let subscriber = try await RelayTests.connect(relay, "anon")
-        let broadcast = BroadcastProducer(path: "cam")
-        let track = broadcast.createTrack("video")
-        publisher.publish(broadcast)
-        try await subscriber.waitForBroadcast("cam")
-        let remote = subscriber.subscribe(
-            broadcast: "cam", track: "video", range: SubscriptionRange(maxLatencyMs: 5_000))
-        let consumer = remote.consumer(maxLatencyMs: 5_000)
-        for i in 0..<10 { track.writeSingleFrameGroup(Bytes(utf8: "frame \(i)"), timestamp: UInt64(i)) }
-        var received = 0
-        while received < 10, let group = try await consumer.nextGroup() {
-            while try await group.nextFrame() != nil { received += 1 }
-        }
-
-        // Without the token: refused, and /sessions too.
-        #expect(try await Self.scrape(relay).status == 401)
-        #expect(try await RelayWebTests.get(relay, "/sessions").status == 401)
-
-        let (status, samples) = try await Self.scrape(relay, token: "s3cret")
-        #expect(status == 200)
-        #expect(Self.value(samples, "swiftmoq_relay_sessions", ["kind": "client"]) == 2)
-        #expect(Self.value(samples, "swiftmoq_relay_sessions", ["kind": "link"]) == 0)
-        #expect(Self.value(samples, "swiftmoq_relay_sessions_accepted_total") == 2)
-        #expect(Self.value(samples, "swiftmoq_relay_broadcasts") == 1)
-        #expect(Self.value(samples, "swiftmoq_relay_routes") == 1)
-        #expect(Self.value(samples, "swiftmoq_relay_upstream_subscriptions") == 1)
-        #expect(Self.value(samples, "swiftmoq_relay_frames_total", ["direction": "in"]) ?? 0 >= 10)
-        #expect(Self.value(samples, "swiftmoq_relay_frames_total", ["direction": "out"]) ?? 0 >= 10)
-        #expect(Self.value(samples, "swiftmoq_relay_payload_bytes_total", ["direction": "out"]) ?? 0 >= 70)
-        #expect(Self.value(samples, "swiftmoq_relay_groups_dropped_total", ["reason": "too_old"]) == 0)
-        #expect(Self.value(samples, "swiftmoq_relay_loop_cpu_seconds_total", ["loop": "0"]) ?? 0 > 0)
-        #expect(Self.value(samples, "swiftmoq_relay_loop_queue_depth", ["loop": "0"]) != nil)
-
-        let sessions = try await RelayWebTests.get(relay, "/sessions", headers: ["Authorization": "Bearer s3cret"])
-        #expect(sessions.status == 200)
-        let list = try JSONSerialization.jsonObject(with: Data(sessions.body.utf8)) as? [[String: Any]]
-        #expect(list?.count == 2)
-        #expect(list?.allSatisfy { $0["kind"] as? String == "client" && $0["root"] as? String == "anon" } == true)
-        #expect(list?.contains { ($0["frames_in"] as? Int ?? 0) >= 10 } == true)
-
-        // A closed session's counters stay in the totals.
-        let before = Self.value(samples, "swiftmoq_relay_frames_total", ["direction": "out"]) ?? 0
-        subscriber.close()
-        try await eventually("the relay to see the subscriber leave") { relay.trackedSessions.count == 1 }
-        let after = try await Self.scrape(relay, token: "s3cret").samples
-        #expect(Self.value(after, "swiftmoq_relay_sessions", ["kind": "client"]) == 1)
-        #expect(Self.value(after, "swiftmoq_relay_frames_total", ["direction": "out"]) ?? 0 >= before)
-        publisher.close()
     }
 
     @Test("/metrics is off unless asked for")
     func off() async throws {
-        let relay = try RelayTests.relay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        #expect(try await RelayWebTests.get(relay, "/metrics").status == 404)
-        #expect(try await RelayWebTests.get(relay, "/sessions").status == 404)
+        try await scoped(try RelayTests.relay(), teardown: { await $0.shutdown(grace: .zero) }) {
+            (relay) async throws in
+            #expect(try await RelayWebTests.get(relay, "/metrics").status == 404)
+            #expect(try await RelayWebTests.get(relay, "/sessions").status == 404)
+        }
     }
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import Foundation
+import MoqTestKit
 import Testing
 
 @testable import SwiftMoQ
@@ -36,69 +37,76 @@ struct WebTransportSessionTests {
 
     @Test("an https:// publisher and an https:// subscriber, pinned, through the relay")
     func httpsBothWays() async throws {
-        let relay = try RelayTests.relay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let publisher = try await Self.connect(relay)
-        let subscriber = try await Self.connect(relay)
-        #expect(try await Self.roundTrip(publisher, subscriber, "wt") == ["a", "b", "c"])
-        publisher.close()
-        subscriber.close()
+        try await scoped(try RelayTests.relay(), teardown: { await $0.shutdown(grace: .zero) }) {
+            (relay) async throws in
+            let publisher = try await Self.connect(relay)
+            let subscriber = try await Self.connect(relay)
+            #expect(try await Self.roundTrip(publisher, subscriber, "wt") == ["a", "b", "c"])
+            publisher.close()
+            subscriber.close()
+        }
     }
 
     @Test("raw QUIC and WebTransport sessions meet on one port")
     func mixed() async throws {
-        let relay = try RelayTests.relay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let publisher = try await RelayTests.connect(relay)
-        let subscriber = try await Self.connect(relay)
-        #expect(try await Self.roundTrip(publisher, subscriber, "mixed") == ["a", "b", "c"])
-        let wtPublisher = try await Self.connect(relay)
-        let rawSubscriber = try await RelayTests.connect(relay)
-        #expect(try await Self.roundTrip(wtPublisher, rawSubscriber, "mixed2") == ["a", "b", "c"])
-        for s in [publisher, subscriber, wtPublisher, rawSubscriber] { s.close() }
+        try await scoped(try RelayTests.relay(), teardown: { await $0.shutdown(grace: .zero) }) {
+            (relay) async throws in
+            let publisher = try await RelayTests.connect(relay)
+            let subscriber = try await Self.connect(relay)
+            #expect(try await Self.roundTrip(publisher, subscriber, "mixed") == ["a", "b", "c"])
+            let wtPublisher = try await Self.connect(relay)
+            let rawSubscriber = try await RelayTests.connect(relay)
+            #expect(try await Self.roundTrip(wtPublisher, rawSubscriber, "mixed2") == ["a", "b", "c"])
+            for s in [publisher, subscriber, wtPublisher, rawSubscriber] { s.close() }
+        }
     }
 
     @Test("http:// fetches the relay's certificate hash over TCP and pins it")
     func httpFetchesTheHash() async throws {
-        let relay = try RelayTests.relay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        let publisher = try await Self.connect(relay, "http", pinned: false)
-        let subscriber = try await Self.connect(relay, "http", pinned: false)
-        #expect(try await Self.roundTrip(publisher, subscriber, "fetched") == ["a", "b", "c"])
-        publisher.close()
-        subscriber.close()
+        try await scoped(try RelayTests.relay(), teardown: { await $0.shutdown(grace: .zero) }) {
+            (relay) async throws in
+            let publisher = try await Self.connect(relay, "http", pinned: false)
+            let subscriber = try await Self.connect(relay, "http", pinned: false)
+            #expect(try await Self.roundTrip(publisher, subscriber, "fetched") == ["a", "b", "c"])
+            publisher.close()
+            subscriber.close()
+        }
     }
 
     @Test("https:// without a pin verifies with the system CAs: a self-signed relay is refused with a clear error")
     func httpsVerifiesByDefault() async throws {
-        let relay = try RelayTests.relay()
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        await #expect {
-            _ = try await Self.connect(relay, pinned: false)
-        } throws: { error in
-            print("VERIFY:", error)
-            guard let e = error as? MoqError, case .tls = e else { return false }
-            return true
+        try await scoped(try RelayTests.relay(), teardown: { await $0.shutdown(grace: .zero) }) {
+            (relay) async throws in
+            await #expect {
+                _ = try await Self.connect(relay, pinned: false)
+            } throws: { error in
+                print("VERIFY:", error)
+                guard let e = error as? MoqError, case .tls = e else { return false }
+                return true
+            }
         }
     }
 
     @Test("a path outside the grant is refused at the CONNECT (401 without a token, 403 with one)")
     func refusedAtConnect() async throws {
-        let relay = try RelayTests.relay(auth: RelayAuth(publicPrefixes: ["anon"], key: OwnershipTests.key))
-        defer { Task { await relay.shutdown(grace: .zero) } }
-        for token in [nil, OwnershipTests.token(root: "other", put: [""])] {
-            await #expect {
-                _ = try await Self.connect(relay, "https", "secret", token: token)
-            } throws: { error in
-                print("REFUSED:", error)
-                guard let e = error as? MoqError, case .refused(let code, let reason) = e else { return false }
-                return code == SessionErrorCode.unauthorized.rawValue
-                    && reason.contains(token == nil ? "HTTP 401" : "HTTP 403")
+        try await scoped(
+            try RelayTests.relay(auth: RelayAuth(publicPrefixes: ["anon"], key: OwnershipTests.key)),
+            teardown: { await $0.shutdown(grace: .zero) }
+        ) { (relay) async throws in
+            for token in [nil, OwnershipTests.token(root: "other", put: [""])] {
+                await #expect {
+                    _ = try await Self.connect(relay, "https", "secret", token: token)
+                } throws: { error in
+                    print("REFUSED:", error)
+                    guard let e = error as? MoqError, case .refused(let code, let reason) = e else { return false }
+                    return code == SessionErrorCode.unauthorized.rawValue
+                        && reason.contains(token == nil ? "HTTP 401" : "HTTP 403")
+                }
             }
+            // The grant's own root works.
+            let allowed = try await Self.connect(
+                relay, "https", "secret", token: OwnershipTests.token(root: "secret", put: [""]))
+            allowed.close()
         }
-        // The grant's own root works.
-        let allowed = try await Self.connect(
-            relay, "https", "secret", token: OwnershipTests.token(root: "secret", put: [""]))
-        allowed.close()
     }
 }
