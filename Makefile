@@ -146,24 +146,30 @@ consumer-test: setup
 test: setup build lint check-element-docs web-test unit-test consumer-test
 	$(MAKE) fuzz FUZZ_SECONDS=$(or $(CI_FUZZ_SECONDS),30)
 
-# libFuzzer over every wire decoder (built as one module with the MoqWire sources), over
-# the catalog decoder and legacy frames (one module with the MoqWire and MoqCatalog sources),
-# and over the session core driven by a hostile peer's script (MoqSync + MoqWire + MoqSession + the
-# script in Fuzz/FuzzSession/Harness, which the session tests also replay).
+# libFuzzer over every wire decoder (MoqWire, MoqWebTransport's HTTP/3 and MoqQMux's framings), over
+# the catalog decoder and legacy frames (MoqCatalog), and over the session core driven by a hostile
+# peer's script (MoqSession + the script in Fuzz/FuzzSession/Harness, which the session tests also
+# replay). Each source module is built as its own module (a static library instrumented for
+# libFuzzer and ASan), in dependency order, exactly as SwiftPM builds it: the sources import each
+# other as in the package, with no conditional imports.
+FUZZ_MODULES = MoqBase MoqSync MoqWire MoqModel MoqWebTransport MoqQMux MoqCatalog MoqSession
+FUZZ_FLAGS = -sanitize=fuzzer,address -parse-as-library -O -enable-testing -package-name swiftmoq
+FUZZ_LIBS = $(BUILD)/fuzz/modules
 fuzz-build:
-	@mkdir -p $(BUILD)/fuzz
-	swiftc -sanitize=fuzzer,address -parse-as-library -O -package-name swiftmoq -module-name FuzzWire \
-		Sources/MoqBase/*.swift Sources/MoqWire/*.swift Sources/MoqWebTransport/*.swift Sources/MoqQMux/*.swift \
-		Fuzz/FuzzWire/FuzzWire.swift \
-		-o $(BUILD)/fuzz/fuzz-wire
-	swiftc -sanitize=fuzzer,address -parse-as-library -O -package-name swiftmoq -module-name FuzzCatalog \
-		Sources/MoqBase/*.swift Sources/MoqWire/*.swift Sources/MoqCatalog/*.swift Sources/MoqCatalog/CMAF/*.swift \
-		Fuzz/FuzzCatalog/FuzzCatalog.swift \
-		-o $(BUILD)/fuzz/fuzz-catalog
-	swiftc -sanitize=fuzzer,address -parse-as-library -O -package-name swiftmoq -module-name FuzzSession \
-		Sources/MoqSync/*.swift Sources/MoqBase/*.swift Sources/MoqWire/*.swift Sources/MoqModel/*.swift Sources/MoqSession/*.swift \
-		Sources/MoqWebTransport/*.swift Fuzz/FuzzSession/Harness/*.swift \
-		Fuzz/FuzzSession/FuzzSession.swift -o $(BUILD)/fuzz/fuzz-session
+	@mkdir -p $(FUZZ_LIBS)
+	@for m in $(FUZZ_MODULES); do \
+		echo "swiftc … -module-name $$m -emit-library -static"; \
+		swiftc $(FUZZ_FLAGS) -I $(FUZZ_LIBS) -module-name $$m -emit-module \
+			-emit-module-path $(FUZZ_LIBS)/$$m.swiftmodule -emit-library -static -o $(FUZZ_LIBS)/lib$$m.a \
+			$$(find Sources/$$m -name '*.swift' | sort) || exit 1; \
+	done
+	swiftc $(FUZZ_FLAGS) -I $(FUZZ_LIBS) -L $(FUZZ_LIBS) -module-name FuzzWire Fuzz/FuzzWire/FuzzWire.swift \
+		-lMoqQMux -lMoqWebTransport -lMoqWire -lMoqBase -o $(BUILD)/fuzz/fuzz-wire
+	swiftc $(FUZZ_FLAGS) -I $(FUZZ_LIBS) -L $(FUZZ_LIBS) -module-name FuzzCatalog Fuzz/FuzzCatalog/FuzzCatalog.swift \
+		-lMoqCatalog -lMoqWire -lMoqBase -o $(BUILD)/fuzz/fuzz-catalog
+	swiftc $(FUZZ_FLAGS) -I $(FUZZ_LIBS) -L $(FUZZ_LIBS) -module-name FuzzSession \
+		Fuzz/FuzzSession/Harness/*.swift Fuzz/FuzzSession/FuzzSession.swift \
+		-lMoqSession -lMoqWebTransport -lMoqModel -lMoqWire -lMoqSync -lMoqBase -o $(BUILD)/fuzz/fuzz-session
 
 # FUZZ_SECONDS is split between the three targets (the session fuzzer gets what is left over).
 FUZZ_WIRE_SECONDS    = $(shell expr $(FUZZ_SECONDS) / 3)

@@ -1,14 +1,16 @@
+import MoqWire
+
 // SPDX-License-Identifier: MIT
 // libFuzzer target over the hang catalog decoder and the legacy frame container.
-// Built together with the MoqWire and MoqCatalog sources (one module) by `make fuzz`:
-//   swiftc -sanitize=fuzzer,address -parse-as-library \
-//       Sources/MoqWire/*.swift Sources/MoqCatalog/*.swift Fuzz/FuzzCatalog/FuzzCatalog.swift
+// Linked by `make fuzz` with MoqWire and MoqCatalog built as instrumented modules (`-enable-testing`:
+// the CMAF track's initializer is internal).
 //
 // The whole input is tried as a catalog document and as a legacy frame. Decoding may
 // fail with a typed error (expected); it must never crash, hang or exceed its bounds.
 // A catalog that decodes must re-encode to JSON that decodes to the same catalog
 // (minus the renditions reported as issues, which are not republished), and
 // encoding must be stable after one round.
+@testable import MoqCatalog
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzCatalog(_ start: UnsafeRawPointer, _ count: Int) -> CInt {

@@ -1,9 +1,7 @@
 // SPDX-License-Identifier: MIT
 // libFuzzer target: a hostile peer plays the input as a script against a SessionCore
-// (see Harness/SessionFuzz.swift). Built as one module with the MoqWire and MoqSession
-// sources by `make fuzz`:
-//   swiftc -sanitize=fuzzer,address -parse-as-library Sources/MoqWire/*.swift \
-//       Sources/MoqSession/*.swift Fuzz/FuzzSession/Harness/*.swift Fuzz/FuzzSession/FuzzSession.swift
+// (see Harness/SessionFuzz.swift, the SessionFuzzHarness target the session tests replay). Linked by
+// `make fuzz` with the session core's modules built as instrumented libraries.
 //
 // A trap anywhere in the core is a finding; so is a broken invariant (memory over its
 // budget, credit neither held nor returned, a limit exceeded, an unstated close code).

@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: MIT
-// libFuzzer target over every moq-lite-06 decoder. Built together with the
-// MoqWire sources (one module) by `make fuzz`:
-//   swiftc -sanitize=fuzzer,address -parse-as-library Sources/MoqWire/*.swift Fuzz/FuzzWire/FuzzWire.swift
+// libFuzzer target over every moq-lite-06 decoder, HTTP/3's and qmux's. Linked by `make fuzz` with
+// MoqWire, MoqWebTransport and MoqQMux built as instrumented modules (`-enable-testing`: QPACK's
+// Huffman code and structured fields are internal to MoqWebTransport).
 //
 // The first input byte picks the decoder; the rest is the input. Decoding may fail
 // with a typed error (expected); it must never crash, hang or allocate from a
 // declared size. A message that decodes must re-encode and decode to itself.
+import MoqQMux
+import MoqWire
+
+@testable import MoqWebTransport
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzWire(_ start: UnsafeRawPointer, _ count: Int) -> CInt {

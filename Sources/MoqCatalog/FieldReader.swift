@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqWire)
-    import MoqWire
-#endif
+import MoqWire
 
 /// Reads the known fields of one JSON object with typed errors, remembering
 /// which keys were used so the rest can be kept verbatim.

@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqWire)
-    public import MoqWire
-#endif
+public import MoqWire
 
 /// A frame in hang's legacy container: `varint(timestamp µs)` then the raw codec bytes.
 ///

@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqWire)
-    import MoqWire
-#endif
+import MoqWire
 
 /// What is playing (title, artist, album, duration, artwork), as SwiftMoQ carries it: a track of
 /// the broadcast (``trackName``, named in the catalog's `swiftmoq` member) whose every group is one

@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqWire)
-    public import MoqWire
-#endif
+public import MoqWire
 
 /// Whether a rendition is audio or video (the catalog section it lives in).
 public enum MediaKind: String, Sendable, Hashable, CustomStringConvertible {

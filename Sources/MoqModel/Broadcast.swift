@@ -1,9 +1,7 @@
 // SPDX-License-Identifier: MIT
 
-#if canImport(MoqWire)
-    import MoqSync
-    public import MoqWire
-#endif
+import MoqSync
+public import MoqWire
 
 /// A named collection of tracks published (or relayed) together.
 ///

@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqWire)
-    public import MoqWire
-#endif
+public import MoqWire
 
 /// What a session serves to its peer: broadcasts by path, and announcements by
 /// prefix. ``Origin`` is the plain directory; ``ScopedOrigin`` is a view of one

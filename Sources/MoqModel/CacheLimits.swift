@@ -1,9 +1,6 @@
+import MoqSync
 // SPDX-License-Identifier: MIT
 import Synchronization
-
-#if canImport(MoqWire)
-    import MoqSync
-#endif
 
 /// Bounds of a track's cache of recent groups.
 public struct CacheLimits: Sendable {

@@ -1,9 +1,7 @@
 // SPDX-License-Identifier: MIT
 
-#if canImport(MoqWire)
-    import MoqSync
-    public import MoqWire
-#endif
+import MoqSync
+public import MoqWire
 
 /// A change in the set of broadcasts an ``Origin`` offers.
 public enum OriginEvent: Sendable, Equatable {

@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqWire)
-    import MoqWire
-#endif
+import MoqWire
 
 /// Where a reader of a track stands, kept across subscriptions (a reconnect, a GOAWAY handover,
 /// a failover to another relay), so that a resubscription that repeats what was delivered is

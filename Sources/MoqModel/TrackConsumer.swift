@@ -1,10 +1,7 @@
+import MoqSync
+public import MoqWire
 // SPDX-License-Identifier: MIT
 import Synchronization
-
-#if canImport(MoqWire)
-    import MoqSync
-    public import MoqWire
-#endif
 
 /// Why reading a track stopped early.
 public enum TrackReadError: Error, Sendable, Equatable, CustomStringConvertible {

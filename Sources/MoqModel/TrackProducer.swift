@@ -1,10 +1,7 @@
+import MoqSync
+public import MoqWire
 // SPDX-License-Identifier: MIT
 import Synchronization
-
-#if canImport(MoqWire)
-    import MoqSync
-    public import MoqWire
-#endif
 
 /// How a track ended.
 public enum TrackEnd: Sendable, Equatable {

@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqBase)
-    public import MoqBase
-#endif
+public import MoqBase
 
 /// One qmux connection without I/O: QUIC's streams, credit and close over a reliable, ordered
 /// carrier (a WebSocket, one record per binary message). The layer below feeds it the peer's

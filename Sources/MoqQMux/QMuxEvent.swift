@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqBase)
-    public import MoqBase
-#endif
+public import MoqBase
 
 /// What a ``QMuxConnection`` reports to the layer above (the session core's transport adapter),
 /// in the order it happened. Taken with ``QMuxConnection/takeEvents()`` after each input.

@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The fuzzer compiles these sources into one module with MoqBase's and MoqWire's (`make fuzz-build`).
-#if canImport(MoqBase)
-    public import MoqBase
-    import MoqWire
-#endif
+public import MoqBase
+import MoqWire
 
 /// One qmux frame: a QUIC v1 frame carried without packets or acknowledgements (draft-ietf-quic-qmux,
 /// moq-dev's qmux 0.5). Over WebSocket one binary message is one record: its frames back to back,

@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqBase)
-    import MoqBase
-#endif
+import MoqBase
 
 /// One stream of a ``QMuxConnection``: a send half, a receive half, or both (bidirectional).
 struct QMuxStream {

@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The fuzzer compiles these sources into one module with MoqBase's and MoqWire's (`make fuzz-build`).
-#if canImport(MoqBase)
-    public import MoqBase
-    import MoqWire
-#endif
+public import MoqBase
+import MoqWire
 
 /// QMux's transport parameters (draft-ietf-quic-qmux, as moq-dev's qmux 0.5 sends them): each side
 /// sends them in its first frame; credit to open streams and send data starts at zero until the

@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqBase)
-    public import MoqBase
-#endif
+public import MoqBase
 
 /// A complete WebSocket message or control frame (RFC 6455 §5).
 public enum WebSocketMessage: Sendable, Equatable {

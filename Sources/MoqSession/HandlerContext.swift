@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqWire)
-    import MoqWire
-#endif
+import MoqWire
 
 /// What a stream handler may do with its session, instead of holding the session core: write
 /// to, finish and reset streams, open new ones and take over their events, count what happened,

@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqWire)
-    import MoqWire
-#endif
+import MoqWire
 
 /// A unidirectional stream the peer opened: Setup or Group (by its first varint).
 final class IncomingUniStream: StreamHandler {

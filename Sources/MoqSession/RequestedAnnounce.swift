@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqWire)
-    import MoqWire
-#endif
+import MoqWire
 
 /// Our Announce stream to the peer: which broadcasts exist under a prefix.
 final class RequestedAnnounce: StreamHandler {

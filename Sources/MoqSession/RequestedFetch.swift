@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqWire)
-    import MoqWire
-#endif
+import MoqWire
 
 /// Our FETCH: the reply is frames until FIN, or a reset with a code.
 final class RequestedFetch: StreamHandler {

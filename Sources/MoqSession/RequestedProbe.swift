@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqWire)
-    import MoqWire
-#endif
+import MoqWire
 
 /// Our Probe stream: we write only its type and read the peer's reports.
 final class RequestedProbe: StreamHandler {

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqWire)
-    import MoqSync
-    import MoqWire
-#endif
+import MoqSync
+import MoqWire
 
 /// Our subscription to a peer's track: SUBSCRIBE on a bidi stream, replies
 /// START/END/DROP on it, groups on uni streams (or datagrams) written into a

@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqWire)
-    import MoqWire
-#endif
+import MoqWire
 
 /// Our TRACK request: the answer is TRACK_INFO (then FIN), or a reset with a code.
 final class RequestedTrack: StreamHandler {

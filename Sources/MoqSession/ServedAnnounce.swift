@@ -1,10 +1,7 @@
+import MoqSync
+import MoqWire
 // SPDX-License-Identifier: MIT
 import Synchronization
-
-#if canImport(MoqWire)
-    import MoqSync
-    import MoqWire
-#endif
 
 /// An Announce stream the peer opened: we tell it which of our broadcasts exist
 /// under its prefix, then every change, until it closes the stream.

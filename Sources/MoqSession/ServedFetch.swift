@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqWire)
-    import MoqWire
-#endif
+import MoqWire
 
 /// A FETCH from the peer: the frames of one cached group, then FIN (following the
 /// group while it is still open). Unknown groups are reset with NOT_FOUND.

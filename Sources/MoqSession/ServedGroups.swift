@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqWire)
-    import MoqWire
-#endif
+import MoqWire
 
 /// SUBSCRIBE_DROP runs being collected during one pump: consecutive sequences with the
 /// same code become one message.

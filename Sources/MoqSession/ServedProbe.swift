@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqWire)
-    import MoqSync
-    import MoqWire
-#endif
+import MoqSync
+import MoqWire
 
 /// A Probe stream the peer opened to receive our bandwidth reports: we send
 /// `PROBE{bitrate, rtt}` when a value moves by 25 % or more, or every 10 s

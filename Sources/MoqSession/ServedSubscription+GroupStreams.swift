@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqWire)
-    import MoqSync
-    import MoqWire
-#endif
+import MoqSync
+import MoqWire
 
 /// Group streams: started as the connection makes room (the live edge first, then the rest of a
 /// backlog in order of sequence), written as frames arrive, sent as datagrams when they fit, and

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqWire)
-    import MoqSync
-    import MoqWire
-#endif
+import MoqSync
+import MoqWire
 
 /// A subscription the peer holds on one of our tracks.
 ///

@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqWire)
-    import MoqWire
-#endif
+import MoqWire
 
 /// A TRACK request from the peer: answer TRACK_INFO and FIN, waiting for the info
 /// when a relay does not know it yet; reset with UNROUTABLE / NOT_FOUND otherwise.

@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqWire)
-    public import MoqWire
-#endif
+public import MoqWire
 
 /// Per-session resource limits. Every bound the session enforces on what a peer can make
 /// it hold is named here; going over one resets the stream that did (or closes the

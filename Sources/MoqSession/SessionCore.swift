@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqWire)
-    import MoqSync
-    public import MoqWire
-#endif
+import MoqSync
+public import MoqWire
 
 /// A moq-lite-06 session, both roles, without I/O.
 ///

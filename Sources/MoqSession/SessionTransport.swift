@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqWire)
-    public import MoqWire
-#endif
+public import MoqWire
 
 /// What a session core needs from a QUIC connection. `SwiftMoQ`'s `QUICSessionTransport`
 /// adapts a `MoqQUIC` connection to it (this module knows nothing of QUIC); tests use an

@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqWire)
-    import MoqWire
-#endif
+import MoqWire
 
 /// An HTTP/3 frame (RFC 9114 §7.2) as this implementation uses them.
 public enum HTTP3Frame: Sendable, Equatable {

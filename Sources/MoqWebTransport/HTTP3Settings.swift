@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqWire)
-    import MoqWire
-#endif
+import MoqWire
 
 /// An HTTP/3 SETTINGS frame's parameters (RFC 9114 §7.2.4), in order, with the ones WebTransport
 /// needs named.

@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqWire)
-    import MoqWire
-#endif
+import MoqWire
 
 /// What the HTTP/3 side of a WebTransport connection asks of its QUIC connection.
 public protocol WebTransportStreams: AnyObject {

@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqWire)
-    import MoqWire
-#endif
+import MoqWire
 
 /// The bytes WebTransport over HTTP/3 puts around a session's streams and datagrams
 /// (draft-ietf-webtrans-http3; the values moq-dev's implementation and browsers use).

@@ -43,7 +43,7 @@ struct CancellableWaiters<Value: Sendable> {
 /// waiters at `waiters` (whoever produces the value resumes them with it).
 /// - Throws: `CancellationError` when the task is cancelled first.
 func waitCancellably<State, Value: Sendable>(
-    _ lock: Lock<State>, _ waiters: WritableKeyPath<State, CancellableWaiters<Value>> & Sendable,
+    _ lock: Lock<State>, _ waiters: any WritableKeyPath<State, CancellableWaiters<Value>> & Sendable,
     ready: @escaping @Sendable (State) -> Value?
 ) async throws(CancellationError) -> Value {
     let id = lock.withLock { $0[keyPath: waiters].makeID() }

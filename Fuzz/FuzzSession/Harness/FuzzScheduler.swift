@@ -1,9 +1,6 @@
+import MoqSession
 // SPDX-License-Identifier: MIT
 import Synchronization
-
-#if canImport(MoqSession)
-    import MoqSession
-#endif
 
 /// A session thread on virtual time, driven by the fuzz script.
 final class FuzzScheduler: SessionScheduler, @unchecked Sendable {

@@ -1,10 +1,6 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqSession)
-    import MoqSession
-#endif
-#if canImport(MoqWire)
-    import MoqWire
-#endif
+import MoqSession
+import MoqWire
 
 /// The connection a fuzzed core talks through: it honours what QUIC guarantees (stream
 /// numbering, stream credit, nothing sent after FIN or reset) and records what the core

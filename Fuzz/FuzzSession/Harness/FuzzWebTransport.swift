@@ -1,13 +1,7 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqSession)
-    import MoqSession
-#endif
-#if canImport(MoqWebTransport)
-    import MoqWebTransport
-#endif
-#if canImport(MoqWire)
-    import MoqWire
-#endif
+import MoqSession
+import MoqWebTransport
+import MoqWire
 
 /// The session fuzzer's WebTransport mode: the peer's bytes reach the core through the HTTP/3
 /// endpoint and the router, exactly as `SessionConnection` routes a QUIC connection's events,

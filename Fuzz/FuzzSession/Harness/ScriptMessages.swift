@@ -1,10 +1,6 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqSession)
-    import MoqSession
-#endif
-#if canImport(MoqWire)
-    import MoqWire
-#endif
+import MoqSession
+import MoqWire
 
 /// The messages a hostile peer's script is made of: every stream type and message, with
 /// values from the edges of their ranges.

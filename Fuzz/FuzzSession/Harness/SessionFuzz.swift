@@ -1,10 +1,6 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqSession)
-    import MoqSession
-#endif
-#if canImport(MoqWire)
-    import MoqWire
-#endif
+import MoqSession
+import MoqWire
 
 /// A stateful fuzzer of the session core: the input is read as a script that a hostile
 /// peer plays against one ``SessionCore`` (either role) over an in-memory transport on a

@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqWire)
-    public import MoqWire
-#endif
+public import MoqWire
 
 /// One media sample of a CMAF fragment.
 public struct CMAFSample: Sendable, Equatable {

@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqWire)
-    public import MoqWire
-#endif
+public import MoqWire
 
 /// One track of a CMAF init segment (`ftyp` + `moov`): what a player needs to read its
 /// fragments and a publisher needs to describe it in the catalog.

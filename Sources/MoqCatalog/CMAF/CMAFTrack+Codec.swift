@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqWire)
-    public import MoqWire
-#endif
+public import MoqWire
 
 extension CMAFTrack {
     /// AAC's AudioSpecificConfig, from the `esds` box of an `mp4a` sample entry (the

@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
-#if canImport(MoqWire)
-    import MoqWire
-#endif
+import MoqWire
 
 /// Why CMAF bytes (an init segment or a fragment) could not be read.
 public enum CMAFError: Error, Sendable, Equatable, CustomStringConvertible {

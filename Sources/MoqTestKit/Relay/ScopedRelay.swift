@@ -11,6 +11,7 @@ public import SwiftMoQ
 ///     …
 /// }
 /// ```
+@discardableResult
 public func withTestRelay<Result>(
     path: String = "anon", logger: MoqLogger = .silent, upstream: TestRelay? = nil,
     _ body: (TestRelay) async throws -> Result
@@ -22,6 +23,7 @@ public func withTestRelay<Result>(
 /// Runs `body` with a `MoqRelay` started from `configuration` (for what ``TestRelay`` does not
 /// set: auth, limits, links, HTTP), and shuts it down with `grace` before returning, whether
 /// `body` returned or threw.
+@discardableResult
 public func withRelay<Result>(
     _ configuration: MoqRelay.Configuration, grace: Duration = .zero, _ body: (MoqRelay) async throws -> Result
 ) async throws -> Result {

@@ -28,6 +28,7 @@ public func eventually(
 ///
 /// - Throws: ``TestKitError/timedOut(_:)`` naming `what` and the last value, or what `sample`
 ///   throws; `CancellationError` when the task is cancelled.
+@discardableResult
 public func eventually<Value>(
     _ what: @autoclosure () -> String, timeout: Duration = .seconds(20), every interval: Duration = .milliseconds(10),
     _ sample: () async throws -> Value, until accept: (Value) -> Bool

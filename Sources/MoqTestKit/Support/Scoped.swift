@@ -10,6 +10,7 @@
 ///     …
 /// }
 /// ```
+@discardableResult
 public func scoped<Resource, Result>(
     _ resource: Resource, teardown: (Resource) async -> Void, _ body: (Resource) async throws -> Result
 ) async throws -> Result {
