@@ -182,7 +182,7 @@ struct MoqSinkTests {
             var flow = GST_FLOW_OK
             g_signal_emit_by_name_push(src, buffer, &flow)
             #expect(flow == GST_FLOW_OK)
-            try await Task.sleep(for: .milliseconds(50))
+            try await Task.sleep(for: .milliseconds(50))  // pacing: one cue every 50 ms
         }
         var texts: [String] = []
         for _ in 0..<3 {

@@ -89,7 +89,7 @@ extension MoqSrcTests {
             let published = PadRecorder(publisher.element("ap")!)
             #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
             try await eventually("the whole file published", timeout: .seconds(20)) { published.all.count >= 250 }
-            try await Task.sleep(for: .milliseconds(300))
+            try await Task.sleep(for: .milliseconds(300))  // the encoder's tail frame, which no count announces
             published.stop()
             let frames = published.all.count  // opusenc adds one for the tail
             // A deep buffer shorter than the file: a live broadcast would be joined 2 s before its end.

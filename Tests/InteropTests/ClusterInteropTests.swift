@@ -84,7 +84,7 @@ struct ClusterInteropTests {
             (origin, origin.observe(prefix: "") { _ in changes.withLock { $0 += 1 } }.token)
         }
         let rustAnnounces = rust.peer.history.filter { $0.name == "announce" }.count
-        try await Task.sleep(for: .seconds(5))
+        try await Task.sleep(for: .seconds(5))  // under test: nothing may change while settled
         for (origin, token) in watched { origin.stopObserving(token) }
         #expect(changes.withLock { $0 } == 0, "announcements changed after settling")
         #expect(rust.peer.history.filter { $0.name == "announce" }.count == rustAnnounces)

@@ -32,7 +32,7 @@ struct OutputSwitchTests {
             try player.switchAudioOutput(to: .callback(recorder(second)))
             try await eventually("audio at the second output", timeout: .seconds(5)) { second.value.count >= 25 }
             let countFirst = first.value.count
-            try await Task.sleep(for: .milliseconds(200))
+            try await Task.sleep(for: .milliseconds(200))  // under test: the old output stays silent meanwhile
             #expect(first.value.count == countFirst, "the first output still gets audio")
             let (lastFirst, firstSecond) = (try #require(first.value.last), try #require(second.value.first))
             // One Opus frame (20 ms) after the last one the first output rendered: nothing lost, nothing twice.
@@ -50,7 +50,7 @@ struct OutputSwitchTests {
 
             // To a plain sink and back to the app: the pipeline and the connection stay.
             try player.switchAudioOutput(to: .element("fakesink sync=true"))
-            try await Task.sleep(for: .milliseconds(300))
+            try await Task.sleep(for: .milliseconds(300))  // under test: playing a while into the plain sink
             try player.switchAudioOutput(to: .callback(recorder(third)))
             try await eventually("audio at the third output", timeout: .seconds(5)) { third.value.count >= 10 }
             let times = third.value.map(\.publisherMs)

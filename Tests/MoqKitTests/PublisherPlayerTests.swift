@@ -108,7 +108,9 @@ struct PublisherPlayerTests {
             #expect(relay.relay?.sessionCount == 2)
 
             let messages = broadcast.subscribeTrack(name: "chat")
-            try await Task.sleep(for: .milliseconds(300))
+            try await eventually("the chat subscription at the relay") {
+                relay.relay?.origin.broadcast("anon/studio/main")?.existingTrack("chat")?.observerCount ?? 0 >= 1
+            }
             chat.send(Data("hello".utf8))
             var received: String?
             for try await object in messages.objects {
@@ -123,8 +125,9 @@ struct PublisherPlayerTests {
             await events.finished()
             // Stopping the player left the viewer's shared connection open: its subscriptions go on.
             #expect(relay.relay?.sessionCount == 2)
+            // The relay holds the chat track (the first subscription is open): a later subscriber gets
+            // the newest group whether its SUBSCRIBE arrives before this send or after it.
             let later = broadcast.subscribeTrack(name: "chat")
-            try await Task.sleep(for: .milliseconds(300))
             chat.send(Data("still here".utf8))
             var receivedLater: [String] = []
             for try await object in later.objects {

@@ -248,10 +248,13 @@ struct SessionTests {
             let broadcast = try #require(await iterator.next())
             let monotonic = broadcast.subscribeTrack(name: "readings")
             let arrival = broadcast.subscribeTrack(name: "readings", delivery: .arrival)
-            try await Task.sleep(for: .milliseconds(200))
+            try await eventually("both subscriptions at the relay, and its own at the publisher") {
+                relay.relay?.origin.broadcast("anon/telemetry")?.existingTrack("readings")?.observerCount ?? 0 >= 2
+                    && track.observerCount >= 1
+            }
             for i in 0..<5 {
                 track.writeSingleFrameGroup(Bytes(utf8: "r\(i)"), timestamp: UInt64(i))
-                try await Task.sleep(for: .milliseconds(20))
+                try await Task.sleep(for: .milliseconds(20))  // pacing: one reading every 20 ms
             }
             var got: [String] = []
             for try await object in monotonic.objects {

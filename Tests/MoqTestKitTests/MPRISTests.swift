@@ -93,7 +93,7 @@ struct MPRISTests {
             try await eventually("audio", timeout: .seconds(10)) { heard.withLock { $0.count } > 50 }
             let calledAt = SystemClock().now()
             _ = try await bus.call(Self.player + ["--method", "org.mpris.MediaPlayer2.Player.PlayPause"])
-            try await Task.sleep(for: .milliseconds(600))
+            try await Task.sleep(for: .milliseconds(600))  // under test: the window in which audio must stop
             let last = heard.withLock { $0.last } ?? calledAt
             let pauseMs = Double(last > calledAt ? last - calledAt : 0) / 1e6
             let lastBefore = heard.withLock { $0.last { $0 < calledAt } } ?? calledAt

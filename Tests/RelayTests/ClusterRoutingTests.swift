@@ -153,7 +153,8 @@ struct ClusterRoutingTests {
             if case .active(let path, _) = event { seen.append(path) }
             if seen.contains("direct") { break }
         }
-        // The whole first batch arrives together: "through-777" would have come with "direct".
+        // The whole first batch arrives together: "through-777" would have come with "direct". The
+        // sleep is the thing under test (nothing more may arrive), not synchronisation.
         try await Task.sleep(for: .milliseconds(100))
         #expect(seen == ["direct"])
         let other = try await Self.connect(relay)

@@ -63,7 +63,7 @@ struct RelayTests {
         try await eventually("a wider subscriber to raise it") { relay.upstreamBudgetsMs == [5_000] }
         let narrower = subscriber.subscribe(
             broadcast: "backlog", track: "video", range: SubscriptionRange(maxLatencyMs: 1_000))
-        try await Task.sleep(for: .milliseconds(200))
+        try await Task.sleep(for: .milliseconds(200))  // under test: the budget must not move meanwhile
         #expect(relay.upstreamBudgetsMs == [5_000])
         wider.cancel()
         narrower.cancel()

@@ -62,7 +62,9 @@ struct RelayWebTests {
             let secret = try await OwnershipTests.connect(
                 relay, "secret", token: OwnershipTests.token(root: "secret", put: [""]))
             secret.publish(BroadcastProducer(path: "hidden"))
-            try await Task.sleep(for: .milliseconds(300))
+            try await eventually("the four broadcasts at the relay", detail: { "\(relay.origin.paths)" }) {
+                relay.origin.paths.count == 4
+            }
 
             let all = try await Self.get(relay, "/announced/anon")
             #expect(all.status == 200)
