@@ -183,15 +183,7 @@ final class TLSSession {
                     function: "ngtcp2_crypto_gnutls_configure_client_session", code: -1, message: "failed")
             }
             try Self.common(session, alpn: alpn, server: false)
-            try Sys.tls(
-                "gnutls_credentials_set",
-                gnutls_credentials_set(session, GNUTLS_CRD_CERTIFICATE, UnsafeMutableRawPointer(cred)))
-            let serverName = tls.serverName ?? host
-            if !SocketAddress.isIPLiteral(serverName) {
-                try Sys.tls(
-                    "gnutls_server_name_set",
-                    gnutls_server_name_set(session, GNUTLS_NAME_DNS, serverName, serverName.utf8.count))
-            }
+            try configureClient(session, credentials: cred, tls: tls, host: host)
             if case .disabled = tls.verification {
             } else {
                 gnutls_session_set_verify_function(session, verifyTrampoline)
@@ -319,6 +311,22 @@ func clientCredentials(_ tls: TLSClientConfiguration) throws(QUICError) -> Opaqu
         throw error
     }
     return cred
+}
+
+/// A client session's certificate credentials and server name (SNI, omitted for IP literals): the
+/// same for QUIC and for TLS over TCP.
+func configureClient(
+    _ session: OpaquePointer, credentials: OpaquePointer, tls: TLSClientConfiguration, host: String
+) throws(QUICError) {
+    try Sys.tls(
+        "gnutls_credentials_set",
+        gnutls_credentials_set(session, GNUTLS_CRD_CERTIFICATE, UnsafeMutableRawPointer(credentials)))
+    let serverName = tls.serverName ?? host
+    if !SocketAddress.isIPLiteral(serverName) {
+        try Sys.tls(
+            "gnutls_server_name_set",
+            gnutls_server_name_set(session, GNUTLS_NAME_DNS, serverName, serverName.utf8.count))
+    }
 }
 
 /// Called by GnuTLS during the handshake once the server's certificate has arrived.

@@ -72,15 +72,7 @@ public final class TLSRecordLayer: @unchecked Sendable {
         identity = nil
         verification = (tls, host)
         try configure(alpn: "http/1.1", server: false)
-        try Sys.tls(
-            "gnutls_credentials_set",
-            gnutls_credentials_set(session, GNUTLS_CRD_CERTIFICATE, UnsafeMutableRawPointer(cred)))
-        let serverName = tls.serverName ?? host
-        if !SocketAddress.isIPLiteral(serverName) {
-            try Sys.tls(
-                "gnutls_server_name_set",
-                gnutls_server_name_set(session, GNUTLS_NAME_DNS, serverName, serverName.utf8.count))
-        }
+        try configureClient(session, credentials: cred, tls: tls, host: host)
     }
 
     deinit {

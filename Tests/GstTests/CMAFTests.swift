@@ -146,9 +146,10 @@ struct CMAFTests {
             _ = bytes.withUnsafeBytes { gst_buffer_fill(buffer, 0, $0.baseAddress, gsize(bytes.count)) }
             var flow = GST_FLOW_OK
             g_signal_emit_by_name_push(src, buffer, &flow)
-            let error = try await pipeline.waitFor { $0.kind == .error }
+            let error = try await pipeline.waitFor { $0.isError }
             #expect(
-                error.text.contains("sink_0: fragmented MP4 input") && error.text.contains(expected), "\(error.text)")
+                error.text?.contains("sink_0: fragmented MP4 input") == true && error.text?.contains(expected) == true,
+                "\(error.text ?? "")")
             // The relay is unaffected: a new session still connects to it.
             let probe = try TestPipeline(
                 "videotestsrc is-live=true num-buffers=5 ! x264enc tune=zerolatency ! h264parse "

@@ -89,8 +89,8 @@ struct CaptionTests {
                 matched += 1
             }
             #expect(matched >= 2, "cues matched with their frames: \(matched)")
-            let warning = publisher.warnings.first { $0.text.contains("caption buffer was dropped") }
-            #expect(warning?.text.contains("not UTF-8") == true, "\(publisher.warnings)")
+            let warning = publisher.warnings.first { $0.text?.contains("caption buffer was dropped") == true }
+            #expect(warning?.text?.contains("not UTF-8") == true, "\(publisher.warnings)")
             #expect(publisher.errors.isEmpty && player.errors.isEmpty, "\(publisher.errors) \(player.errors)")
             // With an overlay waiting for text, the picture still plays in real time (GAPs between cues).
             try await eventually("the overlaid picture plays", timeout: .seconds(20)) { shown.count >= 90 }

@@ -21,7 +21,7 @@ struct DropInTests {
                 + "audiotestsrc num-buffers=470 ! audio/x-raw,rate=48000,channels=2 ! audioconvert ! avenc_aac ! aacparse ! m."
         )
         #expect(maker.play() != GST_STATE_CHANGE_FAILURE)
-        _ = try await maker.waitFor(.seconds(60)) { $0.kind == .eos }
+        _ = try await maker.waitFor(.seconds(60)) { $0.isEOS }
         maker.setState(GST_STATE_NULL)
         return file
     }

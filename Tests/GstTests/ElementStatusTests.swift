@@ -72,9 +72,10 @@ struct ElementStatusTests {
                 #expect(structureField(element, "connection-stats", "packets-lost") != nil)
             }
             // The sink sends media, the player mostly receives it (keep-alives alone are under 1 kbit/s;
-            // the bound leaves room for a slow moment under ThreadSanitizer, where 25 kbit/s was seen).
-            #expect((structureField(sink, "connection-stats", "rate-bps") ?? 0) > 10_000)
-            #expect((structureField(src, "connection-stats", "recv-rate-bps") ?? 0) > 10_000)
+            // the bound leaves room for a slow moment: 25 kbit/s under ThreadSanitizer, 5.9 kbit/s with
+            // the GStreamer suites in parallel on two cores).
+            #expect((structureField(sink, "connection-stats", "rate-bps") ?? 0) > 2_000)
+            #expect((structureField(src, "connection-stats", "recv-rate-bps") ?? 0) > 2_000)
             // moq-gst's names before 0.4.9 read the same figures.
             #expect(uint64Property(sink, "estimated-send-bitrate") > 0)
             #expect(uint64Property(src, "estimated-recv-bitrate") > 0)
@@ -163,7 +164,7 @@ struct ElementStatusTests {
             try await eventually("the pad publishes") {
                 padStatus(padObject) == "publishing" || padStatus(padObject) == "ended"
             }
-            try await good.waitFor { $0.kind == .eos }
+            try await good.waitFor { $0.isEOS }
             #expect(padStatus(padObject) == "ended")
             #expect(padError(padObject) == nil)
             good.setState(GST_STATE_NULL)
@@ -182,7 +183,7 @@ struct ElementStatusTests {
             }
             var flow = GST_FLOW_OK
             g_signal_emit_by_name_push(src, gst_buffer_new_allocate(nil, 16, nil)!, &flow)
-            try await bad.waitFor { $0.kind == .error }
+            try await bad.waitFor { $0.isError }
             let badPad = gst_element_get_static_pad(badSink, "sink_0")!
             defer { gst_object_unref(badPad) }
             #expect(padStatus(UnsafeMutableRawPointer(badPad)) == "error")

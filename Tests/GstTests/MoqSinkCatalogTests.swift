@@ -14,13 +14,13 @@ import Testing
 /// (The encoders run for a while: the wait for the preroll is off Swift's cooperative pool.)
 func encodedCaps(_ description: String) async throws -> String {
     let pipeline = try TestPipeline(description + " ! appsink name=out sync=false")
-    guard let sink = pipeline.element("out") else { throw PipelineError("no appsink") }
+    guard let sink = pipeline.element("out") else { throw TestKitError.expectationFailed("no appsink") }
     defer { gst_object_unref(sink) }
     pipeline.setState(GST_STATE_PAUSED)
     let appsink = Handed(UnsafeMutableRawPointer(sink).assumingMemoryBound(to: GstAppSink.self))
     let pulled = try await offThePool { Handed(gst_app_sink_try_pull_preroll(appsink.value, 20 * 1_000_000_000)) }
     guard let sample = pulled.value, let caps = gst_sample_get_caps(sample)
-    else { throw PipelineError("no preroll from \(description): \(pipeline.collected)") }
+    else { throw TestKitError.expectationFailed("no preroll from \(description): \(pipeline.collected)") }
     defer { gst_sample_unref(sample) }
     let text = gst_caps_to_string(caps)!
     defer { g_free(text) }

@@ -4,6 +4,7 @@ import CGstApp
 import Foundation
 import MoqCatalog
 import MoqInteropSupport
+import MoqPipeline
 import MoqTestKit
 import SwiftMoQ
 import Testing
@@ -91,7 +92,7 @@ struct MoqSinkTests {
         try await eventually("connected") { stringProperty(sink, "status") == "connected" }
 
         await relay.stopAndWait()
-        try await pipeline.waitFor(.seconds(30)) { $0.kind == .warning && $0.text.contains("retrying") }
+        try await pipeline.waitFor(.seconds(30)) { $0.isWarning && $0.text?.contains("retrying") == true }
         #expect(["reconnecting", "connecting"].contains(stringProperty(sink, "status")))
 
         relay = try await RustRelay.start(["--port", "\(port)"])
@@ -114,7 +115,7 @@ struct MoqSinkTests {
     func missingURL() throws {
         let pipeline = try TestPipeline("videotestsrc ! x264enc ! h264parse ! moqsink broadcast=x")
         #expect(pipeline.play() == GST_STATE_CHANGE_FAILURE)
-        #expect(pipeline.errors.first?.text.contains("set the url property") == true, "\(pipeline.errors)")
+        #expect(pipeline.errors.first?.text?.contains("set the url property") == true, "\(pipeline.errors)")
     }
 
     @Test("a malformed url")
@@ -122,7 +123,7 @@ struct MoqSinkTests {
         let pipeline = try TestPipeline(
             "videotestsrc ! x264enc ! h264parse ! moqsink url=rtmp://relay.example/ broadcast=x")
         #expect(pipeline.play() == GST_STATE_CHANGE_FAILURE)
-        #expect(pipeline.errors.first?.text.contains("unsupported scheme 'rtmp'") == true, "\(pipeline.errors)")
+        #expect(pipeline.errors.first?.text?.contains("unsupported scheme 'rtmp'") == true, "\(pipeline.errors)")
     }
 
     @Test("an unreachable relay: warnings while retrying, never an error")
@@ -131,11 +132,11 @@ struct MoqSinkTests {
             "moqsink name=m url=moql://127.0.0.1:9/anon broadcast=x tls-disable-verify=true \(Self.video) ! \(Self.h264) ! m.sink_0"
         )
         #expect(pipeline.play() != GST_STATE_CHANGE_FAILURE)
-        try await pipeline.waitFor { $0.kind == .warning && $0.text.contains("cannot reach") }
+        try await pipeline.waitFor { $0.isWarning && $0.text?.contains("cannot reach") == true }
         // A second attempt follows the 1 s backoff; still no ERROR. (Generous: in a test process
         // whose few cooperative threads other tests keep busy, the backoff's timer can fire late.)
         try await pipeline.waitFor(.seconds(30)) { _ in
-            pipeline.warnings.filter { $0.text.contains("cannot reach") }.count >= 2
+            pipeline.warnings.filter { $0.text?.contains("cannot reach") == true }.count >= 2
         }
         #expect(pipeline.errors.isEmpty)
         pipeline.setState(GST_STATE_NULL)
@@ -149,8 +150,8 @@ struct MoqSinkTests {
             "moqsink name=m url=\(relay.url()) broadcast=x tls-fingerprint=\(String(repeating: "ab", count: 32)) "
                 + "\(Self.video) ! \(Self.h264) ! m.sink_0")
         #expect(pipeline.play() != GST_STATE_CHANGE_FAILURE)
-        let error = try await pipeline.waitFor { $0.kind == .error }
-        #expect(error.text.contains("fingerprint mismatch"), "\(error)")
+        let error = try await pipeline.waitFor { $0.isError }
+        #expect(error.text?.contains("fingerprint mismatch") == true, "\(error)")
         let sink = pipeline.element("m")!
         defer { gst_object_unref(sink) }
         #expect(stringProperty(sink, "status") == "failed")
@@ -201,8 +202,9 @@ struct MoqSinkTests {
                 "videotestsrc is-live=true ! video/x-raw,format=Y444,width=320,height=240 ! x264enc tune=zerolatency ! "
                     + "h264parse ! moqsink \(relay.elementProperties) broadcast=x")
             #expect(pipeline.play() != GST_STATE_CHANGE_FAILURE)
-            let warning = try await pipeline.waitFor { $0.kind == .warning && $0.text.contains("not decodable") }
-            #expect(warning.text.contains("4:4:4") && warning.text.contains("format=I420"), "\(warning)")
+            let warning = try await pipeline.waitFor { $0.isWarning && $0.text?.contains("not decodable") == true }
+            #expect(
+                warning.text?.contains("4:4:4") == true && warning.text?.contains("format=I420") == true, "\(warning)")
             #expect(pipeline.errors.isEmpty)
             pipeline.setState(GST_STATE_NULL)
         }
@@ -225,8 +227,10 @@ struct MoqSinkTests {
             let buffer = gst_buffer_new_allocate(nil, 16, nil)!
             var flow = GST_FLOW_OK
             g_signal_emit_by_name_push(src, buffer, &flow)
-            let error = try await pipeline.waitFor { $0.kind == .error }
-            #expect(error.text.contains("unsupported caps") && error.text.contains("codec_data"), "\(error)")
+            let error = try await pipeline.waitFor { $0.isError }
+            #expect(
+                error.text?.contains("unsupported caps") == true && error.text?.contains("codec_data") == true,
+                "\(error)")
             // And a format outside the template does not link at all.
             #expect(throws: PipelineError.self) {
                 _ = try TestPipeline("videotestsrc ! video/x-raw ! moqsink url=moql://h:1/ broadcast=x")

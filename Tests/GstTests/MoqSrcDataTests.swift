@@ -75,7 +75,7 @@ struct MoqSrcDataTests {
         defer { player.setState(GST_STATE_NULL) }
         let data = AppSinkCollector(player.element("d")!)
         defer { data.stop() }
-        _ = try await player.waitFor(.seconds(30)) { $0.kind == .eos }
+        _ = try await player.waitFor(.seconds(30)) { $0.isEOS }
         #expect(data.all.map(\.hash) == (0..<groups).map { fnv(rustPayload(group: $0, frame: 0, size: size)) })
         #expect(player.errors.isEmpty, "\(player.errors)")
     }

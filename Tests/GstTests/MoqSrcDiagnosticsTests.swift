@@ -3,6 +3,7 @@ import CGStreamer
 import Foundation
 import MoqCatalog
 import MoqInteropSupport
+import MoqPipeline
 import MoqTestKit
 import MoqWire
 import SwiftMoQ
@@ -60,7 +61,6 @@ struct MoqSrcDiagnosticsTests {
             #expect(on.play() != GST_STATE_CHANGE_FAILURE)
             #expect(off.play() != GST_STATE_CHANGE_FAILURE)
             try await eventually("missing groups and the malformed frame reported", timeout: .seconds(20)) {
-                on.pump()
                 let reasons = Set(drops(on).compactMap { $0.field("reason") })
                 return reasons.contains("missing-sequence") && reasons.contains("invalid-payload")
             }
@@ -71,7 +71,6 @@ struct MoqSrcDiagnosticsTests {
             #expect(
                 invalid?.field("stage") == "transport" && invalid?.field("group") != nil,
                 "\(String(describing: invalid))")
-            off.pump()
             #expect(drops(off).isEmpty)
             on.setState(GST_STATE_NULL)
             off.setState(GST_STATE_NULL)

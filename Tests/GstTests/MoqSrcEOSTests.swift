@@ -26,7 +26,7 @@ struct MoqSrcEOSTests {
                     + "pngenc snapshot=true ! filesink location=\(file.path)")
             #expect(player.play() != GST_STATE_CHANGE_FAILURE)
             defer { player.setState(GST_STATE_NULL) }
-            _ = try await player.waitFor(.seconds(30)) { $0.kind == .eos }
+            _ = try await player.waitFor(.seconds(30)) { $0.isEOS }
             let bytes = try Data(contentsOf: file)
             #expect(bytes.count > 100 && bytes.prefix(4) == Data([0x89, 0x50, 0x4e, 0x47]), "\(bytes.count) bytes")
             #expect(player.errors.isEmpty, "\(player.errors)")
@@ -51,7 +51,7 @@ struct MoqSrcEOSTests {
                 (statsField(src, "video-frames") ?? 0) >= 10 && (statsField(src, "audio-frames") ?? 0) >= 50
             }
             gst_element_send_event(player.pipeline, gst_event_new_eos())
-            _ = try await player.waitFor(.seconds(10)) { $0.kind == .eos }
+            _ = try await player.waitFor(.seconds(10)) { $0.isEOS }
             #expect(player.errors.isEmpty, "\(player.errors)")
         }
     }
@@ -67,7 +67,7 @@ struct MoqSrcEOSTests {
                 "moqsrc name=s \(relay.elementProperties) broadcast=unlinked audiotestsrc is-live=true ! fakesink")
             #expect(player.play() != GST_STATE_CHANGE_FAILURE)
             defer { player.setState(GST_STATE_NULL) }
-            _ = try await player.waitFor(.seconds(30)) { $0.kind == .error }
+            _ = try await player.waitFor(.seconds(30)) { $0.isError }
             let text = player.errors.map(\.description).joined(separator: "\n")
             #expect(text.contains("not-linked") && text.contains("video_0"), "\(text)")
         }

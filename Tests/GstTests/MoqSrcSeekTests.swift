@@ -99,7 +99,7 @@ extension MoqSrcTests {
             #expect(player.play() != GST_STATE_CHANGE_FAILURE)
             let audio = AppSinkCollector(player.element("a")!)
             defer { audio.stop() }
-            _ = try await player.waitFor(.seconds(20)) { $0.kind == .eos }
+            _ = try await player.waitFor(.seconds(20)) { $0.isEOS }
             let times = audio.all.compactMap(\.publisherTime)
             let sent = published.all.compactMap(\.pts)
             #expect(times.count == frames, "received \(times.count) of \(frames) frames")

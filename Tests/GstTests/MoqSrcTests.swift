@@ -343,16 +343,17 @@ struct MoqSrcTests {
                 _ = player.play()
                 // Allowed: the relay's self-signed certificate is accepted, and the (absent)
                 // broadcast times out. Ignored: the certificate check refuses the relay.
-                let failure = try await player.waitFor(.seconds(20)) { $0.kind == .error }
+                let failure = try await player.waitFor(.seconds(20)) { $0.isError }
                 if allowed {
                     #expect(
-                        failure.text.contains("not announced") || failure.text.contains("room/none"), "\(failure.text)")
-                    #expect(!player.warnings.contains { $0.text.contains("ignored") })
+                        failure.text?.contains("not announced") == true || failure.text?.contains("room/none") == true,
+                        "\(failure.text ?? "")")
+                    #expect(!player.warnings.contains { $0.text?.contains("ignored") == true })
                 } else {
                     #expect(
-                        player.warnings.contains { $0.text.contains("tls-disable-verify ignored") },
+                        player.warnings.contains { $0.text?.contains("tls-disable-verify ignored") == true },
                         "\(player.warnings)")
-                    #expect(failure.text.lowercased().contains("certificate"), "\(failure.text)")
+                    #expect((failure.text ?? "").lowercased().contains("certificate"), "\(failure.text ?? "")")
                 }
                 player.setState(GST_STATE_NULL)
             }
@@ -392,9 +393,11 @@ struct MoqSrcTests {
             #expect(gst_uri_handler_set_uri(OpaquePointer(src), uri, &error) != 0)
             _ = player.play()
             // timeout=1 was taken: the absent broadcast fails within seconds, after the warnings.
-            let failure = try await player.waitFor(.seconds(20)) { $0.kind == .error }
-            #expect(failure.text.contains("not announced") || failure.text.contains("room/none"), "\(failure.text)")
-            let warnings = player.warnings.map(\.text)
+            let failure = try await player.waitFor(.seconds(20)) { $0.isError }
+            #expect(
+                failure.text?.contains("not announced") == true || failure.text?.contains("room/none") == true,
+                "\(failure.text ?? "")")
+            let warnings = player.warnings.compactMap(\.text)
             #expect(
                 warnings.contains { $0.contains("latency-mode=turbo ignored: expected auto, adaptive, fixed") },
                 "\(warnings)")
@@ -410,10 +413,14 @@ struct MoqSrcTests {
             "moqsrc name=s url=moql://127.0.0.1:9/anon broadcast=x tls-disable-verify=true timeout=2 s.video_0 ! fakesink"
         )
         #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-        let failure = try await player.waitFor(.seconds(30)) { $0.kind == .error }
-        #expect(failure.text.contains("could not connect to moql://127.0.0.1:9/anon within 2 s"), "\(failure.text)")
-        #expect(failure.text.contains("UDP") && failure.text.contains("tls-fingerprint"), "\(failure.text)")
-        #expect(player.warnings.contains { $0.text.contains("retrying") }, "\(player.warnings.map(\.text))")
+        let failure = try await player.waitFor(.seconds(30)) { $0.isError }
+        #expect(
+            failure.text?.contains("could not connect to moql://127.0.0.1:9/anon within 2 s") == true,
+            "\(failure.text ?? "")")
+        #expect(
+            failure.text?.contains("UDP") == true && failure.text?.contains("tls-fingerprint") == true,
+            "\(failure.text ?? "")")
+        #expect(player.warnings.contains { $0.text?.contains("retrying") == true }, "\(player.warnings.map(\.text))")
         player.setState(GST_STATE_NULL)
         #expect(player.errors.count == 1, "\(player.errors.map(\.text))")
     }
@@ -432,14 +439,14 @@ struct MoqSrcTests {
             #expect(player.play() != GST_STATE_CHANGE_FAILURE)
             defer { player.setState(GST_STATE_NULL) }
             try await eventually("playing") { (statsField(src, "video-frames") ?? 0) > 10 }
-            let warnings = player.warnings.map(\.text)
+            let warnings = player.warnings.compactMap(\.text)
             #expect(warnings.contains { $0.contains("queue: 'q/../x' left out") && $0.contains("'..'") }, "\(warnings)")
             #expect(warnings.contains { $0.contains("left out") && $0.contains("control characters") }, "\(warnings)")
             #expect(!warnings.contains { $0.contains("q/three") }, "\(warnings)")
             // While playing, a new list is checked the same way.
             setString(src, "queue", "q/./y")
             _ = try await player.waitFor(.seconds(10)) {
-                $0.kind == .warning && $0.text.contains("queue: 'q/./y' left out")
+                $0.isWarning && $0.text?.contains("queue: 'q/./y' left out") == true
             }
             #expect(player.errors.isEmpty, "\(player.errors)")
         }
@@ -473,7 +480,7 @@ struct MoqSrcTests {
             #expect(back.isEmpty, "video timestamps go backwards at \(backwards) of \(pts.count)")
             for pipeline in [player, publisher] {
                 #expect(pipeline.errors.isEmpty, "\(pipeline.errors)")
-                #expect(!pipeline.warnings.contains { $0.text.contains("retrying") }, "\(pipeline.warnings)")
+                #expect(!pipeline.warnings.contains { $0.text?.contains("retrying") == true }, "\(pipeline.warnings)")
             }
             player.setState(GST_STATE_NULL)
             publisher.setState(GST_STATE_NULL)
@@ -574,7 +581,7 @@ struct MoqSrcTests {
         }
         try await eventually("playing", timeout: .seconds(20)) { video.count > 30 }
         await relay.stopAndWait()
-        try await player.waitFor(.seconds(30)) { $0.kind == .warning && $0.text.contains("retrying") }
+        try await player.waitFor(.seconds(30)) { $0.isWarning && $0.text?.contains("retrying") == true }
         let before = video.count
         relay = try await RustRelay.start(["--port", "\(port)"])
         defer { relay.stop() }

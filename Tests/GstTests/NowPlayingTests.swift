@@ -3,6 +3,7 @@ import CGStreamer
 import Foundation
 import MoqCatalog
 import MoqInteropSupport
+import MoqPipeline
 import MoqTestKit
 import SwiftMoQ
 import Testing

@@ -64,7 +64,7 @@ struct RecipeTests {
                 (statsField(src, "video-frames") ?? 0) >= 60 && (statsField(src, "audio-frames") ?? 0) >= 100
             }
             gst_element_send_event(recorder.pipeline, gst_event_new_eos())
-            try await recorder.waitFor { $0.kind == .eos }
+            try await recorder.waitFor { $0.isEOS }
             #expect(recorder.errors.isEmpty, "\(recorder.errors)")
             recorder.setState(GST_STATE_NULL)
             publisher.setState(GST_STATE_NULL)

@@ -22,7 +22,7 @@ final class VirtualDisplay: @unchecked Sendable {
         var text = ""
         while !text.contains("\n") {
             let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { throw PipelineError("Xvfb exited before choosing a display") }
+            if chunk.isEmpty { throw TestKitError.expectationFailed("Xvfb exited before choosing a display") }
             text += String(decoding: chunk, as: UTF8.self)
         }
         name = ":" + text.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -44,7 +44,10 @@ func pullRGB(_ pipeline: TestPipeline, timeout: Duration = .seconds(20)) async t
         Handed(gst_app_sink_try_pull_sample(appsink.value, GstClockTime(timeout.components.seconds) * 1_000_000_000))
     }
     guard let sample = pulled.value
-    else { throw PipelineError("no frame: \(pipeline.collected.filter { $0.kind != .stateChanged })") }
+    else {
+        throw TestKitError.expectationFailed(
+            "no frame: \(pipeline.collected.filter { if case .stateChanged = $0 { false } else { true } })")
+    }
     defer { gst_sample_unref(sample) }
     let buffer = gst_sample_get_buffer(sample)!
     var map = GstMapInfo()

@@ -59,7 +59,7 @@ extension MoqSrcTests {
             _ = player.play()
             try await eventually("an error", timeout: .seconds(10)) { !player.errors.isEmpty }
             // In the element's terms: its property, not the command line's flag.
-            let text = player.errors.map(\.text).joined(separator: "\n")
+            let text = player.errors.compactMap(\.text).joined(separator: "\n")
             #expect(text.contains("set the element's tls-fingerprint="), "\(text)")
             #expect(!text.contains("--tls-fingerprint") && !text.contains("--tls-root-file"), "\(text)")
             player.setState(GST_STATE_NULL)

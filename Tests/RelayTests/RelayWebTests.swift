@@ -176,20 +176,7 @@ struct RelayWebTests {
             // 70 connections that stay silent (loopback: connect completes through the listen backlog at once).
             var idle: [Int32] = []
             defer { for fd in idle { close(fd) } }
-            for _ in 0..<70 {
-                let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-                var address = sockaddr_in()
-                address.sin_family = sa_family_t(AF_INET)
-                address.sin_port = port.bigEndian
-                address.sin_addr.s_addr = inet_addr("127.0.0.1")
-                let rc = withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                    }
-                }
-                try #require(rc == 0)
-                idle.append(fd)
-            }
+            for _ in 0..<70 { idle.append(try connectTCP(port: port)) }
             let start = ContinuousClock.now
             let answer = try await Self.get(relay, "/health")
             #expect(answer.status == 200)
@@ -223,10 +210,7 @@ struct RelayWebTests {
             (relay) async throws in
             let first = relay.fingerprint
             let open = try await RelayTests.connect(relay)
-            let deadline = ContinuousClock.now + .seconds(10)
-            while relay.fingerprint == first && ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(50))
-            }
+            try await eventually("the certificate to rotate", timeout: .seconds(10)) { relay.fingerprint != first }
             let second = relay.fingerprint
             #expect(second != first)
             // It rotates every second: by the time the answer comes (slow under ThreadSanitizer) the served

@@ -40,6 +40,32 @@ public enum BusMessage: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The debug text of an error, warning or info message (where the element gave one).
+    public var debug: String? {
+        switch self {
+        case .error(_, _, _, _, let d), .warning(_, _, _, _, let d), .info(_, _, _, _, let d): d
+        default: nil
+        }
+    }
+
+    /// An element message's structure name (`moqsink-connection`, `GstMultiQueue…`), nil for other messages.
+    public var structureName: String? {
+        if case .element(_, let name, _, _) = self { return name }
+        return nil
+    }
+
+    /// An element message's structure, serialised as GStreamer prints it; nil for other messages.
+    public var structure: String? {
+        if case .element(_, _, _, let structure) = self { return structure }
+        return nil
+    }
+
+    /// A stream collection's streams; nil for other messages.
+    public var streams: [StreamInfo]? {
+        if case .streamCollection(_, let streams) = self { return streams }
+        return nil
+    }
+
     /// Whether this is an ``error(source:domain:code:message:debug:)``.
     public var isError: Bool {
         if case .error = self { return true }

@@ -25,7 +25,9 @@ extension Pipeline {
     }
 
     /// Waits for a message that `match`es, without failing on ERROR messages (to wait for an expected
-    /// error, or a warning while errors are acceptable).
+    /// error, or a warning while errors are acceptable). `match` runs while the message list is
+    /// locked: it must look only at the message it is given (reading ``collectedMessages`` from it
+    /// deadlocks).
     @discardableResult
     public func waitForMessage(
         timeout: Duration = .seconds(30), _ match: @escaping @Sendable (BusMessage) -> Bool

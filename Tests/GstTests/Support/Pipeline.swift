@@ -2,7 +2,9 @@
 import CGStreamer
 import Foundation
 import GstSwiftMoQ
+import MoqPipeline
 import MoqSync
+import MoqTestKit
 
 /// GStreamer set up once per test process, with the SwiftMoQ elements registered
 /// statically (no plugin file involved).
@@ -14,114 +16,46 @@ enum GstTestEnvironment {
     }()
 }
 
-/// A bus message, copied out of GStreamer.
-struct BusMessage: Sendable, CustomStringConvertible {
-    enum Kind: Sendable { case error, warning, eos, element, stateChanged, streamCollection, other }
-    var kind: Kind
-    var source: String
-    var text: String
-    var debug: String
-    /// For element messages: the structure name and its serialisation.
-    var structureName: String?
-    var structure: String?
-
-    var description: String {
-        "\(kind) from \(source): \(text)\(debug.isEmpty ? "" : " [\(debug)]")\(structure.map { " \($0)" } ?? "")"
-    }
-}
-
-/// A pipeline from a gst-launch description, with its bus messages collected.
+/// A pipeline from a gst-launch description for the element tests: MoqPipeline's `Pipeline` (its bus
+/// thread collects the messages, as other projects' tests get them), with the raw element access and
+/// the non-waiting state changes these tests need.
 final class TestPipeline: @unchecked Sendable {
+    let base: Pipeline
+    /// The GStreamer pipeline (valid while this object lives).
     let pipeline: UnsafeMutablePointer<GstElement>
-    private let messages = Lock<[BusMessage]>([])
-    private let bus: OpaquePointer?
 
+    /// Builds the pipeline in NULL.
+    /// - Throws: MoqPipeline's `PipelineError.parse` with the parser's message.
     init(_ description: String) throws {
         _ = GstTestEnvironment.ready
-        var error: UnsafeMutablePointer<GError>?
-        let element = gst_parse_launch_full(description, nil, GST_PARSE_FLAG_FATAL_ERRORS, &error)
-        if let error {
-            let text = String(cString: error.pointee.message)
-            g_error_free(error)
-            throw PipelineError("cannot build the pipeline: \(text)")
-        }
-        guard let element else { throw PipelineError("cannot build the pipeline") }
+        base = Pipeline(launch: description)
+        try base.start(.null)
+        guard let element = base.gstPipeline?.pointer else { throw PipelineError.notRunning }
         pipeline = element
-        gst_object_ref_sink(element)
-        bus = OpaquePointer(gst_element_get_bus(element))
+        gst_object_ref(UnsafeMutableRawPointer(element))  // held past a failed state change's stop
     }
 
     deinit {
+        base.stop()
         gst_element_set_state(pipeline, GST_STATE_NULL)
-        gst_object_unref(UnsafeMutableRawPointer(bus))
-        gst_object_unref(pipeline)
+        gst_object_unref(UnsafeMutableRawPointer(pipeline))
     }
 
     /// Sets the state without waiting for an asynchronous change to complete (ASYNC is returned
     /// as it is). Waiting here blocked a thread of Swift's cooperative pool for up to 10 s each
     /// time a live pipeline's sinks waited for their first buffer, stalling every other test.
     /// Tests wait for what they need (buffers, messages) asynchronously instead.
+    ///
+    /// A failed change stops the bus reading (joining its thread), as MoqPipeline's `setState` does,
+    /// so the ERROR posted during the change is in ``errors`` when this returns.
     @discardableResult
     func setState(_ state: GstState) -> GstStateChangeReturn {
-        gst_element_set_state(pipeline, state)
+        let result = gst_element_set_state(pipeline, state)
+        if result == GST_STATE_CHANGE_FAILURE { base.stop() }
+        return result
     }
 
     func play() -> GstStateChangeReturn { setState(GST_STATE_PLAYING) }
-
-    /// Pops pending bus messages into the collected list.
-    func pump() {
-        while let message = gst_bus_pop(UnsafeMutablePointer(bus)) {
-            record(message)
-            gst_message_unref(message)
-        }
-    }
-
-    private func record(_ message: UnsafeMutablePointer<GstMessage>) {
-        let source = message.pointee.src.map { String(cString: $0.pointee.name) } ?? "?"
-        var entry = BusMessage(kind: .other, source: source, text: "", debug: "")
-        switch message.pointee.type {
-        case GST_MESSAGE_ERROR, GST_MESSAGE_WARNING:
-            var error: UnsafeMutablePointer<GError>?
-            var debug: UnsafeMutablePointer<gchar>?
-            if message.pointee.type == GST_MESSAGE_ERROR {
-                gst_message_parse_error(message, &error, &debug)
-                entry.kind = .error
-            } else {
-                gst_message_parse_warning(message, &error, &debug)
-                entry.kind = .warning
-            }
-            entry.text = error.map { String(cString: $0.pointee.message) } ?? ""
-            entry.debug = debug.map { String(cString: $0) } ?? ""
-            if let error { g_error_free(error) }
-            g_free(debug)
-        case GST_MESSAGE_EOS:
-            entry.kind = .eos
-        case GST_MESSAGE_ELEMENT:
-            entry.kind = .element
-            if let s = gst_message_get_structure(message) {
-                entry.structureName = String(cString: gst_structure_get_name(s))
-                let text = gst_structure_to_string(s)!
-                entry.structure = String(cString: text)
-                g_free(text)
-            }
-        case GST_MESSAGE_STATE_CHANGED:
-            entry.kind = .stateChanged
-        case GST_MESSAGE_STREAM_COLLECTION:
-            entry.kind = .streamCollection
-            var collection: UnsafeMutablePointer<GstStreamCollection>?
-            gst_message_parse_stream_collection(message, &collection)
-            if let collection {
-                entry.text = (0..<gst_stream_collection_get_size(collection)).compactMap { i in
-                    gst_stream_collection_get_stream(collection, i).flatMap { gst_stream_get_stream_id($0) }
-                        .map { String(cString: $0) }
-                }.joined(separator: " ")
-                gst_object_unref(collection)
-            }
-        default:
-            return
-        }
-        messages.withLock { $0.append(entry) }
-    }
 
     /// A queue without limits, for reading a file back through a demuxer: when the file starts
     /// with more than a second of one stream before the first buffer of another (a slow start
@@ -129,34 +63,24 @@ final class TestPipeline: @unchecked Sendable {
     static let unboundedQueue = "queue max-size-buffers=0 max-size-bytes=0 max-size-time=0"
 
     /// Every message collected so far.
-    var collected: [BusMessage] {
-        pump()
-        return messages.withLock { $0 }
-    }
+    var collected: [BusMessage] { base.collectedMessages }
 
-    var errors: [BusMessage] { collected.filter { $0.kind == .error } }
-    var warnings: [BusMessage] { collected.filter { $0.kind == .warning } }
+    var errors: [BusMessage] { collected.filter(\.isError) }
+    var warnings: [BusMessage] { collected.filter(\.isWarning) }
 
-    /// Waits until a message matches (or the timeout passes), pumping the bus.
+    /// Waits until a message matches (or the timeout passes). Polls ``collected``: the matchers here
+    /// read the pipeline's other messages, which MoqPipeline's `waitForMessage` does not allow (it
+    /// runs the matcher under its message lock).
     @discardableResult
     func waitFor(_ timeout: Duration = .seconds(20), _ match: (BusMessage) -> Bool) async throws -> BusMessage {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let m = collected.first(where: match) { return m }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        throw PipelineError("timed out; messages: \(collected.filter { $0.kind != .stateChanged })")
+        try await eventually(
+            "a bus message", timeout: timeout, { self.collected.first(where: match) }, until: { $0 != nil })!
     }
 
     /// The element with this name in the pipeline.
     func element(_ name: String) -> UnsafeMutablePointer<GstElement>? {
         gst_bin_get_by_name(UnsafeMutableRawPointer(pipeline).assumingMemoryBound(to: GstBin.self), name)
     }
-}
-
-struct PipelineError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }
 
 /// Reads a `guint` property.

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 import CGStreamer
 import Foundation
+import MoqPipeline
+import MoqTestKit
 
 /// What decoding a Matroska recording back yielded.
 struct DecodedRecording {
@@ -26,7 +28,9 @@ func decodeRecording(
         audioSink.stop()
         reader.setState(GST_STATE_NULL)
     }
-    guard reader.play() != GST_STATE_CHANGE_FAILURE else { throw PipelineError("cannot play \(file.path)") }
-    try await reader.waitFor { $0.kind == .eos || $0.kind == .error }
+    guard reader.play() != GST_STATE_CHANGE_FAILURE else {
+        throw TestKitError.expectationFailed("cannot play \(file.path)")
+    }
+    try await reader.waitFor { $0.isEOS || $0.isError }
     return DecodedRecording(videoFrames: videoSink.count, audioBuffers: audioSink.count, errors: reader.errors)
 }
