@@ -1,5 +1,3 @@
-import MoqWire
-
 // SPDX-License-Identifier: MIT
 // libFuzzer target over the hang catalog decoder and the legacy frame container.
 // Linked by `make fuzz` with MoqWire and MoqCatalog built as instrumented modules (`-enable-testing`:
@@ -10,6 +8,8 @@ import MoqWire
 // A catalog that decodes must re-encode to JSON that decodes to the same catalog
 // (minus the renditions reported as issues, which are not republished), and
 // encoding must be stable after one round.
+import MoqWire
+
 @testable import MoqCatalog
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -1,5 +1,5 @@
-import MoqSync
 // SPDX-License-Identifier: MIT
+import MoqSync
 import Synchronization
 
 /// Bounds of a track's cache of recent groups.

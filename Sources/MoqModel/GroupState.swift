@@ -1,6 +1,6 @@
+// SPDX-License-Identifier: MIT
 import MoqSync
 public import MoqWire
-// SPDX-License-Identifier: MIT
 import Synchronization
 
 /// How a group is doing.

@@ -1,6 +1,6 @@
+// SPDX-License-Identifier: MIT
 import MoqSync
 public import MoqWire
-// SPDX-License-Identifier: MIT
 import Synchronization
 
 /// Why reading a track stopped early.

@@ -1,6 +1,6 @@
+// SPDX-License-Identifier: MIT
 import MoqSync
 import MoqWire
-// SPDX-License-Identifier: MIT
 import Synchronization
 
 /// An Announce stream the peer opened: we tell it which of our broadcasts exist

@@ -1,5 +1,5 @@
-import MoqSession
 // SPDX-License-Identifier: MIT
+import MoqSession
 import Synchronization
 
 /// A session thread on virtual time, driven by the fuzz script.
