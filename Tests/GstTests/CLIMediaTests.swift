@@ -12,7 +12,7 @@ import Testing
 struct CLIMediaTests {
     @Test("publish --source test → embedded relay → play --record: a Matroska file that decodes")
     func publishThenRecord() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let connection = ["--url", "moql://127.0.0.1:\(relay.port)/anon", "--tls-fingerprint", relay.fingerprint]
             let publisher = try CLI.start(
                 ["publish"] + connection + [
@@ -39,7 +39,7 @@ struct CLIMediaTests {
 
     @Test("play: an unknown broadcast fails after --timeout with what to check; bad --source is a usage error")
     func badInput() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let connection = ["--url", "moql://127.0.0.1:\(relay.port)/anon", "--tls-fingerprint", relay.fingerprint]
             let missing = try await CLI.run(
                 ["play"] + connection + ["--broadcast", "nobody", "--timeout", "1", "--headless"])
@@ -53,7 +53,7 @@ struct CLIMediaTests {
 
     @Test("publish --ladder: renditions <track>/<name> in one section; a bad ladder is a usage error")
     func publishLadder() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let connection = ["--url", "moql://127.0.0.1:\(relay.port)/anon", "--tls-fingerprint", relay.fingerprint]
             let publisher = try CLI.start(
                 ["publish"] + connection + [
@@ -134,7 +134,7 @@ struct CLIMediaTests {
     private func publishAndReadCatalog(_ path: String, broadcast: String, extra: [String] = []) async throws
         -> (HangCatalog, CLI.Result)
     {
-        return try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) {
+        return try await withRelay(try localRelay()) {
             (relay) async throws in
             let connection = ["--url", "moql://127.0.0.1:\(relay.port)/anon", "--tls-fingerprint", relay.fingerprint]
             let publisher = try CLI.start(

@@ -49,7 +49,7 @@ struct CMAFTests {
 
     @Test("mp4mux (fragmented) ! moqsink → moqsrc ! decodebin: both tracks decode, timestamps monotonic")
     func swiftCMAFToMoqsrc() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let name = "cmaf-\(UInt32.random(in: 0...UInt32.max))"
             let publisher = try TestPipeline(
                 Self.fragmentedMP4(frames: 100_000)
@@ -134,7 +134,7 @@ struct CMAFTests {
             ),
         ] as [([UInt8], String)])
     func malformedInput(bytes: [UInt8], expected: String) async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let pipeline = try TestPipeline(
                 "appsrc name=src is-live=true format=time caps=video/quicktime,variant=iso-fragmented "
                     + "! moqsink name=m \(relay.elementProperties) broadcast=bad-mp4")

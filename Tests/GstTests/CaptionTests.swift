@@ -26,7 +26,7 @@ struct CaptionTests {
 
     @Test("cues line up with the picture they were published with, keep their duration, and drive textoverlay")
     func captionsThroughTheRelay() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let publisher = try TestPipeline(
                 "moqsink name=m \(relay.elementProperties) broadcast=cc \(Publish.video) ! m.sink_0 "
                     + "appsrc name=cc is-live=true format=time caps=text/x-raw,format=utf8 ! m.sink_1")

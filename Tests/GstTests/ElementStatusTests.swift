@@ -31,7 +31,7 @@ func structureField(_ element: UnsafeMutablePointer<GstElement>, _ property: Str
 struct ElementStatusTests {
     @Test("connection-stats, sessions and the estimated rates on moqsink and moqsrc")
     func connectionStats() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "status")
             #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
             let player = try TestPipeline(
@@ -98,7 +98,7 @@ struct ElementStatusTests {
         // player's session open forever (CI saw one session in 20 s).
         var configuration = MoqRelay.Configuration(host: "127.0.0.1", port: 0, logger: .silent)
         configuration.keepAliveInterval = .zero
-        try await scoped(try MoqRelay.start(configuration), teardown: { await $0.shutdown(grace: .zero) }) {
+        try await withRelay(try MoqRelay.start(configuration)) {
             (relay) async throws in
             // Nobody publishes: the players wait for the broadcast and nothing flows but keep-alives.
             let quiet = try TestPipeline(
@@ -150,7 +150,7 @@ struct ElementStatusTests {
 
     @Test("track-status: publishing, then ended at EOS; an unsupported input is error with track-error saying why")
     func trackStatus() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let good = try TestPipeline(
                 "audiotestsrc num-buffers=50 ! audio/x-raw,rate=48000,channels=2 ! opusenc ! "
                     + "moqsink name=m \(relay.elementProperties) broadcast=tracks")

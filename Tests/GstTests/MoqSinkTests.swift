@@ -197,7 +197,7 @@ struct MoqSinkTests {
 
     @Test("H.264 4:4:4 (x264enc's default from RGB): a WARNING that says how to publish what players decode")
     func warnsAbout444() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let pipeline = try TestPipeline(
                 "videotestsrc is-live=true ! video/x-raw,format=Y444,width=320,height=240 ! x264enc tune=zerolatency ! "
                     + "h264parse ! moqsink \(relay.elementProperties) broadcast=x")

@@ -73,7 +73,7 @@ func hasPad(_ element: UnsafeMutablePointer<GstElement>, _ name: String) -> Bool
 struct MoqSrcCatalogTests {
     @Test("pads follow the catalog: a new rendition → a new pad; a stream collection each time")
     func newRenditionNewPad() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let publisher = try await CatalogPublisher(relay, path: "grow")
             defer { publisher.close() }
             publisher.publish(CatalogPublisher.videoOnly)
@@ -102,7 +102,7 @@ struct MoqSrcCatalogTests {
 
     @Test("malformed catalog JSON from a peer: a warning, no crash, and the next catalog applies")
     func malformedCatalog() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let publisher = try await CatalogPublisher(relay, path: "bad")
             defer { publisher.close() }
             publisher.publishRaw(Array(#"{"video":{"renditions":{"0.avc3":{"codec":42"#.utf8))
@@ -121,7 +121,7 @@ struct MoqSrcCatalogTests {
 
     @Test("max-resolution that is not WIDTHxHEIGHT: a warning that says what to write, and the cap stays; 0 is any")
     func malformedMaxResolution() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let player = try TestPipeline(
                 "moqsrc name=s \(relay.elementProperties) broadcast=none max-resolution=640x360 fakesink async=false")
             let src = player.element("s")!
@@ -145,7 +145,7 @@ struct MoqSrcCatalogTests {
 
     @Test("an unsupported codec in the catalog: that rendition is skipped with a message, the rest plays")
     func unsupportedCodec() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let publisher = try await CatalogPublisher(relay, path: "mixed")
             defer { publisher.close() }
             var catalog = HangCatalog()
@@ -172,7 +172,7 @@ struct MoqSrcCatalogTests {
 
     @Test("video-track changed while playing: the pad switches rendition (track.switch), the stream goes on")
     func switchRendition() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let publisher = try await CatalogPublisher(relay, path: "ladder")
             defer { publisher.close() }
             var catalog = HangCatalog()
@@ -220,7 +220,7 @@ struct MoqSrcCatalogTests {
 
     @Test("an unknown broadcast: a clear ERROR once `timeout` passes")
     func unknownBroadcast() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let player = try TestPipeline(
                 "moqsrc name=s \(relay.elementProperties) broadcast=nobody/here timeout=1 fakesink async=false")
             #expect(player.play() != GST_STATE_CHANGE_FAILURE)
@@ -235,7 +235,7 @@ struct MoqSrcCatalogTests {
 
     @Test("prefix discovery: plays the first broadcast under the prefix, then follows the next one")
     func prefixFollowsNext() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let first = try await CatalogPublisher(relay, path: "room/first")
             var catalog = HangCatalog()
             catalog.set("audio", .audio(AudioConfig(codec: "opus", sampleRate: 48000, numberOfChannels: 2)))

@@ -13,7 +13,7 @@ struct MoqSrcDataTests {
 
     @Test("moqsink data pad → relay → moqsrc data-tracks=chat: every frame in order, on the media's timeline")
     func swiftToSwift() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let publisher = try TestPipeline(
                 "moqsink name=m \(relay.elementProperties) broadcast=talk sink_1::track=chat "
                     + "\(Publish.audio) ! m.sink_0 "

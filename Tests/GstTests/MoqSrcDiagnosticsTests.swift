@@ -47,7 +47,7 @@ struct MoqSrcDiagnosticsTests {
 
     @Test("missing groups and a malformed frame: moq-drop with stage, reason and count; none when off")
     func dropMessages() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let publisher = try await CatalogPublisher(relay, path: "gaps")
             defer { publisher.close() }
             var catalog = HangCatalog()

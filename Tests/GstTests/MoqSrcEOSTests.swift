@@ -14,7 +14,7 @@ import Testing
 struct MoqSrcEOSTests {
     @Test("pngenc snapshot=true returns EOS after one frame: moqsrc sends EOS, the PNG is written, the pipeline ends")
     func snapshotEnds() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "snap")
             #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
             defer { publisher.setState(GST_STATE_NULL) }
@@ -35,7 +35,7 @@ struct MoqSrcEOSTests {
 
     @Test("an EOS sent to the pipeline (gst-launch -e) ends every stream, also after a branch already finished")
     func eosEventEnds() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "eos")
             #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
             defer { publisher.setState(GST_STATE_NULL) }
@@ -58,7 +58,7 @@ struct MoqSrcEOSTests {
 
     @Test("no pad linked at all: an ERROR that says what to link, and the streams end")
     func nothingLinked() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "unlinked")
             #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
             defer { publisher.setState(GST_STATE_NULL) }

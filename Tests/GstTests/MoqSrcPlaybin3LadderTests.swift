@@ -54,7 +54,7 @@ struct MoqSrcPlaybin3LadderTests {
 
     @Test("playbin3 plays the top rung of a ladder, and renegotiates when the rung changes, with no error")
     func ladderInPlaybin3() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             // Two renditions of one picture (x264 after a tee), keyframes aligned by moqsink.
             var launch = "moqsink name=moq \(relay.elementProperties) broadcast=room/ladder keyframe-interval=500 "
             launch += "sink_0::track=hi sink_1::track=lo "

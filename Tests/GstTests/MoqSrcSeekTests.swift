@@ -9,7 +9,7 @@ import Testing
 extension MoqSrcTests {
     @Test("long-form: a pipeline seek (one per sink, one seqnum) plays video from a keyframe and audio from there")
     func seekWithinTheBuffer() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "dvr")
             #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
             let player = try TestPipeline(
@@ -55,7 +55,7 @@ extension MoqSrcTests {
 
     @Test("live playback refuses to seek (no buffer to seek in) and plays on")
     func liveRefusesSeek() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "live")
             #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
             let player = try TestPipeline(
@@ -80,7 +80,7 @@ extension MoqSrcTests {
 extension MoqSrcTests {
     @Test("long-form: a finished broadcast (a file, not live) plays from its start, every frame, then EOS")
     func finiteBroadcastFromItsStart() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             // 5 s of audio read as fast as it goes (not live): moqsink has it all within a moment.
             let publisher = try TestPipeline(
                 "audiotestsrc num-buffers=250 samplesperbuffer=960 ! audio/x-raw,rate=48000,channels=1 ! "

@@ -171,7 +171,7 @@ struct MoqSrcTests {
 
     @Test("moqsink → Swift relay → moqsrc in one process: the A/V offset survives (within one video frame)")
     func avOffsetPreserved() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             // Audio starts 400 ms after video on the publisher's timeline.
             let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "av", audioOffsetNs: 400_000_000)
             let videoIn = PadRecorder(publisher.element("vp")!)
@@ -223,7 +223,7 @@ struct MoqSrcTests {
 
     @Test("latency-mode=fixed, latency changed while playing: the LATENCY query and the playout delay follow")
     func latencyWhilePlaying() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "lat")
             #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
             let player = try TestPipeline(
@@ -259,7 +259,7 @@ struct MoqSrcTests {
 
     @Test("latency-mode=auto (the default): adaptive, adding nothing to the LATENCY query; fixed once latency is set")
     func adaptiveLatencyDefault() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "adaptive")
             #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
             let player = try TestPipeline(
@@ -295,7 +295,7 @@ struct MoqSrcTests {
 
     @Test("playbin3 uri=moql://127.0.0.1:PORT/anon/<broadcast>: both streams selected and decoded")
     func playbin3() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "room/pb")
             #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
             let player = try TestPipeline(
@@ -331,7 +331,7 @@ struct MoqSrcTests {
     @Test(
         "TLS settings in a moql:// URI are ignored, with a WARNING that says how to allow them, unless uri-tls is set")
     func uriTLSNeedsOptIn() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let uri = "moql://127.0.0.1:\(relay.port)/anon/room/none?tls-disable-verify=1&timeout=2"
             for allowed in [false, true] {
                 let player = try TestPipeline("moqsrc name=s s.video_0 ! fakesink")
@@ -362,7 +362,7 @@ struct MoqSrcTests {
 
     @Test("values a moql:// URI gets wrong are ignored with a WARNING naming the key and what it takes")
     func uriBadValuesWarn() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let player = try TestPipeline("moqsrc name=s s.video_0 ! fakesink")
             let src = player.element("s")!
             defer { gst_object_unref(src) }
@@ -427,7 +427,7 @@ struct MoqSrcTests {
 
     @Test("queue entries that are not broadcast paths are left out with a WARNING each; the broadcast plays")
     func invalidQueueEntriesWarn() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "q/one")
             #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
             defer { publisher.setState(GST_STATE_NULL) }
@@ -454,7 +454,7 @@ struct MoqSrcTests {
 
     @Test("GOAWAY from the relay: moqsink and moqsrc move to new sessions without reconnecting; playback goes on")
     func goawayHandover() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "room/goaway")
             #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
             let player = try TestPipeline(
@@ -495,7 +495,7 @@ struct MoqSrcTests {
         "a broadcast announced again on the same timeline: repeats are pushed once, a restart's groups from 0 play",
         arguments: [false, true])
     func sameTimelineAnnouncedAgain(restarted: Bool) async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let first = try await CatalogPublisher(relay, path: "again")
             first.publish(CatalogPublisher.videoOnly)
             let info = TrackInfo(priority: 80, maxAgeMs: 5000)

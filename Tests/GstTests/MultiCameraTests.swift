@@ -58,7 +58,7 @@ struct MultiCameraTests {
 
     @Test("pipelines/multi-camera.pipeline with two test sources as the cameras: each track is its own camera")
     func recipe() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             var text = try Recipe.text(
                 "multi-camera",
                 [
@@ -82,7 +82,7 @@ struct MultiCameraTests {
 
     @Test("swiftmoq publish with two sources of one kind: two tracks, each named after its source, each playable")
     func cliTwoSourcesOfOneKind() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let publisher = try CLI.start([
                 "publish", "--url", "moql://127.0.0.1:\(relay.port)/anon", "--tls-fingerprint", relay.fingerprint,
                 "--broadcast", "two", "--source", "test", "--source", "test", "--no-audio", "--width", "160",
@@ -100,7 +100,7 @@ struct MultiCameraTests {
 
     @Test("video-track names a track the catalog lists a moment later: moqsrc waits for it and never shows another")
     func namedTrackListedLater() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let player = try TestPipeline(
                 "moqsrc name=s \(relay.elementProperties) broadcast=late video-track=rear audio-track=none "
                     + "s.video_0 ! fakesink sync=false")

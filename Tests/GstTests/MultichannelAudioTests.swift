@@ -48,7 +48,7 @@ struct MultichannelAudioTests {
         // already moves FC and LFE behind the sides (measured; see the closing note of issue #15).
         arguments: [("pcm", 6), ("pcm", 8), ("flac", 6), ("flac", 8), ("opus", 6)])
     func channelsInPlace(codec: String, channels: Int) async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let raw =
                 "audio/x-raw,format=F32LE,layout=interleaved,rate=\(Self.rate),channels=\(channels),"
                 + "channel-mask=(bitmask)\(Self.mask(channels))"

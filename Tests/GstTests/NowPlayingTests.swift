@@ -14,7 +14,7 @@ import Testing
 struct NowPlayingTests {
     @Test("tags into moqsink → the now-playing track → moqsrc's TAG events and now-playing messages, updated live")
     func tagsAcrossTheRelay() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let publisher = try TestPipeline(
                 "audiotestsrc is-live=true ! audio/x-raw,rate=48000,channels=1 "
                     + "! taginject name=tags tags=\"title=\\\"Song A\\\",artist=\\\"The Band\\\",album=First\" ! opusenc "

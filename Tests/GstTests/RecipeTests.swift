@@ -37,7 +37,7 @@ struct RecipeTests {
 
     @Test("test-pattern → relay → record: a Matroska file with the H.264 video and the Opus audio")
     func recordsTestPattern() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let tls = "tls-fingerprint=\(relay.fingerprint)"
             let url = "moql://127.0.0.1:\(relay.port)/anon"
             let publisher = try TestPipeline(

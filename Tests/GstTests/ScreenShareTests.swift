@@ -77,7 +77,7 @@ struct ScreenShareTests {
         let expected = try await pullRGB(reference)
         reference.setState(GST_STATE_NULL)
 
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let sharer = try CLI.start([
                 "screen-share", "--url", "moql://127.0.0.1:\(relay.port)/anon", "--tls-fingerprint", relay.fingerprint,
                 "--broadcast", "desk", "--display", display.name, "--duration", "30",

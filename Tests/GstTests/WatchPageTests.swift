@@ -16,7 +16,7 @@ struct WatchPageTests {
         let root = try RustPeer.packageRoot()
         var config = MoqRelay.Configuration(host: "127.0.0.1", port: 0, logger: .silent)
         config.serveWatchPage = true
-        try await scoped(try MoqRelay.start(config), teardown: { await $0.shutdown(grace: .zero) }) {
+        try await withRelay(try MoqRelay.start(config)) {
             (relay) async throws in
             // SMPTE bars: the centre column is the green bar (75 %: about (0, 191, 0)).
             let video =

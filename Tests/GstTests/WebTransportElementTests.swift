@@ -27,7 +27,7 @@ extension MoqSrcTests {
 
     @Test("moqsink url=https://… (pinned) → Swift relay → moqsrc url=http://… (hash fetched from the relay)")
     func throughTheSwiftRelay() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let publisher = try Publish.pipeline(
                 "url=https://127.0.0.1:\(relay.port)/anon tls-fingerprint=\(relay.fingerprint)", broadcast: "wt")
             #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
@@ -53,7 +53,7 @@ extension MoqSrcTests {
 
     @Test("an https:// URL whose certificate the system does not trust: an ERROR that says how to pin it")
     func unverifiedIsRefused() async throws {
-        try await scoped(try localRelay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try localRelay()) { (relay) async throws in
             let player = try TestPipeline(
                 "moqsrc url=https://127.0.0.1:\(relay.port)/anon broadcast=x timeout=3 ! fakesink")
             _ = player.play()

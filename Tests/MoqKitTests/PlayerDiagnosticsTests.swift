@@ -47,7 +47,7 @@ struct PlayerDiagnosticsTests {
 
     @Test("a playing Player's diagnostics: latency and bandwidth samples, with moqsrc's diagnostics on")
     func playing() async throws {
-        try await scoped(try TestRelay.start(), teardown: { await $0.stop() }) { (relay) async throws in
+        try await withTestRelay() { (relay) async throws in
             let session = Session(url: relay.url(), options: relay.sessionOptions)
             try await session.connect()
             let publisher = Publisher()

@@ -19,7 +19,7 @@ struct PublisherPlayerTests {
         #expect(throws: SessionError.invalidConfiguration("a track named \"video\" was already added")) {
             try publisher.addVideoTrack(source: TestPattern(), config: Self.small)
         }
-        try await scoped(try TestRelay.start(), teardown: { await $0.stop() }) { (relay) async throws in
+        try await withTestRelay() { (relay) async throws in
             let session = Session(url: relay.url(), options: relay.sessionOptions)
             try await session.connect()
             try await session.publish(path: "rules", publisher: publisher)
@@ -43,7 +43,7 @@ struct PublisherPlayerTests {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("moqkit-file-\(getpid()).mkv")
         defer { try? FileManager.default.removeItem(at: file) }
         try await TestMediaFile.matroska(at: file.path, width: 160, height: 90, frames: 30)
-        try await scoped(try TestRelay.start(), teardown: { await $0.stop() }) { (relay) async throws in
+        try await withTestRelay() { (relay) async throws in
             let session = Session(url: relay.url(), options: relay.sessionOptions)
             try await session.connect()
             let publisher = Publisher()
@@ -61,7 +61,7 @@ struct PublisherPlayerTests {
 
     @Test("Publisher (test pattern, tone, data) → relay → Player: events in order, stats, decoded frames, data")
     func publishAndPlay() async throws {
-        try await scoped(try TestRelay.start(), teardown: { await $0.stop() }) { (relay) async throws in
+        try await withTestRelay() { (relay) async throws in
             let session = Session(url: relay.url(), options: relay.sessionOptions)
             try await session.connect()
             // Another application plays: what it reads comes through the relay.
@@ -159,7 +159,7 @@ struct PublisherPlayerTests {
         "a ladder in VideoEncoderConfig: renditions of one section; the Player plays the top adaptively, or a capped one"
     )
     func ladder() async throws {
-        try await scoped(try TestRelay.start(), teardown: { await $0.stop() }) { (relay) async throws in
+        try await withTestRelay() { (relay) async throws in
             let session = Session(url: relay.url(), options: relay.sessionOptions)
             try await session.connect()
             let publisher = Publisher()
@@ -204,7 +204,7 @@ struct PublisherPlayerTests {
 
     @Test("one Session publishes and plays its own broadcast on one connection: read where it is made")
     func playOwnBroadcast() async throws {
-        try await scoped(try TestRelay.start(), teardown: { await $0.stop() }) { (relay) async throws in
+        try await withTestRelay() { (relay) async throws in
             let session = Session(url: relay.url(), options: relay.sessionOptions)
             try await session.connect()
             let publisher = Publisher()

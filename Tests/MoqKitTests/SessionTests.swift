@@ -108,7 +108,7 @@ struct SessionTests {
 
     @Test("over WebTransport: https:// (pinned) and http:// (hash fetched) sessions discover the same broadcast")
     func webTransport() async throws {
-        try await scoped(try TestRelay.start(), teardown: { await $0.stop() }) { (relay) async throws in
+        try await withTestRelay() { (relay) async throws in
             let publisher = try await HandPublisher(relay, path: "room/wt")
             defer { publisher.close() }
             let https = relay.url().replacingOccurrences(of: "moql://", with: "https://")
@@ -127,7 +127,7 @@ struct SessionTests {
 
     @Test("subscribe(prefix:) yields broadcasts relative to the prefix; one subscription per prefix")
     func discovery() async throws {
-        try await scoped(try TestRelay.start(), teardown: { await $0.stop() }) { (relay) async throws in
+        try await withTestRelay() { (relay) async throws in
             let session = Session(url: relay.url(), options: relay.sessionOptions)
             try await session.connect()
             let subscription = try await session.subscribe(prefix: "room")
@@ -150,7 +150,7 @@ struct SessionTests {
 
     @Test("GOAWAY: the session moves to a new connection without leaving connected; the broadcast is seen again on it")
     func goaway() async throws {
-        try await scoped(try TestRelay.start(), teardown: { await $0.stop() }) { (relay) async throws in
+        try await withTestRelay() { (relay) async throws in
             let session = Session(url: relay.url(), options: relay.sessionOptions)
             let states = Collected(session.state)
             try await session.connect()
@@ -173,7 +173,7 @@ struct SessionTests {
 
     @Test("catalogs(): each snapshot replaces the last, with playable tracks and reasons; it ends with the broadcast")
     func catalogs() async throws {
-        try await scoped(try TestRelay.start(), teardown: { await $0.stop() }) { (relay) async throws in
+        try await withTestRelay() { (relay) async throws in
             let session = Session(url: relay.url(), options: relay.sessionOptions)
             try await session.connect()
             let subscription = try await session.subscribe(prefix: "")
@@ -204,7 +204,7 @@ struct SessionTests {
 
     @Test("catalogUpdates(): a malformed or oversized snapshot is reported, catalogs() skips it and goes on")
     func catalogProblemsAreReported() async throws {
-        try await scoped(try TestRelay.start(), teardown: { await $0.stop() }) { (relay) async throws in
+        try await withTestRelay() { (relay) async throws in
             let session = Session(url: relay.url(), options: relay.sessionOptions)
             try await session.connect()
             let subscription = try await session.subscribe(prefix: "")
@@ -237,7 +237,7 @@ struct SessionTests {
 
     @Test("subscribeTrack: monotonic delivery in sequence order; arrival delivery as frames land")
     func rawTracks() async throws {
-        try await scoped(try TestRelay.start(), teardown: { await $0.stop() }) { (relay) async throws in
+        try await withTestRelay() { (relay) async throws in
             let session = Session(url: relay.url(), options: relay.sessionOptions)
             try await session.connect()
             let subscription = try await session.subscribe(prefix: "")

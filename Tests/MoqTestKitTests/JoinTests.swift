@@ -72,7 +72,7 @@ struct JoinTests {
         "joined at three points of a 2 s GOP: video and audio at the live edge, every audio frame pushed rendered once",
         arguments: [300, 1_100, 1_850])
     func joinsAtTheLiveEdge(phaseMs: Int) async throws {
-        try await scoped(try TestRelay.start(), teardown: { await $0.stop() }) { (relay) async throws in
+        try await withTestRelay() { (relay) async throws in
             let broadcast = uniqueBroadcast("join")
             let publisher = Self.publisher(relay, broadcast: broadcast, gop: 60)
             try publisher.start()

@@ -59,7 +59,7 @@ struct MPRISTests {
     @Test("Metadata follows the title; PlayPause pauses within 100 ms and resumes; PlaybackStatus says so")
     func remoteControl() async throws {
         let bus = try PrivateBus()
-        try await scoped(try TestRelay.start(), teardown: { await $0.stop() }) { (relay) async throws in
+        try await withTestRelay() { (relay) async throws in
             let radio = try await TaggedRadio.start(relay, tags: "title=\"First Song\",artist=Someone")
             defer { radio.publisher.stop() }
             let (publisher, viewer, catalog) = (radio.publisher, radio.viewer, radio.catalog)

@@ -12,7 +12,7 @@ import Testing
 struct NowPlayingPlayerTests {
     @Test("Player.nowPlaying follows the publisher's tags, with a nowPlaying event each time")
     func followsTags() async throws {
-        try await scoped(try TestRelay.start(), teardown: { await $0.stop() }) { (relay) async throws in
+        try await withTestRelay() { (relay) async throws in
             let radio = try await TaggedRadio.start(
                 relay, tags: "title=\"First Song\",artist=Someone,duration=(guint64)215000000000")
             defer { radio.publisher.stop() }

@@ -12,7 +12,7 @@ import Testing
 struct ClientNetworkThreadsTests {
     @Test("clientNetworkThreads = 3: six client sessions take the three client loops in turn and still play")
     func clientThreads() async throws {
-        try await scoped(try RelayLoopsTests.relay(threads: 1), teardown: { await $0.shutdown(grace: .zero) }) {
+        try await withRelay(try RelayLoopsTests.relay(threads: 1)) {
             (relay) async throws in
             MoqSession.clientNetworkThreads = 3
             defer { MoqSession.clientNetworkThreads = 1 }

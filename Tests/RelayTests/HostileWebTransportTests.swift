@@ -88,7 +88,7 @@ struct HostileWebTransportTests {
             host: "127.0.0.1", port: 0, auth: RelayAuth(publicPrefixes: [""]),
             logger: MoqLogger(level: .info) { _, text in lines.withLock { $0.append(text) } })
         config.serveHTTP = false
-        try await scoped(try MoqRelay.start(config), teardown: { await $0.shutdown(grace: .zero) }) {
+        try await withRelay(try MoqRelay.start(config)) {
             (relay) async throws in
             let loop = try QUICEventLoop(name: "hostile-h3")
             defer { loop.shutdown() }

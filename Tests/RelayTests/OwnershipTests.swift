@@ -31,7 +31,7 @@ struct OwnershipTests {
 
     @Test("a session is closed when its token's exp passes")
     func expiryClosesTheSession() async throws {
-        try await scoped(try Self.relay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try Self.relay()) { (relay) async throws in
             let session = try await Self.connect(
                 relay, "room", token: Self.token(root: "room", put: [""], expires: Date().addingTimeInterval(2)))
             let reason = try await withTimeout("the session to close", .seconds(15)) { try await session.closed() }
@@ -41,7 +41,7 @@ struct OwnershipTests {
 
     @Test("a token is refused before its nbf")
     func notBefore() async throws {
-        try await scoped(try Self.relay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try Self.relay()) { (relay) async throws in
             await #expect {
                 _ = try await Self.connect(
                     relay, "room",
@@ -55,7 +55,7 @@ struct OwnershipTests {
 
     @Test("a path held by one session is not taken over by another; the same grant may replace its own")
     func ownership() async throws {
-        try await scoped(try Self.relay(), teardown: { await $0.shutdown(grace: .zero) }) { (relay) async throws in
+        try await withRelay(try Self.relay()) { (relay) async throws in
             let alice = Self.token(root: "room", put: ["alice"])
             let owner = try await Self.connect(relay, "room", token: alice)
             owner.publish(BroadcastProducer(path: "alice/cam"))
@@ -101,7 +101,7 @@ struct OwnershipTests {
     @Test("paths compare byte by byte: composed and decomposed é are two broadcasts, as for the Rust peers")
     func bytewisePaths() async throws {
         // A named function, not a closure: Swift 6.3.1's SendNonSendable pass crashes on this body as a closure.
-        try await scoped(try Self.relay(), teardown: { await $0.shutdown(grace: .zero) }, Self.checkBytewisePaths)
+        try await withRelay(try Self.relay(), Self.checkBytewisePaths)
     }
 
     static func checkBytewisePaths(_ relay: MoqRelay) async throws {

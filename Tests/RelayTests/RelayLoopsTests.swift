@@ -45,7 +45,7 @@ struct RelayLoopsTests {
 
     @Test("20 viewers and a publisher on a 2-loop relay: sessions on both loops, every viewer gets every group")
     func spread() async throws {
-        try await scoped(try Self.relay(threads: 2), teardown: { await $0.shutdown(grace: .zero) }) {
+        try await withRelay(try Self.relay(threads: 2)) {
             (relay) async throws in
             let publisher = try await Self.connect(relay)
             let broadcast = BroadcastProducer(path: "cam")
@@ -72,7 +72,7 @@ struct RelayLoopsTests {
 
     @Test("six NAT rebindings on a 2-loop relay: the connection's packets keep reaching its loop, no session ends")
     func rebinding() async throws {
-        try await scoped(try Self.relay(threads: 2), teardown: { await $0.shutdown(grace: .zero) }) {
+        try await withRelay(try Self.relay(threads: 2)) {
             (relay) async throws in
             let proxy = try UDPProxy.start(forwardingTo: relay.port)
             defer { proxy.stop() }

@@ -109,7 +109,7 @@ struct RelayMetricsTests {
 
     @Test("/metrics is off unless asked for")
     func off() async throws {
-        try await scoped(try RelayTests.relay(), teardown: { await $0.shutdown(grace: .zero) }) {
+        try await withRelay(try RelayTests.relay()) {
             (relay) async throws in
             #expect(try await RelayWebTests.get(relay, "/metrics").status == 404)
             #expect(try await RelayWebTests.get(relay, "/sessions").status == 404)

@@ -29,7 +29,7 @@ struct RelayWebTests {
 
     @Test("the fingerprint an http:// client pins, at the QUIC port's number, readable cross-origin")
     func certificate() async throws {
-        try await scoped(try RelayTests.relay(), teardown: { await $0.shutdown(grace: .zero) }) {
+        try await withRelay(try RelayTests.relay()) {
             (relay) async throws in
             #expect(relay.httpPort == relay.port)
             let (status, body, cors) = try await Self.get(relay, "/certificate.sha256")
@@ -136,7 +136,7 @@ struct RelayWebTests {
 
     @Test("/fetch of a group over 4 MiB is refused with 413 and what to do; its frames come one by one")
     func fetchTooLarge() async throws {
-        try await scoped(try RelayTests.relay(), teardown: { await $0.shutdown(grace: .zero) }) {
+        try await withRelay(try RelayTests.relay()) {
             (relay) async throws in
             let cached = try await CachedTrack.start(relay, path: "big", maxAgeMs: 30_000)
             defer { cached.close() }
@@ -156,7 +156,7 @@ struct RelayWebTests {
 
     @Test("request heads are bounded: an oversized one gets 431, a POST 405")
     func bounds() async throws {
-        try await scoped(try RelayTests.relay(), teardown: { await $0.shutdown(grace: .zero) }) {
+        try await withRelay(try RelayTests.relay()) {
             (relay) async throws in
             let big = try await Self.get(relay, "/health", headers: ["x-pad": String(repeating: "a", count: 9000)])
             #expect(big.status == 431)
@@ -170,7 +170,7 @@ struct RelayWebTests {
 
     @Test("64 clients that never send a request hold the endpoint at most 5 s: the next one is answered after")
     func idleFlood() async throws {
-        try await scoped(try RelayTests.relay(), teardown: { await $0.shutdown(grace: .zero) }) {
+        try await withRelay(try RelayTests.relay()) {
             (relay) async throws in
             let port = try #require(relay.httpPort)
             // 70 connections that stay silent (loopback: connect completes through the listen backlog at once).
@@ -206,7 +206,7 @@ struct RelayWebTests {
     func rotation() async throws {
         var configuration = MoqRelay.Configuration(host: "127.0.0.1", port: 0, logger: .silent)
         configuration.certificateRotation = .seconds(1)
-        try await scoped(try MoqRelay.start(configuration), teardown: { await $0.shutdown(grace: .zero) }) {
+        try await withRelay(try MoqRelay.start(configuration)) {
             (relay) async throws in
             let first = relay.fingerprint
             let open = try await RelayTests.connect(relay)

@@ -37,7 +37,7 @@ struct WebTransportSessionTests {
 
     @Test("an https:// publisher and an https:// subscriber, pinned, through the relay")
     func httpsBothWays() async throws {
-        try await scoped(try RelayTests.relay(), teardown: { await $0.shutdown(grace: .zero) }) {
+        try await withRelay(try RelayTests.relay()) {
             (relay) async throws in
             let publisher = try await Self.connect(relay)
             let subscriber = try await Self.connect(relay)
@@ -49,7 +49,7 @@ struct WebTransportSessionTests {
 
     @Test("raw QUIC and WebTransport sessions meet on one port")
     func mixed() async throws {
-        try await scoped(try RelayTests.relay(), teardown: { await $0.shutdown(grace: .zero) }) {
+        try await withRelay(try RelayTests.relay()) {
             (relay) async throws in
             let publisher = try await RelayTests.connect(relay)
             let subscriber = try await Self.connect(relay)
@@ -63,7 +63,7 @@ struct WebTransportSessionTests {
 
     @Test("http:// fetches the relay's certificate hash over TCP and pins it")
     func httpFetchesTheHash() async throws {
-        try await scoped(try RelayTests.relay(), teardown: { await $0.shutdown(grace: .zero) }) {
+        try await withRelay(try RelayTests.relay()) {
             (relay) async throws in
             let publisher = try await Self.connect(relay, "http", pinned: false)
             let subscriber = try await Self.connect(relay, "http", pinned: false)
@@ -75,7 +75,7 @@ struct WebTransportSessionTests {
 
     @Test("https:// without a pin verifies with the system CAs: a self-signed relay is refused with a clear error")
     func httpsVerifiesByDefault() async throws {
-        try await scoped(try RelayTests.relay(), teardown: { await $0.shutdown(grace: .zero) }) {
+        try await withRelay(try RelayTests.relay()) {
             (relay) async throws in
             await #expect {
                 _ = try await Self.connect(relay, pinned: false)

@@ -20,12 +20,12 @@ public func withTestRelay<Result>(
         try TestRelay.start(path: path, logger: logger, upstream: upstream), teardown: { await $0.stop() }, body)
 }
 
-/// Runs `body` with a `MoqRelay` started from `configuration` (for what ``TestRelay`` does not
-/// set: auth, limits, links, HTTP), and shuts it down with `grace` before returning, whether
-/// `body` returned or threw.
+/// Runs `body` with `relay` (a `MoqRelay` started for it, e.g. `try MoqRelay.start(configuration)`
+/// for what ``TestRelay`` does not set: auth, limits, links, HTTP), and shuts it down with `grace`
+/// before returning, whether `body` returned or threw.
 @discardableResult
 public func withRelay<Result>(
-    _ configuration: MoqRelay.Configuration, grace: Duration = .zero, _ body: (MoqRelay) async throws -> Result
+    _ relay: MoqRelay, grace: Duration = .zero, _ body: (MoqRelay) async throws -> Result
 ) async throws -> Result {
-    try await scoped(try MoqRelay.start(configuration), teardown: { await $0.shutdown(grace: grace) }, body)
+    try await scoped(relay, teardown: { await $0.shutdown(grace: grace) }, body)
 }
