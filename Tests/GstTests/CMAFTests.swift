@@ -62,8 +62,8 @@ struct CMAFTests {
                     + "s.audio_0 ! decodebin ! audio/x-raw ! appsink name=a sync=false")
             #expect(player.play() != GST_STATE_CHANGE_FAILURE)
             defer { player.setState(GST_STATE_NULL) }
-            let video = AppSinkCollector(player.element("v")!)
-            let audio = AppSinkCollector(player.element("a")!)
+            let video = try player.record("v")
+            let audio = try player.record("a")
             defer {
                 video.stop()
                 audio.stop()
@@ -71,8 +71,8 @@ struct CMAFTests {
             try await eventually("60 video frames and 100 audio buffers decoded", timeout: .seconds(20)) {
                 video.count >= 60 && audio.count >= 100
             }
-            #expect(isMonotonic(video.all), "video timestamps go backwards")
-            #expect(isMonotonic(audio.all), "audio timestamps go backwards")
+            #expect(isMonotonic(video.entries), "video timestamps go backwards")
+            #expect(isMonotonic(audio.entries), "audio timestamps go backwards")
             #expect(player.errors.isEmpty && publisher.errors.isEmpty, "\(player.errors) \(publisher.errors)")
             let sink = publisher.element("sink")
             defer { sink.map { gst_object_unref($0) } }
@@ -105,10 +105,10 @@ struct CMAFTests {
                 + "s.video_0 ! decodebin ! video/x-raw ! appsink name=v sync=false")
         #expect(player.play() != GST_STATE_CHANGE_FAILURE)
         defer { player.setState(GST_STATE_NULL) }
-        let video = AppSinkCollector(player.element("v")!)
+        let video = try player.record("v")
         defer { video.stop() }
         try await eventually("60 frames of moq-dev's CMAF decoded", timeout: .seconds(20)) { video.count >= 60 }
-        #expect(isMonotonic(video.all), "timestamps go backwards")
+        #expect(isMonotonic(video.entries), "timestamps go backwards")
         #expect(player.errors.isEmpty, "\(player.errors)")
     }
 

@@ -49,9 +49,9 @@ struct CaptionTests {
                     + "s.text_0 ! o.text_sink")
             #expect(player.play() != GST_STATE_CHANGE_FAILURE)
             #expect(overlay.play() != GST_STATE_CHANGE_FAILURE)
-            let video = AppSinkCollector(player.element("v")!)
-            let text = AppSinkCollector(player.element("t")!)
-            let shown = AppSinkCollector(overlay.element("v")!)
+            let video = try player.record("v")
+            let text = try player.record("t")
+            let shown = try overlay.record("v")
             defer {
                 video.stop()
                 text.stop()
@@ -65,9 +65,9 @@ struct CaptionTests {
                 Self.push(appsrc, bytes: bytes, atMs: UInt64(n) * 1000)
             }
             try await eventually("cues 5 and 6", timeout: .seconds(20)) {
-                text.all.contains { $0.bytes == Array("cue 6".utf8) }
+                text.entries.contains { $0.bytes == Array("cue 6".utf8) }
             }
-            let cues = text.all.filter { !($0.bytes ?? []).isEmpty }
+            let cues = text.entries.filter { !($0.bytes ?? []).isEmpty }
             let texts = cues.map { String(decoding: $0.bytes ?? [], as: UTF8.self) }
             #expect(texts == ["cue 1", "cue 2", "cue 3", "cue 5", "cue 6"], "\(texts)")
             #expect(!texts.contains { $0.hasPrefix("c\u{FFFD}") }, "the malformed cue was dropped")
@@ -78,7 +78,7 @@ struct CaptionTests {
                 let n = UInt64(String(decoding: cue.bytes ?? [], as: UTF8.self).dropFirst(4)) ?? 0
                 let cueUs = Int64(n * 1_000_000)
                 guard
-                    let frame = video.all.filter({ $0.publisherTime != nil && $0.pts != nil }).min(by: {
+                    let frame = video.entries.filter({ $0.publisherTime != nil && $0.pts != nil }).min(by: {
                         abs(Int64($0.publisherTime! / 1000) - cueUs) < abs(Int64($1.publisherTime! / 1000) - cueUs)
                     }), let cuePts = cue.pts
                 else { continue }

@@ -64,8 +64,8 @@ struct DropInTests {
                   s.audio_0 ! queue ! decodebin3 ! audioconvert ! appsink name=audio sync=false
                 """)
             #expect(both.play() != GST_STATE_CHANGE_FAILURE)
-            let video = AppSinkCollector(both.element("video")!)
-            let audio = AppSinkCollector(both.element("audio")!)
+            let video = try both.record("video")
+            let audio = try both.record("audio")
             try await eventually("decoded video and audio", timeout: .seconds(30)) {
                 video.count >= 30 && audio.count >= 30
             }
@@ -77,7 +77,7 @@ struct DropInTests {
             // The terse form: `moqsrc ! decodebin3 ! …` links the first pad offered (video).
             let terse = try TestPipeline(Self.terseViewer(port: relay.port))
             #expect(terse.play() != GST_STATE_CHANGE_FAILURE)
-            let frames = AppSinkCollector(terse.element("out")!)
+            let frames = try terse.record("out")
             try await eventually("decoded video (terse form)", timeout: .seconds(30)) { frames.count >= 30 }
             frames.stop()
             #expect(terse.errors.isEmpty, "\(terse.errors)")
@@ -103,7 +103,7 @@ struct DropInTests {
             defer { publisher.setState(GST_STATE_NULL) }
             let terse = try TestPipeline(Self.terseViewer(host: "127.0.0.1", port: port))
             #expect(terse.play() != GST_STATE_CHANGE_FAILURE)
-            let frames = AppSinkCollector(terse.element("out")!)
+            let frames = try terse.record("out")
             try await eventually("decoded video over WebSocket", timeout: .seconds(30)) { frames.count >= 30 }
             frames.stop()
             #expect(await relay.sessionStats().map(\.binding) == [.webSocket, .webSocket])

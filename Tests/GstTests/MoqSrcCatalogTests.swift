@@ -157,7 +157,7 @@ struct MoqSrcCatalogTests {
             let player = try TestPipeline(
                 "moqsrc name=s \(relay.elementProperties) broadcast=mixed s.audio_0 ! appsink name=a sync=false")
             #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-            let audio = AppSinkCollector(player.element("a")!)
+            let audio = try player.record("a")
             defer { audio.stop() }
             let warning = try await player.waitFor { $0.isWarning && $0.text?.contains("0.theora") == true }
             #expect(warning.text?.contains("skipped") == true, "\(warning)")
@@ -188,7 +188,7 @@ struct MoqSrcCatalogTests {
             let player = try TestPipeline(
                 "moqsrc name=s \(relay.elementProperties) broadcast=ladder s.video_0 ! appsink name=v sync=false")
             #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-            let video = AppSinkCollector(player.element("v")!)
+            let video = try player.record("v")
             defer { video.stop() }
             let src = player.element("s")!
             defer { gst_object_unref(src) }
@@ -212,7 +212,7 @@ struct MoqSrcCatalogTests {
             try await eventually("hd again") {
                 stringProperty(src, "stats")?.contains("video-track=(string)hd") == true
             }
-            #expect(isMonotonic(video.all), "timestamps go backwards across the switch")
+            #expect(isMonotonic(video.entries), "timestamps go backwards across the switch")
             #expect(player.errors.isEmpty, "\(player.errors)")
             player.setState(GST_STATE_NULL)
         }
@@ -244,7 +244,7 @@ struct MoqSrcCatalogTests {
             let player = try TestPipeline(
                 "moqsrc name=s \(relay.elementProperties) prefix=room s.audio_0 ! appsink name=a sync=false")
             #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-            let audio = AppSinkCollector(player.element("a")!)
+            let audio = try player.record("a")
             defer { audio.stop() }
             let src = player.element("s")!
             defer { gst_object_unref(src) }
@@ -262,7 +262,7 @@ struct MoqSrcCatalogTests {
                 audio.count >= before + 10
                     && stringProperty(src, "stats")?.contains("broadcast=(string)room/second") == true
             }
-            #expect(isMonotonic(audio.all), "timestamps go backwards across broadcasts")
+            #expect(isMonotonic(audio.entries), "timestamps go backwards across broadcasts")
             #expect(player.errors.isEmpty, "\(player.errors)")
             player.setState(GST_STATE_NULL)
         }

@@ -9,7 +9,7 @@ import Testing
 /// moqsrc's `data_%u` pads (`data-tracks`): named tracks outside the catalog.
 @Suite("moqsrc data pads", .serialized, .timeLimit(.minutes(2)))
 struct MoqSrcDataTests {
-    func texts(_ collector: AppSinkCollector) -> [SeenBuffer] { collector.all }
+    func texts(_ recorder: SampleRecorder<SeenBuffer>) -> [SeenBuffer] { recorder.entries }
 
     @Test("moqsink data pad → relay → moqsrc data-tracks=chat: every frame in order, on the media's timeline")
     func swiftToSwift() async throws {
@@ -27,7 +27,7 @@ struct MoqSrcDataTests {
                     + "s.audio_0 ! fakesink sync=true s.data_0 ! appsink name=d sync=false s.data_1 ! fakesink")
             #expect(player.play() != GST_STATE_CHANGE_FAILURE)
             defer { player.setState(GST_STATE_NULL) }
-            let data = AppSinkCollector(player.element("d")!)
+            let data = try player.record("d")
             defer { data.stop() }
             // (A sink on a track that never sends must not hold the pipeline in PAUSED: telemetry's.)
             try await eventually("audio playing", timeout: .seconds(20)) {
@@ -46,7 +46,7 @@ struct MoqSrcDataTests {
                 try await Task.sleep(for: .milliseconds(10))
             }
             try await eventually("the lines", timeout: .seconds(10)) { data.count >= lines.count }
-            let got = data.all
+            let got = data.entries
             #expect(got.map(\.size) == lines.map(\.utf8.count), "one buffer per frame, whole")
             #expect(got.map(\.hash) == lines.map { fnv(Array($0.utf8)) }, "the lines, in order")
             // Stamped on the broadcast's timeline (the audio anchored it), in order.
@@ -73,20 +73,10 @@ struct MoqSrcDataTests {
                 + "data-tracks=telemetry s.data_0 ! appsink name=d sync=false")
         #expect(player.play() != GST_STATE_CHANGE_FAILURE)
         defer { player.setState(GST_STATE_NULL) }
-        let data = AppSinkCollector(player.element("d")!)
+        let data = try player.record("d")
         defer { data.stop() }
         _ = try await player.waitFor(.seconds(30)) { $0.isEOS }
-        #expect(data.all.map(\.hash) == (0..<groups).map { fnv(rustPayload(group: $0, frame: 0, size: size)) })
+        #expect(data.entries.map(\.hash) == (0..<groups).map { fnv(rustPayload(group: $0, frame: 0, size: size)) })
         #expect(player.errors.isEmpty, "\(player.errors)")
     }
-}
-
-/// FNV-1a, as ``contentHash(_:)`` computes it on a buffer.
-func fnv(_ bytes: [UInt8]) -> UInt64 {
-    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-    for byte in bytes {
-        hash ^= UInt64(byte)
-        hash = hash &* 0x100_0000_01b3
-    }
-    return hash
 }

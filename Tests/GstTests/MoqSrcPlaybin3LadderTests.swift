@@ -28,28 +28,10 @@ struct MoqSrcPlaybin3LadderTests {
         deinit { if let element { gst_object_unref(element) } }
     }
 
-    /// The width of every video frame an appsink gets (from its sample's caps).
-    final class Widths: Sendable {
-        private let widths = Lock<[Int32]>([])
-        private let flag = StopFlag()
-        init(_ sink: UnsafeMutablePointer<GstElement>) {
-            let appsink = UncheckedPointer(UnsafeMutableRawPointer(sink).assumingMemoryBound(to: GstAppSink.self))
-            let flag = self.flag
-            let widths = self.widths
-            Thread {
-                while !flag.isSet {
-                    guard let sample = gst_app_sink_try_pull_sample(appsink.pointer, 50_000_000) else { continue }
-                    var width: Int32 = 0
-                    if let caps = gst_sample_get_caps(sample), let s = gst_caps_get_structure(caps, 0) {
-                        _ = gst_structure_get_int(s, "width", &width)
-                    }
-                    widths.withLock { $0.append(width) }
-                    gst_sample_unref(sample)
-                }
-            }.start()
-        }
-        var all: [Int32] { widths.withLock { $0 } }
-        func stop() { flag.set() }
+    /// The width in a sample's caps (0 without).
+    static func width(_ sample: Sample) -> Int32 {
+        guard let caps = sample.caps, let range = caps.firstRange(of: "width=(int)") else { return 0 }
+        return Int32(caps[range.upperBound...].prefix(while: \.isNumber)) ?? 0
     }
 
     @Test("playbin3 plays the top rung of a ladder, and renegotiates when the rung changes, with no error")
@@ -87,24 +69,24 @@ struct MoqSrcPlaybin3LadderTests {
             let videoSink = gst_element_factory_make("appsink", "v")!
             g_object_set_property_object(player.pipeline, "video-sink", videoSink)
             #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-            let widths = Widths(videoSink)
+            let widths = SampleRecorder(AppSink(element: videoSink), keep: Self.width)
             defer {
                 widths.stop()
                 player.setState(GST_STATE_NULL)
             }
             try await eventually("the top rung decoded", timeout: .seconds(20)) {
-                widths.all.filter { $0 == 320 }.count >= 30
+                widths.entries.filter { $0 == 320 }.count >= 30
             }
             let moqsrc = try #require(source.value)
             #expect(stringProperty(moqsrc, "video-track") == nil, "no rendition pinned: adaptive bitrate chooses")
             // The application caps the bitrate below the top rung: moqsrc steps down, the caps change.
             // Judged from the cap on: a player may start on the lower rung before it steps up.
-            let beforeCap = widths.all.count
+            let beforeCap = widths.entries.count
             g_object_set_property_uint(moqsrc, "max-bitrate", 300_000)
             try await eventually("the lower rung decoded after the top", timeout: .seconds(20)) {
-                widths.all.dropFirst(beforeCap).drop { $0 == 320 }.filter { $0 == 160 }.count >= 30
+                widths.entries.dropFirst(beforeCap).drop { $0 == 320 }.filter { $0 == 160 }.count >= 30
             }
-            let after = widths.all.dropFirst(beforeCap).drop { $0 != 160 }
+            let after = widths.entries.dropFirst(beforeCap).drop { $0 != 160 }
             #expect(!after.contains(320), "the cap holds: no frame of the top rung after the switch")
             #expect(player.errors.isEmpty, "\(player.errors)")
         }

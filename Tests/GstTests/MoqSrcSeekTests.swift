@@ -16,15 +16,15 @@ extension MoqSrcTests {
                 "moqsrc name=s buffering=long-form buffer-duration=10000 \(relay.elementProperties) broadcast=dvr "
                     + "s.video_0 ! appsink name=v sync=true s.audio_0 ! appsink name=a sync=true")
             #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-            let video = AppSinkCollector(player.element("v")!)
-            let audio = AppSinkCollector(player.element("a")!)
+            let video = try player.record("v")
+            let audio = try player.record("a")
             defer {
                 video.stop()
                 audio.stop()
             }
             try await eventually("2.5 s of media", timeout: .seconds(20)) { video.count >= 75 && audio.count >= 125 }
             let (videoBefore, audioBefore) = (video.count, audio.count)
-            let lastNs = try #require(video.all.last?.publisherTime)
+            let lastNs = try #require(video.entries.last?.publisherTime)
             // 1.5 s back: a key frame interval is 1 s, so the video group starts at most 1 s earlier.
             let targetNs = lastNs - 1_500_000_000
             let seeked = gst_element_seek(
@@ -35,10 +35,10 @@ extension MoqSrcTests {
                 buffers.dropFirst(index).first { ($0.publisherTime ?? .max) + 1_000_000_000 < lastNs }
             }
             try await eventually("the jump back", timeout: .seconds(5)) {
-                jumped(video.all, from: videoBefore) != nil && jumped(audio.all, from: audioBefore) != nil
+                jumped(video.entries, from: videoBefore) != nil && jumped(audio.entries, from: audioBefore) != nil
             }
-            let firstVideo = try #require(jumped(video.all, from: videoBefore))
-            let firstAudio = try #require(jumped(audio.all, from: audioBefore))
+            let firstVideo = try #require(jumped(video.entries, from: videoBefore))
+            let firstAudio = try #require(jumped(audio.entries, from: audioBefore))
             let videoStart = try #require(firstVideo.publisherTime)
             #expect(!firstVideo.isDelta, "video after a seek starts at a keyframe")
             #expect(videoStart <= targetNs && videoStart + 1_100_000_000 > targetNs)
@@ -61,7 +61,7 @@ extension MoqSrcTests {
             let player = try TestPipeline(
                 "moqsrc name=s \(relay.elementProperties) broadcast=live s.video_0 ! appsink name=v sync=true")
             #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-            let video = AppSinkCollector(player.element("v")!)
+            let video = try player.record("v")
             defer { video.stop() }
             try await eventually("playing", timeout: .seconds(20)) { video.count >= 10 }
             let seeked = gst_element_seek(
@@ -97,10 +97,10 @@ extension MoqSrcTests {
                 "moqsrc name=s buffering=long-form buffer-duration=2000 \(relay.elementProperties) broadcast=file "
                     + "s.audio_0 ! appsink name=a sync=true")
             #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-            let audio = AppSinkCollector(player.element("a")!)
+            let audio = try player.record("a")
             defer { audio.stop() }
             _ = try await player.waitFor(.seconds(20)) { $0.isEOS }
-            let times = audio.all.compactMap(\.publisherTime)
+            let times = audio.entries.compactMap(\.publisherTime)
             let sent = published.all.compactMap(\.pts)
             #expect(times.count == frames, "received \(times.count) of \(frames) frames")
             #expect(times.first.map { $0 / 1000 } == sent.first.map { $0 / 1000 }, "played from the file's start")

@@ -124,8 +124,8 @@ struct MoqSrcTests {
                 + "s.video_0 ! decodebin ! video/x-raw ! appsink name=v sync=false "
                 + "s.audio_0 ! decodebin ! audio/x-raw ! appsink name=a sync=false")
         #expect(pipeline.play() != GST_STATE_CHANGE_FAILURE)
-        let video = AppSinkCollector(pipeline.element("v")!)
-        let audio = AppSinkCollector(pipeline.element("a")!)
+        let video = try pipeline.record("v")
+        let audio = try pipeline.record("a")
         defer {
             video.stop()
             audio.stop()
@@ -142,11 +142,11 @@ struct MoqSrcTests {
         try await eventually(
             "the frame before the last of each track decoded", timeout: .seconds(10),
             detail: {
-                "video \(videoSpan.describe(video.all)), audio \(audioSpan.describe(audio.all)) of \(finished); "
+                "video \(videoSpan.describe(video.entries)), audio \(audioSpan.describe(audio.entries)) of \(finished); "
                     + "stats \(stringProperty(src, "stats") ?? "")"
             }
         ) {
-            videoSpan.reachesEnd(video.all) && audioSpan.reachesEnd(audio.all)
+            videoSpan.reachesEnd(video.entries) && audioSpan.reachesEnd(audio.entries)
         }
         // Joining at the live edge skips what arrived while the edge settled and decodebin plugged
         // its decoders (up to a few hundred ms on a loaded machine); from there on, nothing is lost.
@@ -157,12 +157,12 @@ struct MoqSrcTests {
         let settled = { (span: FrameSpan, buffers: [SeenBuffer]) in
             span.gaps(buffers).filter { $0.afterMs >= span.firstMs(buffers) + 500 }
         }
-        #expect(videoSpan.gaps(video.all).isEmpty, "video \(videoSpan.describe(video.all))")
-        #expect(settled(audioSpan, audio.all).isEmpty, "audio \(audioSpan.describe(audio.all))")
-        #expect(videoSpan.firstMs(video.all) <= 1000, "video \(videoSpan.describe(video.all))")
-        #expect(audioSpan.firstMs(audio.all) <= 1000, "audio \(audioSpan.describe(audio.all))")
-        #expect(isMonotonic(video.all), "video timestamps go backwards")
-        #expect(isMonotonic(audio.all), "audio timestamps go backwards")
+        #expect(videoSpan.gaps(video.entries).isEmpty, "video \(videoSpan.describe(video.entries))")
+        #expect(settled(audioSpan, audio.entries).isEmpty, "audio \(audioSpan.describe(audio.entries))")
+        #expect(videoSpan.firstMs(video.entries) <= 1000, "video \(videoSpan.describe(video.entries))")
+        #expect(audioSpan.firstMs(audio.entries) <= 1000, "audio \(audioSpan.describe(audio.entries))")
+        #expect(isMonotonic(video.entries), "video timestamps go backwards")
+        #expect(isMonotonic(audio.entries), "audio timestamps go backwards")
         #expect(pipeline.errors.isEmpty, "\(pipeline.errors)")
         let events = pipeline.collected.compactMap(\.structureName)
         #expect(events.contains("track.ready") && events.contains("playback.start"), "\(events)")
@@ -181,8 +181,8 @@ struct MoqSrcTests {
                 "moqsrc name=s \(relay.elementProperties) broadcast=av "
                     + "s.video_0 ! appsink name=v sync=false s.audio_0 ! appsink name=a sync=false")
             #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-            let video = AppSinkCollector(player.element("v")!)
-            let audio = AppSinkCollector(player.element("a")!)
+            let video = try player.record("v")
+            let audio = try player.record("a")
             try await eventually("3 s of media", timeout: .seconds(20)) { video.count >= 90 && audio.count >= 150 }
             video.stop()
             audio.stop()
@@ -202,11 +202,11 @@ struct MoqSrcTests {
             }
             // Each buffer carries the publisher's timestamp (µs precision): moqsink's running time.
             let sentTimes = Set(videoIn.all.compactMap { $0.pts.map { $0 / 1000 } })
-            let carried = video.all.compactMap { $0.publisherTime.map { $0 / 1000 } }
-            #expect(carried.count == video.all.count, "every buffer has the publisher-time meta")
+            let carried = video.entries.compactMap { $0.publisherTime.map { $0 / 1000 } }
+            #expect(carried.count == video.entries.count, "every buffer has the publisher-time meta")
             #expect(carried.filter { sentTimes.contains($0) }.count >= 60, "publisher times match moqsink's input")
-            let v = offsets(videoIn.all, video.all)
-            let a = offsets(audioIn.all, audio.all)
+            let v = offsets(videoIn.all, video.entries)
+            let a = offsets(audioIn.all, audio.entries)
             #expect(v.count >= 60 && a.count >= 100, "matched \(v.count) video, \(a.count) audio buffers")
             // A stall (a loaded machine) may add latency mid-run; it moves both streams at once, so
             // each audio buffer is compared with the video buffer played nearest to it.
@@ -313,8 +313,8 @@ struct MoqSrcTests {
             g_object_set_property_object(player.pipeline, "video-sink", videoSink)
             g_object_set_property_object(player.pipeline, "audio-sink", audioSink)
             #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-            let video = AppSinkCollector(videoSink)
-            let audio = AppSinkCollector(audioSink)
+            let video = record(videoSink)
+            let audio = record(audioSink)
             defer {
                 video.stop()
                 audio.stop()
@@ -461,8 +461,8 @@ struct MoqSrcTests {
                 "moqsrc name=s \(relay.elementProperties) broadcast=room/goaway s.video_0 ! appsink name=v sync=false "
                     + "s.audio_0 ! appsink name=a sync=false")
             #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-            let video = AppSinkCollector(player.element("v")!)
-            let audio = AppSinkCollector(player.element("a")!)
+            let video = try player.record("v")
+            let audio = try player.record("a")
             defer {
                 video.stop()
                 audio.stop()
@@ -474,7 +474,7 @@ struct MoqSrcTests {
             let src = player.element("s")!
             defer { gst_object_unref(src) }
             #expect(statsField(src, "reconnects") == 0)
-            let pts = video.all.compactMap(\.pts)
+            let pts = video.entries.compactMap(\.pts)
             let back = zip(pts, pts.dropFirst()).enumerated().filter { $0.element.0 >= $0.element.1 }
             let backwards = back.map { ($0.offset, $0.element.0, $0.element.1) }
             #expect(back.isEmpty, "video timestamps go backwards at \(backwards) of \(pts.count)")
@@ -526,7 +526,7 @@ struct MoqSrcTests {
             let player = try TestPipeline(
                 "moqsrc name=s \(relay.elementProperties) broadcast=again s.video_0 ! appsink name=v sync=false")
             #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-            let video = AppSinkCollector(player.element("v")!)
+            let video = try player.record("v")
             defer { video.stop() }
             try await eventually("playing", timeout: .seconds(20)) { video.count > 25 }
             try await eventually("a group begins", timeout: .seconds(5)) {
@@ -550,9 +550,9 @@ struct MoqSrcTests {
             second.publish(broadcast)
             let before = video.count
             try await eventually("playing again", timeout: .seconds(20)) { video.count > before + 25 }
-            let payloads = video.all.map(\.hash)
+            let payloads = video.entries.map(\.hash)
             #expect(Set(payloads).count == payloads.count, "a frame was pushed twice")
-            let pts = video.all.compactMap(\.pts)
+            let pts = video.entries.compactMap(\.pts)
             #expect(zip(pts, pts.dropFirst()).allSatisfy { $0 < $1 }, "timestamps go back or repeat")
             player.setState(GST_STATE_NULL)
             broadcast.close()
@@ -573,8 +573,8 @@ struct MoqSrcTests {
             "moqsrc name=s \(properties) broadcast=\(name) s.video_0 ! appsink name=v sync=false "
                 + "s.audio_0 ! appsink name=a sync=false")
         #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-        let video = AppSinkCollector(player.element("v")!)
-        let audio = AppSinkCollector(player.element("a")!)
+        let video = try player.record("v")
+        let audio = try player.record("a")
         defer {
             video.stop()
             audio.stop()
@@ -586,8 +586,8 @@ struct MoqSrcTests {
         relay = try await RustRelay.start(["--port", "\(port)"])
         defer { relay.stop() }
         try await eventually("playback resumes", timeout: .seconds(30)) { video.count > before + 30 }
-        #expect(isMonotonic(video.all), "video timestamps go backwards")
-        #expect(isMonotonic(audio.all), "audio timestamps go backwards")
+        #expect(isMonotonic(video.entries), "video timestamps go backwards")
+        #expect(isMonotonic(audio.entries), "audio timestamps go backwards")
         #expect(player.errors.isEmpty, "\(player.errors)")
         let src = player.element("s")!
         defer { gst_object_unref(src) }

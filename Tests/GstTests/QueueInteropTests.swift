@@ -26,7 +26,7 @@ struct QueueInteropTests {
                 + "s.audio_0 ! appsink name=a sync=false")
         #expect(player.play() != GST_STATE_CHANGE_FAILURE)
         defer { player.setState(GST_STATE_NULL) }
-        let audio = AppSinkCollector(player.element("a")!)
+        let audio = try player.record("a")
         defer { audio.stop() }
         try await eventually("the first broadcast plays", timeout: .seconds(20)) { audio.count > 0 }
         let second = try RustPeer.launch(
@@ -36,14 +36,14 @@ struct QueueInteropTests {
         try await eventually(
             "the second broadcast plays", timeout: .seconds(20),
             detail: {
-                "\(audio.count) buffers, last publisher times \(audio.all.suffix(3).map { $0.publisherTime ?? 0 }); "
+                "\(audio.count) buffers, last publisher times \(audio.entries.suffix(3).map { $0.publisherTime ?? 0 }); "
                     + "\(player.collected.filter { $0.structureName != "stats" }.suffix(12))"
             }
         ) {
             player.collected.contains { $0.structureName == "queue.advance" } && audio.count > 200
         }
         // The switch: the second publisher's clock restarts, so its timestamps are lower.
-        let buffers = audio.all
+        let buffers = audio.entries
         let at = try #require(
             buffers.indices.dropFirst().first {
                 (buffers[$0].publisherTime ?? 0) < (buffers[$0 - 1].publisherTime ?? 0)

@@ -16,8 +16,8 @@ extension MoqSrcTests {
             "moqsrc name=s \(properties) broadcast=\(broadcast) "
                 + "s.video_0 ! appsink name=v sync=false s.audio_0 ! appsink name=a sync=false")
         #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-        let video = AppSinkCollector(player.element("v")!)
-        let audio = AppSinkCollector(player.element("a")!)
+        let video = try player.record("v")
+        let audio = try player.record("a")
         try await eventually("1 s of media", timeout: .seconds(20)) { video.count >= 30 && audio.count >= 50 }
         video.stop()
         audio.stop()

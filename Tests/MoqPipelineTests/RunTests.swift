@@ -56,6 +56,30 @@ struct RunTests {
         #expect(sawEOS)
     }
 
+    @Test("a matcher may read the collected messages, both for messages already collected and for those to come")
+    func matcherReadsHistory() async throws {
+        let p = Pipeline(launch: "audiotestsrc num-buffers=40 ! level post-messages=true interval=10000000 ! fakesink")
+        try p.start()
+        // Live: the third level message, counted from inside the matcher (this deadlocked when
+        // matchers ran under the message lock).
+        let third = try await p.waitForMessage(timeout: .seconds(10)) { m in
+            guard case .element(_, "level", _, _) = m else { return false }
+            return p.collectedMessages.count(where: { if case .element(_, "level", _, _) = $0 { true } else { false } })
+                >= 3
+        }
+        guard case .element(_, "level", _, _) = third else {
+            Issue.record("not a level message: \(third)")
+            return
+        }
+        try await p.waitForEOS(timeout: .seconds(10))
+        // From the history: the run is over, the matcher reads the whole list.
+        let eos = try await p.waitForMessage(timeout: .seconds(1)) { m in
+            m.isEOS && p.collectedMessages.last(where: \.isEOS) != nil
+        }
+        #expect(eos.isEOS)
+        p.stop()
+    }
+
     @Test("a parse error carries the parser's message")
     func parseError() {
         #expect(throws: PipelineError.parse("no element \"nosuchelement\"")) {

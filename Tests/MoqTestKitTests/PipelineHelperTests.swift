@@ -14,6 +14,45 @@ struct PipelineHelperTests {
         #expect(report.messages.contains(where: { $0.isEOS }))
     }
 
+    @Test(
+        "SampleRecorder keeps every sample in order as it arrives; stopped, it keeps nothing more and the sink never stalls"
+    )
+    func sampleRecorder() async throws {
+        // A sink that blocks on its first unread buffer (max-buffers=1, drop=false): the recorder
+        // must take every sample for the run to reach EOS.
+        let p = Pipeline(
+            launch: "videotestsrc num-buffers=40 ! video/x-raw,width=32,height=24,framerate=100/1 "
+                + "! appsink name=sink sync=false max-buffers=1 drop=false")
+        try p.start(.null)
+        let sink = try AppSink(p, name: "sink")
+        let all = SampleRecorder(sink)
+        let times = SampleRecorder(sink) { $0.pts }  // replaces the first recorder's callback
+        try p.start()
+        try await p.waitForEOS(timeout: .seconds(20))
+        #expect(all.count == 0, "a sink has one recorder: the newest")
+        #expect(times.count == 40)
+        #expect(times.entries == (0..<40).map { Duration.milliseconds(10 * $0) })
+        p.stop()
+
+        let q = Pipeline(
+            launch:
+                "videotestsrc num-buffers=30 ! video/x-raw,format=I420,width=32,height=24,framerate=100/1 ! identity sleep-time=5000 "
+                + "! appsink name=sink sync=false max-buffers=1 drop=false")
+        try q.start(.null)
+        let samples = SampleRecorder(try AppSink(q, name: "sink"))
+        try q.start()
+        try await eventually("five samples") { samples.count >= 5 }
+        samples.stop()
+        let kept = samples.count
+        try await q.waitForEOS(timeout: .seconds(20))
+        #expect(samples.count == kept, "nothing kept after stop")
+        #expect(
+            samples.entries.allSatisfy {
+                $0.bytes.count == 32 * 24 * 3 / 2 && $0.caps?.hasPrefix("video/x-raw") == true
+            })
+        q.stop()
+    }
+
     @Test("the assertion helpers fail with what was seen instead")
     func failingRun() async throws {
         let report = await Pipeline {

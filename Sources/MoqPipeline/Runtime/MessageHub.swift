@@ -69,7 +69,7 @@ final class MessageHub: Sendable {
     /// status lock, so a handler that took this lock while `post` yielded under it would deadlock
     /// (it did: `Player.stop()` cancelling a task that read `messages`).
     func post(_ message: BusMessage) {
-        let (subscribers, resolved) = state.withLock { s in
+        let (subscribers, waiters) = state.withLock { s in
             s.sequence += 1
             s.history.append((s.sequence, message))
             if s.history.count > Self.historyLimit {
@@ -77,15 +77,18 @@ final class MessageHub: Sendable {
                 s.history.removeFirst(excess)
                 s.dropped += excess
             }
-            var out: [(Waiter, Result<BusMessage, PipelineError>)] = []
-            for (id, w) in s.waiters {
-                if let result = Self.outcome(message, for: w) {
-                    s.waiters[id] = nil
-                    out.append((w, result))
-                }
-            }
-            return (Array(s.subscribers), out)
+            return (Array(s.subscribers), Array(s.waiters))
         }
+        // Matchers run outside the lock (they may read the history); a waiter registering meanwhile
+        // sees this message in the history (``register(_:_:label:timeout:)`` rechecks before it
+        // joins), and one resolved meanwhile by its timer or cancellation is no longer there below.
+        let matched = waiters.compactMap { id, w in Self.outcome(message, for: w).map { (id, $0) } }
+        let resolved: [(Waiter, Result<BusMessage, PipelineError>)] =
+            matched.isEmpty
+            ? []
+            : state.withLock { s in
+                matched.compactMap { id, result in s.waiters.removeValue(forKey: id).map { ($0, result) } }
+            }
         var terminated: [UInt64] = []
         for (id, c) in subscribers {
             if case .terminated = c.yield(message) { terminated.append(id) }
@@ -159,20 +162,49 @@ final class MessageHub: Sendable {
         return try result.get()
     }
 
+    /// What one look at the state decided for a waiter that is registering.
+    private enum Registration {
+        /// Messages it has not seen yet, to match outside the lock.
+        case check([(sequence: UInt64, message: BusMessage)])
+        case done(Result<BusMessage, PipelineError>)
+        case registered
+    }
+
     private func register(_ id: UInt64, _ waiter: Waiter, label: String, timeout: Duration) {
-        let immediate: Result<BusMessage, PipelineError>? = state.withLock { s in
-            s.pending.remove(id)
-            if s.cancelledEarly.remove(id) != nil { return .failure(.cancelled) }
-            for entry in s.history where entry.sequence > waiter.after {
-                if let result = Self.outcome(entry.message, for: waiter) { return result }
+        var seen = waiter.after
+        registering: while true {
+            let step: Registration = state.withLock { s in
+                if s.cancelledEarly.remove(id) != nil {
+                    s.pending.remove(id)
+                    return .done(.failure(.cancelled))
+                }
+                let fresh = s.history.filter { $0.sequence > seen }
+                if !fresh.isEmpty { return .check(fresh) }
+                s.pending.remove(id)
+                if !s.running { return .done(.failure(.notRunning)) }
+                s.waiters[id] = waiter
+                return .registered
             }
-            if !s.running { return .failure(.notRunning) }
-            s.waiters[id] = waiter
-            return nil
-        }
-        if let immediate {
-            waiter.continuation.resume(returning: immediate)
-            return
+            switch step {
+            case .registered:
+                break registering
+            case .done(let result):
+                waiter.continuation.resume(returning: result)
+                return
+            case .check(let fresh):
+                // The matcher runs outside the lock; messages posted meanwhile are checked on the
+                // next pass, before the waiter joins the list `post` matches against.
+                for entry in fresh {
+                    guard let result = Self.outcome(entry.message, for: waiter) else { continue }
+                    state.withLock { s in
+                        s.pending.remove(id)
+                        s.cancelledEarly.remove(id)
+                    }
+                    waiter.continuation.resume(returning: result)
+                    return
+                }
+                seen = fresh.last?.sequence ?? seen
+            }
         }
         let timer = Task { [weak self] in
             do { try await Task.sleep(for: timeout) } catch { return }

@@ -25,9 +25,8 @@ extension Pipeline {
     }
 
     /// Waits for a message that `match`es, without failing on ERROR messages (to wait for an expected
-    /// error, or a warning while errors are acceptable). `match` runs while the message list is
-    /// locked: it must look only at the message it is given (reading ``collectedMessages`` from it
-    /// deadlocks).
+    /// error, or a warning while errors are acceptable). `match` runs on the bus thread (or the
+    /// waiting task) with nothing locked, so it may read ``collectedMessages``.
     @discardableResult
     public func waitForMessage(
         timeout: Duration = .seconds(30), _ match: @escaping @Sendable (BusMessage) -> Bool

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-import CGStreamer
+package import CGStreamer
 import CGstApp
 public import MoqPipeline
 
@@ -19,7 +19,14 @@ public final class AppSink: Sendable {
         guard factory == "appsink" else { throw .wrongElement(name: name, expected: "appsink", found: factory) }
     }
 
-    private var appsink: UnsafeMutablePointer<GstAppSink> {
+    /// An `appsink` this package's tests made themselves (a sink given to `playbin3`, say); a
+    /// reference of its own is taken.
+    package init(element: UnsafeMutablePointer<GstElement>) {
+        gst_object_ref(UnsafeMutableRawPointer(element))
+        self.element = ElementHandle(owning: element)
+    }
+
+    var appsink: UnsafeMutablePointer<GstAppSink> {
         UnsafeMutableRawPointer(element.object.pointer).assumingMemoryBound(to: GstAppSink.self)
     }
 

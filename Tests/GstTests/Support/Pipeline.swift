@@ -68,13 +68,13 @@ final class TestPipeline: @unchecked Sendable {
     var errors: [BusMessage] { collected.filter(\.isError) }
     var warnings: [BusMessage] { collected.filter(\.isWarning) }
 
-    /// Waits until a message matches (or the timeout passes). Polls ``collected``: the matchers here
-    /// read the pipeline's other messages, which MoqPipeline's `waitForMessage` does not allow (it
-    /// runs the matcher under its message lock).
+    /// Waits until a message of this run matches (or the timeout passes), ERROR messages included:
+    /// MoqPipeline's `waitForMessage`, whose matcher may read ``collected``.
     @discardableResult
-    func waitFor(_ timeout: Duration = .seconds(20), _ match: (BusMessage) -> Bool) async throws -> BusMessage {
-        try await eventually(
-            "a bus message", timeout: timeout, { self.collected.first(where: match) }, until: { $0 != nil })!
+    func waitFor(
+        _ timeout: Duration = .seconds(20), _ match: @escaping @Sendable (BusMessage) -> Bool
+    ) async throws -> BusMessage {
+        try await base.waitForMessage(timeout: timeout, match)
     }
 
     /// The element with this name in the pipeline.

@@ -21,8 +21,8 @@ func decodeRecording(
         "filesrc location=\(file.path) ! matroskademux name=d "
             + "d.video_0 ! \(q) ! \(video) ! appsink name=v sync=false "
             + "d.audio_0 ! \(q) ! \(audio) ! appsink name=a sync=false")
-    let videoSink = AppSinkCollector(reader.element("v")!)
-    let audioSink = AppSinkCollector(reader.element("a")!)
+    let videoSink = try reader.record("v")
+    let audioSink = try reader.record("a")
     defer {
         videoSink.stop()
         audioSink.stop()

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 import CGStreamer
 import CGstApp
-import Foundation
+import MoqPipeline
 import MoqSync
-import Synchronization
+import MoqTestKit
 
 /// A buffer seen by a test: its timestamps, flags, size and a hash of its bytes.
 struct SeenBuffer: Sendable {
@@ -21,75 +21,58 @@ struct SeenBuffer: Sendable {
     var isDelta: Bool { flags & GST_BUFFER_FLAG_DELTA_UNIT.rawValue != 0 }
 }
 
-/// FNV-1a over a buffer's bytes (to match the same payload on both sides of a relay).
-func contentHash(_ buffer: UnsafeMutablePointer<GstBuffer>) -> (UInt64, Int) {
-    var map = GstMapInfo()
-    guard gst_buffer_map(buffer, &map, GST_MAP_READ) != 0 else { return (0, 0) }
-    defer { gst_buffer_unmap(buffer, &map) }
-    var h: UInt64 = 0xcbf2_9ce4_8422_2325
-    for i in 0..<Int(map.size) {
-        h = (h ^ UInt64(map.data[i])) &* 0x100_0000_01b3
+extension SeenBuffer {
+    /// What a test keeps of a sample an appsink received (``SampleRecorder``).
+    init(_ sample: Sample) {
+        self.init(
+            pts: sample.pts.map(nanoseconds), flags: sample.flags.rawValue, size: sample.bytes.count,
+            hash: fnv(sample.bytes), publisherTime: sample.publisherTime.map(nanoseconds),
+            duration: sample.duration.map(nanoseconds), bytes: sample.bytes.count <= 256 ? sample.bytes : nil)
     }
-    return (h, Int(map.size))
 }
 
+/// A duration in whole nanoseconds (buffer times are never negative).
+private func nanoseconds(_ d: Duration) -> UInt64 {
+    let (seconds, attoseconds) = d.components
+    return UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
+}
+
+/// FNV-1a over bytes (to match the same payload on both sides of a relay).
+func fnv<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> UInt64 {
+    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+    for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+    return hash
+}
+
+/// What a pad probe sees of a buffer (the same fields as an appsink's ``SeenBuffer/init(_:)``).
 func seen(_ buffer: UnsafeMutablePointer<GstBuffer>) -> SeenBuffer {
+    var map = GstMapInfo()
+    guard gst_buffer_map(buffer, &map, GST_MAP_READ) != 0 else {
+        return SeenBuffer(pts: nil, flags: buffer.pointee.mini_object.flags, size: 0, hash: fnv([]))
+    }
+    defer { gst_buffer_unmap(buffer, &map) }
+    let bytes = UnsafeBufferPointer(start: map.data, count: Int(map.size))
     let pts = swiftmoq_buffer_pts(buffer)
-    let (hash, size) = contentHash(buffer)
-    var entry = SeenBuffer(
-        pts: swiftmoq_clock_time_is_valid(pts) != 0 ? UInt64(pts) : nil, flags: buffer.pointee.mini_object.flags,
-        size: size, hash: hash)
+    let duration = swiftmoq_buffer_duration(buffer)
     let reference = gst_caps_new_empty_simple("timestamp/x-moq-publisher")
     defer { gst_caps_unref(reference) }
-    if let meta = gst_buffer_get_reference_timestamp_meta(buffer, reference) {
-        entry.publisherTime = UInt64(meta.pointee.timestamp)
-    }
-    let duration = swiftmoq_buffer_duration(buffer)
-    if swiftmoq_clock_time_is_valid(duration) != 0 { entry.duration = UInt64(duration) }
-    if size <= 256 {
-        var map = GstMapInfo()
-        if gst_buffer_map(buffer, &map, GST_MAP_READ) != 0 {
-            entry.bytes = Array(UnsafeRawBufferPointer(start: map.data, count: Int(map.size)))
-            gst_buffer_unmap(buffer, &map)
-        }
-    }
-    return entry
+    let publisherTime = gst_buffer_get_reference_timestamp_meta(buffer, reference).map { UInt64($0.pointee.timestamp) }
+    return SeenBuffer(
+        pts: swiftmoq_clock_time_is_valid(pts) != 0 ? UInt64(pts) : nil, flags: buffer.pointee.mini_object.flags,
+        size: bytes.count, hash: fnv(bytes), publisherTime: publisherTime,
+        duration: swiftmoq_clock_time_is_valid(duration) != 0 ? UInt64(duration) : nil,
+        bytes: bytes.count <= 256 ? Array(bytes) : nil)
 }
 
-/// Pulls every sample of an appsink on a thread of its own until stopped.
-final class AppSinkCollector: @unchecked Sendable {
-    private let sink: UnsafeMutablePointer<GstElement>
-    private let buffers = SeenStore()
-    private let flag = StopFlag()
-    private let thread: Thread
+/// Records every sample of an appsink as a ``SeenBuffer`` (MoqTestKit's ``SampleRecorder``).
+func record(_ sink: UnsafeMutablePointer<GstElement>) -> SampleRecorder<SeenBuffer> {
+    SampleRecorder(AppSink(element: sink), keep: SeenBuffer.init)
+}
 
-    /// Starts pulling from `sink` (a reference is kept until ``stop()``).
-    init(_ sink: UnsafeMutablePointer<GstElement>) {
-        self.sink = sink
-        gst_object_ref(sink)
-        let appsink = UncheckedPointer(UnsafeMutableRawPointer(sink).assumingMemoryBound(to: GstAppSink.self))
-        let store = buffers
-        let flag = self.flag
-        thread = Thread {
-            while !flag.isSet {
-                guard let sample = gst_app_sink_try_pull_sample(appsink.pointer, 50_000_000) else { continue }
-                if let buffer = gst_sample_get_buffer(sample) {
-                    let entry = seen(buffer)
-                    store.append(entry)
-                }
-                gst_sample_unref(sample)
-            }
-        }
-        thread.start()
-    }
-
-    var all: [SeenBuffer] { buffers.all }
-    var count: Int { buffers.all.count }
-
-    func stop() {
-        flag.set()
-        while !thread.isFinished { usleep(10_000) }
-        gst_object_unref(sink)
+extension TestPipeline {
+    /// Records every sample of the appsink named `name` as a ``SeenBuffer``.
+    func record(_ name: String) throws -> SampleRecorder<SeenBuffer> {
+        SampleRecorder(try AppSink(base, name: name), keep: SeenBuffer.init)
     }
 }
 
@@ -132,24 +115,4 @@ final class PadRecorder: @unchecked Sendable {
         gst_pad_remove_probe(pad, probe)
         gst_object_unref(pad)
     }
-}
-
-/// A flag a thread polls.
-final class StopFlag: Sendable {
-    private let value = Atomic(false)
-    func set() { value.store(true, ordering: .relaxed) }
-    var isSet: Bool { value.load(ordering: .relaxed) }
-}
-
-/// A C pointer handed to a thread (GStreamer objects are thread-safe).
-struct UncheckedPointer<T>: @unchecked Sendable {
-    let pointer: UnsafeMutablePointer<T>
-    init(_ pointer: UnsafeMutablePointer<T>) { self.pointer = pointer }
-}
-
-/// Buffers seen, shared with a thread.
-final class SeenStore: Sendable {
-    private let buffers = Lock<[SeenBuffer]>([])
-    func append(_ entry: SeenBuffer) { buffers.withLock { $0.append(entry) } }
-    var all: [SeenBuffer] { buffers.withLock { $0 } }
 }
