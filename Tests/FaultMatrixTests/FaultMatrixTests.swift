@@ -8,7 +8,7 @@ import Testing
 /// of `docs/reliability.md`). Several minutes long, so it runs only when asked for
 /// (`SWIFTMOQ_FAULTS=1`; `SWIFTMOQ_FAULTS=<substring>` runs the rows whose name contains it).
 /// The short cases of `make test` are `NetworkFaultTests`.
-@Suite("Fault matrix (make faults)", .serialized)
+@Suite("Fault matrix (make faults)", .serialized, .peersStopped)
 struct FaultMatrixTests {
     static let selection = ProcessInfo.processInfo.environment["SWIFTMOQ_FAULTS"]
 

@@ -12,7 +12,7 @@ import Testing
 /// into `build/soak/samples.csv`. Passes when memory is flat (≤ 5 MB growth from the end of
 /// the first cycle to the end of the last), threads and descriptors come back to where they
 /// were, and the relay holds exactly the two sessions it should.
-@Suite("Soak (make soak)", .serialized)
+@Suite("Soak (make soak)", .serialized, .peersStopped)
 struct SoakTests {
     static let seconds = ProcessInfo.processInfo.environment["SWIFTMOQ_SOAK"].flatMap { Int($0) }
 

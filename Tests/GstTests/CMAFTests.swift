@@ -11,7 +11,9 @@ import Testing
 /// Fragmented MP4 (CMAF) through moqsink and moqsrc, with moq-dev's Rust peer on the other side.
 /// Debian has no `isofmp4mux`/`cmafmux` (gst-plugins-rs): `mp4mux fragment-duration=…` makes
 /// the same ftyp + moov, then moof + mdat stream.
-@Suite("CMAF: fragmented MP4 in moqsink, played by moqsrc and by moq-dev's peer", .serialized, .timeLimit(.minutes(3)))
+@Suite(
+    "CMAF: fragmented MP4 in moqsink, played by moqsrc and by moq-dev's peer", .serialized, .timeLimit(.minutes(3)),
+    .peersStopped)
 struct CMAFTests {
     /// H.264 and Opus muxed into fragmented MP4, one fragment per video frame.
     static func fragmentedMP4(frames: Int) -> String {

@@ -12,7 +12,7 @@ import Testing
 
 /// Captions: `text/x-raw` into moqsink becomes a `captions` rendition (one cue per group), and
 /// moqsrc's `text_0` pad gives the cues back on the picture's timeline, with their durations.
-@Suite("Captions (text/x-raw → moqsink → relay → moqsrc text_0)", .serialized, .timeLimit(.minutes(3)))
+@Suite("Captions (text/x-raw → moqsink → relay → moqsrc text_0)", .serialized, .timeLimit(.minutes(3)), .peersStopped)
 struct CaptionTests {
     /// Pushes cue `n` (`cue n`, at n s, 500 ms long) into `appsrc`.
     static func push(_ appsrc: UnsafeMutablePointer<GstElement>, bytes: [UInt8], atMs: UInt64) {

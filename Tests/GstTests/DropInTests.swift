@@ -10,7 +10,7 @@ import Testing
 /// SwiftMoQ's elements with their text unchanged — property names, pad names, quoting, an
 /// `http://` URL whose certificate hash is fetched from the relay — except the host's port and
 /// the window and speakers, which become sinks the test can count.
-@Suite("moq-gst's documented pipelines, unchanged", .serialized, .timeLimit(.minutes(3)))
+@Suite("moq-gst's documented pipelines, unchanged", .serialized, .timeLimit(.minutes(3)), .peersStopped)
 struct DropInTests {
     /// What the documents play from: an MP4 with H.264 and AAC (`bbb.mp4`), 10 s here.
     static func mp4() async throws -> URL {

@@ -10,7 +10,7 @@ import Testing
 /// pipelines/camera-ladder.pipeline (a test source standing in for the camera, smaller sizes so
 /// that three encoders fit on two cores) through moq-dev's relay: moq-dev's own player reads the
 /// three renditions as ordinary ones, and moqsrc plays the top one adaptively.
-@Suite("a ladder with moq-dev's relay and player", .serialized, .timeLimit(.minutes(3)))
+@Suite("a ladder with moq-dev's relay and player", .serialized, .timeLimit(.minutes(3)), .peersStopped)
 struct LadderInteropTests {
     static func publisher(_ relay: RustRelay, broadcast: String) throws -> TestPipeline {
         var text = try Recipe.text(

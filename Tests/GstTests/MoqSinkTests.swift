@@ -41,7 +41,7 @@ enum PluginFile {
     }
 }
 
-@Suite("moqsink end to end", .serialized, .timeLimit(.minutes(3)))
+@Suite("moqsink end to end", .serialized, .timeLimit(.minutes(3)), .peersStopped)
 struct MoqSinkTests {
     static let video = "videotestsrc is-live=true ! video/x-raw,format=I420,width=320,height=240,framerate=30/1"
     static let h264 =

@@ -7,7 +7,7 @@ import SwiftMoQ
 import Testing
 
 /// moqsrc's `data_%u` pads (`data-tracks`): named tracks outside the catalog.
-@Suite("moqsrc data pads", .serialized, .timeLimit(.minutes(2)))
+@Suite("moqsrc data pads", .serialized, .timeLimit(.minutes(2)), .peersStopped)
 struct MoqSrcDataTests {
     func texts(_ recorder: SampleRecorder<SeenBuffer>) -> [SeenBuffer] { recorder.entries }
 

@@ -106,7 +106,7 @@ struct FrameSpan {
     }
 }
 
-@Suite("moqsrc end to end", .serialized, .timeLimit(.minutes(3)))
+@Suite("moqsrc end to end", .serialized, .timeLimit(.minutes(3)), .peersStopped)
 struct MoqSrcTests {
     @Test(
         "Rust media publisher (H.264 + Opus) → Rust relay → moqsrc ! decodebin: every frame from the join to the end decoded, monotonic timestamps"

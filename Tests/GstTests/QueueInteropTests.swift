@@ -7,7 +7,7 @@ import SwiftMoQ
 import Testing
 
 /// moqsrc's gapless prefix follow with moq-dev's Rust publisher and relay on the other side.
-@Suite("moqsrc queue with moq-dev's peer", .serialized, .timeLimit(.minutes(3)))
+@Suite("moqsrc queue with moq-dev's peer", .serialized, .timeLimit(.minutes(3)), .peersStopped)
 struct QueueInteropTests {
     @Test(
         "two Rust broadcasts under a prefix, through the Rust relay: the second is prerolled and follows the first gaplessly"

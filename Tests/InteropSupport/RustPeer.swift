@@ -17,7 +17,8 @@ package import Foundation
 /// cooperative pool (a test on 2 cores must not starve the Swift code it exercises).
 ///
 /// The child is stopped by ``terminate(grace:)`` — SIGTERM, then SIGKILL after the grace
-/// period — and by `deinit`. Its stdin is a pipe this object holds open, so the child also
+/// period — by `deinit`, and, in suites with the ``PeersStopped`` trait (`.peersStopped`), awaited
+/// before the test that launched it returns. Its stdin is a pipe this object holds open, so the child also
 /// stops by itself when the test process dies.
 ///
 /// ```swift
@@ -60,7 +61,9 @@ package final class RustPeer: @unchecked Sendable {  // mutable state lives in `
         guard FileManager.default.fileExists(atPath: script) else {
             throw RustPeerError.setupMissing("\(script) is missing")
         }
-        return try RustPeer(python: interpreter, script: script, arguments: arguments)
+        let peer = try RustPeer(python: interpreter, script: script, arguments: arguments)
+        PeerScope.current?.add(peer)
+        return peer
     }
 
     /// Starts `moqpeer relay` (a `moq.Server` relaying through one shared origin) and waits

@@ -4,7 +4,7 @@ import MoqInteropSupport
 import SwiftMoQ
 import Testing
 
-@Suite("Interop: discovery by prefix", .serialized, .timeLimit(.minutes(2)))
+@Suite("Interop: discovery by prefix", .serialized, .timeLimit(.minutes(2)), .peersStopped)
 struct AnnounceInteropTests {
     @Test("Swift sees a Rust publisher's announce and unannounce under a prefix")
     func swiftSeesRustAnnouncements() async throws {

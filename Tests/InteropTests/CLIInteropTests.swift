@@ -11,7 +11,7 @@ import Testing
 
 /// The `swiftmoq` command line against the Rust relay: data, discovery, and the one-line
 /// errors a user gets.
-@Suite("Interop: the swiftmoq CLI", .serialized, .timeLimit(.minutes(3)))
+@Suite("Interop: the swiftmoq CLI", .serialized, .timeLimit(.minutes(3)), .peersStopped)
 struct CLIInteropTests {
     func pin(_ relay: RustRelay) -> [String] { ["--url", relay.url(), "--tls-fingerprint", relay.fingerprint] }
 

@@ -10,7 +10,9 @@ import Testing
 /// Swift relays as nodes of a moq-relay cluster. moq-relay itself cannot be installed here; the
 /// PyPI peer's `moq.Server` on one shared origin (`moqpeer relay`) carries moq-dev's routing code
 /// (hop chains, link cost, split horizon) and is wired as moq-relay wires its cluster links.
-@Suite("Interop: Swift relays in a cluster with moq-dev's routing code", .serialized, .timeLimit(.minutes(4)))
+@Suite(
+    "Interop: Swift relays in a cluster with moq-dev's routing code", .serialized, .timeLimit(.minutes(4)),
+    .peersStopped)
 struct ClusterInteropTests {
     /// Bounds on how fast changes spread, loosened under ThreadSanitizer (instrumented relays run
     /// 5–15 times slower).

@@ -6,7 +6,7 @@ import SwiftMoQ
 import Testing
 
 /// Frames through moq-dev's own relay (`moq.Server`), in every direction.
-@Suite("Interop: data through the Rust relay", .serialized, .timeLimit(.minutes(3)))
+@Suite("Interop: data through the Rust relay", .serialized, .timeLimit(.minutes(3)), .peersStopped)
 struct DataInteropTests {
     @Test("Swift publisher → Rust relay → Rust subscriber: every frame intact and in order")
     func swiftPublisherRustSubscriber() async throws {

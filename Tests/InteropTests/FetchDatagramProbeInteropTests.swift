@@ -5,7 +5,7 @@ import MoqTestKit
 import SwiftMoQ
 import Testing
 
-@Suite("Interop: fetch, datagrams and probe", .serialized, .timeLimit(.minutes(2)))
+@Suite("Interop: fetch, datagrams and probe", .serialized, .timeLimit(.minutes(2)), .peersStopped)
 struct FetchDatagramProbeInteropTests {
     @Test("Swift fetches a group a Rust publisher wrote, through the Rust relay")
     func swiftFetchesFromRust() async throws {

@@ -8,7 +8,8 @@ import Testing
 /// How moq-dev's Rust implementation answers malformed bytes, stream type by stream type,
 /// checked against the reference (moq-lite-06.md §4.0, §4.8, §4.10). Our own handling of
 /// the same input is covered by the session tests (MoqSessionTests).
-@Suite("Interop: malformed bytes close only what the reference says", .serialized, .timeLimit(.minutes(2)))
+@Suite(
+    "Interop: malformed bytes close only what the reference says", .serialized, .timeLimit(.minutes(2)), .peersStopped)
 struct MalformedInteropTests {
     /// Connects a raw client and exchanges SETUP.
     func setUp(_ relay: RustRelay) async throws -> RawClient {

@@ -14,7 +14,7 @@ import Testing
 /// the Rust subscriber reads in arrival order: its `next_group` keeps sequence order by skipping
 /// every group that lands behind one it already returned, which would count the relay's
 /// backlog as lost whenever the subscriber falls behind (2 of 25 runs, 58 of 1500 delivered).
-@Suite("Interop: an unthrottled publisher through the Swift relay", .serialized, .timeLimit(.minutes(4)))
+@Suite("Interop: an unthrottled publisher through the Swift relay", .serialized, .timeLimit(.minutes(4)), .peersStopped)
 struct OverloadInteropTests {
     static let groups = 1500
     static let size = 100_000

@@ -34,7 +34,7 @@ struct SwiftRelay {
     func stop() async { await relay.shutdown(grace: .milliseconds(200)) }
 }
 
-@Suite("Interop: Rust clients through the Swift relay", .serialized, .timeLimit(.minutes(4)))
+@Suite("Interop: Rust clients through the Swift relay", .serialized, .timeLimit(.minutes(4)), .peersStopped)
 struct RelayInteropTests {
     @Test("Rust publisher → Swift relay → 3 Rust subscribers: every frame intact")
     func fanOutToThreeRustSubscribers() async throws {

@@ -1,16 +1,36 @@
 // SPDX-License-Identifier: MIT
 import Foundation
-import MoqInteropSupport
+import MoqSync
 import Testing
+
+@testable import MoqInteropSupport
 
 /// Proves the `RustPeer` helper with the Rust tool on both ends, so that a failing interop
 /// test can be blamed on SwiftMoQ and not on the harness.
-@Suite("RustPeer helper (Rust on both ends)", .timeLimit(.minutes(1)))
+@Suite("RustPeer helper (Rust on both ends)", .timeLimit(.minutes(1)), .peersStopped)
 struct RustPeerSelfTests {
     /// The payload `moqpeer publish --payload-size` writes: `g{group}f{frame}` repeated and cut.
     static func payload(group: Int, frame: Int, size: Int) -> [UInt8] {
         let tag = Array("g\(group)f\(frame)".utf8)
         return Array((0..<size).map { tag[$0 % tag.count] })
+    }
+
+    @Test("a peer left running by a test in a .peersStopped scope has exited when the scope returns")
+    func peersStoppedScope() async throws {
+        let launched = Lock<RustPeer?>(nil)
+        // The scope the trait gives each test, entered once more by hand: nested, it would defer to
+        // this test's own scope, so it runs in a task without one.
+        let test = try #require(Test.current)
+        let testCase = try #require(Test.Case.current)
+        try await PeerScope.$current.withValue(nil) {
+            try await PeersStopped().provideScope(for: test, testCase: testCase) {
+                let relay = try await RustPeer.relay()
+                launched.withLock { $0 = relay.peer }
+                #expect(relay.peer.exitStatus == nil)
+            }
+        }
+        let peer = try #require(launched.withLock { $0 })
+        #expect(peer.exitStatus != nil, "the relay was stopped and reaped before the scope returned")
     }
 
     @Test("frames published through the Rust relay arrive intact and in order")

@@ -7,7 +7,7 @@ import SwiftMoQ
 import Testing
 
 /// The Swift server role with moq-dev's Rust client.
-@Suite("Interop: Swift server, Rust client", .serialized, .timeLimit(.minutes(2)))
+@Suite("Interop: Swift server, Rust client", .serialized, .timeLimit(.minutes(2)), .peersStopped)
 struct ServerRoleInteropTests {
     @Test("a Rust client completes SETUP with the Swift server, which sees its path")
     func rustClientSetup() async throws {

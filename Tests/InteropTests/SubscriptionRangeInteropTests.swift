@@ -11,7 +11,7 @@ import Testing
 /// group is refused, and so is a FETCH whose range ends before it starts. The PyPI subscriber
 /// cannot send frame bounds (its `Subscription` has group bounds only), so the Rust side of the
 /// frame rules is the relay's serving; its group bounds are checked through both relays too.
-@Suite("Interop: subscription ranges", .serialized, .timeLimit(.minutes(3)))
+@Suite("Interop: subscription ranges", .serialized, .timeLimit(.minutes(3)), .peersStopped)
 struct SubscriptionRangeInteropTests {
     /// A Rust publisher writing groups of four frames `g{g}f{f}`, one group about every 100 ms.
     static func publish(_ client: [String], name: String) throws -> RustPeer {

@@ -4,7 +4,7 @@ import MoqInteropSupport
 import SwiftMoQ
 import Testing
 
-@Suite("Interop: TLS verification against the Rust relay", .serialized, .timeLimit(.minutes(2)))
+@Suite("Interop: TLS verification against the Rust relay", .serialized, .timeLimit(.minutes(2)), .peersStopped)
 struct TLSInteropTests {
     @Test("a pinned fingerprint is accepted")
     func pinAccepted() async throws {

@@ -11,7 +11,7 @@ import Testing
 
 /// moq-lite over WebSocket (qmux-01) with moq-dev's client (moq-ffi 0.4.18), which is a WebSocket
 /// client only (its server does not listen on TCP, so the other direction has no Rust peer).
-@Suite("Interop: WebSocket (qmux) with the Rust client", .serialized, .timeLimit(.minutes(3)))
+@Suite("Interop: WebSocket (qmux) with the Rust client", .serialized, .timeLimit(.minutes(3)), .peersStopped)
 struct WebSocketInteropTests {
     /// A Rust publisher's groups as a Rust subscriber saw them: from the first group it got, every
     /// frame in order with its payload. Groups that reach a slow relay together go newest first
@@ -179,7 +179,7 @@ extension WebSocketInteropTests {
 }
 
 /// Our client over WebSocket: `ws://` directly, and `http://` falling back where UDP is blackholed.
-@Suite("Swift client over WebSocket (qmux)", .serialized, .timeLimit(.minutes(3)))
+@Suite("Swift client over WebSocket (qmux)", .serialized, .timeLimit(.minutes(3)), .peersStopped)
 struct WebSocketClientTests {
     /// Publishes one group of `frames` frames on `broadcast`/`data` through `publisher` and reads them back through `viewer`.
     static func roundTrip(publisher: MoqSession, viewer: MoqSession, broadcast: String) async throws -> [[UInt8]] {

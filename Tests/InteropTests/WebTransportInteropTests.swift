@@ -8,7 +8,7 @@ import Testing
 /// WebTransport (ALPN h3) against moq-dev's own implementation, in every direction the issue
 /// lists: Rust clients over https:// (pinned) and http:// (hash fetched from the relay) through
 /// the Swift relay, and the Swift client over https:// to the Rust server.
-@Suite("Interop: WebTransport with the Rust peer", .serialized, .timeLimit(.minutes(4)))
+@Suite("Interop: WebTransport with the Rust peer", .serialized, .timeLimit(.minutes(4)), .peersStopped)
 struct WebTransportInteropTests {
     /// A Rust publisher's groups as a Rust subscriber saw them.
     static func expectRustData(_ subscriber: RustPeer, groups: Int, frames: Int, size: Int) async throws {

@@ -13,7 +13,7 @@ import Testing
 ///
 /// Media phase (real time); the bounds are far from what is measured (the benchmark measures): they
 /// fail on what a join used to do (0.5–2.3 s behind, a quarter of the audio rendered).
-@Suite("Joining a running broadcast at the defaults", .serialized, .timeLimit(.minutes(3)))
+@Suite("Joining a running broadcast at the defaults", .serialized, .timeLimit(.minutes(3)), .peersStopped)
 struct JoinTests {
     init() {
         SwiftMoQElements.register()

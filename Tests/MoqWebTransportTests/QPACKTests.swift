@@ -5,7 +5,7 @@ import Testing
 
 @testable import MoqWebTransport
 
-@Suite("QPACK: static table and literals, against ls-qpack")
+@Suite("QPACK: static table and literals, against ls-qpack", .peersStopped)
 struct QPACKTests {
     static let connect = WebTransportConnect.Request(
         authority: "relay.example:4443", path: "/anon/room?jwt=eyJhbGciOiJIUzI1NiJ9.e30.sig",

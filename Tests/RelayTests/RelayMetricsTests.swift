@@ -8,7 +8,7 @@ import Testing
 
 /// `/metrics` read as Prometheus reads it (its own parser, prometheus-client from PyPI) and
 /// `/sessions`, after real traffic through the relay.
-@Suite("Relay /metrics and /sessions", .serialized, .timeLimit(.minutes(2)))
+@Suite("Relay /metrics and /sessions", .serialized, .timeLimit(.minutes(2)), .peersStopped)
 struct RelayMetricsTests {
     struct Sample {
         var name: String
