@@ -12,16 +12,8 @@ extension MoqSrcTests {
         try await withRelay(try localRelay()) { (relay) async throws in
             let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "dvr")
             #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
-            let player = try TestPipeline(
-                "moqsrc name=s buffering=long-form buffer-duration=10000 \(relay.elementProperties) broadcast=dvr "
-                    + "s.video_0 ! appsink name=v sync=true s.audio_0 ! appsink name=a sync=true")
-            #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-            let video = try player.record("v")
-            let audio = try player.record("a")
-            defer {
-                video.stop()
-                audio.stop()
-            }
+            let (player, video, audio) = try MoqSrcPlayer.start(
+                "buffering=long-form buffer-duration=10000 \(relay.elementProperties) broadcast=dvr", sync: true)
             try await eventually("2.5 s of media", timeout: .seconds(20)) { video.count >= 75 && audio.count >= 125 }
             let (videoBefore, audioBefore) = (video.count, audio.count)
             let lastNs = try #require(video.entries.last?.publisherTime)

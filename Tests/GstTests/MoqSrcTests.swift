@@ -177,12 +177,7 @@ struct MoqSrcTests {
             let videoIn = PadRecorder(publisher.element("vp")!)
             let audioIn = PadRecorder(publisher.element("ap")!)
             #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
-            let player = try TestPipeline(
-                "moqsrc name=s \(relay.elementProperties) broadcast=av "
-                    + "s.video_0 ! appsink name=v sync=false s.audio_0 ! appsink name=a sync=false")
-            #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-            let video = try player.record("v")
-            let audio = try player.record("a")
+            let (player, video, audio) = try MoqSrcPlayer.start("\(relay.elementProperties) broadcast=av")
             try await eventually("3 s of media", timeout: .seconds(20)) { video.count >= 90 && audio.count >= 150 }
             video.stop()
             audio.stop()
@@ -457,16 +452,7 @@ struct MoqSrcTests {
         try await withRelay(try localRelay()) { (relay) async throws in
             let publisher = try Publish.pipeline(relay.elementProperties, broadcast: "room/goaway")
             #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
-            let player = try TestPipeline(
-                "moqsrc name=s \(relay.elementProperties) broadcast=room/goaway s.video_0 ! appsink name=v sync=false "
-                    + "s.audio_0 ! appsink name=a sync=false")
-            #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-            let video = try player.record("v")
-            let audio = try player.record("a")
-            defer {
-                video.stop()
-                audio.stop()
-            }
+            let (player, video, audio) = try MoqSrcPlayer.start("\(relay.elementProperties) broadcast=room/goaway")
             try await eventually("playing", timeout: .seconds(20)) { video.count > 30 && audio.count > 30 }
             relay.goaway()
             let before = video.count
@@ -569,16 +555,7 @@ struct MoqSrcTests {
         let properties = "url=moql://127.0.0.1:\(port)/anon tls-disable-verify=true"
         let publisher = try Publish.pipeline(properties, broadcast: name)
         #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
-        let player = try TestPipeline(
-            "moqsrc name=s \(properties) broadcast=\(name) s.video_0 ! appsink name=v sync=false "
-                + "s.audio_0 ! appsink name=a sync=false")
-        #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-        let video = try player.record("v")
-        let audio = try player.record("a")
-        defer {
-            video.stop()
-            audio.stop()
-        }
+        let (player, video, audio) = try MoqSrcPlayer.start("\(properties) broadcast=\(name)")
         try await eventually("playing", timeout: .seconds(20)) { video.count > 30 }
         await relay.stopAndWait()
         try await player.waitFor(.seconds(30)) { $0.isWarning && $0.text?.contains("retrying") == true }

@@ -12,12 +12,7 @@ import Testing
 extension MoqSrcTests {
     /// Plays `broadcast` with `source` properties and returns once video and audio flowed.
     static func playOverWebTransport(_ properties: String, broadcast: String) async throws {
-        let player = try TestPipeline(
-            "moqsrc name=s \(properties) broadcast=\(broadcast) "
-                + "s.video_0 ! appsink name=v sync=false s.audio_0 ! appsink name=a sync=false")
-        #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-        let video = try player.record("v")
-        let audio = try player.record("a")
+        let (player, video, audio) = try MoqSrcPlayer.start("\(properties) broadcast=\(broadcast)")
         try await eventually("1 s of media", timeout: .seconds(20)) { video.count >= 30 && audio.count >= 50 }
         video.stop()
         audio.stop()

@@ -29,9 +29,7 @@ struct ClusterRoutingTests {
     static func connect(
         _ relay: MoqRelay, _ path: String = "", configure: (inout ClientOptions) -> Void = { _ in }
     ) async throws -> MoqSession {
-        var options = ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint))
-        configure(&options)
-        return try await MoqSession.connect("moql://127.0.0.1:\(relay.port)/\(path)", options: options)
+        try await relay.connectClient(path: path, configure: configure)
     }
 
     /// Relays A, B and C: B links to A; C links to A (cost 1) and to B (cost 5); a publisher on A

@@ -17,9 +17,7 @@ struct OwnershipTests {
     }
 
     static func connect(_ relay: MoqRelay, _ path: String, token: String? = nil) async throws -> MoqSession {
-        var options = ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint))
-        options.authToken = token
-        return try await MoqSession.connect("moql://127.0.0.1:\(relay.port)/\(path)", options: options)
+        try await relay.connectClient(path: path) { $0.authToken = token }
     }
 
     static func token(root: String, put: [String], get: [String] = [""], expires: Date? = nil, notBefore: Date? = nil)

@@ -21,9 +21,7 @@ struct RelayBehaviourTests {
     }
 
     static func connect(_ relay: MoqRelay, _ path: String = "anon") async throws -> MoqSession {
-        try await MoqSession.connect(
-            "moql://127.0.0.1:\(relay.port)/\(path)",
-            options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
+        try await relay.connectClient(path: path)
     }
 
     @Test("one upstream subscription per track, torn down after the last subscriber leaves")

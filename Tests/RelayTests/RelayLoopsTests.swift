@@ -19,9 +19,7 @@ struct RelayLoopsTests {
     }
 
     static func connect(_ relay: MoqRelay, port: UInt16? = nil) async throws -> MoqSession {
-        try await MoqSession.connect(
-            "moql://127.0.0.1:\(port ?? relay.port)/",
-            options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
+        try await relay.connectClient(path: "", port: port)
     }
 
     /// The relay's open sessions on each loop.

@@ -18,9 +18,7 @@ struct RelayTests {
     }
 
     static func connect(_ relay: MoqRelay, _ path: String = "anon") async throws -> MoqSession {
-        try await MoqSession.connect(
-            "moql://127.0.0.1:\(relay.port)/\(path)",
-            options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
+        try await relay.connectClient(path: path)
     }
 
     @Test("a session without the right token is refused with UNAUTHORIZED")

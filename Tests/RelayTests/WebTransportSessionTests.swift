@@ -11,10 +11,11 @@ struct WebTransportSessionTests {
         _ relay: MoqRelay, _ scheme: String = "https", _ path: String = "anon", pinned: Bool = true,
         token: String? = nil
     ) async throws -> MoqSession {
-        var options = ClientOptions(tls: pinned ? TLSOptions(fingerprint: relay.fingerprint) : TLSOptions())
-        options.authToken = token
-        options.connectTimeout = .seconds(5)
-        return try await MoqSession.connect("\(scheme)://127.0.0.1:\(relay.port)/\(path)", options: options)
+        try await relay.connectClient(path: path, scheme: scheme) { options in
+            if !pinned { options.tls = TLSOptions() }
+            options.authToken = token
+            options.connectTimeout = .seconds(5)
+        }
     }
 
     /// Publishes three lines on `publisher` and reads them back on `subscriber`.

@@ -116,3 +116,24 @@ final class PadRecorder: @unchecked Sendable {
         gst_object_unref(pad)
     }
 }
+
+/// moqsrc playing into an appsink `v` for video and one `a` for audio, both recorded from the first
+/// sample on.
+enum MoqSrcPlayer {
+    /// Builds `moqsrc name=s <properties> s.video_0 ! appsink name=v s.audio_0 ! appsink name=a`,
+    /// attaches the recorders and plays it.
+    /// - Throws: when the pipeline cannot be built or does not start.
+    static func start(_ properties: String, sync: Bool = false) throws -> (
+        player: TestPipeline, video: SampleRecorder<SeenBuffer>, audio: SampleRecorder<SeenBuffer>
+    ) {
+        let player = try TestPipeline(
+            "moqsrc name=s \(properties) s.video_0 ! appsink name=v sync=\(sync) s.audio_0 ! appsink name=a sync=\(sync)"
+        )
+        let video = try player.record("v")
+        let audio = try player.record("a")
+        guard player.play() != GST_STATE_CHANGE_FAILURE else {
+            throw TestKitError.expectationFailed("moqsrc \(properties) did not start: \(player.errors)")
+        }
+        return (player, video, audio)
+    }
+}
