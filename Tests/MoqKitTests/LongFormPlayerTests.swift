@@ -78,19 +78,7 @@ struct LongFormPlayerTests {
     @Test("seek within the buffer: forward toward the live edge and back, each heard within 100 ms, same connection")
     func seekWithinTheBuffer() async throws {
         try await scoped(try await RadioFixture.start(), teardown: { await $0.close() }) { (radio) async throws in
-
-            // When each PCM buffer reached the app (monotonic ns), and its publisher time (ms).
-            let heard = SyncBox<[(at: UInt64, publisherMs: Int64)]>([])
-            let player = try Player(
-                catalog: radio.catalog,
-                output: .callbacks(
-                    video: nil,
-                    audio: { samples in
-                        guard let time = samples.publisherTime else { return }
-                        let ms = time.components.seconds * 1000 + time.components.attoseconds / 1_000_000_000_000_000
-                        heard.mutate { $0.append((SystemClock().now(), ms)) }
-                    }),
-                mode: .longForm(bufferDuration: .seconds(8)))
+            let (player, heard) = try radio.longFormPlayer()
             try await player.play()
             try await eventually("a second of audio, with the publisher's time", timeout: .seconds(10)) {
                 heard.value.count >= 50
@@ -147,18 +135,7 @@ struct LongFormPlayerTests {
     @Test("the publisher moves to the next item: a player 2 s behind jumps to its first group at once")
     func publisherTimelineChange() async throws {
         try await scoped(try await RadioFixture.start(), teardown: { await $0.close() }) { (radio) async throws in
-
-            let heard = SyncBox<[(at: UInt64, publisherMs: Int64)]>([])
-            let player = try Player(
-                catalog: radio.catalog,
-                output: .callbacks(
-                    video: nil,
-                    audio: { samples in
-                        guard let time = samples.publisherTime else { return }
-                        let ms = time.components.seconds * 1000 + time.components.attoseconds / 1_000_000_000_000_000
-                        heard.mutate { $0.append((SystemClock().now(), ms)) }
-                    }),
-                mode: .longForm(bufferDuration: .seconds(8)))
+            let (player, heard) = try radio.longFormPlayer()
             let changes = SyncBox<[PlayerEvent]>([])
             let events = player.subscribeEvents()
             let watcher = Task {

@@ -45,6 +45,25 @@ struct RadioFixture {
         return catalog
     }
 
+    /// A long-form player of the radio, and when each audio buffer reached the app (monotonic ns)
+    /// with its publisher time (ms).
+    func longFormPlayer(buffer: Duration = .seconds(8)) throws -> (
+        player: Player, heard: SyncBox<[(at: UInt64, publisherMs: Int64)]>
+    ) {
+        let heard = SyncBox<[(at: UInt64, publisherMs: Int64)]>([])
+        let player = try Player(
+            catalog: catalog,
+            output: .callbacks(
+                video: nil,
+                audio: { samples in
+                    guard let time = samples.publisherTime else { return }
+                    let ms = time.components.seconds * 1000 + time.components.attoseconds / 1_000_000_000_000_000
+                    heard.mutate { $0.append((SystemClock().now(), ms)) }
+                }),
+            mode: .longForm(bufferDuration: buffer))
+        return (player, heard)
+    }
+
     /// Stops the publisher, closes both sessions, then the relay.
     func close() async {
         publisher.stop()

@@ -18,9 +18,7 @@ import Testing
         var limits = SessionLimits()
         limits.subscriptionSendWindow = 16 * 1024
         let pair = SessionPair(serverConfig: SessionConfig(limits: limits))
-        let track = pair.serverBroadcast("b").createTrack("t")
-        let remote = pair.remoteTrack("t")
-        pair.client.subscribe(broadcast: "b", track: remote, range: SubscriptionRange(maxLatencyMs: 10_000))
+        let (track, remote) = pair.subscribedTrack("t", range: SubscriptionRange(maxLatencyMs: 10_000))
         pair.run()
         pair.link.server.stalled = true
         let payload = Bytes([UInt8](repeating: 7, count: 10_000))
@@ -49,9 +47,7 @@ import Testing
         var limits = SessionLimits()
         limits.subscriptionSendWindow = 4 * 1024
         let pair = SessionPair(serverConfig: SessionConfig(limits: limits))
-        let track = pair.serverBroadcast("b").createTrack("t")
-        let remote = pair.remoteTrack("t")
-        pair.client.subscribe(broadcast: "b", track: remote, range: SubscriptionRange(maxLatencyMs: 200))
+        let (track, remote) = pair.subscribedTrack("t", range: SubscriptionRange(maxLatencyMs: 200))
         pair.run()
         let payload = Bytes([UInt8](repeating: 1, count: 5000))
         track.writeSingleFrameGroup(payload, timestamp: 0)

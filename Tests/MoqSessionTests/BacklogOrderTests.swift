@@ -88,9 +88,7 @@ struct BacklogOrderTests {
     @Test("a stalled link's backlog within budget: the live edge opens first, then every older group in order")
     func stalledBacklogWithinBudget() throws {
         let pair = pair()
-        let track = pair.serverBroadcast("b").createTrack("t")
-        let remote = pair.remoteTrack("t")
-        pair.client.subscribe(broadcast: "b", track: remote, range: SubscriptionRange(maxLatencyMs: 10_000))
+        let (track, remote) = pair.subscribedTrack("t", range: SubscriptionRange(maxLatencyMs: 10_000))
         let reader = TrackConsumer(track: remote, maxLatencyMs: 10_000)
         pair.run()
         track.writeSingleFrameGroup(Self.payload, timestamp: 0)
@@ -125,9 +123,7 @@ struct BacklogOrderTests {
     @Test("a burst beyond the budget: the live edge first, the rest within budget in order, the others dropped")
     func burstBeyondBudget() throws {
         let pair = pair()
-        let track = pair.serverBroadcast("b").createTrack("t")
-        let remote = pair.remoteTrack("t")
-        pair.client.subscribe(broadcast: "b", track: remote, range: SubscriptionRange(maxLatencyMs: 300))
+        let (track, remote) = pair.subscribedTrack("t", range: SubscriptionRange(maxLatencyMs: 300))
         let reader = TrackConsumer(track: remote, maxLatencyMs: 300)
         pair.run()
         track.writeSingleFrameGroup(Self.payload, timestamp: 0)
@@ -209,9 +205,7 @@ struct BacklogOrderTests {
     @Test("a track that ends under a newest-first backlog: END behind every group stream's bytes, then FIN")
     func endAfterTheBacklog() throws {
         let pair = pair()
-        let track = pair.serverBroadcast("b").createTrack("t")
-        let remote = pair.remoteTrack("t")
-        pair.client.subscribe(broadcast: "b", track: remote, range: SubscriptionRange(maxLatencyMs: 10_000))
+        let (track, remote) = pair.subscribedTrack("t", range: SubscriptionRange(maxLatencyMs: 10_000))
         pair.run()
         pair.link.server.stalled = true
         for i in UInt64(0)...10 {

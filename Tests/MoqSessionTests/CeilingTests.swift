@@ -6,20 +6,9 @@ import Testing
 /// Values at the varint ceiling (2^62 − 1) from a peer: nothing traps, sums saturate, and
 /// what is re-encoded for another session is valid on the wire.
 @Suite struct CeilingTests {
-    /// A client core whose peer (the raw server side) has sent its SETUP.
-    func rawPublisher() -> (SessionPair, MemoryTransport) {
-        let pair = SessionPair(connect: false, rawServer: true)
-        pair.client.connected()
-        pair.run()
-        let raw = pair.link.server
-        raw.writeRaw(3, [0x01] + Setup().encoded(), fin: true)
-        pair.run()
-        return (pair, raw)
-    }
-
     @Test("a route cost at the ceiling plus the link cost saturates and re-encodes")
     func routeCostSaturates() throws {
-        let (pair, raw) = rawPublisher()
+        let (pair, raw) = SessionPair.withRawServer()
         var events: [AnnounceEvent] = []
         pair.client.requestAnnounces(prefix: "") { events.append($0) }
         pair.run()
@@ -40,7 +29,7 @@ import Testing
 
     @Test("a route of 32 hops is not relayed with a 33rd: it is reported as ended")
     func longRoutesAreNotRelayed() {
-        let (pair, raw) = rawPublisher()
+        let (pair, raw) = SessionPair.withRawServer()
         var events: [AnnounceEvent] = []
         pair.client.requestAnnounces(prefix: "") { events.append($0) }
         pair.run()
@@ -74,7 +63,7 @@ import Testing
 
     @Test("a group numbered 2^62 − 1 and a FIN without END: the end saturates and is sent as a valid END")
     func endAfterTheLastGroup() throws {
-        let (pair, raw) = rawPublisher()
+        let (pair, raw) = SessionPair.withRawServer()
         let upstream = pair.remoteTrack("t")
         pair.client.subscribe(broadcast: "b", track: upstream, range: SubscriptionRange(maxLatencyMs: 1000))
         pair.run()
@@ -97,7 +86,7 @@ import Testing
 
     @Test("DROP ranges spanning the whole varint space: counted without overflow, tracked in bounded memory")
     func dropFloods() {
-        let (pair, raw) = rawPublisher()
+        let (pair, raw) = SessionPair.withRawServer()
         let track = pair.remoteTrack("t")
         pair.client.subscribe(broadcast: "b", track: track, range: SubscriptionRange(maxLatencyMs: 1000))
         pair.run()
@@ -132,7 +121,7 @@ import Testing
         "a relay serving a group that overtook the upstream's START starts its subscriber at the upstream's first group"
     )
     func relayWaitsForUpstreamStart() {
-        let (pair, raw) = rawPublisher()
+        let (pair, raw) = SessionPair.withRawServer()
         let upstream = pair.remoteTrack("t")
         pair.client.subscribe(broadcast: "b", track: upstream, range: SubscriptionRange(maxLatencyMs: 10_000))
         pair.run()
@@ -156,7 +145,7 @@ import Testing
 
     @Test("a DROP code at the ceiling reaches the transport inside the WebTransport range")
     func peerCodesAreClamped() {
-        let (pair, raw) = rawPublisher()
+        let (pair, raw) = SessionPair.withRawServer()
         let track = pair.remoteTrack("t")
         pair.client.subscribe(broadcast: "b", track: track, range: SubscriptionRange(maxLatencyMs: 1000))
         pair.run()

@@ -35,9 +35,7 @@ import Testing
 
     @Test func datagramGroupsTravelAsDatagramsWhenTheyFit() {
         let pair = SessionPair()
-        let track = pair.serverBroadcast("b").createTrack("dg")
-        let remote = pair.remoteTrack("dg")
-        pair.client.subscribe(broadcast: "b", track: remote, range: SubscriptionRange(maxLatencyMs: 1000))
+        let (track, remote) = pair.subscribedTrack("dg", range: SubscriptionRange(maxLatencyMs: 1000))
         pair.run()
         track.writeDatagram(Bytes("dg-0"), timestamp: 333_333)
         track.writeDatagram(Bytes(String(repeating: "z", count: 5000)), timestamp: 400_000)  // too large: stream
@@ -50,9 +48,7 @@ import Testing
 
     @Test func withoutDatagramSupportDatagramGroupsUseStreams() {
         let pair = SessionPair(datagrams: false)
-        let track = pair.serverBroadcast("b").createTrack("dg")
-        let remote = pair.remoteTrack("dg")
-        pair.client.subscribe(broadcast: "b", track: remote, range: SubscriptionRange(maxLatencyMs: 1000))
+        let (track, remote) = pair.subscribedTrack("dg", range: SubscriptionRange(maxLatencyMs: 1000))
         pair.run()
         track.writeDatagram(Bytes("x"), timestamp: 1)
         pair.run()

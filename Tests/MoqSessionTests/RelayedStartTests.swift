@@ -23,15 +23,21 @@ struct RelayedStartTests {
         group?.finish()
     }
 
+    /// The client's subscription to the relayed track with `maxLatencyMs`, after a run.
+    func subscribe(_ pair: SessionPair, maxLatencyMs: UInt64 = 60_000) -> TrackProducer {
+        let remote = pair.remoteTrack("t")
+        pair.client.subscribe(broadcast: "b", track: remote, range: SubscriptionRange(maxLatencyMs: maxLatencyMs))
+        pair.run()
+        return remote
+    }
+
     @Test("cached groups older than the budget: START after them, not at the upstream's first group")
     func startAfterStaleGroups() {
         let pair = SessionPair()
         let track = relayedTrack(pair, upstreamStart: 0)
         for sequence in UInt64(0)..<10 { arrive(track, sequence) }
-        let remote = pair.remoteTrack("t")
         // 3.5 s before the newest (9 s): groups 6…9. Groups 0…5 are here and too old.
-        pair.client.subscribe(broadcast: "b", track: remote, range: SubscriptionRange(maxLatencyMs: 3_500))
-        pair.run()
+        let remote = subscribe(pair, maxLatencyMs: 3_500)
         #expect(remote.subscriptionStart.sequence == 6)
         #expect(pair.contents(remote).map(\.0) == [6, 7, 8, 9])
     }
@@ -41,9 +47,7 @@ struct RelayedStartTests {
         let pair = SessionPair()
         let track = relayedTrack(pair, upstreamStart: 0)
         for sequence in (UInt64(5)..<10).reversed() { arrive(track, sequence) }
-        let remote = pair.remoteTrack("t")
-        pair.client.subscribe(broadcast: "b", track: remote, range: SubscriptionRange(maxLatencyMs: 60_000))
-        pair.run()
+        let remote = subscribe(pair)
         #expect(remote.subscriptionStart.sequence == nil, "START waits for the backlog")
         pair.scheduler.advance(by: .milliseconds(50))
         for sequence in (UInt64(0)..<5).reversed() { arrive(track, sequence) }
@@ -57,9 +61,7 @@ struct RelayedStartTests {
         let pair = SessionPair()
         let track = relayedTrack(pair, upstreamStart: 0)
         arrive(track, 9)
-        let remote = pair.remoteTrack("t")
-        pair.client.subscribe(broadcast: "b", track: remote, range: SubscriptionRange(maxLatencyMs: 60_000))
-        pair.run()
+        let remote = subscribe(pair)
         #expect(remote.subscriptionStart.sequence == nil, "START waits for the upstream's first group")
         // The second group to come is the upstream's first: no waiting for the rest.
         arrive(track, 0)
@@ -75,9 +77,7 @@ struct RelayedStartTests {
         let pair = SessionPair()
         let track = relayedTrack(pair, upstreamStart: 0)
         for sequence in (UInt64(5)..<10).reversed() { arrive(track, sequence) }
-        let remote = pair.remoteTrack("t")
-        pair.client.subscribe(broadcast: "b", track: remote, range: SubscriptionRange(maxLatencyMs: 60_000))
-        pair.run()
+        let remote = subscribe(pair)
         pair.scheduler.advance(by: .milliseconds(300))
         pair.run()
         #expect(remote.subscriptionStart.sequence == 5)

@@ -90,11 +90,7 @@ import Testing
 
     @Test("a group that never ends is bounded: past the group limit it is stopped with GROUP_TOO_LARGE")
     func groupBound() {
-        let pair = SessionPair(connect: false, rawServer: true)
-        pair.client.connected()
-        pair.run()
-        let raw = pair.link.server
-        raw.writeRaw(3, [0x01] + Setup().encoded(), fin: true)
+        let (pair, raw) = SessionPair.withRawServer()
         let track = TrackProducer(
             name: "t", info: TrackInfo(), clock: pair.scheduler.clock, limits: CacheLimits(maxGroupBytes: 64 * 1024))
         pair.client.subscribe(broadcast: "b", track: track)

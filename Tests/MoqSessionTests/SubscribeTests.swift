@@ -173,9 +173,7 @@ import Testing
 
     @Test func staleGroupsBackedUpOnACongestedLinkAreResetAsOld() {
         let pair = SessionPair()
-        let track = pair.serverBroadcast("b").createTrack("video")
-        let remote = pair.remoteTrack("video")
-        pair.client.subscribe(broadcast: "b", track: remote, range: SubscriptionRange(maxLatencyMs: 100))
+        let (track, remote) = pair.subscribedTrack("video", range: SubscriptionRange(maxLatencyMs: 100))
         pair.run()
         pair.link.server.stalled = true
         let first = track.appendGroup()
@@ -202,9 +200,7 @@ import Testing
         // ages a group by its first frame, resets it; on a lossy link that cut every GOP's
         // last frames).
         let pair = SessionPair()
-        let track = pair.serverBroadcast("b").createTrack("video")
-        let remote = pair.remoteTrack("video")
-        pair.client.subscribe(broadcast: "b", track: remote, range: SubscriptionRange(maxLatencyMs: 100))
+        let (track, remote) = pair.subscribedTrack("video", range: SubscriptionRange(maxLatencyMs: 100))
         pair.run()
         pair.link.server.stalled = true
         let first = track.appendGroup()
@@ -228,9 +224,7 @@ import Testing
 
     @Test func uncongestedOldGroupsCompleteEvenWithAZeroBudget() {
         let pair = SessionPair()
-        let track = pair.serverBroadcast("b").createTrack("video")
-        let remote = pair.remoteTrack("video")
-        pair.client.subscribe(broadcast: "b", track: remote, range: SubscriptionRange(maxLatencyMs: 0))
+        let (track, remote) = pair.subscribedTrack("video", range: SubscriptionRange(maxLatencyMs: 0))
         pair.run()
         let first = track.appendGroup()
         first.write(Bytes("a"), timestamp: 0)
@@ -370,9 +364,7 @@ import Testing
 
     @Test func garbageOnASubscribeStreamResetsOnlyThatStream() {
         let pair = SessionPair()
-        let track = pair.serverBroadcast("b").createTrack("t")
-        let remote = pair.remoteTrack("t")
-        pair.client.subscribe(broadcast: "b", track: remote, range: SubscriptionRange(maxLatencyMs: 1000))
+        let (track, remote) = pair.subscribedTrack("t", range: SubscriptionRange(maxLatencyMs: 1000))
         pair.link.client.writeRaw(400, [0x02, 0x02, 0x00, 0x01])  // SUBSCRIBE whose body ends inside the path
         pair.run()
         track.writeSingleFrameGroup(Bytes("still fine"), timestamp: 0)
@@ -383,12 +375,7 @@ import Testing
     }
 
     @Test func garbageOnAGroupStreamStopsOnlyThatGroup() {
-        let pair = SessionPair(connect: false, rawServer: true)
-        pair.client.connected()
-        pair.run()
-        let raw = pair.link.server
-        raw.writeRaw(3, [0x01] + Setup().encoded(), fin: true)
-        pair.run()
+        let (pair, raw) = SessionPair.withRawServer()
         let remote = pair.remoteTrack("t")
         pair.client.subscribe(broadcast: "b", track: remote)
         pair.run()
@@ -405,11 +392,7 @@ import Testing
     }
 
     @Test func groupsForUnknownSubscriptionsAreRefused() {
-        let pair = SessionPair(connect: false, rawServer: true)
-        pair.client.connected()
-        pair.run()
-        let raw = pair.link.server
-        raw.writeRaw(3, [0x01] + Setup().encoded(), fin: true)
+        let (pair, raw) = SessionPair.withRawServer()
         raw.writeRaw(7, [0x00] + GroupHeader(subscribeID: 77, sequence: 0).encoded() + [0x00, 0x01, 0x41], fin: true)
         pair.run()
         #expect(pair.link.client.stopsSent[7] == StreamErrorCode.cancel.wireValue)

@@ -86,12 +86,7 @@ import Testing
     }
 
     @Test func aPartialGroupIsTakenOnlyWhereItWasAskedFor() {
-        let pair = SessionPair(connect: false, rawServer: true)
-        pair.client.connected()
-        pair.run()
-        let raw = pair.link.server
-        raw.writeRaw(3, [0x01] + Setup().encoded(), fin: true)
-        pair.run()
+        let (pair, raw) = SessionPair.withRawServer()
         let remote = pair.remoteTrack("t")
         pair.client.subscribe(
             broadcast: "b", track: remote, range: SubscriptionRange(maxLatencyMs: 60_000, groupStart: 5, frameStart: 2))

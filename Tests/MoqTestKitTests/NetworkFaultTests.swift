@@ -29,6 +29,21 @@ struct NetworkFaultTests {
         }
     }
 
+    /// A publisher and a player of one broadcast through `path`'s shared proxy, both started, and
+    /// the player's appsink once `frames` samples came through it.
+    private static func playing(_ path: FaultPath, _ name: String, frames: Int) async throws -> (
+        publisher: Pipeline, player: Pipeline, sink: AppSink
+    ) {
+        let broadcast = uniqueBroadcast(name)
+        let publisher = h264Publisher(.moqsink(relay: path.relay, broadcast: broadcast, via: path.playLeg))
+        let player = Self.player(path.relay, broadcast, via: path.playLeg)
+        try publisher.start()
+        try player.start()
+        let sink = try AppSink(player, name: "sink")
+        #expect(try await sink.pull(count: frames, timeout: .seconds(20)).count == frames)
+        return (publisher, player, sink)
+    }
+
     private static func reconnects(_ pipeline: Pipeline, _ element: String) throws -> Int64? {
         try pipeline.element(named: element).property("stats")?.structureValue?["reconnects"]?.intValue
     }
@@ -37,13 +52,7 @@ struct NetworkFaultTests {
     func natRebinding() async throws {
         let path = try FaultPath.start(shared: true)
         let proxy = path.playLeg
-        let broadcast = uniqueBroadcast("rebind")
-        let publisher = h264Publisher(.moqsink(relay: path.relay, broadcast: broadcast, via: proxy))
-        let player = Self.player(path.relay, broadcast, via: proxy)
-        try publisher.start()
-        try player.start()
-        let sink = try AppSink(player, name: "sink")
-        #expect(try await sink.pull(count: 10, timeout: .seconds(20)).count == 10)
+        let (publisher, player, sink) = try await Self.playing(path, "rebind", frames: 10)
         #expect(proxy.statistics.clients == 2)
 
         let rebindAt = try #require(publisher.runningTime)
@@ -71,13 +80,7 @@ struct NetworkFaultTests {
     func longBlackhole() async throws {
         let path = try FaultPath.start(shared: true)
         let proxy = path.playLeg
-        let broadcast = uniqueBroadcast("outage")
-        let publisher = h264Publisher(.moqsink(relay: path.relay, broadcast: broadcast, via: proxy))
-        let player = Self.player(path.relay, broadcast, via: proxy)
-        try publisher.start()
-        try player.start()
-        let sink = try AppSink(player, name: "sink")
-        #expect(try await sink.pull(count: 5, timeout: .seconds(20)).count == 5)
+        let (publisher, player, sink) = try await Self.playing(path, "outage", frames: 5)
 
         proxy.blackhole()
         // Both sessions go idle after 10 s; reconnect attempts fail until the path returns.

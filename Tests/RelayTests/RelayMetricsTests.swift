@@ -55,14 +55,8 @@ struct RelayMetricsTests {
                 config.metricsToken = "s3cret"
             }, teardown: { await $0.shutdown(grace: .zero) }
         ) { (relay) async throws in
-            let publisher = try await RelayTests.connect(relay, "anon")
-            let subscriber = try await RelayTests.connect(relay, "anon")
-            let broadcast = BroadcastProducer(path: "cam")
-            let track = broadcast.createTrack("video")
-            publisher.publish(broadcast)
-            try await subscriber.waitForBroadcast("cam")
-            let remote = subscriber.subscribe(
-                broadcast: "cam", track: "video", range: SubscriptionRange(maxLatencyMs: 5_000))
+            let (publisher, subscriber, track, remote) = try await relayedTrack(
+                relay, maxLatencyMs: 5_000)
             let consumer = remote.consumer(maxLatencyMs: 5_000)
             for i in 0..<10 { track.writeSingleFrameGroup(Bytes(utf8: "frame \(i)"), timestamp: UInt64(i)) }
             var received = 0

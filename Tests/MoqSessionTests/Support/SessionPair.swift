@@ -47,6 +47,18 @@ final class SessionPair {
 
     func run() { scheduler.run() }
 
+    /// A client core whose peer is the raw server side of the link (bytes written by the test),
+    /// with the peer's SETUP sent and read.
+    static func withRawServer() -> (SessionPair, MemoryTransport) {
+        let pair = SessionPair(connect: false, rawServer: true)
+        pair.client.connected()
+        pair.run()
+        let raw = pair.link.server
+        raw.writeRaw(3, [0x01] + Setup().encoded(), fin: true)
+        pair.run()
+        return (pair, raw)
+    }
+
     /// A broadcast on the server's origin with clock = virtual.
     func serverBroadcast(_ path: String) -> BroadcastProducer {
         let b = BroadcastProducer(path: path, clock: scheduler.clock)
@@ -57,6 +69,17 @@ final class SessionPair {
     /// A local track the client's subscription writes into.
     func remoteTrack(_ name: String) -> TrackProducer {
         TrackProducer(name: name, info: nil, clock: scheduler.clock)
+    }
+
+    /// A track `name` of the server's broadcast `broadcast`, and the client's subscription to it
+    /// with `range` (not run yet): (what the test writes, what the client receives).
+    func subscribedTrack(
+        _ name: String, broadcast: String = "b", range: SubscriptionRange = SubscriptionRange()
+    ) -> (track: TrackProducer, remote: TrackProducer) {
+        let track = serverBroadcast(broadcast).createTrack(name)
+        let remote = remoteTrack(name)
+        client.subscribe(broadcast: broadcast, track: remote, range: range)
+        return (track, remote)
     }
 
     /// Everything cached in `track`, as (group, frame payload strings).
