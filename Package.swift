@@ -142,7 +142,7 @@ let package = Package(
             name: "MoqTestKit",
             dependencies: [
                 "MoqSync",
-                "MoqBase", "MoqPipeline", "SwiftMoQ", "MoqQUIC", "MoqCatalog", "GstSwiftMoQ", "GstSupport",
+                "MoqBase", "MoqPipeline", "SwiftMoQ", "MoqQUIC", "MoqCatalog", "MoqKit", "GstSwiftMoQ", "GstSupport",
                 "CGStreamer",
                 "CGstApp",
                 "CGstAudio",

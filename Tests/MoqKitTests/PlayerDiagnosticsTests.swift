@@ -57,12 +57,7 @@ struct PlayerDiagnosticsTests {
             // Another application plays: what it reads comes through the relay.
             let viewer = Session(url: relay.url(), options: relay.sessionOptions)
             try await viewer.connect()
-            let subscription = try await viewer.subscribe(prefix: "")
-            var broadcasts = subscription.broadcasts.makeAsyncIterator()
-            let broadcast = try #require(await broadcasts.next())
-            var catalogs = broadcast.catalogs().makeAsyncIterator()
-            var catalog = try #require(await catalogs.next())
-            while catalog.playableVideoTracks.isEmpty { catalog = try #require(await catalogs.next()) }
+            let catalog = try await viewer.firstCatalog { !$0.playableVideoTracks.isEmpty }.catalog
             let player = try Player(catalog: catalog, output: .headless)
             let diagnostics = Collected(player.diagnostics())
             #expect(player.pipelineDescription.contains("diagnostics=true"))

@@ -81,15 +81,10 @@ struct PublisherPlayerTests {
             }
             #expect(video.currentState == .active)
 
-            let subscription = try await viewer.subscribe(prefix: "studio")
-            var broadcasts = subscription.broadcasts.makeAsyncIterator()
-            let broadcast = try #require(await broadcasts.next())
-            #expect(broadcast.path == "main")
-            var catalogs = broadcast.catalogs().makeAsyncIterator()
-            var catalog = try #require(await catalogs.next())
-            while catalog.playableAudioTracks.isEmpty || catalog.playableVideoTracks.isEmpty {
-                catalog = try #require(await catalogs.next())
+            let (broadcast, catalog) = try await viewer.firstCatalog(prefix: "studio") {
+                !$0.playableAudioTracks.isEmpty && !$0.playableVideoTracks.isEmpty
             }
+            #expect(broadcast.path == "main")
             let frames = SyncBox(0)
             let player = try Player(
                 catalog: catalog,
@@ -175,12 +170,7 @@ struct PublisherPlayerTests {
             let description = try #require(publisher.pipelineDescription)
             #expect(description.contains("keyframe-interval=1000") && description.contains("tee name=video_ladder"))
             try await publisher.start()
-            let subscription = try await session.subscribe(prefix: "")
-            var broadcasts = subscription.broadcasts.makeAsyncIterator()
-            let broadcast = try #require(await broadcasts.next())
-            var catalogs = broadcast.catalogs().makeAsyncIterator()
-            var catalog = try #require(await catalogs.next())
-            while catalog.playableVideoTracks.count < 2 { catalog = try #require(await catalogs.next()) }
+            let catalog = try await session.firstCatalog { $0.playableVideoTracks.count >= 2 }.catalog
             #expect(Set(catalog.videoTracks.map(\.name)) == ["video/hi", "video/lo"])
             for (cap, expected) in [(nil, "video/hi"), (300_000, "video/lo")] as [(Int?, String)] {
                 let player = try Player(catalog: catalog, output: .headless, maxBitrate: cap)

@@ -36,13 +36,7 @@ struct RadioFixture {
     /// The first catalog with a playable audio track of the first broadcast `viewer` sees under `prefix`
     /// (a publisher completes its catalog as its encoders start).
     static func playableAudioCatalog(_ viewer: Session, prefix: String) async throws -> Catalog {
-        let subscription = try await viewer.subscribe(prefix: prefix)
-        var broadcasts = subscription.broadcasts.makeAsyncIterator()
-        let broadcast = try #require(await broadcasts.next())
-        var catalogs = broadcast.catalogs().makeAsyncIterator()
-        var catalog = try #require(await catalogs.next())
-        while catalog.playableAudioTracks.isEmpty { catalog = try #require(await catalogs.next()) }
-        return catalog
+        try await viewer.firstCatalog(prefix: prefix) { !$0.playableAudioTracks.isEmpty }.catalog
     }
 
     /// A long-form player of the radio, and when each audio buffer reached the app (monotonic ns)

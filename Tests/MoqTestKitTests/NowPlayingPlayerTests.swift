@@ -61,12 +61,7 @@ struct TaggedRadio {
         let viewer = Session(url: relay.url(), options: SessionOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
         do {
             try await viewer.connect()
-            let subscription = try await viewer.subscribe(prefix: "")
-            var broadcasts = subscription.broadcasts.makeAsyncIterator()
-            let broadcast = try #require(await broadcasts.next())
-            var catalogs = broadcast.catalogs().makeAsyncIterator()
-            var catalog = try #require(await catalogs.next())
-            while catalog.playableAudioTracks.isEmpty { catalog = try #require(await catalogs.next()) }
+            let catalog = try await viewer.firstCatalog { !$0.playableAudioTracks.isEmpty }.catalog
             return TaggedRadio(publisher: publisher, viewer: viewer, catalog: catalog)
         } catch {
             publisher.stop()
