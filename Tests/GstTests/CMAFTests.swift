@@ -142,12 +142,7 @@ struct CMAFTests {
                     + "! moqsink name=m \(relay.elementProperties) broadcast=bad-mp4")
             #expect(pipeline.play() != GST_STATE_CHANGE_FAILURE)
             defer { pipeline.setState(GST_STATE_NULL) }
-            let src = pipeline.element("src")!
-            defer { gst_object_unref(src) }
-            let buffer = gst_buffer_new_allocate(nil, gsize(bytes.count), nil)!
-            _ = bytes.withUnsafeBytes { gst_buffer_fill(buffer, 0, $0.baseAddress, gsize(bytes.count)) }
-            var flow = GST_FLOW_OK
-            g_signal_emit_by_name_push(src, buffer, &flow)
+            try? AppSource(pipeline.base, name: "src").push(bytes)  // the ERROR is what counts
             let error = try await pipeline.waitFor { $0.isError }
             #expect(
                 error.text?.contains("sink_0: fragmented MP4 input") == true && error.text?.contains(expected) == true,

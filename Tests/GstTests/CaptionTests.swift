@@ -15,13 +15,8 @@ import Testing
 @Suite("Captions (text/x-raw → moqsink → relay → moqsrc text_0)", .serialized, .timeLimit(.minutes(3)), .peersStopped)
 struct CaptionTests {
     /// Pushes cue `n` (`cue n`, at n s, 500 ms long) into `appsrc`.
-    static func push(_ appsrc: UnsafeMutablePointer<GstElement>, bytes: [UInt8], atMs: UInt64) {
-        let buffer = gst_buffer_new_allocate(nil, gsize(bytes.count), nil)!
-        _ = bytes.withUnsafeBytes { gst_buffer_fill(buffer, 0, $0.baseAddress, gsize(bytes.count)) }
-        swiftmoq_buffer_set_pts(buffer, GstClockTime(atMs * 1_000_000))
-        swiftmoq_buffer_set_duration(buffer, 500_000_000)
-        var flow = GST_FLOW_OK
-        g_signal_emit_by_name_push(appsrc, buffer, &flow)
+    static func push(_ appsrc: AppSource, bytes: [UInt8], atMs: UInt64) throws {
+        try appsrc.push(bytes, pts: .milliseconds(atMs), duration: .milliseconds(500))
     }
 
     @Test("cues line up with the picture they were published with, keep their duration, and drive textoverlay")
@@ -31,10 +26,9 @@ struct CaptionTests {
                 "moqsink name=m \(relay.elementProperties) broadcast=cc \(Publish.video) ! m.sink_0 "
                     + "appsrc name=cc is-live=true format=time caps=text/x-raw,format=utf8 ! m.sink_1")
             #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
-            let appsrc = publisher.element("cc")!
-            defer { gst_object_unref(appsrc) }
+            let appsrc = try AppSource(publisher.base, name: "cc")
             // The first cue at once: its caps put the rendition in the catalog before the players look.
-            Self.push(appsrc, bytes: Array("cue 1".utf8), atMs: 1000)
+            try Self.push(appsrc, bytes: Array("cue 1".utf8), atMs: 1000)
             let sink = publisher.element("m")!
             defer { gst_object_unref(sink) }
             try await eventually("the caption rendition in the catalog") {
@@ -62,7 +56,7 @@ struct CaptionTests {
             for n in 2...6 {
                 try await Task.sleep(until: start + .milliseconds(Int(n) * 1000 - 1500), clock: .continuous)
                 let bytes = n == 4 ? [0x63, 0xFF, 0xFE] : Array("cue \(n)".utf8)
-                Self.push(appsrc, bytes: bytes, atMs: UInt64(n) * 1000)
+                try Self.push(appsrc, bytes: bytes, atMs: UInt64(n) * 1000)
             }
             try await eventually("cues 5 and 6", timeout: .seconds(20)) {
                 text.entries.contains { $0.bytes == Array("cue 6".utf8) }
@@ -111,9 +105,8 @@ struct CaptionTests {
                 + "\(Publish.video) ! m.sink_0 appsrc name=cc is-live=true format=time caps=text/x-raw,format=utf8 ! m.sink_1"
         )
         #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
-        let appsrc = publisher.element("cc")!
-        defer { gst_object_unref(appsrc) }
-        Self.push(appsrc, bytes: Array("hello".utf8), atMs: 500)
+        let appsrc = try AppSource(publisher.base, name: "cc")
+        try Self.push(appsrc, bytes: Array("hello".utf8), atMs: 500)
         let watcher = try RustPeer.launch(
             ["watch"] + relay.client + ["--broadcast", name, "--seconds", "10", "--frames", "30"])
         defer { watcher.terminateInBackground() }

@@ -176,13 +176,8 @@ struct ElementStatusTests {
                     + "! moqsink name=m \(relay.elementProperties) broadcast=bad")
             #expect(bad.play() != GST_STATE_CHANGE_FAILURE)
             let badSink = bad.element("m")!
-            let src = bad.element("src")!
-            defer {
-                gst_object_unref(badSink)
-                gst_object_unref(src)
-            }
-            var flow = GST_FLOW_OK
-            g_signal_emit_by_name_push(src, gst_buffer_new_allocate(nil, 16, nil)!, &flow)
+            defer { gst_object_unref(badSink) }
+            try? AppSource(bad.base, name: "src").push([UInt8](repeating: 0, count: 16))  // the ERROR is what counts
             try await bad.waitFor { $0.isError }
             let badPad = gst_element_get_static_pad(badSink, "sink_0")!
             defer { gst_object_unref(badPad) }

@@ -174,15 +174,9 @@ struct MoqSinkTests {
             ])
         defer { subscriber.terminateInBackground() }
         _ = try await subscriber.waitFor(event: "subscribed", timeout: .seconds(20))
-        let src = pipeline.element("src")!
-        defer { gst_object_unref(src) }
+        let src = try AppSource(pipeline.base, name: "src")
         for text in ["hello", "moq", "world"] {
-            let bytes = Array(text.utf8)
-            let buffer = gst_buffer_new_allocate(nil, gsize(bytes.count), nil)!
-            _ = bytes.withUnsafeBytes { gst_buffer_fill(buffer, 0, $0.baseAddress, gsize(bytes.count)) }
-            var flow = GST_FLOW_OK
-            g_signal_emit_by_name_push(src, buffer, &flow)
-            #expect(flow == GST_FLOW_OK)
+            try src.push(Array(text.utf8))
             try await Task.sleep(for: .milliseconds(50))  // pacing: one cue every 50 ms
         }
         var texts: [String] = []
@@ -222,11 +216,7 @@ struct MoqSinkTests {
                     + "! moqsink url=moql://127.0.0.1:\(relay.port)/anon broadcast=x tls-fingerprint=\(relay.fingerprint)"
             )
             #expect(pipeline.play() != GST_STATE_CHANGE_FAILURE)
-            let src = pipeline.element("src")!
-            defer { gst_object_unref(src) }
-            let buffer = gst_buffer_new_allocate(nil, 16, nil)!
-            var flow = GST_FLOW_OK
-            g_signal_emit_by_name_push(src, buffer, &flow)
+            try? AppSource(pipeline.base, name: "src").push([UInt8](repeating: 0, count: 16))  // the ERROR is what counts
             let error = try await pipeline.waitFor { $0.isError }
             #expect(
                 error.text?.contains("unsupported caps") == true && error.text?.contains("codec_data") == true,
@@ -238,13 +228,6 @@ struct MoqSinkTests {
             pipeline.setState(GST_STATE_NULL)
         }
     }
-}
-
-/// `g_signal_emit_by_name(appsrc, "push-buffer", buffer, &flow)` (variadic in C).
-func g_signal_emit_by_name_push(
-    _ appsrc: UnsafeMutablePointer<GstElement>, _ buffer: UnsafeMutablePointer<GstBuffer>, _ flow: inout GstFlowReturn
-) {
-    flow = gst_app_src_push_buffer(UnsafeMutableRawPointer(appsrc).assumingMemoryBound(to: GstAppSrc.self), buffer)
 }
 
 /// A UDP port nothing listens on right now.

@@ -33,16 +33,10 @@ struct MoqSrcDataTests {
             try await eventually("audio playing", timeout: .seconds(20)) {
                 player.collected.contains { $0.structureName == "playback.start" }
             }
-            let src = publisher.element("chat")!
-            defer { gst_object_unref(src) }
+            let src = try AppSource(publisher.base, name: "chat")
             let lines = (0..<20).map { "line \($0)" }
             for text in lines {
-                let bytes = Array(text.utf8)
-                let buffer = gst_buffer_new_allocate(nil, gsize(bytes.count), nil)!
-                _ = bytes.withUnsafeBytes { gst_buffer_fill(buffer, 0, $0.baseAddress, gsize(bytes.count)) }
-                var flow = GST_FLOW_OK
-                g_signal_emit_by_name_push(src, buffer, &flow)
-                #expect(flow == GST_FLOW_OK)
+                try src.push(Array(text.utf8))
                 try await Task.sleep(for: .milliseconds(10))
             }
             try await eventually("the lines", timeout: .seconds(10)) { data.count >= lines.count }

@@ -66,22 +66,14 @@ struct MultichannelAudioTests {
                     + "moqsink \(relay.elementProperties) broadcast=\(broadcast)")
             #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
             defer { publisher.setState(GST_STATE_NULL) }
-            let src = publisher.element("src")!
-            defer { gst_object_unref(src) }
             // 3 s of tones, 20 ms buffers, paced.
-            let appsrc = Handed(src)
+            let src = try AppSource(publisher.base, name: "src")
             let feeder = Task {
-                let src = appsrc.value
                 let frames = Self.rate / 50
                 for n in 0..<150 {
                     if Task.isCancelled { return }
                     let bytes = Self.tone(channels: channels, frames: frames, offset: n * frames)
-                    let buffer = gst_buffer_new_allocate(nil, gsize(bytes.count), nil)!
-                    _ = bytes.withUnsafeBytes { gst_buffer_fill(buffer, 0, $0.baseAddress, gsize(bytes.count)) }
-                    swiftmoq_buffer_set_pts(buffer, GstClockTime(n) * 20_000_000)
-                    swiftmoq_buffer_set_duration(buffer, 20_000_000)
-                    var flow = GST_FLOW_OK
-                    g_signal_emit_by_name_push(src, buffer, &flow)
+                    try? src.push(bytes, pts: .milliseconds(20 * n), duration: .milliseconds(20))
                     try? await Task.sleep(for: .milliseconds(20))
                 }
             }
