@@ -216,7 +216,8 @@ struct MoqSinkTests {
                     + "! moqsink url=moql://127.0.0.1:\(relay.port)/anon broadcast=x tls-fingerprint=\(relay.fingerprint)"
             )
             #expect(pipeline.play() != GST_STATE_CHANGE_FAILURE)
-            try? AppSource(pipeline.base, name: "src").push([UInt8](repeating: 0, count: 16))  // the ERROR is what counts
+            // The ERROR is what counts, not the flow.
+            try? AppSource(pipeline.base, name: "src").push([UInt8](repeating: 0, count: 16))
             let error = try await pipeline.waitFor { $0.isError }
             #expect(
                 error.text?.contains("unsupported caps") == true && error.text?.contains("codec_data") == true,
