@@ -72,9 +72,9 @@ struct MoqSinkCatalogTests {
             let broadcast = "catalog/\(family)"
             // The harness starts the element as soon as it has it: configure it first.
             let element = gst_element_factory_make("moqsink", nil)!
-            setString(element, "url", "moql://127.0.0.1:\(relay.port)/anon")
-            setString(element, "broadcast", broadcast)
-            setString(element, "tls-fingerprint", relay.fingerprint)
+            setProperty(element, "url", "moql://127.0.0.1:\(relay.port)/anon")
+            setProperty(element, "broadcast", broadcast)
+            setProperty(element, "tls-fingerprint", relay.fingerprint)
             let harness = gst_harness_new_with_element(element, "sink_%u", nil)!
             defer { gst_harness_teardown(harness) }
             gst_object_unref(element)
@@ -148,20 +148,4 @@ struct MoqSinkCatalogTests {
             pipeline.setState(GST_STATE_NULL)
         }
     }
-}
-
-func setString(_ element: UnsafeMutablePointer<GstElement>, _ name: String, _ value: String) {
-    var v = GValue()
-    g_value_init(&v, swiftmoq_type_string())
-    g_value_set_string(&v, value)
-    g_object_set_property(UnsafeMutableRawPointer(element).assumingMemoryBound(to: GObject.self), name, &v)
-    g_value_unset(&v)
-}
-
-func setBool(_ element: UnsafeMutablePointer<GstElement>, _ name: String, _ value: Bool) {
-    var v = GValue()
-    g_value_init(&v, swiftmoq_type_boolean())
-    g_value_set_boolean(&v, value ? 1 : 0)
-    g_object_set_property(UnsafeMutableRawPointer(element).assumingMemoryBound(to: GObject.self), name, &v)
-    g_value_unset(&v)
 }

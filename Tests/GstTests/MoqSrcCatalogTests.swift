@@ -128,15 +128,15 @@ struct MoqSrcCatalogTests {
             defer { gst_object_unref(src) }
             #expect(stringProperty(src, "max-resolution") == "640x360")
             #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-            g_object_set_property_string(src, "max-resolution", "720p")
+            setProperty(src, "max-resolution", "720p")
             let warning = try await player.waitFor { $0.isWarning && $0.text?.contains("max-resolution") == true }
             #expect(
                 warning.text?.contains("'720p' ignored") == true && warning.text?.contains("1280x720") == true,
                 "\(warning)")
             #expect(stringProperty(src, "max-resolution") == "640x360", "the cap stays as it was")
-            g_object_set_property_string(src, "max-resolution", " 1280 x 720 ")
+            setProperty(src, "max-resolution", " 1280 x 720 ")
             #expect(stringProperty(src, "max-resolution") == "1280x720")
-            g_object_set_property_string(src, "max-resolution", "0")
+            setProperty(src, "max-resolution", "0")
             #expect(stringProperty(src, "max-resolution") == nil, "0: any")
             #expect(player.errors.isEmpty, "\(player.errors)")
             player.setState(GST_STATE_NULL)
@@ -194,7 +194,7 @@ struct MoqSrcCatalogTests {
             defer { gst_object_unref(src) }
             try await eventually("hd plays") { video.count >= 5 }
             #expect(stringProperty(src, "stats")?.contains("video-track=(string)hd") == true)
-            g_object_set_property_string(src, "video-track", "sd")
+            setProperty(src, "video-track", "sd")
             let event = try await player.waitFor { $0.structureName == "track.switch" }
             let fields = event.structure ?? ""
             #expect(fields.contains("track=(string)sd") && fields.contains("from=(string)hd"), "\(fields)")
@@ -308,13 +308,4 @@ struct MoqSrcCatalogTests {
         defer { gst_object_unref(element) }
         #expect(statsField(element, "target-latency-ms") == 250)
     }
-}
-
-/// `g_object_set(object, name, string, NULL)` (variadic in C).
-func g_object_set_property_string(_ element: UnsafeMutablePointer<GstElement>, _ name: String, _ value: String) {
-    var v = GValue()
-    g_value_init(&v, swiftmoq_type_string())
-    g_value_set_string(&v, value)
-    g_object_set_property(UnsafeMutableRawPointer(element).assumingMemoryBound(to: GObject.self), name, &v)
-    g_value_unset(&v)
 }

@@ -60,7 +60,7 @@ struct MoqSrcPlaybin3LadderTests {
                 _, element, data in
                 guard let element, let data else { return }
                 // The application allows its URI's TLS settings, and keeps the source to set a cap later.
-                setBool(element, "uri-tls", true)
+                setProperty(element, "uri-tls", true)
                 Unmanaged<SourceBox>.fromOpaque(data).takeUnretainedValue().set(element)
             }
             g_signal_connect_data(
@@ -82,7 +82,7 @@ struct MoqSrcPlaybin3LadderTests {
             // The application caps the bitrate below the top rung: moqsrc steps down, the caps change.
             // Judged from the cap on: a player may start on the lower rung before it steps up.
             let beforeCap = widths.entries.count
-            g_object_set_property_uint(moqsrc, "max-bitrate", 300_000)
+            setProperty(moqsrc, "max-bitrate", 300_000)
             try await eventually("the lower rung decoded after the top", timeout: .seconds(20)) {
                 widths.entries.dropFirst(beforeCap).drop { $0 == 320 }.filter { $0 == 160 }.count >= 30
             }

@@ -240,7 +240,7 @@ struct MoqSrcTests {
             try await eventually("playing") { (statsField(src, "video-frames") ?? 0) > 30 }
             let before = try #require(minLatencyMs())
             #expect(before >= 100 && before < 400, "\(before) ms")
-            g_object_set_property_uint(src, "latency", 500)
+            setProperty(src, "latency", 500)
             try await eventually("the pipeline's latency follows") { (minLatencyMs() ?? 0) >= 500 }
             try await eventually("the playout delay follows", timeout: .seconds(10)) {
                 (statsField(src, "video-latency-ms") ?? 0) > 350
@@ -298,7 +298,7 @@ struct MoqSrcTests {
             // The application allows TLS settings from its URI (off by default) on the source playbin makes.
             let allowURITLS: @convention(c) (gpointer?, UnsafeMutablePointer<GstElement>?, gpointer?) -> Void = {
                 _, source, _ in
-                if let source { setBool(source, "uri-tls", true) }
+                if let source { setProperty(source, "uri-tls", true) }
             }
             g_signal_connect_data(
                 player.pipeline, "source-setup", unsafeBitCast(allowURITLS, to: GCallback.self), nil, nil,
@@ -332,7 +332,7 @@ struct MoqSrcTests {
                 let player = try TestPipeline("moqsrc name=s s.video_0 ! fakesink")
                 let src = player.element("s")!
                 defer { gst_object_unref(src) }
-                if allowed { setBool(src, "uri-tls", true) }
+                if allowed { setProperty(src, "uri-tls", true) }
                 var error: UnsafeMutablePointer<GError>?
                 #expect(gst_uri_handler_set_uri(OpaquePointer(src), uri, &error) != 0)
                 _ = player.play()
@@ -361,7 +361,7 @@ struct MoqSrcTests {
             let player = try TestPipeline("moqsrc name=s s.video_0 ! fakesink")
             let src = player.element("s")!
             defer { gst_object_unref(src) }
-            setString(src, "tls-fingerprint", relay.fingerprint)
+            setProperty(src, "tls-fingerprint", relay.fingerprint)
             let uri =
                 "moql://127.0.0.1:\(relay.port)/anon/room/none?latency-mode=turbo&latency=60001&timeout=-1&timeout=1"
             var error: UnsafeMutablePointer<GError>?
@@ -430,7 +430,7 @@ struct MoqSrcTests {
                 "moqsrc name=s \(relay.elementProperties) broadcast=q/one s.video_0 ! fakesink sync=false")
             let src = player.element("s")!
             defer { gst_object_unref(src) }
-            setString(src, "queue", "q/../x, q/two\u{1}, q/three")
+            setProperty(src, "queue", "q/../x, q/two\u{1}, q/three")
             #expect(player.play() != GST_STATE_CHANGE_FAILURE)
             defer { player.setState(GST_STATE_NULL) }
             try await eventually("playing") { (statsField(src, "video-frames") ?? 0) > 10 }
@@ -439,7 +439,7 @@ struct MoqSrcTests {
             #expect(warnings.contains { $0.contains("left out") && $0.contains("control characters") }, "\(warnings)")
             #expect(!warnings.contains { $0.contains("q/three") }, "\(warnings)")
             // While playing, a new list is checked the same way.
-            setString(src, "queue", "q/./y")
+            setProperty(src, "queue", "q/./y")
             _ = try await player.waitFor(.seconds(10)) {
                 $0.isWarning && $0.text?.contains("queue: 'q/./y' left out") == true
             }
@@ -582,14 +582,5 @@ func g_object_set_property_object(
     g_value_init(&v, gst_element_get_type())
     g_value_set_object(&v, value)
     g_object_set_property(UnsafeMutableRawPointer(object).assumingMemoryBound(to: GObject.self), name, &v)
-    g_value_unset(&v)
-}
-
-/// `g_object_set(object, name, (guint)value, NULL)` (variadic in C).
-func g_object_set_property_uint(_ element: UnsafeMutablePointer<GstElement>, _ name: String, _ value: UInt32) {
-    var v = GValue()
-    g_value_init(&v, swiftmoq_type_uint())
-    g_value_set_uint(&v, value)
-    g_object_set_property(UnsafeMutableRawPointer(element).assumingMemoryBound(to: GObject.self), name, &v)
     g_value_unset(&v)
 }

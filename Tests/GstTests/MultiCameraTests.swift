@@ -119,7 +119,7 @@ struct MultiCameraTests {
             _ = try await player.waitFor(.seconds(20)) { $0.streams != nil }
             let gate = publisher.element("gate")!
             defer { gst_object_unref(gate) }
-            setBool(gate, "drop", false)
+            setProperty(gate, "drop", false)
             func started(_ name: String) -> Bool {
                 player.collected.contains {
                     $0.structureName == "playback.start" && ($0.structure ?? "").contains("track=(string)\(name)")

@@ -42,7 +42,7 @@ struct NowPlayingTests {
             let tags = publisher.element("tags")!
             defer { gst_object_unref(tags) }
             let changedAt = ContinuousClock.now
-            g_object_set_property_string(tags, "tags", "title=\"Song B\",artist=\"The Band\"")
+            setProperty(tags, "tags", "title=\"Song B\",artist=\"The Band\"")
             try await eventually("Song B", timeout: .seconds(10)) { nowPlaying("Song B") }
             print("now playing: the next title reached moqsrc after \(ContinuousClock.now - changedAt)")
             // And downstream, as a TAG event serialized with the audio (what decoders and sinks see).

@@ -5,6 +5,7 @@ import GstSwiftMoQ
 import MoqPipeline
 import MoqSync
 import MoqTestKit
+import Testing
 
 /// GStreamer set up once per test process, with the SwiftMoQ elements registered
 /// statically (no plugin file involved).
@@ -80,6 +81,19 @@ final class TestPipeline: @unchecked Sendable {
     /// The element with this name in the pipeline.
     func element(_ name: String) -> UnsafeMutablePointer<GstElement>? {
         gst_bin_get_by_name(UnsafeMutableRawPointer(pipeline).assumingMemoryBound(to: GstBin.self), name)
+    }
+}
+
+/// Sets a property of an element the test holds, converted to the property's type by MoqPipeline
+/// (as `ElementHandle.set` does: numbers range-checked, enum nicks and caps strings read as gst-launch
+/// reads them). A value the property refuses is recorded as a test issue.
+func setProperty(
+    _ element: UnsafeMutablePointer<GstElement>, _ name: String, _ value: some PipelineValueConvertible,
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
+    gst_object_ref(UnsafeMutableRawPointer(element))
+    do { try ElementHandle(owning: element).set(name, value) } catch {
+        Issue.record("setting \(name): \(error)", sourceLocation: sourceLocation)
     }
 }
 
