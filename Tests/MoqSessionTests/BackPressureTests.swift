@@ -69,14 +69,8 @@ import Testing
         // Dropped groups never had a stream: nothing the subscriber would see as an error.
         #expect(pair.link.server.resetsSent.isEmpty)
         // One DROP message per run of consecutive groups, not one per group.
-        let subscribeStream = pair.link.client.log.compactMap { e -> Int64? in
-            if case .data(let s, _, _) = e, !StreamID.isUnidirectional(s), s != 0 { return s }
-            return nil
-        }.first
-        let stream = try #require(subscribeStream)
-        var r = WireReader(Bytes(pair.link.client.bytes(on: stream)))
         var drops: [(UInt64, UInt64)] = []
-        while let message = try? SubscribeResponse.decode(from: &r) {
+        for message in try #require(pair.subscribeResponses()) {
             if case .drop(let s, let e, let code) = message {
                 drops.append((s, e))
                 #expect(code == StreamErrorCode.old.rawValue)

@@ -46,14 +46,8 @@ struct BacklogOrderTests {
 
     /// What the subscribe stream answered: START, END, and the groups DROP covered.
     func responses(_ pair: SessionPair) throws -> (start: UInt64?, end: UInt64?, dropped: [UInt64]) {
-        let subscribeStream = pair.link.client.log.compactMap { e -> Int64? in
-            if case .data(let s, _, _) = e, !StreamID.isUnidirectional(s), s != 0 { return s }
-            return nil
-        }.first
-        let stream = try #require(subscribeStream)
-        var r = WireReader(Bytes(pair.link.client.bytes(on: stream)))
         var result: (start: UInt64?, end: UInt64?, dropped: [UInt64]) = (nil, nil, [])
-        while let message = try? SubscribeResponse.decode(from: &r) {
+        for message in try #require(pair.subscribeResponses()) {
             switch message {
             case .start(let g): result.start = g
             case .end(let g): result.end = g

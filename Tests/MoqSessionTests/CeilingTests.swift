@@ -64,9 +64,7 @@ import Testing
     @Test("a group numbered 2^62 − 1 and a FIN without END: the end saturates and is sent as a valid END")
     func endAfterTheLastGroup() throws {
         let (pair, raw) = SessionPair.withRawServer()
-        let upstream = pair.remoteTrack("t")
-        pair.client.subscribe(broadcast: "b", track: upstream, range: SubscriptionRange(maxLatencyMs: 1000))
-        pair.run()
+        let upstream = pair.subscribe("t", range: SubscriptionRange(maxLatencyMs: 1000))
         raw.writeRaw(0, TrackInfo().encoded(), fin: true)
         raw.writeRaw(4, SubscribeResponse.start(group: VarInt.max).encoded())
         raw.writeRaw(
@@ -87,9 +85,7 @@ import Testing
     @Test("DROP ranges spanning the whole varint space: counted without overflow, tracked in bounded memory")
     func dropFloods() {
         let (pair, raw) = SessionPair.withRawServer()
-        let track = pair.remoteTrack("t")
-        pair.client.subscribe(broadcast: "b", track: track, range: SubscriptionRange(maxLatencyMs: 1000))
-        pair.run()
+        let track = pair.subscribe("t", range: SubscriptionRange(maxLatencyMs: 1000))
         raw.writeRaw(4, SubscribeResponse.start(group: 0).encoded())
         for _ in 0..<5 { raw.writeRaw(4, SubscribeResponse.drop(start: 0, end: VarInt.max, code: 5).encoded()) }
         // Thousands of disjoint single-group drops above a gap.
@@ -108,9 +104,7 @@ import Testing
         let track = pair.serverBroadcast("b").createTrack("t")
         track.writeDatagram(Bytes("late"), timestamp: 1 << 61)
         track.writeSingleFrameGroup(Bytes("ok"), timestamp: 5)
-        let remote = pair.remoteTrack("t")
-        pair.client.subscribe(broadcast: "b", track: remote, range: SubscriptionRange(maxLatencyMs: 10_000))
-        pair.run()
+        let remote = pair.subscribe("t", range: SubscriptionRange(maxLatencyMs: 10_000))
         #expect(pair.link.server.resetsSent.values.contains(StreamErrorCode.timestampMismatch.wireValue))
         #expect(pair.contents(remote).last?.1 == ["ok"])
         #expect(Frame(timestamp: (1 << 61) - 1, payload: Bytes()).encodedHeader(previous: 0) != nil)
@@ -122,9 +116,7 @@ import Testing
     )
     func relayWaitsForUpstreamStart() {
         let (pair, raw) = SessionPair.withRawServer()
-        let upstream = pair.remoteTrack("t")
-        pair.client.subscribe(broadcast: "b", track: upstream, range: SubscriptionRange(maxLatencyMs: 10_000))
-        pair.run()
+        let upstream = pair.subscribe("t", range: SubscriptionRange(maxLatencyMs: 10_000))
         // The relay's subscriber is there before anything arrives.
         let relay = SessionPair()
         let relayed = relay.serverBroadcast("b")
@@ -146,9 +138,7 @@ import Testing
     @Test("a DROP code at the ceiling reaches the transport inside the WebTransport range")
     func peerCodesAreClamped() {
         let (pair, raw) = SessionPair.withRawServer()
-        let track = pair.remoteTrack("t")
-        pair.client.subscribe(broadcast: "b", track: track, range: SubscriptionRange(maxLatencyMs: 1000))
-        pair.run()
+        let track = pair.subscribe("t", range: SubscriptionRange(maxLatencyMs: 1000))
         raw.writeRaw(4, SubscribeResponse.start(group: 0).encoded())
         raw.writeRaw(
             7, [0x00] + GroupHeader(subscribeID: 0, sequence: 3).encoded() + [0x00, 0x01, 0x41], fin: true)

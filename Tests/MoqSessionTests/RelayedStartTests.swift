@@ -25,10 +25,7 @@ struct RelayedStartTests {
 
     /// The client's subscription to the relayed track with `maxLatencyMs`, after a run.
     func subscribe(_ pair: SessionPair, maxLatencyMs: UInt64 = 60_000) -> TrackProducer {
-        let remote = pair.remoteTrack("t")
-        pair.client.subscribe(broadcast: "b", track: remote, range: SubscriptionRange(maxLatencyMs: maxLatencyMs))
-        pair.run()
-        return remote
+        pair.subscribe("t", range: SubscriptionRange(maxLatencyMs: maxLatencyMs))
     }
 
     @Test("cached groups older than the budget: START after them, not at the upstream's first group")

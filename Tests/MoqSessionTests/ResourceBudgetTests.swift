@@ -64,14 +64,8 @@ import Testing
     func frameAssemblyBudget() {
         var limits = SessionLimits()
         limits.maxIncomingBytes = 300_000
-        let pair = SessionPair(clientConfig: SessionConfig(limits: limits), connect: false, rawServer: true)
-        pair.client.connected()
-        pair.run()
-        let raw = pair.link.server
-        raw.writeRaw(3, [0x01] + Setup().encoded(), fin: true)
-        let track = pair.remoteTrack("t")
-        pair.client.subscribe(broadcast: "b", track: track)
-        pair.run()
+        let (pair, raw) = SessionPair.withRawServer(clientConfig: SessionConfig(limits: limits))
+        _ = pair.subscribe("t")
         // Four groups, each with one 100 kB frame that never completes.
         for g in 0..<4 {
             var w = WireWriter()

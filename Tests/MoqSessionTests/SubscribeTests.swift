@@ -41,9 +41,7 @@ import Testing
         pair.client.subscribe(broadcast: "b", track: recent, range: SubscriptionRange(maxLatencyMs: 1200))
         let newest = pair.remoteTrack("t")
         pair.client.subscribe(broadcast: "b", track: newest, range: SubscriptionRange(maxLatencyMs: 0))
-        let all = pair.remoteTrack("t")
-        pair.client.subscribe(broadcast: "b", track: all, range: SubscriptionRange(maxLatencyMs: 60_000))
-        pair.run()
+        let all = pair.subscribe("t", range: SubscriptionRange(maxLatencyMs: 60_000))
         #expect(pair.contents(recent).map(\.0) == [3, 4, 5])
         #expect(pair.contents(newest).map(\.0) == [5])
         #expect(pair.contents(all).map(\.0) == [0, 1, 2, 3, 4, 5])
@@ -331,9 +329,7 @@ import Testing
         let pair = SessionPair()
         let b = pair.serverBroadcast("b")
         let track = b.createTrack("t")
-        let remote = pair.remoteTrack("t")
-        pair.client.subscribe(broadcast: "b", track: remote, range: SubscriptionRange(maxLatencyMs: 1000))
-        pair.run()
+        let remote = pair.subscribe("t", range: SubscriptionRange(maxLatencyMs: 1000))
         track.writeSingleFrameGroup(Bytes("1"), timestamp: 0)
         b.close(abort: .internal)
         pair.run()
@@ -343,9 +339,7 @@ import Testing
     @Test func sessionCloseAbortsOwnTracksWithSessionClosed() {
         let pair = SessionPair()
         _ = pair.serverBroadcast("b").createTrack("t")
-        let remote = pair.remoteTrack("t")
-        pair.client.subscribe(broadcast: "b", track: remote)
-        pair.run()
+        let remote = pair.subscribe("t")
         pair.server.close(.cancel)
         pair.run()
         #expect(remote.end == .aborted(.sessionClosed))
@@ -376,9 +370,7 @@ import Testing
 
     @Test func garbageOnAGroupStreamStopsOnlyThatGroup() {
         let (pair, raw) = SessionPair.withRawServer()
-        let remote = pair.remoteTrack("t")
-        pair.client.subscribe(broadcast: "b", track: remote)
-        pair.run()
+        let remote = pair.subscribe("t")
         // A good group 0, then group 1 claiming a 40 MB frame, then a good group 2.
         raw.writeRaw(
             7, [0x00] + GroupHeader(subscribeID: 0, sequence: 0).encoded() + [0x00, 0x02, 0x68, 0x69], fin: true)

@@ -49,8 +49,10 @@ final class SessionPair {
 
     /// A client core whose peer is the raw server side of the link (bytes written by the test),
     /// with the peer's SETUP sent and read.
-    static func withRawServer() -> (SessionPair, MemoryTransport) {
-        let pair = SessionPair(connect: false, rawServer: true)
+    static func withRawServer(
+        clientConfig: SessionConfig = SessionConfig(path: "/anon/room?jwt=abc")
+    ) -> (SessionPair, MemoryTransport) {
+        let pair = SessionPair(clientConfig: clientConfig, connect: false, rawServer: true)
         pair.client.connected()
         pair.run()
         let raw = pair.link.server
@@ -80,6 +82,29 @@ final class SessionPair {
         let remote = remoteTrack(name)
         client.subscribe(broadcast: broadcast, track: remote, range: range)
         return (track, remote)
+    }
+
+    /// The client's subscription to track `name` of the server's broadcast `b` with `range`, after a
+    /// run: the local track it writes into.
+    func subscribe(_ name: String, range: SubscriptionRange = SubscriptionRange()) -> TrackProducer {
+        let remote = remoteTrack(name)
+        client.subscribe(broadcast: "b", track: remote, range: range)
+        run()
+        return remote
+    }
+
+    /// What the publisher answered on the client's first subscribe stream (START, DROP, END), in order;
+    /// nil before there is one.
+    func subscribeResponses() -> [SubscribeResponse]? {
+        let stream = link.client.log.lazy.compactMap { e -> Int64? in
+            if case .data(let s, _, _) = e, !StreamID.isUnidirectional(s), s != 0 { return s }
+            return nil
+        }.first
+        guard let stream else { return nil }
+        var r = WireReader(Bytes(link.client.bytes(on: stream)))
+        var responses: [SubscribeResponse] = []
+        while let message = try? SubscribeResponse.decode(from: &r) { responses.append(message) }
+        return responses
     }
 
     /// Everything cached in `track`, as (group, frame payload strings).
