@@ -59,91 +59,93 @@ struct SoakTests {
     func soak() async throws {
         let total = Duration.seconds(Self.seconds ?? 0)
         SwiftMoQElements.register()
-        let relay = try TestRelay.start()
-        // The proxy forgets a flow after 5 s idle, so the sockets of clients that reconnected from
-        // a new port are closed before a cycle ends and do not count as ours.
-        let proxy = try UDPProxy.start(forwardingTo: relay.port, seed: 7, flowIdleTimeout: .seconds(5))
-        let broadcast = "soak/\(UInt32.random(in: 0...UInt32.max))"
-        let publisher = Pipeline(
-            launch:
-                "videotestsrc is-live=true pattern=ball ! video/x-raw,format=I420,width=320,height=180,framerate=30/1 "
-                + "! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=15 bitrate=500 ! h264parse "
-                + "! video/x-h264,stream-format=avc,alignment=au ! moqsink name=moq \(relay.moqsinkProperties(broadcast: broadcast, via: proxy)) "
-                + "audiotestsrc is-live=true ! audio/x-raw,rate=48000,channels=2 ! opusenc ! moq.")
-        let player = Pipeline(
-            launch: "moqsrc name=src \(relay.connectionProperties(via: proxy)) broadcast=\(broadcast) "
-                + "src.video_0 ! queue ! appsink name=video sync=false max-buffers=100 drop=true "
-                + "src.audio_0 ! queue ! fakesink sync=false")
-        try player.start()
-        try publisher.start()
-        let sink = try AppSink(player, name: "video")
-        let started = ContinuousClock.now
-        var samples: [Sample] = []
-        var cycleEnds: [Int] = []
-        var frames = 0
-        func sample() {
-            samples.append(
-                Sample(
-                    kinds: Self.descriptorKinds(),
-                    second: Int((ContinuousClock.now - started).components.seconds),
-                    rssKB: residentBytes() / 1024, threads: Self.count("/proc/self/task"),
-                    fds: Self.count("/proc/self/fd"), sessions: relay.relay?.sessionCount ?? 0))
-        }
-        func run(for duration: Duration) async throws {
-            let end = ContinuousClock.now + duration
-            var nextSample = ContinuousClock.now
-            while ContinuousClock.now < end {
-                while sink.tryPull() != nil { frames += 1 }
-                if ContinuousClock.now >= nextSample {
-                    sample()
-                    nextSample += .seconds(1)
-                }
-                try await Task.sleep(for: .milliseconds(20))
+        try await withTestRelay() { (relay) async throws in
+            // The proxy forgets a flow after 5 s idle, so the sockets of clients that reconnected from
+            // a new port are closed before a cycle ends and do not count as ours.
+            let proxy = try UDPProxy.start(forwardingTo: relay.port, seed: 7, flowIdleTimeout: .seconds(5))
+            let broadcast = "soak/\(UInt32.random(in: 0...UInt32.max))"
+            let publisher = Pipeline(
+                launch:
+                    "videotestsrc is-live=true pattern=ball ! video/x-raw,format=I420,width=320,height=180,framerate=30/1 "
+                    + "! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=15 bitrate=500 ! h264parse "
+                    + "! video/x-h264,stream-format=avc,alignment=au ! moqsink name=moq \(relay.moqsinkProperties(broadcast: broadcast, via: proxy)) "
+                    + "audiotestsrc is-live=true ! audio/x-raw,rate=48000,channels=2 ! opusenc ! moq.")
+            let player = Pipeline(
+                launch: "moqsrc name=src \(relay.connectionProperties(via: proxy)) broadcast=\(broadcast) "
+                    + "src.video_0 ! queue ! appsink name=video sync=false max-buffers=100 drop=true "
+                    + "src.audio_0 ! queue ! fakesink sync=false")
+            try player.start()
+            try publisher.start()
+            let sink = try AppSink(player, name: "video")
+            let started = ContinuousClock.now
+            var samples: [Sample] = []
+            var cycleEnds: [Int] = []
+            var frames = 0
+            func sample() {
+                samples.append(
+                    Sample(
+                        kinds: Self.descriptorKinds(),
+                        second: Int((ContinuousClock.now - started).components.seconds),
+                        rssKB: residentBytes() / 1024, threads: Self.count("/proc/self/task"),
+                        fds: Self.count("/proc/self/fd"), sessions: relay.relay?.sessionCount ?? 0))
             }
-        }
-        repeat {
-            for phase in Phase.allCases {
-                switch phase {
-                case .steady: proxy.restore()
-                case .blackhole, .longBlackhole: proxy.blackhole()
-                case .loss: proxy.impair(.loss(0.05))
-                case .relayRestart:
-                    proxy.restore()
-                    await relay.stop()
+            func run(for duration: Duration) async throws {
+                let end = ContinuousClock.now + duration
+                var nextSample = ContinuousClock.now
+                while ContinuousClock.now < end {
+                    while sink.tryPull() != nil { frames += 1 }
+                    if ContinuousClock.now >= nextSample {
+                        sample()
+                        nextSample += .seconds(1)
+                    }
+                    try await Task.sleep(for: .milliseconds(20))
                 }
-                try await run(for: phase.duration)
-                if phase == .relayRestart { try await relay.restart() }
             }
-            proxy.restore()
-            try await run(for: .seconds(8))  // settle: both elements back, sessions counted
-            cycleEnds.append(samples.count - 1)
-        } while ContinuousClock.now - started < total
+            repeat {
+                for phase in Phase.allCases {
+                    switch phase {
+                    case .steady: proxy.restore()
+                    case .blackhole, .longBlackhole: proxy.blackhole()
+                    case .loss: proxy.impair(.loss(0.05))
+                    case .relayRestart:
+                        proxy.restore()
+                        await relay.stop()
+                    }
+                    try await run(for: phase.duration)
+                    if phase == .relayRestart { try await relay.restart() }
+                }
+                proxy.restore()
+                try await run(for: .seconds(8))  // settle: both elements back, sessions counted
+                cycleEnds.append(samples.count - 1)
+            } while ContinuousClock.now - started < total
 
-        let csv =
-            "second,rss_kb,threads,fds,relay_sessions\n"
-            + samples.map { "\($0.second),\($0.rssKB),\($0.threads),\($0.fds),\($0.sessions)" }.joined(separator: "\n")
-        let directory = try RustPeer.packageRoot().appendingPathComponent("build/soak")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        try csv.write(to: directory.appendingPathComponent("samples.csv"), atomically: true, encoding: .utf8)
+            let csv =
+                "second,rss_kb,threads,fds,relay_sessions\n"
+                + samples.map { "\($0.second),\($0.rssKB),\($0.threads),\($0.fds),\($0.sessions)" }.joined(
+                    separator: "\n")
+            let directory = try RustPeer.packageRoot().appendingPathComponent("build/soak")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            try csv.write(to: directory.appendingPathComponent("samples.csv"), atomically: true, encoding: .utf8)
 
-        let first = samples[cycleEnds[0]]
-        let last = samples[cycleEnds[cycleEnds.count - 1]]
-        print(
-            "SOAK \(cycleEnds.count) cycles, \(samples.count) s, \(frames) frames; after the first cycle "
-                + "RSS \(first.rssKB) kB, \(first.threads) threads, \(first.fds) fds; at the end RSS \(last.rssKB) kB, "
-                + "\(last.threads) threads, \(last.fds) fds, relay sessions \(last.sessions)")
-        #expect(cycleEnds.count >= 2, "a soak shorter than two cycles measures nothing")
-        #expect(last.rssKB - first.rssKB <= 5 * 1024, "RSS grew \(last.rssKB - first.rssKB) kB")
-        #expect(last.threads <= first.threads + 2, "threads \(first.threads) → \(last.threads)")
-        #expect(
-            last.fds <= first.fds + 2, "file descriptors \(first.fds) → \(last.fds): \(first.kinds) → \(last.kinds)")
-        #expect(last.sessions == 2, "the relay holds \(last.sessions) sessions (publisher and player expected)")
-        #expect(frames > 0)
-        let errors = (publisher.collectedMessages + player.collectedMessages).filter(\.isError)
-        #expect(errors.isEmpty, "\(errors)")
-        player.stop()
-        publisher.stop()
-        proxy.stop()
-        await relay.stop()
+            let first = samples[cycleEnds[0]]
+            let last = samples[cycleEnds[cycleEnds.count - 1]]
+            print(
+                "SOAK \(cycleEnds.count) cycles, \(samples.count) s, \(frames) frames; after the first cycle "
+                    + "RSS \(first.rssKB) kB, \(first.threads) threads, \(first.fds) fds; at the end RSS \(last.rssKB) kB, "
+                    + "\(last.threads) threads, \(last.fds) fds, relay sessions \(last.sessions)")
+            #expect(cycleEnds.count >= 2, "a soak shorter than two cycles measures nothing")
+            #expect(last.rssKB - first.rssKB <= 5 * 1024, "RSS grew \(last.rssKB - first.rssKB) kB")
+            #expect(last.threads <= first.threads + 2, "threads \(first.threads) → \(last.threads)")
+            #expect(
+                last.fds <= first.fds + 2, "file descriptors \(first.fds) → \(last.fds): \(first.kinds) → \(last.kinds)"
+            )
+            #expect(last.sessions == 2, "the relay holds \(last.sessions) sessions (publisher and player expected)")
+            #expect(frames > 0)
+            let errors = (publisher.collectedMessages + player.collectedMessages).filter(\.isError)
+            #expect(errors.isEmpty, "\(errors)")
+            player.stop()
+            publisher.stop()
+            proxy.stop()
+        }
     }
 }

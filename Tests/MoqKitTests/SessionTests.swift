@@ -62,17 +62,17 @@ struct HandPublisher {
 struct SessionTests {
     @Test("state: idle → connecting → connected → closed; connect() twice is refused")
     func states() async throws {
-        let relay = try TestRelay.start()
-        let session = Session(url: relay.url(), options: relay.sessionOptions)
-        let states = Collected(session.state)
-        try await session.connect()
-        await #expect(throws: SessionError.alreadyConnected) { try await session.connect() }
-        let stats = await session.connectionStats()
-        #expect(stats?.roundTripTime != nil)
-        await session.close()
-        await states.finished()
-        #expect(states.all == [.idle, .connecting, .connected, .closed])
-        await relay.stop()
+        try await withTestRelay() { (relay) async throws in
+            let session = Session(url: relay.url(), options: relay.sessionOptions)
+            let states = Collected(session.state)
+            try await session.connect()
+            await #expect(throws: SessionError.alreadyConnected) { try await session.connect() }
+            let stats = await session.connectionStats()
+            #expect(stats?.roundTripTime != nil)
+            await session.close()
+            await states.finished()
+            #expect(states.all == [.idle, .connecting, .connected, .closed])
+        }
     }
 
     @Test("an unreachable relay: connect() throws connectionFailed; state ends error → closed")

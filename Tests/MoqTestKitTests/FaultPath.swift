@@ -32,6 +32,15 @@ struct FaultPath {
     func restore() { for leg in legs { leg.restore() } }
 
     /// Stops the proxies and the relay.
+    /// Runs `body` with a path started for it and stops the path (and its relay) before returning,
+    /// whether `body` returned or threw.
+    @discardableResult
+    static func with<Result>(
+        relay: TestRelay? = nil, shared: Bool = false, _ body: (FaultPath) async throws -> Result
+    ) async throws -> Result {
+        try await scoped(try start(relay: relay, shared: shared), teardown: { await $0.stop() }, body)
+    }
+
     func stop() async {
         for leg in legs { leg.stop() }
         await relay.stop()

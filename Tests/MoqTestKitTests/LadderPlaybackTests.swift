@@ -189,138 +189,138 @@ struct LadderPlaybackTests {
         "uncapped it plays the top; a cap below it: down within 1 s; lifted: up within 10 s; no repeat, no stall on a rung that fits"
     )
     func changingCap() async throws {
-        let path = try FaultPath.start()
-        let broadcast = uniqueBroadcast("ladder")
-        let publisher = Self.publisher(path.relay, broadcast, via: path.publishLeg, keyframeMs: 1_000)
-        let player = Self.player(path.relay, broadcast, via: path.playLeg)
-        // A path across a city: 20 ms each way; the cap is a bottleneck with a 320 ms queue.
-        let delay = LinkImpairment(delay: .milliseconds(20))
-        path.playLeg.impair(Impairment(both: delay))
-        try publisher.start()
-        try player.start()
-        let leg = path.playLeg
-        let (watch, task) = try Self.watch(player) {
-            let s = leg.statistics
-            return "proxy fwd \(s.forwardedToClient) qdrop \(s.queueDrops)"
+        try await FaultPath.with { (path) async throws in
+            let broadcast = uniqueBroadcast("ladder")
+            let publisher = Self.publisher(path.relay, broadcast, via: path.publishLeg, keyframeMs: 1_000)
+            let player = Self.player(path.relay, broadcast, via: path.playLeg)
+            // A path across a city: 20 ms each way; the cap is a bottleneck with a 320 ms queue.
+            let delay = LinkImpairment(delay: .milliseconds(20))
+            path.playLeg.impair(Impairment(both: delay))
+            try publisher.start()
+            try player.start()
+            let leg = path.playLeg
+            let (watch, task) = try Self.watch(player) {
+                let s = leg.statistics
+                return "proxy fwd \(s.forwardedToClient) qdrop \(s.queueDrops)"
+            }
+            defer {
+                task.cancel()
+                player.stop()
+                publisher.stop()
+            }
+            try await eventually("frames shown", timeout: .seconds(20)) { watch.video.withLock { $0.count } > 30 }
+            // Uncapped for 4 s: the top rendition, no switch down.
+            try await Task.sleep(for: .seconds(4))
+            #expect(watch.tracks.withLock { $0.map(\.track) } == ["hi"])
+            let capAt = LatencyProbe.now
+            print("LADDER cap at \(watch.elapsedMs) ms")
+            var cap = delay
+            cap.rate = RateLimit(bitsPerSecond: 800_000, queueBytes: 32 * 1024)
+            path.playLeg.impair(Impairment(both: cap))
+            try await Task.sleep(for: .seconds(10))
+            let liftAt = LatencyProbe.now
+            path.playLeg.impair(Impairment(both: delay))
+            try await Task.sleep(for: .seconds(12))
+            let tracks = watch.tracks.withLock { $0 }
+            let shown = watch.video.withLock { $0 }
+            let down = tracks.first { $0.atNs > capAt && $0.track != "hi" }
+            let up = tracks.first { $0.atNs > liftAt && $0.track == "hi" }
+            let downMs = down.map { Int64(bitPattern: $0.atNs &- capAt) / 1_000_000 }
+            let upMs = up.map { Int64(bitPattern: $0.atNs &- liftAt) / 1_000_000 }
+            print(
+                "LADDER tracks \(tracks.map { ($0.track, Int64(bitPattern: $0.atNs &- capAt) / 1_000_000) }) down \(downMs ?? -1) up \(upMs ?? -1)"
+            )
+            #expect(downMs.map { $0 <= 1_100 } == true, "down within 1 s (stats are read every 100 ms): \(tracks)")
+            #expect(down?.track == "mid", "the rung that fits 0.8 Mbit/s")
+            #expect(upMs.map { $0 <= 10_000 } == true, "up within 10 s: \(tracks)")
+            let start = watch.started
+            let capMs = (capAt &- start) / 1_000_000
+            let liftMs = (liftAt &- start) / 1_000_000
+            let capped = Self.continuity(shown, from: capMs, to: liftMs, start: start)
+            // What the bottleneck queued when the cap came drains with what the lower rung leaves of
+            // the path: the lower rung, asked from its next group, catches up 0.7–0.8 s after the cap
+            // (measured; 0.9–3.7 s when it fetched its group in progress). What follows is judged,
+            // and at least 2.5 s of it: from 6 s after the cap or 1.5 s after catching up, whichever
+            // is later.
+            let downAtMs = down.map { ($0.atNs &- start) / 1_000_000 } ?? liftMs
+            let caughtUp = Self.caughtUpMs(watch, after: downAtMs)
+            print("LADDER caught up \(caughtUp.map { Int64($0) - Int64(capMs) } ?? -1) ms after the cap")
+            #expect(caughtUp.map { $0 <= capMs + 6_000 } == true, "the lower rung caught up within 6 s of the cap")
+            let settledMs = max(capMs + 6_000, (caughtUp ?? capMs) + 1_500)
+            let settled = Self.continuity(shown, from: settledMs, to: liftMs, start: start)
+            let lifted = Self.continuity(shown, from: liftMs, to: liftMs + 12_000, start: start)
+            let whole = Self.continuity(shown, from: 0, to: UInt64.max, start: start)
+            let holes = Self.audioHoles(watch)
+            let stalls = Self.audioStalls(watch)
+            print("LADDER audio stalls \(stalls)")
+            print(
+                "LADDER capped: longest stall \(capped.gapMs) ms, \(capped.count) frames of \((liftMs - capMs) / 33); "
+                    + "settled: longest \(settled.gapMs) ms; lifted: longest \(lifted.gapMs) ms; audio holes \(holes)")
+            #expect(whole.forward, "no repeat, no older frame shown across the switches")
+            // The cap comes at once on a path with a 320 ms queue: what was queued drains, and the
+            // picture holds until the lower rung's next group (measured 0.66–0.85 s; 0.8–2.2 s when
+            // it fetched its group in progress; the issue's 200 ms is not met, docs/reliability.md).
+            #expect(capped.gapMs <= 1_500, "the stall when the cap comes is bounded")
+            #expect(lifted.gapMs <= 100, "stepping up never stalls")
+            #expect(Set(shown.map(\.width)).isSuperset(of: [320, 240]), "decodebin3 renegotiated the size")
+            // Audio: whole once the lower rung plays, and through the step up. (After the stall the cap
+            // caused, catch-up takes the added delay back by dropping single frames at quiet moments,
+            // one in five at most; two missing together are a loss, or two drops: allowed here.)
+            let afterCap = holes.filter { $0.atMs > settledMs && $0.missingMs > 40 }
+            let starved = stalls.filter { $0.atMs > settledMs }
+            // Known and open (docs/reliability.md): under a cap that stays, a trial of the rung above
+            // (after 6 s of calm) starts at that rung's next group, whose keyframe alone takes the
+            // path for a few hundred ms: it queues at the bottleneck in front of the rung that plays
+            // and the audio before the trial is abandoned: a stall of 160–280 ms and the audio sink
+            // starving twice for 120–140 ms (no audio lost), in most runs (measured; 300–700 ms and
+            // 180–330 ms of audio lost when the trial fetched the group in progress). The issue's
+            // bounds are kept as a known issue; what the trial may cost at most is checked.
+            withKnownIssue("a failed trial under a cap that stays stalls the rung that fits", isIntermittent: true) {
+                #expect(settled.gapMs <= 200, "on the rung that fits, no stall")
+                #expect(afterCap.isEmpty, "no audio lost once the rung that fits caught up: \(afterCap.prefix(5))")
+                #expect(starved.isEmpty, "the audio sink never starves once caught up: \(starved.prefix(5))")
+            }
+            #expect(settled.gapMs <= 500, "on the rung that fits, a failed trial stalls it 500 ms at most")
+            #expect(
+                afterCap.allSatisfy { $0.missingMs <= 300 } && starved.allSatisfy { $0.silentMs <= 300 },
+                "once caught up, no audio gap beyond 300 ms: \(afterCap.prefix(5)) \(starved.prefix(5))")
+            #expect(!player.collectedMessages.contains { $0.isError }, "\(player.collectedMessages.filter(\.isError))")
         }
-        defer {
-            task.cancel()
-            player.stop()
-            publisher.stop()
-        }
-        try await eventually("frames shown", timeout: .seconds(20)) { watch.video.withLock { $0.count } > 30 }
-        // Uncapped for 4 s: the top rendition, no switch down.
-        try await Task.sleep(for: .seconds(4))
-        #expect(watch.tracks.withLock { $0.map(\.track) } == ["hi"])
-        let capAt = LatencyProbe.now
-        print("LADDER cap at \(watch.elapsedMs) ms")
-        var cap = delay
-        cap.rate = RateLimit(bitsPerSecond: 800_000, queueBytes: 32 * 1024)
-        path.playLeg.impair(Impairment(both: cap))
-        try await Task.sleep(for: .seconds(10))
-        let liftAt = LatencyProbe.now
-        path.playLeg.impair(Impairment(both: delay))
-        try await Task.sleep(for: .seconds(12))
-        let tracks = watch.tracks.withLock { $0 }
-        let shown = watch.video.withLock { $0 }
-        let down = tracks.first { $0.atNs > capAt && $0.track != "hi" }
-        let up = tracks.first { $0.atNs > liftAt && $0.track == "hi" }
-        let downMs = down.map { Int64(bitPattern: $0.atNs &- capAt) / 1_000_000 }
-        let upMs = up.map { Int64(bitPattern: $0.atNs &- liftAt) / 1_000_000 }
-        print(
-            "LADDER tracks \(tracks.map { ($0.track, Int64(bitPattern: $0.atNs &- capAt) / 1_000_000) }) down \(downMs ?? -1) up \(upMs ?? -1)"
-        )
-        #expect(downMs.map { $0 <= 1_100 } == true, "down within 1 s (stats are read every 100 ms): \(tracks)")
-        #expect(down?.track == "mid", "the rung that fits 0.8 Mbit/s")
-        #expect(upMs.map { $0 <= 10_000 } == true, "up within 10 s: \(tracks)")
-        let start = watch.started
-        let capMs = (capAt &- start) / 1_000_000
-        let liftMs = (liftAt &- start) / 1_000_000
-        let capped = Self.continuity(shown, from: capMs, to: liftMs, start: start)
-        // What the bottleneck queued when the cap came drains with what the lower rung leaves of
-        // the path: the lower rung, asked from its next group, catches up 0.7–0.8 s after the cap
-        // (measured; 0.9–3.7 s when it fetched its group in progress). What follows is judged,
-        // and at least 2.5 s of it: from 6 s after the cap or 1.5 s after catching up, whichever
-        // is later.
-        let downAtMs = down.map { ($0.atNs &- start) / 1_000_000 } ?? liftMs
-        let caughtUp = Self.caughtUpMs(watch, after: downAtMs)
-        print("LADDER caught up \(caughtUp.map { Int64($0) - Int64(capMs) } ?? -1) ms after the cap")
-        #expect(caughtUp.map { $0 <= capMs + 6_000 } == true, "the lower rung caught up within 6 s of the cap")
-        let settledMs = max(capMs + 6_000, (caughtUp ?? capMs) + 1_500)
-        let settled = Self.continuity(shown, from: settledMs, to: liftMs, start: start)
-        let lifted = Self.continuity(shown, from: liftMs, to: liftMs + 12_000, start: start)
-        let whole = Self.continuity(shown, from: 0, to: UInt64.max, start: start)
-        let holes = Self.audioHoles(watch)
-        let stalls = Self.audioStalls(watch)
-        print("LADDER audio stalls \(stalls)")
-        print(
-            "LADDER capped: longest stall \(capped.gapMs) ms, \(capped.count) frames of \((liftMs - capMs) / 33); "
-                + "settled: longest \(settled.gapMs) ms; lifted: longest \(lifted.gapMs) ms; audio holes \(holes)")
-        #expect(whole.forward, "no repeat, no older frame shown across the switches")
-        // The cap comes at once on a path with a 320 ms queue: what was queued drains, and the
-        // picture holds until the lower rung's next group (measured 0.66–0.85 s; 0.8–2.2 s when
-        // it fetched its group in progress; the issue's 200 ms is not met, docs/reliability.md).
-        #expect(capped.gapMs <= 1_500, "the stall when the cap comes is bounded")
-        #expect(lifted.gapMs <= 100, "stepping up never stalls")
-        #expect(Set(shown.map(\.width)).isSuperset(of: [320, 240]), "decodebin3 renegotiated the size")
-        // Audio: whole once the lower rung plays, and through the step up. (After the stall the cap
-        // caused, catch-up takes the added delay back by dropping single frames at quiet moments,
-        // one in five at most; two missing together are a loss, or two drops: allowed here.)
-        let afterCap = holes.filter { $0.atMs > settledMs && $0.missingMs > 40 }
-        let starved = stalls.filter { $0.atMs > settledMs }
-        // Known and open (docs/reliability.md): under a cap that stays, a trial of the rung above
-        // (after 6 s of calm) starts at that rung's next group, whose keyframe alone takes the
-        // path for a few hundred ms: it queues at the bottleneck in front of the rung that plays
-        // and the audio before the trial is abandoned: a stall of 160–280 ms and the audio sink
-        // starving twice for 120–140 ms (no audio lost), in most runs (measured; 300–700 ms and
-        // 180–330 ms of audio lost when the trial fetched the group in progress). The issue's
-        // bounds are kept as a known issue; what the trial may cost at most is checked.
-        withKnownIssue("a failed trial under a cap that stays stalls the rung that fits", isIntermittent: true) {
-            #expect(settled.gapMs <= 200, "on the rung that fits, no stall")
-            #expect(afterCap.isEmpty, "no audio lost once the rung that fits caught up: \(afterCap.prefix(5))")
-            #expect(starved.isEmpty, "the audio sink never starves once caught up: \(starved.prefix(5))")
-        }
-        #expect(settled.gapMs <= 500, "on the rung that fits, a failed trial stalls it 500 ms at most")
-        #expect(
-            afterCap.allSatisfy { $0.missingMs <= 300 } && starved.allSatisfy { $0.silentMs <= 300 },
-            "once caught up, no audio gap beyond 300 ms: \(afterCap.prefix(5)) \(starved.prefix(5))")
-        #expect(!player.collectedMessages.contains { $0.isError }, "\(player.collectedMessages.filter(\.isError))")
-        await path.stop()
     }
 
     @Test("under a cap between the rungs from the start: the rung that fits, ≥ 98 % of frames, no stall, audio whole")
     func steadyCap() async throws {
-        let path = try FaultPath.start()
-        var cap = LinkImpairment(delay: .milliseconds(20))
-        cap.rate = RateLimit(bitsPerSecond: 800_000, queueBytes: 32 * 1024)
-        path.playLeg.impair(Impairment(both: cap))
-        let broadcast = uniqueBroadcast("ladder-capped")
-        let publisher = Self.publisher(path.relay, broadcast, via: path.publishLeg, keyframeMs: 1_000)
-        let player = Self.player(path.relay, broadcast, via: path.playLeg)
-        try publisher.start()
-        try player.start()
-        let (watch, task) = try Self.watch(player)
-        defer {
-            task.cancel()
-            player.stop()
-            publisher.stop()
+        try await FaultPath.with { (path) async throws in
+            var cap = LinkImpairment(delay: .milliseconds(20))
+            cap.rate = RateLimit(bitsPerSecond: 800_000, queueBytes: 32 * 1024)
+            path.playLeg.impair(Impairment(both: cap))
+            let broadcast = uniqueBroadcast("ladder-capped")
+            let publisher = Self.publisher(path.relay, broadcast, via: path.publishLeg, keyframeMs: 1_000)
+            let player = Self.player(path.relay, broadcast, via: path.playLeg)
+            try publisher.start()
+            try player.start()
+            let (watch, task) = try Self.watch(player)
+            defer {
+                task.cancel()
+                player.stop()
+                publisher.stop()
+            }
+            try await eventually("frames shown", timeout: .seconds(20)) { watch.video.withLock { $0.count } > 30 }
+            let from = watch.elapsedMs + 3_000
+            try await Task.sleep(for: .seconds(15))
+            let to = watch.elapsedMs
+            let tracks = watch.tracks.withLock { $0 }
+            let window = Self.continuity(watch.video.withLock { $0 }, from: from, to: to, start: watch.started)
+            let holes = Self.audioHoles(watch).filter { $0.atMs >= from && $0.atMs < to }
+            print(
+                "LADDER steady: tracks \(tracks.map(\.track)), \(window.count) frames of \((to - from) / 33), longest stall "
+                    + "\(window.gapMs) ms, audio holes \(holes)")
+            let lastTrack = tracks.last?.track
+            #expect(lastTrack == "mid", "the rung that fits 0.8 Mbit/s: \(tracks)")
+            #expect(Double(window.count) >= 0.98 * Double(to - from) / 33.4, "≥ 98 % of frames")
+            #expect(window.gapMs <= 200, "no stall")
+            #expect(window.forward)
+            #expect(holes.isEmpty, "audio continuous: \(holes.prefix(5))")
         }
-        try await eventually("frames shown", timeout: .seconds(20)) { watch.video.withLock { $0.count } > 30 }
-        let from = watch.elapsedMs + 3_000
-        try await Task.sleep(for: .seconds(15))
-        let to = watch.elapsedMs
-        let tracks = watch.tracks.withLock { $0 }
-        let window = Self.continuity(watch.video.withLock { $0 }, from: from, to: to, start: watch.started)
-        let holes = Self.audioHoles(watch).filter { $0.atMs >= from && $0.atMs < to }
-        print(
-            "LADDER steady: tracks \(tracks.map(\.track)), \(window.count) frames of \((to - from) / 33), longest stall "
-                + "\(window.gapMs) ms, audio holes \(holes)")
-        let lastTrack = tracks.last?.track
-        #expect(lastTrack == "mid", "the rung that fits 0.8 Mbit/s: \(tracks)")
-        #expect(Double(window.count) >= 0.98 * Double(to - from) / 33.4, "≥ 98 % of frames")
-        #expect(window.gapMs <= 200, "no stall")
-        #expect(window.forward)
-        #expect(holes.isEmpty, "audio continuous: \(holes.prefix(5))")
-        await path.stop()
     }
 }

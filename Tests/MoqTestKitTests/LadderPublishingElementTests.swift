@@ -42,51 +42,51 @@ struct LadderPublishingElementTests {
 
     @Test("renditions with the encoders' bitrates; groups of both start at the same frames, every 500 ms")
     func alignedLadder() async throws {
-        let relay = try TestRelay.start()
-        let broadcast = uniqueBroadcast("ladder-pub")
-        let publisher = Self.publisher(relay, broadcast, keyframeMs: 500)
-        try publisher.start()
-        defer { publisher.stop() }
-        let catalogReader = try await TrackSubscriber.subscribe(
-            relay, broadcast: broadcast, track: HangCatalog.trackName, container: .raw)
-        var bitrates: [String: UInt64] = [:]
-        while bitrates.count < 2, let frame = try await catalogReader.next(timeout: .seconds(10)) {
-            let catalog = try HangCatalog(json: frame.payload)
-            for rendition in catalog.renditions {
-                if case .video(let v) = rendition.config, let b = v.bitrate { bitrates[rendition.name] = b }
+        try await withTestRelay() { (relay) async throws in
+            let broadcast = uniqueBroadcast("ladder-pub")
+            let publisher = Self.publisher(relay, broadcast, keyframeMs: 500)
+            try publisher.start()
+            defer { publisher.stop() }
+            let catalogReader = try await TrackSubscriber.subscribe(
+                relay, broadcast: broadcast, track: HangCatalog.trackName, container: .raw)
+            var bitrates: [String: UInt64] = [:]
+            while bitrates.count < 2, let frame = try await catalogReader.next(timeout: .seconds(10)) {
+                let catalog = try HangCatalog(json: frame.payload)
+                for rendition in catalog.renditions {
+                    if case .video(let v) = rendition.config, let b = v.bitrate { bitrates[rendition.name] = b }
+                }
             }
+            catalogReader.close()
+            // x264enc's maximum-bitrate tag: its kbit/s × 1024.
+            #expect(bitrates == ["hi": 600 * 1024, "lo": 150 * 1024])
+            async let hi = Self.groupStarts(relay, broadcast, track: "hi", count: 6)
+            async let lo = Self.groupStarts(relay, broadcast, track: "lo", count: 6)
+            let (hiStarts, loStarts) = try await (hi, lo)
+            let common = Set(hiStarts).intersection(loStarts)
+            #expect(common.count >= 4, "hi \(hiStarts) lo \(loStarts)")
+            let spacing = zip(hiStarts, hiStarts.dropFirst()).map { ($1 - $0) / 1000 }
+            #expect(spacing.allSatisfy { $0 >= 450 && $0 <= 550 }, "\(spacing) ms")
         }
-        catalogReader.close()
-        // x264enc's maximum-bitrate tag: its kbit/s × 1024.
-        #expect(bitrates == ["hi": 600 * 1024, "lo": 150 * 1024])
-        async let hi = Self.groupStarts(relay, broadcast, track: "hi", count: 6)
-        async let lo = Self.groupStarts(relay, broadcast, track: "lo", count: 6)
-        let (hiStarts, loStarts) = try await (hi, lo)
-        let common = Set(hiStarts).intersection(loStarts)
-        #expect(common.count >= 4, "hi \(hiStarts) lo \(loStarts)")
-        let spacing = zip(hiStarts, hiStarts.dropFirst()).map { ($1 - $0) / 1000 }
-        #expect(spacing.allSatisfy { $0 >= 450 && $0 <= 550 }, "\(spacing) ms")
-        await relay.stop()
     }
 
     @Test("without the grid (keyframe-interval=0), the encoders' own GOP decides: no group boundary for seconds")
     func withoutGrid() async throws {
-        let relay = try TestRelay.start()
-        let broadcast = uniqueBroadcast("ladder-nogrid")
-        let publisher = Self.publisher(relay, broadcast, keyframeMs: 0)
-        try publisher.start()
-        defer { publisher.stop() }
-        let reader = try await TrackSubscriber.subscribe(relay, broadcast: broadcast, track: "hi")
-        defer { reader.close() }
-        var frames = 0
-        var groups = 0
-        while frames < 90, let frame = try await reader.next(timeout: .seconds(10)) {
-            if frame.isEndOfGroup { continue }
-            frames += 1
-            if frame.index == 0 { groups += 1 }
+        try await withTestRelay() { (relay) async throws in
+            let broadcast = uniqueBroadcast("ladder-nogrid")
+            let publisher = Self.publisher(relay, broadcast, keyframeMs: 0)
+            try publisher.start()
+            defer { publisher.stop() }
+            let reader = try await TrackSubscriber.subscribe(relay, broadcast: broadcast, track: "hi")
+            defer { reader.close() }
+            var frames = 0
+            var groups = 0
+            while frames < 90, let frame = try await reader.next(timeout: .seconds(10)) {
+                if frame.isEndOfGroup { continue }
+                frames += 1
+                if frame.index == 0 { groups += 1 }
+            }
+            #expect(frames == 90)
+            #expect(groups == 1, "3 s of one group: the grid is what cut them")
         }
-        #expect(frames == 90)
-        #expect(groups == 1, "3 s of one group: the grid is what cut them")
-        await relay.stop()
     }
 }

@@ -105,7 +105,7 @@ struct LongFormTests {
         "the buffer fills at once from the caches, a 3 s blackhole on the player's path is not heard, and the buffer refills faster than real time"
     )
     func outageIsNotHeard() async throws {
-        try await scoped(try FaultPath.start(), teardown: { await $0.stop() }) { (path) async throws in
+        try await FaultPath.with { (path) async throws in
             let outcome = try await run(path) {
                 path.playLeg.blackhole()
                 try await Task.sleep(for: .seconds(3))
@@ -117,7 +117,7 @@ struct LongFormTests {
 
     @Test("a relay restart is not heard: both sides reconnect, the old buffer plays while the new one fills")
     func relayRestartIsNotHeard() async throws {
-        try await scoped(try FaultPath.start(), teardown: { await $0.stop() }) { (path) async throws in
+        try await FaultPath.with { (path) async throws in
             let relay = path.relay
             let outcome = try await run(path) {
                 await relay.stop()

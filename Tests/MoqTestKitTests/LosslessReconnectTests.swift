@@ -201,78 +201,79 @@ struct LosslessReconnectTests {
 
     @Test("a 3 s outage on both legs: every audio frame and sequence number once")
     func outage() async throws {
-        let path = try FaultPath.start()
-        let topology = Topology(path)
-        let (received, sent, publisher, player) = try await run(topology) {
-            path.blackhole()
-            try await Task.sleep(for: .seconds(3))
-            path.restore()
+        try await FaultPath.with { (path) async throws in
+            let topology = Topology(path)
+            let (received, sent, publisher, player) = try await run(topology) {
+                path.blackhole()
+                try await Task.sleep(for: .seconds(3))
+                path.restore()
+            }
+            Self.check(received, sent: sent, "outage")
+            #expect(!(publisher.collectedMessages + player.collectedMessages).contains { $0.isError })
+            player.stop()
+            publisher.stop()
         }
-        Self.check(received, sent: sent, "outage")
-        #expect(!(publisher.collectedMessages + player.collectedMessages).contains { $0.isError })
-        player.stop()
-        publisher.stop()
-        await path.stop()
     }
 
     @Test("a relay restart: the publisher's cache refills the new relay, nothing lost or repeated")
     func relayRestart() async throws {
-        let path = try FaultPath.start()
-        let relay = path.relay
-        let topology = Topology(path)
-        let (received, sent, publisher, player) = try await run(topology) {
-            await relay.stop()
-            try await Task.sleep(for: .seconds(1))
-            try await relay.restart()
+        try await FaultPath.with { (path) async throws in
+            let relay = path.relay
+            let topology = Topology(path)
+            let (received, sent, publisher, player) = try await run(topology) {
+                await relay.stop()
+                try await Task.sleep(for: .seconds(1))
+                try await relay.restart()
+            }
+            Self.check(received, sent: sent, "relay restart")
+            let replaced = (try Self.sessionsReplaced(publisher, "moq"), try Self.sessionsReplaced(player, "src"))
+            #expect(replaced.0 == 1 && replaced.1 == 1, "new sessions: publisher, player \(replaced)")
+            #expect(!(publisher.collectedMessages + player.collectedMessages).contains { $0.isError })
+            player.stop()
+            publisher.stop()
         }
-        Self.check(received, sent: sent, "relay restart")
-        let replaced = (try Self.sessionsReplaced(publisher, "moq"), try Self.sessionsReplaced(player, "src"))
-        #expect(replaced.0 == 1 && replaced.1 == 1, "new sessions: publisher, player \(replaced)")
-        #expect(!(publisher.collectedMessages + player.collectedMessages).contains { $0.isError })
-        player.stop()
-        publisher.stop()
-        await path.stop()
     }
 
     @Test("failover: the edge relay (joined with upstream) sends GOAWAY to the origin and stops")
     func failover() async throws {
         let origin = try TestRelay.start()
         let edge = try TestRelay.start(upstream: origin)
-        let publishPath = try FaultPath.start(relay: origin)
-        let playPath = try FaultPath.start(relay: edge)
-        let topology = Topology(
-            publishTo: origin, playFrom: edge, publishProxy: publishPath.publishLeg, playProxy: playPath.playLeg)
-        let (received, sent, publisher, player) = try await run(topology) {
-            edge.relay?.goaway(uri: origin.url())
-            try await Task.sleep(for: .seconds(1))
-            await edge.stop()
+        try await FaultPath.with(relay: origin) { (publishPath) async throws in
+            let playPath = try FaultPath.start(relay: edge)
+            let topology = Topology(
+                publishTo: origin, playFrom: edge, publishProxy: publishPath.publishLeg, playProxy: playPath.playLeg)
+            let (received, sent, publisher, player) = try await run(topology) {
+                edge.relay?.goaway(uri: origin.url())
+                try await Task.sleep(for: .seconds(1))
+                await edge.stop()
+            }
+            Self.check(received, sent: sent, "failover")
+            let stats = try player.element(named: "src").property("stats")?.structureValue
+            #expect(
+                stats?["handovers"]?.intValue == 1 && stats?["reconnects"]?.intValue == 0,
+                "player: \(String(describing: stats))")
+            #expect(!(publisher.collectedMessages + player.collectedMessages).contains { $0.isError })
+            player.stop()
+            publisher.stop()
+            await playPath.stop()
         }
-        Self.check(received, sent: sent, "failover")
-        let stats = try player.element(named: "src").property("stats")?.structureValue
-        #expect(
-            stats?["handovers"]?.intValue == 1 && stats?["reconnects"]?.intValue == 0,
-            "player: \(String(describing: stats))")
-        #expect(!(publisher.collectedMessages + player.collectedMessages).contains { $0.isError })
-        player.stop()
-        publisher.stop()
-        await playPath.stop()
-        await publishPath.stop()
     }
 
     @Test("EOS while the relay is down: what was captured is delivered once the relay is back")
     func endOfStreamWhileReconnecting() async throws {
-        let path = try FaultPath.start()
-        let relay = path.relay
-        let topology = Topology(path)
-        let (received, sent, publisher, player) = try await run(topology, endDuring: true) {
-            await relay.stop()
-            try await Task.sleep(for: .seconds(1.5))
-            try await relay.restart()
+        try await FaultPath.with { (path) async throws in
+            let relay = path.relay
+            let topology = Topology(path)
+            let (received, sent, publisher, player) = try await run(topology, endDuring: true) {
+                await relay.stop()
+                try await Task.sleep(for: .seconds(1.5))
+                try await relay.restart()
+            }
+            let data = Self.audit(received.data, over: 0...(sent - 1))
+            #expect(
+                data.missing.isEmpty && data.repeated == 0, "data missing \(data.missing), repeated \(data.repeated)")
+            player.stop()
+            publisher.stop()
         }
-        let data = Self.audit(received.data, over: 0...(sent - 1))
-        #expect(data.missing.isEmpty && data.repeated == 0, "data missing \(data.missing), repeated \(data.repeated)")
-        player.stop()
-        publisher.stop()
-        await path.stop()
     }
 }

@@ -92,21 +92,21 @@ struct QueueTests {
 
     @Test("prefix follow: the next broadcast under the prefix starts where the previous one ends")
     func prefixFollow() async throws {
-        let relay = try TestRelay.start()
-        let room = uniqueBroadcast("queue")
-        let player = Self.player(relay) { $0.set("prefix", room + "/") }
-        try await playsGaplessly(first: room + "/a", second: room + "/b", relay: relay, player: player)
-        await relay.stop()
+        try await withTestRelay() { (relay) async throws in
+            let room = uniqueBroadcast("queue")
+            let player = Self.player(relay) { $0.set("prefix", room + "/") }
+            try await playsGaplessly(first: room + "/a", second: room + "/b", relay: relay, player: player)
+        }
     }
 
     @Test("queue property: broadcast, then the queued one where it ends")
     func explicitQueue() async throws {
-        let relay = try TestRelay.start()
-        let room = uniqueBroadcast("queue")
-        let player = Self.player(relay) {
-            $0.set("broadcast", room + "/first").set("queue", "\(room)/second")
+        try await withTestRelay() { (relay) async throws in
+            let room = uniqueBroadcast("queue")
+            let player = Self.player(relay) {
+                $0.set("broadcast", room + "/first").set("queue", "\(room)/second")
+            }
+            try await playsGaplessly(first: room + "/first", second: room + "/second", relay: relay, player: player)
         }
-        try await playsGaplessly(first: room + "/first", second: room + "/second", relay: relay, player: player)
-        await relay.stop()
     }
 }

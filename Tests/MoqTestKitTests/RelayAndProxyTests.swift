@@ -9,38 +9,39 @@ import Testing
 struct RelayAndProxyTests {
     @Test("the relay listens on a free port with a pinned certificate, and renders moqsink properties")
     func relayBasics() async throws {
-        let relay = try TestRelay.start()
-        #expect(relay.port != 0)
-        #expect(relay.fingerprint.count == 64 && relay.fingerprint.allSatisfy(\.isHexDigit))
-        #expect(relay.url() == "moql://127.0.0.1:\(relay.port)/anon")
-        #expect(
-            relay.moqsinkProperties(broadcast: "room/cam")
-                == "url=moql://127.0.0.1:\(relay.port)/anon broadcast=room/cam tls-fingerprint=\(relay.fingerprint)")
-        #expect(
-            Element.moqsink(relay: relay, broadcast: "room/cam").description
-                == "moqsink name=moq \(relay.moqsinkProperties(broadcast: "room/cam"))")
-        let session = try await relay.connect()
-        session.close()
-        await relay.stop()
+        try await withTestRelay() { (relay) async throws in
+            #expect(relay.port != 0)
+            #expect(relay.fingerprint.count == 64 && relay.fingerprint.allSatisfy(\.isHexDigit))
+            #expect(relay.url() == "moql://127.0.0.1:\(relay.port)/anon")
+            #expect(
+                relay.moqsinkProperties(broadcast: "room/cam")
+                    == "url=moql://127.0.0.1:\(relay.port)/anon broadcast=room/cam tls-fingerprint=\(relay.fingerprint)"
+            )
+            #expect(
+                Element.moqsink(relay: relay, broadcast: "room/cam").description
+                    == "moqsink name=moq \(relay.moqsinkProperties(broadcast: "room/cam"))")
+            let session = try await relay.connect()
+            session.close()
+        }
     }
 
     @Test("stop() closes the port; restart() comes back on it with the same certificate")
     func restart() async throws {
-        let relay = try TestRelay.start()
-        let port = relay.port
-        let pin = relay.fingerprint
-        await relay.stop()
-        #expect(!relay.isRunning)
-        var options = relay.clientOptions
-        options.connectTimeout = .milliseconds(500)
-        await #expect(throws: MoqError.self) {
-            _ = try await MoqSession.connect(relay.url(), options: options)
+        try await withTestRelay() { (relay) async throws in
+            let port = relay.port
+            let pin = relay.fingerprint
+            await relay.stop()
+            #expect(!relay.isRunning)
+            var options = relay.clientOptions
+            options.connectTimeout = .milliseconds(500)
+            await #expect(throws: MoqError.self) {
+                _ = try await MoqSession.connect(relay.url(), options: options)
+            }
+            try await relay.restart()
+            #expect(relay.port == port && relay.fingerprint == pin)
+            let session = try await relay.connect()  // pinned to the old fingerprint: same certificate
+            session.close()
         }
-        try await relay.restart()
-        #expect(relay.port == port && relay.fingerprint == pin)
-        let session = try await relay.connect()  // pinned to the old fingerprint: same certificate
-        session.close()
-        await relay.stop()
     }
 
     @Test("the proxy forwards both ways, drops everything while blackholed, and forwards again after restore")
