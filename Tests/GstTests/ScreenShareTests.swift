@@ -8,30 +8,14 @@ import SwiftMoQ
 import Testing
 
 /// An X server in memory (`Xvfb -displayfd`: it picks a free display and says which).
-final class VirtualDisplay: @unchecked Sendable {
-    let process = Process()
-    let name: String
+final class VirtualDisplay: Sendable {
+    private let daemon: Daemon
+    /// `:N`.
+    var name: String { ":" + daemon.firstLine }
 
-    init(width: Int, height: Int) throws {
-        let output = Pipe()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/Xvfb")
-        process.arguments = ["-displayfd", "1", "-screen", "0", "\(width)x\(height)x24", "-nolisten", "tcp"]
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var text = ""
-        while !text.contains("\n") {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { throw TestKitError.expectationFailed("Xvfb exited before choosing a display") }
-            text += String(decoding: chunk, as: UTF8.self)
-        }
-        name = ":" + text.trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
-    deinit {
-        // Foundation's Process starts children with SIGTERM blocked, which Xvfb never unblocks.
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+    init(width: Int, height: Int) async throws {
+        daemon = try await Daemon(
+            "/usr/bin/Xvfb", ["-displayfd", "1", "-screen", "0", "\(width)x\(height)x24", "-nolisten", "tcp"])
     }
 }
 
@@ -63,7 +47,7 @@ struct ScreenShareTests {
 
     @Test("swiftmoq screen-share under Xvfb: what the subscriber decodes is what was drawn on the display")
     func decodesWhatWasDrawn() async throws {
-        let display = try VirtualDisplay(width: Self.width, height: Self.height)
+        let display = try await VirtualDisplay(width: Self.width, height: Self.height)
         let raw = "video/x-raw,format=RGB,width=\(Self.width),height=\(Self.height)"
         // Draw a known pattern over the whole screen (no window manager: the window sits at 0,0).
         let painter = try TestPipeline(

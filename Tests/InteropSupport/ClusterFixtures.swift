@@ -6,8 +6,11 @@ package import SwiftMoQ
 /// frame payloads are `g{group}f{index}`.
 package final class GroupedPublisher: Sendable {
     let task: Task<Void, Never>
+    /// The track written into.
+    package let track: TrackProducer
 
     package init(_ track: TrackProducer, frames: Int = 5, interval: Duration = .milliseconds(20)) {
+        self.track = track
         task = Task {
             var frame: UInt64 = 0
             while !Task.isCancelled {
@@ -20,6 +23,17 @@ package final class GroupedPublisher: Sendable {
                 group.finish()
             }
         }
+    }
+
+    /// Publishes `broadcast` on `session` with one track, `name`, and writes into it.
+    package convenience init(
+        publishing broadcast: String, on session: MoqSession, track name: String = "data", frames: Int = 5,
+        interval: Duration = .milliseconds(20)
+    ) {
+        let producer = BroadcastProducer(path: broadcast)
+        let track = producer.createTrack(name)
+        session.publish(producer)  // the session's origin keeps the broadcast
+        self.init(track, frames: frames, interval: interval)
     }
 
     package func cancel() { task.cancel() }

@@ -52,10 +52,7 @@ struct ClusterInteropTests {
         }
         let name = RustPeer.uniqueName("cluster")
         let publisher = try await s1.connect("")
-        let broadcast = BroadcastProducer(path: name)
-        let track = broadcast.createTrack("data")
-        publisher.publish(broadcast)
-        let writing = GroupedPublisher(track)
+        let writing = GroupedPublisher(publishing: name, on: publisher)
         defer { writing.cancel() }
 
         // S2 learns both routes: through S1 (publisher 1 + link 1) and through R (one more hop and link).
@@ -76,7 +73,7 @@ struct ClusterInteropTests {
         }
         // One upstream subscription for 20 viewers: S1 sends each group once over the link.
         #expect(s2.relay.upstreamSubscriptionCount == 1)
-        let published = track.latestSequence ?? 0
+        let published = writing.track.latestSequence ?? 0
         let sentByS1 = await s1.relay.sessionStats().map(\.counters.groupsSent).max() ?? 0
         #expect(sentByS1 <= published + 2, "S1 sent \(sentByS1) groups for \(published + 1) published")
 
@@ -150,10 +147,7 @@ struct ClusterInteropTests {
         // A publisher on S1, watched on S2: S1 offered it over the link the Rust node dialled.
         let name = RustPeer.uniqueName("dialled")
         let publisher = try await s1.connect("")
-        let broadcast = BroadcastProducer(path: name)
-        let track = broadcast.createTrack("data")
-        publisher.publish(broadcast)
-        let writing = GroupedPublisher(track)
+        let writing = GroupedPublisher(publishing: name, on: publisher)
         defer { writing.cancel() }
         try await eventually("S2 to learn the route through the Rust node") { !s2.relay.routes(to: name).isEmpty }
         // The publisher's hop, S1's, then the Rust node's.

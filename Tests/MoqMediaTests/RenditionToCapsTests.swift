@@ -1,19 +1,26 @@
 // SPDX-License-Identifier: MIT
 import CGStreamer
 import CGstPbutils
+import Foundation
 import MoqCatalog
 import MoqWire
 import Testing
 
 @testable import MoqMedia
 
-/// The catalogs of moq-lite-06.md §6.3, verbatim as produced by moq-ffi 0.4.18.
+/// The catalogs of moq-lite-06.md §6.3, verbatim as produced by moq-ffi 0.4.18 (kept once, in
+/// `Tests/Interop/catalogs/`, for every test target that reads them).
 enum RustCatalogs {
-    static let avc1Opus =
-        #"{"video":{"renditions":{"0.avc1":{"codec":"avc1.42c00d","description":"0142c00dffe100116742c00d8c68141f26a0c020c0f08846a001000468ce3c80","codedWidth":320,"codedHeight":240,"bitrate":88280,"framerate":30.0,"container":{"kind":"legacy"}}}},"audio":{"renditions":{"1.opus":{"codec":"opus","sampleRate":48000,"numberOfChannels":2,"description":"4f707573486561640102380180bb0000000000","container":{"kind":"legacy"}}}},"archive":{"track":"timeline.z","timescale":1000},"clock":{"wall":218152279435821,"timescale":1000000}}"#
+    /// (a) `publish_video(AVC1, avcC)` + `publish_audio(OPUS, OpusHead)`.
+    static let avc1Opus = file("avc1-opus")
+    /// (b) `encode_video(H264, openh264)` + `encode_audio("audio", opus)`.
+    static let avc3Opus = file("avc3-opus")
 
-    static let avc3Opus =
-        #"{"video":{"renditions":{"0.avc3":{"codec":"avc3.42c00d","codedWidth":320,"codedHeight":240,"bitrate":300000,"framerate":30.0,"container":{"kind":"legacy"},"jitter":426,"delay":78}}},"audio":{"renditions":{"audio":{"codec":"opus","sampleRate":48000,"numberOfChannels":2,"bitrate":64000,"description":"4f707573486561640102380180bb0000000000","container":{"kind":"legacy"},"jitter":505,"delay":3}}},"archive":{"track":"timeline.z","timescale":1000},"clock":{"wall":218152220050302,"timescale":1000000}}"#
+    private static func file(_ name: String, from source: String = #filePath) -> String {
+        let tests = URL(fileURLWithPath: source).deletingLastPathComponent().deletingLastPathComponent()
+        return (try? String(contentsOf: tests.appendingPathComponent("Interop/catalogs/\(name).json"), encoding: .utf8))
+            ?? ""
+    }
 }
 
 @Suite struct RustCatalogCapsTests {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 import Foundation
 import GstSwiftMoQ
+import MoqInteropSupport
 import MoqKit
 import MoqPipeline
 import MoqSync
@@ -9,29 +10,13 @@ import SwiftMoQ
 import Testing
 
 /// A private D-Bus session bus for one test: `dbus-daemon --session`, stopped at the end.
-final class PrivateBus: @unchecked Sendable {
-    let process = Process()
-    let address: String
+final class PrivateBus: Sendable {
+    private let daemon: Daemon
+    var address: String { daemon.firstLine }
 
-    init() throws {
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
-        process.arguments = ["--session", "--nofork", "--print-address=1", "--address=unix:tmpdir=/tmp"]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        var text = ""
-        while !text.contains("\n") {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { throw TestKitError.timedOut("dbus-daemon's address") }
-            text += String(decoding: chunk, as: UTF8.self)
-        }
-        address = text.trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
-    deinit {
-        // Foundation's Process starts children with SIGTERM blocked, which dbus-daemon never unblocks.
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+    init() async throws {
+        daemon = try await Daemon(
+            "/usr/bin/dbus-daemon", ["--session", "--nofork", "--print-address=1", "--address=unix:tmpdir=/tmp"])
     }
 
     /// `gdbus call` on this bus, off the cooperative pool; its standard output.
@@ -58,7 +43,7 @@ struct MPRISTests {
 
     @Test("Metadata follows the title; PlayPause pauses within 100 ms and resumes; PlaybackStatus says so")
     func remoteControl() async throws {
-        let bus = try PrivateBus()
+        let bus = try await PrivateBus()
         try await withTestRelay() { (relay) async throws in
             let radio = try await TaggedRadio.start(relay, tags: "title=\"First Song\",artist=Someone")
             defer { radio.publisher.stop() }
