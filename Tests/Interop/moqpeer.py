@@ -510,6 +510,20 @@ async def cmd_connect(args) -> None:
     emit("closed")
 
 
+async def announce_track(client, broadcast_name: str, args):
+    """Publishes and announces `broadcast_name` with one track (`--track`), emits `announced`,
+    and with `--wait-subscriber` waits for its first subscriber. Returns (broadcast, track)."""
+    broadcast = client.create_broadcast(broadcast_name)
+    track = broadcast.publish_track(args.track, track_info(args))
+    demand = track.demand()
+    subscribed = expect_subscribe(broadcast_name, args.track)
+    broadcast.announce()
+    emit("announced", broadcast=broadcast_name, track=args.track)
+    if args.wait_subscriber:
+        await wait_subscriber(demand, subscribed)
+    return broadcast, track
+
+
 # MARK: - publish (raw track)
 
 
@@ -517,14 +531,7 @@ async def cmd_publish(args) -> None:
     broadcast_name = args.broadcast or unique_name("broadcast")
     frames_per_group = args.frames_per_group
     async with make_client(args) as client:
-        broadcast = client.create_broadcast(broadcast_name)
-        track = broadcast.publish_track(args.track, track_info(args))
-        demand = track.demand()
-        subscribed = expect_subscribe(broadcast_name, args.track)
-        broadcast.announce()
-        emit("announced", broadcast=broadcast_name, track=args.track)
-        if args.wait_subscriber:
-            await wait_subscriber(demand, subscribed)
+        broadcast, track = await announce_track(client, broadcast_name, args)
         if args.go_file:
             # The test says when to start (e.g. once every subscriber reached the relay).
             while not os.path.exists(args.go_file):
@@ -695,14 +702,7 @@ async def cmd_fetch(args) -> None:
 async def cmd_publish_datagrams(args) -> None:
     broadcast_name = args.broadcast or unique_name("broadcast")
     async with make_client(args) as client:
-        broadcast = client.create_broadcast(broadcast_name)
-        track = broadcast.publish_track(args.track, track_info(args))
-        demand = track.demand()
-        subscribed = expect_subscribe(broadcast_name, args.track)
-        broadcast.announce()
-        emit("announced", broadcast=broadcast_name, track=args.track)
-        if args.wait_subscriber:
-            await wait_subscriber(demand, subscribed)
+        broadcast, track = await announce_track(client, broadcast_name, args)
         for index in range(args.count):
             payload = payload_for(index, 0, args.payload_size)
             sequence = track.append_datagram(payload, timestamp_for(index, 0, 1))
