@@ -62,10 +62,10 @@ struct CMAFTests {
                 "moqsrc name=s \(relay.elementProperties) broadcast=\(name) "
                     + "s.video_0 ! decodebin ! video/x-raw ! appsink name=v sync=false "
                     + "s.audio_0 ! decodebin ! audio/x-raw ! appsink name=a sync=false")
-            #expect(player.play() != GST_STATE_CHANGE_FAILURE)
-            defer { player.setState(GST_STATE_NULL) }
             let video = try player.record("v")
             let audio = try player.record("a")
+            #expect(player.play() != GST_STATE_CHANGE_FAILURE)
+            defer { player.setState(GST_STATE_NULL) }
             defer {
                 video.stop()
                 audio.stop()
@@ -105,9 +105,9 @@ struct CMAFTests {
         let player = try TestPipeline(
             "moqsrc name=s url=\(relay.url()) broadcast=\(name) tls-fingerprint=\(relay.fingerprint) latency=300 "
                 + "s.video_0 ! decodebin ! video/x-raw ! appsink name=v sync=false")
+        let video = try player.record("v")
         #expect(player.play() != GST_STATE_CHANGE_FAILURE)
         defer { player.setState(GST_STATE_NULL) }
-        let video = try player.record("v")
         defer { video.stop() }
         try await eventually("60 frames of moq-dev's CMAF decoded", timeout: .seconds(20)) { video.count >= 60 }
         #expect(isMonotonic(video.entries), "timestamps go backwards")

@@ -63,9 +63,9 @@ struct DropInTests {
                   s.video_0 ! queue ! decodebin3 ! videoconvert ! appsink name=video sync=false \
                   s.audio_0 ! queue ! decodebin3 ! audioconvert ! appsink name=audio sync=false
                 """)
-            #expect(both.play() != GST_STATE_CHANGE_FAILURE)
             let video = try both.record("video")
             let audio = try both.record("audio")
+            #expect(both.play() != GST_STATE_CHANGE_FAILURE)
             try await eventually("decoded video and audio", timeout: .seconds(30)) {
                 video.count >= 30 && audio.count >= 30
             }
@@ -76,8 +76,8 @@ struct DropInTests {
 
             // The terse form: `moqsrc ! decodebin3 ! …` links the first pad offered (video).
             let terse = try TestPipeline(Self.terseViewer(port: relay.port))
-            #expect(terse.play() != GST_STATE_CHANGE_FAILURE)
             let frames = try terse.record("out")
+            #expect(terse.play() != GST_STATE_CHANGE_FAILURE)
             try await eventually("decoded video (terse form)", timeout: .seconds(30)) { frames.count >= 30 }
             frames.stop()
             #expect(terse.errors.isEmpty, "\(terse.errors)")
@@ -102,8 +102,8 @@ struct DropInTests {
             #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
             defer { publisher.setState(GST_STATE_NULL) }
             let terse = try TestPipeline(Self.terseViewer(host: "127.0.0.1", port: port))
-            #expect(terse.play() != GST_STATE_CHANGE_FAILURE)
             let frames = try terse.record("out")
+            #expect(terse.play() != GST_STATE_CHANGE_FAILURE)
             try await eventually("decoded video over WebSocket", timeout: .seconds(30)) { frames.count >= 30 }
             frames.stop()
             #expect(await relay.sessionStats().map(\.binding) == [.webSocket, .webSocket])

@@ -156,8 +156,8 @@ struct MoqSrcCatalogTests {
             defer { feeder.cancel() }
             let player = try TestPipeline(
                 "moqsrc name=s \(relay.elementProperties) broadcast=mixed s.audio_0 ! appsink name=a sync=false")
-            #expect(player.play() != GST_STATE_CHANGE_FAILURE)
             let audio = try player.record("a")
+            #expect(player.play() != GST_STATE_CHANGE_FAILURE)
             defer { audio.stop() }
             let warning = try await player.waitFor { $0.isWarning && $0.text?.contains("0.theora") == true }
             #expect(warning.text?.contains("skipped") == true, "\(warning)")
@@ -187,8 +187,8 @@ struct MoqSrcCatalogTests {
             }
             let player = try TestPipeline(
                 "moqsrc name=s \(relay.elementProperties) broadcast=ladder s.video_0 ! appsink name=v sync=false")
-            #expect(player.play() != GST_STATE_CHANGE_FAILURE)
             let video = try player.record("v")
+            #expect(player.play() != GST_STATE_CHANGE_FAILURE)
             defer { video.stop() }
             let src = player.element("s")!
             defer { gst_object_unref(src) }
@@ -243,8 +243,8 @@ struct MoqSrcCatalogTests {
             let firstFeed = first.feed("audio")
             let player = try TestPipeline(
                 "moqsrc name=s \(relay.elementProperties) prefix=room s.audio_0 ! appsink name=a sync=false")
-            #expect(player.play() != GST_STATE_CHANGE_FAILURE)
             let audio = try player.record("a")
+            #expect(player.play() != GST_STATE_CHANGE_FAILURE)
             defer { audio.stop() }
             let src = player.element("s")!
             defer { gst_object_unref(src) }

@@ -25,9 +25,9 @@ struct MoqSrcDataTests {
             let player = try TestPipeline(
                 "moqsrc name=s \(relay.elementProperties) broadcast=talk data-tracks=chat,telemetry "
                     + "s.audio_0 ! fakesink sync=true s.data_0 ! appsink name=d sync=false s.data_1 ! fakesink")
+            let data = try player.record("d")
             #expect(player.play() != GST_STATE_CHANGE_FAILURE)
             defer { player.setState(GST_STATE_NULL) }
-            let data = try player.record("d")
             defer { data.stop() }
             // (A sink on a track that never sends must not hold the pipeline in PAUSED: telemetry's.)
             try await eventually("audio playing", timeout: .seconds(20)) {
@@ -65,9 +65,9 @@ struct MoqSrcDataTests {
         let player = try TestPipeline(
             "moqsrc name=s url=\(relay.url()) tls-fingerprint=\(relay.fingerprint) broadcast=\(name) "
                 + "data-tracks=telemetry s.data_0 ! appsink name=d sync=false")
+        let data = try player.record("d")
         #expect(player.play() != GST_STATE_CHANGE_FAILURE)
         defer { player.setState(GST_STATE_NULL) }
-        let data = try player.record("d")
         defer { data.stop() }
         _ = try await player.waitFor(.seconds(30)) { $0.isEOS }
         #expect(data.entries.map(\.hash) == (0..<groups).map { fnv(rustPayload(group: $0, frame: 0, size: size)) })

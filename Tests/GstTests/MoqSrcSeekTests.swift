@@ -52,8 +52,8 @@ extension MoqSrcTests {
             #expect(publisher.play() != GST_STATE_CHANGE_FAILURE)
             let player = try TestPipeline(
                 "moqsrc name=s \(relay.elementProperties) broadcast=live s.video_0 ! appsink name=v sync=true")
-            #expect(player.play() != GST_STATE_CHANGE_FAILURE)
             let video = try player.record("v")
+            #expect(player.play() != GST_STATE_CHANGE_FAILURE)
             defer { video.stop() }
             try await eventually("playing", timeout: .seconds(20)) { video.count >= 10 }
             let seeked = gst_element_seek(
@@ -88,8 +88,8 @@ extension MoqSrcTests {
             let player = try TestPipeline(
                 "moqsrc name=s buffering=long-form buffer-duration=2000 \(relay.elementProperties) broadcast=file "
                     + "s.audio_0 ! appsink name=a sync=true")
-            #expect(player.play() != GST_STATE_CHANGE_FAILURE)
             let audio = try player.record("a")
+            #expect(player.play() != GST_STATE_CHANGE_FAILURE)
             defer { audio.stop() }
             _ = try await player.waitFor(.seconds(20)) { $0.isEOS }
             let times = audio.entries.compactMap(\.publisherTime)

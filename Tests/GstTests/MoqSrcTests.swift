@@ -123,9 +123,9 @@ struct MoqSrcTests {
             "moqsrc name=s url=\(relay.url()) broadcast=\(name) tls-fingerprint=\(relay.fingerprint) "
                 + "s.video_0 ! decodebin ! video/x-raw ! appsink name=v sync=false "
                 + "s.audio_0 ! decodebin ! audio/x-raw ! appsink name=a sync=false")
-        #expect(pipeline.play() != GST_STATE_CHANGE_FAILURE)
         let video = try pipeline.record("v")
         let audio = try pipeline.record("a")
+        #expect(pipeline.play() != GST_STATE_CHANGE_FAILURE)
         defer {
             video.stop()
             audio.stop()
@@ -511,8 +511,8 @@ struct MoqSrcTests {
             defer { feeding.cancel() }
             let player = try TestPipeline(
                 "moqsrc name=s \(relay.elementProperties) broadcast=again s.video_0 ! appsink name=v sync=false")
-            #expect(player.play() != GST_STATE_CHANGE_FAILURE)
             let video = try player.record("v")
+            #expect(player.play() != GST_STATE_CHANGE_FAILURE)
             defer { video.stop() }
             try await eventually("playing", timeout: .seconds(20)) { video.count > 25 }
             try await eventually("a group begins", timeout: .seconds(5)) {

@@ -24,9 +24,9 @@ struct QueueInteropTests {
         let player = try TestPipeline(
             "moqsrc name=s url=\(relay.url()) prefix=\(room)/ tls-fingerprint=\(relay.fingerprint) latency=300 "
                 + "s.audio_0 ! appsink name=a sync=false")
+        let audio = try player.record("a")
         #expect(player.play() != GST_STATE_CHANGE_FAILURE)
         defer { player.setState(GST_STATE_NULL) }
-        let audio = try player.record("a")
         defer { audio.stop() }
         try await eventually("the first broadcast plays", timeout: .seconds(20)) { audio.count > 0 }
         let second = try RustPeer.launch(
