@@ -198,8 +198,9 @@ final class SinkPad: @unchecked Sendable {
         switch PadFormat.from(caps: caps) {
         case .failure(let error):
             let text = GstSupport.capsString(caps)
-            sink.reporter.error(.stream(GST_STREAM_ERROR_FORMAT), "\(name): unsupported caps: \(error)", debug: text)
+            // The pad's status first: whoever the ERROR wakes reads `track-status` = error.
             setStatus(.error, error: "unsupported caps: \(error)")
+            sink.reporter.error(.stream(GST_STREAM_ERROR_FORMAT), "\(name): unsupported caps: \(error)", debug: text)
             return false
         case .success(let f): newFormat = f
         }
@@ -504,8 +505,8 @@ final class SinkPad: @unchecked Sendable {
             }
             return GST_FLOW_OK
         } catch {
-            sink.reporter.error(.stream(GST_STREAM_ERROR_DEMUX), "\(name): fragmented MP4 input: \(error.message)")
             setStatus(.error, error: "fragmented MP4 input: \(error.message)")
+            sink.reporter.error(.stream(GST_STREAM_ERROR_DEMUX), "\(name): fragmented MP4 input: \(error.message)")
             return GST_FLOW_ERROR
         }
     }
