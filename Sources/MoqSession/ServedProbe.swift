@@ -3,8 +3,8 @@ import MoqSync
 import MoqWire
 
 /// A Probe stream the peer opened to receive our bandwidth reports: we send
-/// `PROBE{bitrate, rtt}` when a value moves by 25 % or more, or every 10 s
-/// (polled every 100 ms). The opener must not write; any byte is malformed.
+/// `PROBE{bitrate, rtt}` when a value moves by 25 % or more (and at least 16 kbit/s or 2 ms), or
+/// every 10 s (polled every 100 ms). The opener must not write; any byte is malformed.
 final class ServedProbe: StreamHandler {
     let session: HandlerContext
     let stream: Int64
@@ -68,14 +68,23 @@ final class ServedProbe: StreamHandler {
         timer = session.scheduler.schedule(after: Self.pollInterval) { box.value?.tick() }
     }
 
+    /// A bitrate change smaller than this is not news. On an idle connection the send rate is
+    /// these reports and the ACKs they draw (a few kbit/s, alternating as ngtcp2 adds a PING to
+    /// every other ACK-only packet of the peer's): reporting that would be reported again, ten times
+    /// a second, and hold an idle session open past its idle timeout (a quiet moqsrc did, 60 s).
+    static let minBitrateChange: UInt64 = 16_000
+    /// The report carries whole milliseconds: a 1 ms step is rounding.
+    static let minRTTChangeMs: UInt64 = 2
+
     private func shouldSend(_ report: Probe, now: UInt64) -> Bool {
         guard let last else { return true }
         if now &- lastSentAt >= Self.refreshNanos { return true }
-        func moved(_ a: UInt64, _ b: UInt64) -> Bool {
+        func moved(_ a: UInt64, _ b: UInt64, atLeast floor: UInt64) -> Bool {
             let (lo, hi) = (min(a, b), max(a, b))
-            return hi - lo >= max(1, hi / 4)
+            return hi - lo >= max(floor, hi / 4)
         }
-        return moved(report.bitrate, last.bitrate) || moved(report.rttMs, last.rttMs)
+        return moved(report.bitrate, last.bitrate, atLeast: Self.minBitrateChange)
+            || moved(report.rttMs, last.rttMs, atLeast: Self.minRTTChangeMs)
     }
 
     private func stop(_ code: StreamErrorCode?) {

@@ -124,8 +124,11 @@ struct ElementStatusTests {
             try await eventually(
                 "the quiet player's third session", timeout: .seconds(60),
                 detail: {
+                    // A session held open shows traffic on a player that should be idle.
                     "sessions \(uint64Property(quietSrc, "sessions")), rtt-us "
-                        + "\(structureField(quietSrc, "connection-stats", "rtt-us") ?? -1)"
+                        + "\(structureField(quietSrc, "connection-stats", "rtt-us") ?? -1), packets-received "
+                        + "\(structureField(quietSrc, "connection-stats", "packets-received") ?? -1), recv-rate-bps "
+                        + "\(structureField(quietSrc, "connection-stats", "recv-rate-bps") ?? -1)"
                 }
             ) {
                 uint64Property(quietSrc, "sessions") >= 3

@@ -81,6 +81,30 @@ import Testing
         #expect(reports.count == 3)
     }
 
+    @Test(
+        "an idle connection's send rate (the reports and their ACKs, a few kbit/s either way) is not reported ten times a second"
+    )
+    func probeReportsIgnoreTheirOwnTraffic() {
+        let pair = SessionPair()
+        var reports: [Probe] = []
+        pair.link.server.transportEstimates = TransportEstimates(smoothedRTTMicros: 100, sendRateBps: 400_000)
+        pair.client.requestProbe { reports.append($0) }
+        pair.run()
+        #expect(reports == [Probe(bitrate: 400_000, rttMs: 0)])
+        // The idle alternation: 3.7 kbit/s, then 7 kbit/s, every 100 ms; the RTT rounds 0 ↔ 1 ms.
+        for step in 0..<30 {
+            pair.link.server.transportEstimates = TransportEstimates(
+                smoothedRTTMicros: step % 2 == 0 ? 400 : 600, sendRateBps: step % 2 == 0 ? 3_700 : 7_000)
+            pair.scheduler.advance(by: .milliseconds(100))
+        }
+        #expect(reports.count == 2, "the drop to idle once, then nothing: \(reports)")
+        #expect(reports.last?.bitrate == 3_700)
+        // A real change is still reported at once.
+        pair.link.server.transportEstimates = TransportEstimates(smoothedRTTMicros: 5_000, sendRateBps: 3_000_000)
+        pair.scheduler.advance(by: .milliseconds(100))
+        #expect(reports.last == Probe(bitrate: 3_000_000, rttMs: 5))
+    }
+
     @Test func bytesWrittenByTheProbeOpenerAreMalformed() {
         let pair = SessionPair()
         pair.link.client.writeRaw(400, [0x04] + Probe(bitrate: 1, rttMs: 1).encoded())
