@@ -12,7 +12,7 @@ export GST_REGISTRY_1_0 := $(CURDIR)/$(BUILD)/gst-registry.bin
 # (scripts/pkgconfig-shadow.sh); the package itself names the standard modules.
 export PKG_CONFIG_PATH := $(CURDIR)/$(BUILD)/pkgconfig$(if $(PKG_CONFIG_PATH),:$(PKG_CONFIG_PATH))
 
-.PHONY: all setup build plugin cli test unit-test lint fuzz fuzz-build fuzz-wire fuzz-catalog fuzz-session demo install \
+.PHONY: all setup build plugin cli test unit-test lint fuzz fuzz-build fuzz-wire fuzz-catalog fuzz-moqt fuzz-session demo install \
 	clean help \
 	element-docs check-element-docs bench bench-tools bench-profile tsan faults soak consumer-test web-test
 
@@ -152,7 +152,7 @@ test: setup build lint check-element-docs web-test unit-test consumer-test
 # replay). Each source module is built as its own module (a static library instrumented for
 # libFuzzer and ASan), in dependency order, exactly as SwiftPM builds it: the sources import each
 # other as in the package, with no conditional imports.
-FUZZ_MODULES = MoqBase MoqSync MoqWire MoqModel MoqWebTransport MoqQMux MoqCatalog MoqSession
+FUZZ_MODULES = MoqBase MoqSync MoqWire MoqtWire MoqModel MoqWebTransport MoqQMux MoqCatalog MoqSession
 FUZZ_FLAGS = -sanitize=fuzzer,address -parse-as-library -O -enable-testing -package-name swiftmoq
 FUZZ_LIBS = $(BUILD)/fuzz/modules
 fuzz-build:
@@ -170,13 +170,16 @@ fuzz-build:
 	swiftc $(FUZZ_FLAGS) -I $(FUZZ_LIBS) -L $(FUZZ_LIBS) -module-name FuzzSession \
 		Fuzz/FuzzSession/Harness/*.swift Fuzz/FuzzSession/FuzzSession.swift \
 		-lMoqSession -lMoqWebTransport -lMoqModel -lMoqWire -lMoqSync -lMoqBase -o $(BUILD)/fuzz/fuzz-session
+	swiftc $(FUZZ_FLAGS) -I $(FUZZ_LIBS) -L $(FUZZ_LIBS) -module-name FuzzMoqt Fuzz/FuzzMoqt/FuzzMoqt.swift \
+		-lMoqtWire -lMoqWire -lMoqBase -o $(BUILD)/fuzz/fuzz-moqt
 
-# FUZZ_SECONDS is split between the three targets (the session fuzzer gets what is left over).
-FUZZ_WIRE_SECONDS    = $(shell expr $(FUZZ_SECONDS) / 3)
-FUZZ_CATALOG_SECONDS = $(shell expr $(FUZZ_SECONDS) / 3)
-FUZZ_SESSION_SECONDS = $(shell expr $(FUZZ_SECONDS) - 2 \* \( $(FUZZ_SECONDS) / 3 \))
+# FUZZ_SECONDS is split between the four targets (the session fuzzer gets what is left over).
+FUZZ_WIRE_SECONDS    = $(shell expr $(FUZZ_SECONDS) / 4)
+FUZZ_CATALOG_SECONDS = $(shell expr $(FUZZ_SECONDS) / 4)
+FUZZ_MOQT_SECONDS    = $(shell expr $(FUZZ_SECONDS) / 4)
+FUZZ_SESSION_SECONDS = $(shell expr $(FUZZ_SECONDS) - 3 \* \( $(FUZZ_SECONDS) / 4 \))
 
-fuzz: fuzz-build fuzz-wire fuzz-catalog fuzz-session
+fuzz: fuzz-build fuzz-wire fuzz-catalog fuzz-moqt fuzz-session
 
 # -max_total_time=0 would mean "forever", so a zero share skips the timed run.
 fuzz-wire: fuzz-build
@@ -196,6 +199,17 @@ fuzz-catalog: fuzz-build
 		$(BUILD)/fuzz/fuzz-catalog -max_total_time=$(FUZZ_CATALOG_SECONDS) -max_len=16384 -rss_limit_mb=2048 \
 			-dict=Fuzz/FuzzCatalog/catalog.dict -artifact_prefix=$(BUILD)/fuzz/catalog- \
 			$(BUILD)/fuzz/corpus-catalog Fuzz/seeds/catalog; \
+	fi
+
+# MoQ Transport's codec (MoqtWire). FUZZ_MOQT_RUNS=N runs exactly N inputs instead of a time budget.
+fuzz-moqt: fuzz-build
+	@mkdir -p $(BUILD)/fuzz/corpus-moqt
+	$(BUILD)/fuzz/fuzz-moqt -runs=0 Fuzz/FailCases/moqt Fuzz/seeds/moqt
+	@if [ -n "$(FUZZ_MOQT_RUNS)" ] || [ $(FUZZ_MOQT_SECONDS) -gt 0 ]; then \
+		echo $(BUILD)/fuzz/fuzz-moqt ...; \
+		$(BUILD)/fuzz/fuzz-moqt $(if $(FUZZ_MOQT_RUNS),-runs=$(FUZZ_MOQT_RUNS),-max_total_time=$(FUZZ_MOQT_SECONDS)) \
+			-max_len=4096 -rss_limit_mb=2048 -malloc_limit_mb=512 -timeout=10 \
+			-artifact_prefix=$(BUILD)/fuzz/moqt- $(BUILD)/fuzz/corpus-moqt Fuzz/seeds/moqt; \
 	fi
 
 # FUZZ_RUNS=N runs exactly N inputs instead of a time budget (the 10 M run of record).

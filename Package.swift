@@ -63,6 +63,8 @@ let package = Package(
         .target(name: "MoqSession", dependencies: ["MoqSync", "MoqWire", "MoqModel"], swiftSettings: swiftSettings),
         // hang catalog JSON and the legacy frame container: pure Swift, fuzzed (Fuzz/FuzzCatalog).
         .target(name: "MoqCatalog", dependencies: ["MoqWire"], swiftSettings: swiftSettings),
+        // IETF MoQ Transport (drafts 14 and 16): its own wire codec beside moq-lite's, on the same primitives.
+        .target(name: "MoqtWire", dependencies: ["MoqBase", "MoqWire"], swiftSettings: swiftSettings),
         // GStreamer caps <-> catalog renditions, through GStreamer's own codec utilities.
         // GStreamer wrapped once: one initialisation, owned caps and strings, GValue and structure writing.
         .target(name: "GstSupport", dependencies: ["CGStreamer"], swiftSettings: swiftSettings),
@@ -160,6 +162,8 @@ let package = Package(
 
         // MARK: - Tests
         .testTarget(name: "MoqWireTests", dependencies: ["MoqWire"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "MoqtWireTests", dependencies: ["MoqtWire", "MoqWire", "MoqBase"], swiftSettings: swiftSettings),
         .testTarget(
             name: "MoqQMuxTests", dependencies: ["MoqQMux", "MoqWire", "MoqBase"], swiftSettings: swiftSettings),
         .testTarget(
