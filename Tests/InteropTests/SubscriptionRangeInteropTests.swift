@@ -119,7 +119,10 @@ struct SubscriptionRangeInteropTests {
         let subscriber = try RustPeer.launch(
             ["subscribe"] + client + [
                 "--broadcast", name, "--track", "data", "--group-start", "\(l + 5)", "--group-end", "\(l + 7)",
-                "--count", "8",
+                // A budget wide enough for a subscriber that starts late (a Python process beside the
+                // parallel suite once joined with group l+5 already older than the default budget: it
+                // got l+6 only).
+                "--count", "8", "--max-latency-ms", "30000",
             ])
         defer { subscriber.terminateInBackground() }
         // A Python process started beside the parallel suite can take long to start: wait generously,

@@ -26,7 +26,8 @@ struct IdleProbeTests {
                 let reader = Task { for await _ in session.probes() { reports.add(1, ordering: .relaxed) } }
                 defer { reader.cancel() }
                 _ = try await withTimeout("the idle session to close", .seconds(8)) { try await session.closed() }
-                #expect(reports.load(ordering: .relaxed) <= 3, "reports on an idle session")
+                #expect(
+                    reports.load(ordering: .relaxed) < 10, "reports on an idle session (a chain sends ten a second)")
             }
         }
     }

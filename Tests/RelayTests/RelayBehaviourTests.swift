@@ -52,8 +52,9 @@ struct RelayBehaviourTests {
     @Test("a publisher that disconnects resets its subscribers' tracks with INTERNAL")
     func publisherGone() async throws {
         let relay = try Self.start()
+        let broadcast = BroadcastProducer(path: "cam")
         let (publisher, subscriber, track, remote) = try await relayedTrack(
-            relay, maxLatencyMs: 1000)
+            relay, publishing: broadcast, maxLatencyMs: 1000)
         try await eventually("the upstream subscription") { track.observerCount == 1 }
         track.writeSingleFrameGroup(Bytes(utf8: "x"), timestamp: 0)
         publisher.close()
@@ -72,8 +73,9 @@ struct RelayBehaviourTests {
     @Test("FETCH is served from the relay's cache")
     func fetchFromCache() async throws {
         let relay = try Self.start()
+        let broadcast = BroadcastProducer(path: "cam")
         let (publisher, subscriber, track, remote) = try await relayedTrack(
-            relay, info: TrackInfo(maxAgeMs: 60_000), maxLatencyMs: 60_000)
+            relay, publishing: broadcast, info: TrackInfo(maxAgeMs: 60_000), maxLatencyMs: 60_000)
         try await eventually("the upstream subscription") { track.observerCount == 1 }
         for g in 0..<3 {
             let group = track.appendGroup()
@@ -94,8 +96,9 @@ struct RelayBehaviourTests {
     @Test("the cache stays within its byte budget")
     func cacheBudget() async throws {
         let relay = try Self.start { $0.cacheBytes = 100_000 }
+        let broadcast = BroadcastProducer(path: "big")
         let (publisher, subscriber, track, remote) = try await relayedTrack(
-            relay, broadcast: "big", info: TrackInfo(maxAgeMs: 60_000), maxLatencyMs: 60_000)
+            relay, publishing: broadcast, info: TrackInfo(maxAgeMs: 60_000), maxLatencyMs: 60_000)
         let consumer = remote.consumer(maxLatencyMs: 60_000)
         try await eventually("the upstream subscription") { track.observerCount == 1 }
         for i in 0..<40 {

@@ -55,8 +55,9 @@ struct RelayMetricsTests {
                 config.metricsToken = "s3cret"
             }, teardown: { await $0.shutdown(grace: .zero) }
         ) { (relay) async throws in
+            let broadcast = BroadcastProducer(path: "cam")
             let (publisher, subscriber, track, remote) = try await relayedTrack(
-                relay, maxLatencyMs: 5_000)
+                relay, publishing: broadcast, maxLatencyMs: 5_000)
             let consumer = remote.consumer(maxLatencyMs: 5_000)
             for i in 0..<10 { track.writeSingleFrameGroup(Bytes(utf8: "frame \(i)"), timestamp: UInt64(i)) }
             var received = 0

@@ -2,19 +2,20 @@
 import MoqTestKit
 import SwiftMoQ
 
-/// A publisher session writing track `name` of `broadcast` and a subscriber session subscribed to
-/// it, both pinned clients of `relay` (the subscription may not have reached the publisher yet).
+/// A publisher session publishing `broadcast` with a track `name`, and a subscriber session subscribed
+/// to it, both pinned clients of `relay` (the subscription may not have reached the publisher yet).
+/// The caller keeps `broadcast`, as an application does: a publisher's session that closes does not
+/// end the broadcast its application still holds.
 func relayedTrack(
-    _ relay: MoqRelay, broadcast: String = "cam", track name: String = "video", info: TrackInfo = TrackInfo(),
-    maxLatencyMs: UInt64
+    _ relay: MoqRelay, publishing broadcast: BroadcastProducer, track name: String = "video",
+    info: TrackInfo = TrackInfo(), maxLatencyMs: UInt64
 ) async throws -> (publisher: MoqSession, subscriber: MoqSession, track: TrackProducer, remote: RemoteTrack) {
     let publisher = try await relay.connectClient()
     let subscriber = try await relay.connectClient()
-    let producer = BroadcastProducer(path: broadcast)
-    let track = producer.createTrack(name, info: info)
-    publisher.publish(producer)  // the session's origin keeps the broadcast
-    try await subscriber.waitForBroadcast(broadcast)
+    let track = broadcast.createTrack(name, info: info)
+    publisher.publish(broadcast)
+    try await subscriber.waitForBroadcast(broadcast.path)
     let remote = subscriber.subscribe(
-        broadcast: broadcast, track: name, range: SubscriptionRange(maxLatencyMs: maxLatencyMs))
+        broadcast: broadcast.path, track: name, range: SubscriptionRange(maxLatencyMs: maxLatencyMs))
     return (publisher, subscriber, track, remote)
 }

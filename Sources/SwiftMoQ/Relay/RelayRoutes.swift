@@ -392,17 +392,24 @@ final class RelayRoutes: @unchecked Sendable {
     }
 
     /// The subscription feeding `track` through `source`: when the peer resets it, the track moves
-    /// to another route if there is one (``lost(_:of:through:)``).
+    /// to another route if there is one (``lost(_:of:through:)``). A publisher whose session is
+    /// closing resets what it serves with SESSION_CLOSED on its way out; with no other route the
+    /// track then ends with INTERNAL, as it does when the relay sees that session close first (and as
+    /// moq-relay resets its subscribers when a publisher goes), whichever of the two arrives first.
     private func upstream(for track: TrackProducer, of entry: Entry, through source: Source) -> UpstreamDemand {
         let key = ObjectIdentifier(track)
         let serial = source.serial
         let box = WeakReference(self)
         let weakEntry = WeakReference(entry)
+        let weakTrack = WeakReference(track)
         return UpstreamDemand(
             session: source.ingest.session, peerPath: source.peerPath, track: track, defaultRange: upstreamRange
-        ) { _ in
+        ) { code in
             guard let self = box.value, let entry = weakEntry.value else { return false }
-            return self.lost(key, of: entry, through: serial)
+            if self.lost(key, of: entry, through: serial) { return true }
+            guard code == .sessionClosed, let track = weakTrack.value else { return false }
+            track.abort(.internal)
+            return true
         }
     }
 
