@@ -114,15 +114,15 @@ struct SubscriptionRangeInteropTests {
         }
 
         // A Rust subscriber's group bounds: groups l+5 and l+6, whole (eight frames), then it exits.
+        // Known flake (3 of ~10 runs, parallel suite): it got l+6 only. Not its budget (a 30 s one failed
+        // alike): when l+5 is already complete as it joins, the relay opens l+6 (the live edge) first and
+        // moq-ffi, reading in sequence, skips the older group: see the closing note of stop 37.
         // moq-ffi's `Subscription.group_end` is exclusive: both relays deliver the groups below it.
         let l = latest()
         let subscriber = try RustPeer.launch(
             ["subscribe"] + client + [
                 "--broadcast", name, "--track", "data", "--group-start", "\(l + 5)", "--group-end", "\(l + 7)",
-                // A budget wide enough for a subscriber that starts late (a Python process beside the
-                // parallel suite once joined with group l+5 already older than the default budget: it
-                // got l+6 only).
-                "--count", "8", "--max-latency-ms", "30000",
+                "--count", "8",
             ])
         defer { subscriber.terminateInBackground() }
         // A Python process started beside the parallel suite can take long to start: wait generously,
