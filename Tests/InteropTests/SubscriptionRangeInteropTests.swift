@@ -114,7 +114,7 @@ struct SubscriptionRangeInteropTests {
         }
 
         // A Rust subscriber's group bounds: groups l+5 and l+6, whole (eight frames), then it exits.
-        // Known flake (3 of ~10 runs, parallel suite): it got l+6 only. Not its budget (a 30 s one failed
+        // Known flake (twice in eight runs, parallel suite): it got l+6 only. Not its budget (a 30 s one failed
         // alike): when l+5 is already complete as it joins, the relay opens l+6 (the live edge) first and
         // moq-ffi, reading in sequence, skips the older group: see the closing note of stop 37.
         // moq-ffi's `Subscription.group_end` is exclusive: both relays deliver the groups below it.
