@@ -28,14 +28,7 @@ public struct StreamBuffer: Sendable {
     /// Appends received bytes.
     public mutating func append(_ data: [UInt8]) { data.withUnsafeBytes { append($0) } }
 
-    private func peekVarInt(at offset: Int) -> (value: UInt64, length: Int)? {
-        guard offset < pending.count else { return nil }
-        let length = VarInt.length(firstByte: pending[offset])
-        guard offset + length <= pending.count else { return nil }
-        var value = UInt64(pending[offset] & 0x3f)
-        for i in 1..<length { value = value << 8 | UInt64(pending[offset + i]) }
-        return (value, length)
-    }
+    private func peekVarInt(at offset: Int) -> (value: UInt64, length: Int)? { VarInt.peek(pending, at: offset) }
 
     private mutating func take(_ count: Int) -> Bytes {
         let bytes = pending.withUnsafeBytes {

@@ -19,6 +19,17 @@ public enum VarInt {
     /// The encoded length announced by a first byte.
     @inlinable public static func length(firstByte: UInt8) -> Int { 1 << Int(firstByte >> 6) }
 
+    /// The varint at `offset` of `bytes` and its encoded length, without consuming anything; nil
+    /// while it is incomplete (the incremental readers look at a header before its body arrives).
+    public static func peek(_ bytes: [UInt8], at offset: Int) -> (value: UInt64, length: Int)? {
+        guard offset >= 0, offset < bytes.count else { return nil }
+        let length = length(firstByte: bytes[offset])
+        guard offset + length <= bytes.count else { return nil }
+        var value = UInt64(bytes[offset] & 0x3f)
+        for i in 1..<length { value = value << 8 | UInt64(bytes[offset + i]) }
+        return (value, length)
+    }
+
     /// True when `value` fits a varint (≤ ``max``).
     @inlinable public static func isEncodable(_ value: UInt64) -> Bool { value <= max }
 

@@ -191,12 +191,9 @@ public struct ControlStreamReader: Sendable {
 
     /// The next whole message's type and payload, or nil until one has arrived.
     public mutating func next() -> (type: UInt64, payload: Bytes)? {
-        guard start < pending.count else { return nil }
-        let typeLength = VarInt.length(firstByte: pending[start])
+        guard let (type, typeLength) = VarInt.peek(pending, at: start) else { return nil }
         let header = typeLength + 2
         guard pending.count - start >= header else { return nil }
-        var type = UInt64(pending[start] & 0x3f)
-        for i in 1..<typeLength { type = type << 8 | UInt64(pending[start + i]) }
         let length = Int(pending[start + typeLength]) << 8 | Int(pending[start + typeLength + 1])
         guard pending.count - start - header >= length else { return nil }
         let payload = Bytes(pending[(start + header)..<(start + header + length)])

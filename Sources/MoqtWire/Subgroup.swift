@@ -187,12 +187,7 @@ public struct SubgroupStreamDecoder: Sendable {
 
     /// A varint at `offset` of the pending bytes, without copying; nil when incomplete.
     private func peekVarInt(at offset: Int) -> (value: UInt64, end: Int)? {
-        guard offset < pending.count else { return nil }
-        let length = VarInt.length(firstByte: pending[offset])
-        guard offset + length <= pending.count else { return nil }
-        var value = UInt64(pending[offset] & 0x3f)
-        for i in 1..<length { value = value << 8 | UInt64(pending[offset + i]) }
-        return (value, offset + length)
+        VarInt.peek(pending, at: offset).map { ($0.value, offset + $0.length) }
     }
 
     /// The size of the next object when all of it is here, nil while incomplete.
