@@ -57,8 +57,14 @@ extension ServedSubscription {
     /// relay waiting for its upstream's first group (``upstreamBacklogDue(_:)``) has it second.
     /// What waits still ages out of the budget and is dropped (``dropStale(_:range:)``). Among the
     /// streams open at once the transport still sends the newest first (``order(for:)``).
+    ///
+    /// A subscription whose floor names a group (`groupStart` > 0) opens every group in sequence
+    /// order, as moq-dev's publisher does for every subscription: its subscriber asked for the
+    /// groups from there, and a moq-dev reader (`next_group`, moq-ffi) skips any group whose stream
+    /// comes after a newer one's — live edge first lost it the floor group it named.
     func nextQueuedIndex() -> Int? {
         guard let newest = queue.last else { return nil }
+        if (subscribe?.range.groupStart ?? 0) > 0 { return queue.startIndex }
         if let highest = highestStarted, newest.sequence < highest { return queue.startIndex }
         return queue.index(before: queue.endIndex)
     }

@@ -114,9 +114,9 @@ struct SubscriptionRangeInteropTests {
         }
 
         // A Rust subscriber's group bounds: groups l+5 and l+6, whole (eight frames), then it exits.
-        // Known flake (twice in eight runs, parallel suite): it got l+6 only. Not its budget (a 30 s one failed
-        // alike): when l+5 is already complete as it joins, the relay opens l+6 (the live edge) first and
-        // moq-ffi, reading in sequence, skips the older group: see the closing note of stop 37.
+        // When l+5 is already complete as it joins, the Swift relay must still open l+5 before l+6: moq-ffi's
+        // reader skips a group that arrives after a newer one (it got l+6 only while the relay opened the live
+        // edge first; a floor now opens in sequence order, `BacklogOrderTests`).
         // moq-ffi's `Subscription.group_end` is exclusive: both relays deliver the groups below it.
         let l = latest()
         let subscriber = try RustPeer.launch(

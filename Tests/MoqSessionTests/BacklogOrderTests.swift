@@ -174,6 +174,31 @@ struct BacklogOrderTests {
         #expect(pair.client.isReady && pair.server.isReady)
     }
 
+    @Test("a subscription whose floor names a group: every group in sequence order, as moq-dev's publisher opens them")
+    func aFloorOpensInSequenceOrder() throws {
+        let pair = pair()
+        let track = pair.serverBroadcast("b").createTrack("t", info: TrackInfo(maxAgeMs: 30_000, timescale: 1_000_000))
+        for i in UInt64(0)..<29 {
+            track.writeSingleFrameGroup(Self.payload, timestamp: i * 100_000)
+            pair.scheduler.advance(by: .milliseconds(100))
+        }
+        let live = track.appendGroup()
+        _ = live.write(Self.payload, timestamp: 2_900_000)
+        pair.run()
+        pair.link.server.stalled = true
+        let remote = pair.remoteTrack("t")
+        // A moq-ffi reader (`next_group`) skips a group that arrives after a newer one: live edge
+        // first would lose it the floor group it asked for.
+        pair.client.subscribe(
+            broadcast: "b", track: remote, range: SubscriptionRange(maxLatencyMs: 30_000, groupStart: 25))
+        pair.run()
+        #expect(opened(pair) == [25, 26])
+        drip(pair) { pair.contents(remote).count == 5 }
+        #expect(arrivals(pair) == Array(25...29))
+        #expect(try responses(pair).start == 25)
+        #expect(pair.client.isReady && pair.server.isReady)
+    }
+
     /// Where in the subscriber's arrivals END came, and where each group stream's first bytes came.
     func endAndGroupArrivals(_ pair: SessionPair) -> (end: Int?, groups: [Int]) {
         var subscribeBytes: [UInt8] = []
