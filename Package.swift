@@ -184,10 +184,15 @@ let package = Package(
             exclude: ["rust_peer.py"],  // the Rust peer driver run by the interop tests, not a resource
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "MoqCatalogTests", dependencies: ["MoqCatalog", "MoqWire"], swiftSettings: swiftSettings),
+            name: "MoqCatalogTests", dependencies: ["MoqCatalog", "MoqWire", "MoqTestFixtures"],
+            swiftSettings: swiftSettings),
+        // Files of test data shared by test targets that have nothing else in common.
+        .target(name: "MoqTestFixtures", path: "Tests/Fixtures", swiftSettings: swiftSettings),
         .testTarget(
             name: "MoqMediaTests",
-            dependencies: ["MoqMedia", "GstSupport", "MoqCatalog", "MoqWire", "CGStreamer", "CGstApp"],
+            dependencies: [
+                "MoqMedia", "GstSupport", "MoqCatalog", "MoqWire", "CGStreamer", "CGstApp", "MoqTestFixtures",
+            ],
             swiftSettings: swiftSettings),
         .testTarget(name: "SwiftMoQTests", dependencies: ["SwiftMoQ"], swiftSettings: swiftSettings),
         .testTarget(

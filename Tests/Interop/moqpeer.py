@@ -565,19 +565,30 @@ async def cmd_publish(args) -> None:
         else:
             track.finish()
             emit("finished", groups=group_index)
-        await sleep_ms(args.linger_ms)
-        broadcast.close()
+        await linger_and_close(broadcast, args)
     emit("done")
+
+
+async def linger_and_close(broadcast, args) -> None:
+    """Keeps a finished broadcast up for `--linger-ms` (so subscribers drain it), then closes it."""
+    await sleep_ms(args.linger_ms)
+    broadcast.close()
 
 
 # MARK: - subscribe (raw track)
 
 
+async def subscribed_track(client, args):
+    """The track `--track` of `--broadcast`, subscribed with the range options, once announced."""
+    consumer = await wait_broadcast(client, args.broadcast)
+    track = await consumer.subscribe_track(args.track, subscription(args))
+    emit("subscribed", broadcast=args.broadcast, track=args.track)
+    return track
+
+
 async def cmd_subscribe(args) -> None:
     async with make_client(args) as client:
-        consumer = await wait_broadcast(client, args.broadcast)
-        track = await consumer.subscribe_track(args.track, subscription(args))
-        emit("subscribed", broadcast=args.broadcast, track=args.track)
+        track = await subscribed_track(client, args)
         phase(f"receiving track {args.track!r} (frames so far: see the frame events)")
         count = 0
         received_groups: list[int] = []
@@ -710,16 +721,13 @@ async def cmd_publish_datagrams(args) -> None:
             await sleep_ms(args.interval_ms)
         track.finish()
         emit("finished", datagrams=args.count)
-        await sleep_ms(args.linger_ms)
-        broadcast.close()
+        await linger_and_close(broadcast, args)
     emit("done")
 
 
 async def cmd_subscribe_datagrams(args) -> None:
     async with make_client(args) as client:
-        consumer = await wait_broadcast(client, args.broadcast)
-        track = await consumer.subscribe_track(args.track, subscription(args))
-        emit("subscribed", broadcast=args.broadcast, track=args.track)
+        track = await subscribed_track(client, args)
         count = 0
         while True:
             datagram = await track.recv_datagram()
@@ -843,8 +851,7 @@ async def cmd_publish_media(args) -> None:
         video.finish()
         audio.finish()
         emit("finished", video_frames=video_frames, audio_frames=audio_frames)
-        await sleep_ms(args.linger_ms)
-        broadcast.close()
+        await linger_and_close(broadcast, args)
     emit("done")
 
 
@@ -950,8 +957,7 @@ async def cmd_publish_media_avc1(args) -> None:
         local.close()
         await asyncio.gather(*pumps)
         emit("finished", video_frames=counts["video"], audio_frames=counts["audio"])
-        await sleep_ms(args.linger_ms)
-        broadcast.close()
+        await linger_and_close(broadcast, args)
     emit("done")
 
 
@@ -998,8 +1004,7 @@ async def cmd_publish_fmp4(args) -> None:
                 await sleep_ms(args.interval_ms)
         container.finish()
         emit("finished", fragments=fragments)
-        await sleep_ms(args.linger_ms)
-        broadcast.close()
+        await linger_and_close(broadcast, args)
     emit("done")
 
 

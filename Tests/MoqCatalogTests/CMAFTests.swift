@@ -63,23 +63,22 @@ private enum Build {
         return Bytes(w.bytes)
     }
 
+    /// tkhd's and mdhd's layout (version 0): creation and modification times (zero), one field
+    /// (track id, timescale), then `padding` zero bytes of what the tests do not read.
+    static func timesThen(_ w: inout ISOWriter, _ value: UInt32, padding: Int) {
+        w.u32(0)
+        w.u32(0)
+        w.u32(value)
+        w.raw(Bytes([UInt8](repeating: 0, count: padding)))
+    }
+
     static func trak(
         _ moov: inout ISOWriter, id: UInt32, timescale: UInt32, handler: StaticString, entry: (inout ISOWriter) -> Void
     ) {
         moov.box(Code.trak) { trak in
-            fullBox(&trak, "tkhd") { t in
-                t.u32(0)
-                t.u32(0)
-                t.u32(id)
-                t.raw(Bytes([UInt8](repeating: 0, count: 68)))
-            }
+            fullBox(&trak, "tkhd") { timesThen(&$0, id, padding: 68) }
             trak.box(Code.mdia) { mdia in
-                fullBox(&mdia, "mdhd") { m in
-                    m.u32(0)
-                    m.u32(0)
-                    m.u32(timescale)
-                    m.raw(Bytes([UInt8](repeating: 0, count: 8)))
-                }
+                fullBox(&mdia, "mdhd") { timesThen(&$0, timescale, padding: 8) }
                 fullBox(&mdia, "hdlr") { h in
                     h.u32(0)
                     h.u32(ISOReader.code(handler))

@@ -12,16 +12,21 @@ struct TrackReaderTests {
         try! LegacyFrame(timestamp: us, payload: Bytes(bytes)).encoded()
     }
 
+    /// A new group of `track` holding hang legacy frames (timestamp µs, payload), left open.
+    @discardableResult
+    func group(_ track: TrackProducer, _ frames: [(UInt64, [UInt8])]) -> GroupProducer {
+        let g = track.appendGroup()
+        for (us, bytes) in frames { _ = g.write(legacy(us, bytes), timestamp: us) }
+        return g
+    }
+
     @Test("frames in group order with their timestamps; hang's empty end-of-group frames are skipped")
     func framesAndEndOfGroup() {
         let track = TrackProducer(name: "0.avc3")
-        let g0 = track.appendGroup()
-        _ = g0.write(legacy(0, [1]), timestamp: 0)
-        _ = g0.write(legacy(33_333, [2]), timestamp: 33_333)
+        let g0 = group(track, [(0, [1]), (33_333, [2])])
         _ = g0.write(try! LegacyFrame.endOfGroup(timestamp: 66_666), timestamp: 66_666)
         g0.finish()
-        let g1 = track.appendGroup()
-        _ = g1.write(legacy(66_666, [3]), timestamp: 66_666)
+        group(track, [(66_666, [3])])
         let reader = TrackReader(track: track, maxLatencyMs: nil)
         var seen: [(UInt64, Int, UInt64, [UInt8])] = []
         for _ in 0..<3 {
@@ -89,12 +94,8 @@ struct TrackReaderTests {
     @Test("skipRestOfGroup moves to the next group")
     func skipGroup() {
         let track = TrackProducer(name: "v")
-        let g0 = track.appendGroup()
-        _ = g0.write(legacy(0, [1]), timestamp: 0)
-        _ = g0.write(legacy(1, [2]), timestamp: 1)
-        g0.finish()
-        let g1 = track.appendGroup()
-        _ = g1.write(legacy(2, [3]), timestamp: 2)
+        group(track, [(0, [1]), (1, [2])]).finish()
+        group(track, [(2, [3])])
         let reader = TrackReader(track: track, maxLatencyMs: nil)
         _ = reader.next(waitingUpTo: 1_000_000_000)
         reader.skipRestOfGroup()

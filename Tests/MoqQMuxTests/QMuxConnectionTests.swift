@@ -20,6 +20,13 @@ final class QMuxPair {
         self.server = QMuxConnection(isClient: false, settings: server, now: now)
     }
 
+    /// A pair whose transport parameters have crossed (both sides ready).
+    static func ready(client: QMuxSettings = QMuxSettings(), server: QMuxSettings = QMuxSettings()) -> QMuxPair {
+        let pair = QMuxPair(client: client, server: server)
+        pair.pump()
+        return pair
+    }
+
     /// Moves records both ways until neither side has one.
     func pump() {
         var moved = true
@@ -63,8 +70,7 @@ extension [QMuxEvent] {
 struct QMuxConnectionTests {
     @Test("each side sends its transport parameters first; both are ready once they crossed")
     func handshake() {
-        let pair = QMuxPair()
-        pair.pump()
+        let pair = QMuxPair.ready()
         #expect(pair.clientEvents.contains(.ready) && pair.serverEvents.contains(.ready))
         #expect(pair.records.count == 2)
         for record in pair.records {
@@ -77,8 +83,7 @@ struct QMuxConnectionTests {
 
     @Test("a stream's bytes arrive in order and whole, in records no larger than 16 382 bytes")
     func streamData() {
-        let pair = QMuxPair()
-        pair.pump()
+        let pair = QMuxPair.ready()
         let payload = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 * 7) }
         let id = pair.client.openStream(bidirectional: false)!
         #expect(id == 2)
@@ -96,8 +101,7 @@ struct QMuxConnectionTests {
 
     @Test("a bidirectional stream carries both ways; ids follow QUIC's numbering")
     func bidirectional() {
-        let pair = QMuxPair()
-        pair.pump()
+        let pair = QMuxPair.ready()
         let a = pair.client.openStream(bidirectional: true)!
         let b = pair.client.openStream(bidirectional: true)!
         let c = pair.server.openStream(bidirectional: false)!
@@ -116,8 +120,7 @@ struct QMuxConnectionTests {
     func streamCredit() {
         var small = QMuxSettings()
         small.maxStreamData = 1_000
-        let pair = QMuxPair(server: small)
-        pair.pump()
+        let pair = QMuxPair.ready(server: small)
         let id = pair.client.openStream(bidirectional: false)!
         pair.client.write(id, Bytes([UInt8](repeating: 7, count: 5_000)), fin: true)
         pair.pump()
@@ -141,8 +144,7 @@ struct QMuxConnectionTests {
     func connectionCredit() {
         var small = QMuxSettings()
         small.maxData = 3_000
-        let pair = QMuxPair(server: small)
-        pair.pump()
+        let pair = QMuxPair.ready(server: small)
         let ids = (0..<3).map { _ in pair.client.openStream(bidirectional: false)! }
         for id in ids { pair.client.write(id, Bytes([UInt8](repeating: 1, count: 2_000)), fin: true) }
         pair.pump()
@@ -165,8 +167,7 @@ struct QMuxConnectionTests {
     func streamLimit() {
         var few = QMuxSettings()
         few.maxStreamsUni = 4
-        let pair = QMuxPair(server: few)
-        pair.pump()
+        let pair = QMuxPair.ready(server: few)
         var opened: [Int64] = []
         while let id = pair.client.openStream(bidirectional: false) { opened.append(id) }
         #expect(opened.count == 4)
@@ -178,8 +179,7 @@ struct QMuxConnectionTests {
 
     @Test("RESET_STREAM and STOP_SENDING carry raw codes (no WebTransport mapping)")
     func resetAndStop() {
-        let pair = QMuxPair()
-        pair.pump()
+        let pair = QMuxPair.ready()
         let id = pair.client.openStream(bidirectional: true)!
         let other = pair.client.openStream(bidirectional: true)!
         pair.client.write(id, Bytes([1, 2]), fin: false)
@@ -195,8 +195,7 @@ struct QMuxConnectionTests {
 
     @Test("send order: the higher order's bytes go first")
     func sendOrder() {
-        let pair = QMuxPair()
-        pair.pump()
+        let pair = QMuxPair.ready()
         let low = pair.client.openStream(bidirectional: false)!
         let high = pair.client.openStream(bidirectional: false)!
         pair.client.setSendOrder(high, 5)
@@ -212,8 +211,7 @@ struct QMuxConnectionTests {
 
     @Test("notifyWhenUnsent fires once the queue drains below the threshold")
     func drain() {
-        let pair = QMuxPair()
-        pair.pump()
+        let pair = QMuxPair.ready()
         let id = pair.client.openStream(bidirectional: false)!
         pair.client.write(id, Bytes([UInt8](repeating: 1, count: 50_000)), fin: false)
         pair.client.notifyWhenUnsent(below: 10_000)
@@ -227,8 +225,7 @@ struct QMuxConnectionTests {
     func liveness() {
         var settings = QMuxSettings()
         settings.idleTimeoutMs = 5_000
-        let pair = QMuxPair(server: settings)
-        pair.pump()
+        let pair = QMuxPair.ready(server: settings)
         pair.now += 1_000_000_000
         pair.server.tick(now: pair.now)
         let ping = pair.server.nextRecord(now: pair.now)!
@@ -251,8 +248,7 @@ struct QMuxConnectionTests {
 
     @Test("close: APPLICATION_CLOSE with the raw code is the last record")
     func close() {
-        let pair = QMuxPair()
-        pair.pump()
+        let pair = QMuxPair.ready()
         let id = pair.client.openStream(bidirectional: false)!
         pair.client.write(id, Bytes([1]), fin: false)
         pair.client.close(code: 4, reason: "bye")

@@ -79,14 +79,20 @@ struct BacklogOrderTests {
         return read
     }
 
-    @Test("a stalled link's backlog within budget: the live edge opens first, then every older group in order")
-    func stalledBacklogWithinBudget() throws {
+    /// A subscription with a budget of `budgetMs` and a reader of what it receives; group 0 delivered.
+    func subscribedWithGroupZero(budgetMs: UInt64) -> (SessionPair, TrackProducer, TrackProducer, TrackConsumer) {
         let pair = pair()
-        let (track, remote) = pair.subscribedTrack("t", range: SubscriptionRange(maxLatencyMs: 10_000))
-        let reader = TrackConsumer(track: remote, maxLatencyMs: 10_000)
+        let (track, remote) = pair.subscribedTrack("t", range: SubscriptionRange(maxLatencyMs: budgetMs))
+        let reader = TrackConsumer(track: remote, maxLatencyMs: budgetMs)
         pair.run()
         track.writeSingleFrameGroup(Self.payload, timestamp: 0)
         pair.run()
+        return (pair, track, remote, reader)
+    }
+
+    @Test("a stalled link's backlog within budget: the live edge opens first, then every older group in order")
+    func stalledBacklogWithinBudget() throws {
+        let (pair, track, remote, reader) = subscribedWithGroupZero(budgetMs: 10_000)
         pair.link.server.stalled = true
         for i in UInt64(1)...20 {
             track.writeSingleFrameGroup(Self.payload, timestamp: i * 10_000)
@@ -116,12 +122,7 @@ struct BacklogOrderTests {
 
     @Test("a burst beyond the budget: the live edge first, the rest within budget in order, the others dropped")
     func burstBeyondBudget() throws {
-        let pair = pair()
-        let (track, remote) = pair.subscribedTrack("t", range: SubscriptionRange(maxLatencyMs: 300))
-        let reader = TrackConsumer(track: remote, maxLatencyMs: 300)
-        pair.run()
-        track.writeSingleFrameGroup(Self.payload, timestamp: 0)
-        pair.run()
+        let (pair, track, remote, reader) = subscribedWithGroupZero(budgetMs: 300)
         guard case .group(let first) = reader.poll() else { throw ReadError.nothing }
         #expect(first.sequence == 0)
         pair.link.server.stalled = true
@@ -144,19 +145,23 @@ struct BacklogOrderTests {
         #expect(pair.client.isReady && pair.server.isReady)
     }
 
-    @Test("a new deep subscription (a relay's upstream after an outage): the newest group first, then START's")
-    func subscriptionStartsAtTheLiveEdge() throws {
-        let pair = pair()
+    /// 3 s cached on track "t": 29 finished groups 100 ms apart and the group being captured (29);
+    /// then the link stalls.
+    static func threeSecondsCached(_ pair: SessionPair) {
         let track = pair.serverBroadcast("b").createTrack("t", info: TrackInfo(maxAgeMs: 30_000, timescale: 1_000_000))
-        // 3 s cached: 29 finished groups 100 ms apart, and the group being captured.
         for i in UInt64(0)..<29 {
             track.writeSingleFrameGroup(Self.payload, timestamp: i * 100_000)
             pair.scheduler.advance(by: .milliseconds(100))
         }
-        let live = track.appendGroup()
-        _ = live.write(Self.payload, timestamp: 2_900_000)
+        _ = track.appendGroup().write(Self.payload, timestamp: 2_900_000)
         pair.run()
         pair.link.server.stalled = true
+    }
+
+    @Test("a new deep subscription (a relay's upstream after an outage): the newest group first, then START's")
+    func subscriptionStartsAtTheLiveEdge() throws {
+        let pair = pair()
+        Self.threeSecondsCached(pair)
         let remote = pair.remoteTrack("t")
         let subscription = pair.client.subscribe(
             broadcast: "b", track: remote, range: SubscriptionRange(maxLatencyMs: 30_000))
@@ -177,15 +182,7 @@ struct BacklogOrderTests {
     @Test("a subscription whose floor names a group: every group in sequence order, as moq-dev's publisher opens them")
     func aFloorOpensInSequenceOrder() throws {
         let pair = pair()
-        let track = pair.serverBroadcast("b").createTrack("t", info: TrackInfo(maxAgeMs: 30_000, timescale: 1_000_000))
-        for i in UInt64(0)..<29 {
-            track.writeSingleFrameGroup(Self.payload, timestamp: i * 100_000)
-            pair.scheduler.advance(by: .milliseconds(100))
-        }
-        let live = track.appendGroup()
-        _ = live.write(Self.payload, timestamp: 2_900_000)
-        pair.run()
-        pair.link.server.stalled = true
+        Self.threeSecondsCached(pair)
         let remote = pair.remoteTrack("t")
         // A moq-ffi reader (`next_group`) skips a group that arrives after a newer one: live edge
         // first would lose it the floor group it asked for.

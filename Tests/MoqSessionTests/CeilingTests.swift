@@ -73,11 +73,7 @@ import Testing
         pair.run()
         #expect(upstream.end == .finished(end: VarInt.max))
         // Served on (as a relay does): START, then an END that is a valid varint.
-        let relay = SessionPair()
-        let broadcast = relay.serverBroadcast("b")
-        broadcast.onTrackRequest { $0 == upstream.name ? upstream : nil }
-        let downstream = relay.remoteTrack("t")
-        relay.client.subscribe(broadcast: "b", track: downstream, range: SubscriptionRange(maxLatencyMs: 1000))
+        let (relay, downstream) = SessionPair.relaying(upstream, range: SubscriptionRange(maxLatencyMs: 1000))
         relay.run()
         #expect(downstream.end == .finished(end: VarInt.max))
     }
@@ -118,11 +114,7 @@ import Testing
         let (pair, raw) = SessionPair.withRawServer()
         let upstream = pair.subscribe("t", range: SubscriptionRange(maxLatencyMs: 10_000))
         // The relay's subscriber is there before anything arrives.
-        let relay = SessionPair()
-        let relayed = relay.serverBroadcast("b")
-        relayed.onTrackRequest { $0 == upstream.name ? upstream : nil }
-        let downstream = relay.remoteTrack("t")
-        relay.client.subscribe(broadcast: "b", track: downstream, range: SubscriptionRange(maxLatencyMs: 10_000))
+        let (relay, downstream) = SessionPair.relaying(upstream, range: SubscriptionRange(maxLatencyMs: 10_000))
         relay.run()
         // Group 1's stream overtakes the control stream's START and group 0.
         raw.writeRaw(7, [0x00] + GroupHeader(subscribeID: 0, sequence: 1).encoded() + [0x00, 0x01, 0x42], fin: true)

@@ -169,6 +169,22 @@ import Testing
         #expect(seqs == [0, 1, 2])
     }
 
+    /// `ms` later, behind the stalled link, a group "fresh" starts (timestamp `ms`, in µs).
+    func freshGroupBehindTheStall(_ pair: SessionPair, _ track: TrackProducer, afterMs ms: UInt64) -> GroupProducer {
+        pair.scheduler.advance(by: .milliseconds(Int(ms)))
+        let group = track.appendGroup()
+        group.write(Bytes("fresh"), timestamp: ms * 1_000)
+        pair.run()
+        return group
+    }
+
+    /// The link drains and the newest group is finished.
+    func releaseTheStall(_ pair: SessionPair, finishing group: GroupProducer) {
+        pair.link.server.release()
+        group.finish()
+        pair.run()
+    }
+
     @Test func staleGroupsBackedUpOnACongestedLinkAreResetAsOld() {
         let pair = SessionPair()
         let (track, remote) = pair.subscribedTrack("video", range: SubscriptionRange(maxLatencyMs: 100))
@@ -177,14 +193,9 @@ import Testing
         let first = track.appendGroup()
         first.write(Bytes(String(repeating: "x", count: 1000)), timestamp: 0)
         pair.run()
-        pair.scheduler.advance(by: .milliseconds(150))
-        let second = track.appendGroup()
-        second.write(Bytes("fresh"), timestamp: 150_000)
-        pair.run()
+        let second = freshGroupBehindTheStall(pair, track, afterMs: 150)
         #expect(pair.server.counters.groupsResetAsOld == 1)
-        pair.link.server.release()
-        second.finish()
-        pair.run()
+        releaseTheStall(pair, finishing: second)
         #expect(
             remote.group(sequence: 0) == nil
                 || remote.frames(of: remote.group(sequence: 0)!, from: 0).status != .finished)
@@ -207,14 +218,9 @@ import Testing
         }
         first.finish()
         pair.run()
-        pair.scheduler.advance(by: .milliseconds(300))
-        let second = track.appendGroup()
-        second.write(Bytes("fresh"), timestamp: 300_000)
-        pair.run()
+        let second = freshGroupBehindTheStall(pair, track, afterMs: 300)
         #expect(pair.server.counters.groupsResetAsOld == 0)
-        pair.link.server.release()
-        second.finish()
-        pair.run()
+        releaseTheStall(pair, finishing: second)
         let old = try #require(remote.group(sequence: 0))
         #expect(remote.frames(of: old, from: 0).status == .finished)
         #expect(remote.frames(of: old, from: 0).frames.count == 4)

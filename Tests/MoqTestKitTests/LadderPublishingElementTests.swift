@@ -40,13 +40,22 @@ struct LadderPublishingElementTests {
         return Pipeline(launch: launch)
     }
 
-    @Test("renditions with the encoders' bitrates; groups of both start at the same frames, every 500 ms")
-    func alignedLadder() async throws {
+    /// Runs `body` while the two-rendition publisher sends `name` (made unique) to a test relay.
+    static func withLadder(
+        _ name: String, keyframeMs: Int, _ body: (TestRelay, String) async throws -> Void
+    ) async throws {
         try await withTestRelay() { (relay) async throws in
-            let broadcast = uniqueBroadcast("ladder-pub")
-            let publisher = Self.publisher(relay, broadcast, keyframeMs: 500)
+            let broadcast = uniqueBroadcast(name)
+            let publisher = Self.publisher(relay, broadcast, keyframeMs: keyframeMs)
             try publisher.start()
             defer { publisher.stop() }
+            try await body(relay, broadcast)
+        }
+    }
+
+    @Test("renditions with the encoders' bitrates; groups of both start at the same frames, every 500 ms")
+    func alignedLadder() async throws {
+        try await Self.withLadder("ladder-pub", keyframeMs: 500) { (relay, broadcast) async throws in
             let catalogReader = try await TrackSubscriber.subscribe(
                 relay, broadcast: broadcast, track: HangCatalog.trackName, container: .raw)
             var bitrates: [String: UInt64] = [:]
@@ -71,11 +80,7 @@ struct LadderPublishingElementTests {
 
     @Test("without the grid (keyframe-interval=0), the encoders' own GOP decides: no group boundary for seconds")
     func withoutGrid() async throws {
-        try await withTestRelay() { (relay) async throws in
-            let broadcast = uniqueBroadcast("ladder-nogrid")
-            let publisher = Self.publisher(relay, broadcast, keyframeMs: 0)
-            try publisher.start()
-            defer { publisher.stop() }
+        try await Self.withLadder("ladder-nogrid", keyframeMs: 0) { (relay, broadcast) async throws in
             let reader = try await TrackSubscriber.subscribe(relay, broadcast: broadcast, track: "hi")
             defer { reader.close() }
             var frames = 0

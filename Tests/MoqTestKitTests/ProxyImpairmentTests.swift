@@ -81,14 +81,19 @@ struct ProxyImpairmentTests {
         }
     }
 
+    /// Limits the client → server direction only.
+    static func rateLimitToServer(_ proxy: UDPProxy, bitsPerSecond: Int, queueBytes: Int) {
+        proxy.impair(
+            Impairment(
+                toServer: LinkImpairment(rate: RateLimit(bitsPerSecond: bitsPerSecond, queueBytes: queueBytes)),
+                toClient: .none))
+    }
+
     @Test("a rate limit paces datagrams at the link rate and tail-drops beyond its queue")
     func rateLimit() async throws {
         try await withEcho { proxy, _, client in
             // 1 Mbit/s: a 1,000-byte datagram takes 8 ms; the queue holds 10 of them.
-            proxy.impair(
-                Impairment(
-                    toServer: LinkImpairment(rate: RateLimit(bitsPerSecond: 1_000_000, queueBytes: 10_000)),
-                    toClient: .none))
+            Self.rateLimitToServer(proxy, bitsPerSecond: 1_000_000, queueBytes: 10_000)
             let start = ContinuousClock.now
             for i in 0..<50 { client.send(Self.datagram(i, size: 1_000)) }
             // Every datagram is either forwarded or dropped at the queue once the link has drained
@@ -114,10 +119,7 @@ struct ProxyImpairmentTests {
     func rateLiftKeepsOrder() async throws {
         try await withEcho { proxy, _, client in
             // 0.1 Mbit/s: 1,000 bytes take 80 ms; 8 queued take 640 ms to drain.
-            proxy.impair(
-                Impairment(
-                    toServer: LinkImpairment(rate: RateLimit(bitsPerSecond: 100_000, queueBytes: 8_000)),
-                    toClient: .none))
+            Self.rateLimitToServer(proxy, bitsPerSecond: 100_000, queueBytes: 8_000)
             for i in 0..<8 { client.send(Self.datagram(i, size: 1_000)) }
             try await eventually("the first to leave", timeout: .seconds(20)) {
                 proxy.statistics.forwardedToServer >= 1

@@ -48,15 +48,25 @@ struct RenderedAudioSinkTests {
         return keptUp
     }
 
+    /// When the machine kept up: the tone is continuous (no discontinuity, silence or resync) and
+    /// lasts `toneMs` (± `within`).
+    static func expectContinuous(
+        _ r: RenderedAudioReport, toneMs: Double, within: Double, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        guard keptUp(r) else { return }
+        #expect(
+            r.tone.discontinuities == 0 && r.tone.silenceGaps == 0 && r.resyncs == 0, "\(r)",
+            sourceLocation: sourceLocation)
+        #expect(abs(r.tone.toneMs - toneMs) < within, "\(r)", sourceLocation: sourceLocation)
+    }
+
     @Test("a live sine renders as continuous tone for its duration: no discontinuity, no silence, no resync")
     func continuousTone() async throws {
         let r = try await Self.render(Self.source() + " ! audioconvert ! moqtestaudiosink name=out")
         #expect(r.rate == 48_000 && r.channels == 1 && r.format == "F32LE")
         #expect(abs(r.tone.amplitude - 0.8) < 0.01, "\(r)")
         #expect(r.tone.renderedSamples >= r.tone.toneSamples)
-        guard Self.keptUp(r) else { return }
-        #expect(r.tone.discontinuities == 0 && r.tone.silenceGaps == 0 && r.resyncs == 0, "\(r)")
-        #expect(abs(r.tone.toneMs - 3_000) < 1, "\(r)")
+        Self.expectContinuous(r, toneMs: 3_000, within: 1)
     }
 
     @Test("stereo 16-bit renders the same (channel 0 is analysed)")
@@ -65,18 +75,14 @@ struct RenderedAudioSinkTests {
             "audiotestsrc is-live=true wave=sine freq=\(Self.f) samplesperbuffer=960 num-buffers=100 "
                 + "! audio/x-raw,format=S16LE,rate=48000,channels=2 ! moqtestaudiosink name=out")
         #expect(r.format == "S16LE" && r.channels == 2)
-        guard Self.keptUp(r) else { return }
-        #expect(r.tone.discontinuities == 0 && r.tone.silenceGaps == 0 && r.resyncs == 0, "\(r)")
-        #expect(abs(r.tone.toneMs - 2_000) < 1, "\(r)")
+        Self.expectContinuous(r, toneMs: 2_000, within: 1)
     }
 
     @Test("through opusenc ! opusdec: continuous tone, 20 ms frames and all")
     func throughOpus() async throws {
         let r = try await Self.render(
             Self.source(format: "S16LE") + " ! opusenc ! opusdec ! audioconvert ! moqtestaudiosink name=out")
-        guard Self.keptUp(r) else { return }
-        #expect(r.tone.discontinuities == 0 && r.tone.silenceGaps == 0 && r.resyncs == 0, "\(r)")
-        #expect(abs(r.tone.toneMs - 3_000) < 10, "\(r)")
+        Self.expectContinuous(r, toneMs: 3_000, within: 10)
     }
 
     @Test("the stats property carries the same numbers")

@@ -15,13 +15,11 @@ struct RelayBehaviourTests {
     }
 
     static func start(_ configure: (inout MoqRelay.Configuration) -> Void = { _ in }) throws -> MoqRelay {
-        var config = MoqRelay.Configuration(host: "127.0.0.1", port: 0, logger: .silent)
-        configure(&config)
-        return try MoqRelay.start(config)
+        try RelayTests.relay(logger: .silent, configure: configure)
     }
 
     static func connect(_ relay: MoqRelay, _ path: String = "anon") async throws -> MoqSession {
-        try await relay.connectClient(path: path)
+        try await RelayTests.connect(relay, path)
     }
 
     @Test("one upstream subscription per track, torn down after the last subscriber leaves")

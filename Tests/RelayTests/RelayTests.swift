@@ -9,10 +9,11 @@ import Testing
 @Suite("Swift relay", .serialized, .timeLimit(.minutes(2)))
 struct RelayTests {
     static func relay(
-        auth: RelayAuth = RelayAuth(publicPrefixes: [""]), configure: (inout MoqRelay.Configuration) -> Void = { _ in }
+        auth: RelayAuth = RelayAuth(publicPrefixes: [""]),
+        logger: MoqLogger = .standardError(level: .debug, label: "relay"),
+        configure: (inout MoqRelay.Configuration) -> Void = { _ in }
     ) throws -> MoqRelay {
-        var config = MoqRelay.Configuration(
-            host: "127.0.0.1", port: 0, auth: auth, logger: .standardError(level: .debug, label: "relay"))
+        var config = MoqRelay.Configuration(host: "127.0.0.1", port: 0, auth: auth, logger: logger)
         configure(&config)
         return try MoqRelay.start(config)
     }

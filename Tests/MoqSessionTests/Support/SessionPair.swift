@@ -68,6 +68,18 @@ final class SessionPair {
         return b
     }
 
+    /// A second pair whose server serves `upstream` (a track another pair receives) as broadcast
+    /// "b", as a relay serves what it receives; with `range`, its client subscribes to it (not run).
+    static func relaying(_ upstream: TrackProducer, range: SubscriptionRange? = nil) -> (
+        relay: SessionPair, downstream: TrackProducer
+    ) {
+        let relay = SessionPair()
+        relay.serverBroadcast("b").onTrackRequest { $0 == upstream.name ? upstream : nil }
+        let downstream = relay.remoteTrack(upstream.name)
+        if let range { relay.client.subscribe(broadcast: "b", track: downstream, range: range) }
+        return (relay, downstream)
+    }
+
     /// A local track the client's subscription writes into.
     func remoteTrack(_ name: String) -> TrackProducer {
         TrackProducer(name: name, info: nil, clock: scheduler.clock)
