@@ -20,13 +20,17 @@ extension MoqSession {
         let relay = target.authority
         let head = webSocketWon.withLock { $0.contains(relay) } ? Duration.zero : delay
         let race = Lock<Race>(Race())
+        // Each arm serves nothing until it has won: the loser is a session at the relay until it is
+        // closed, and must not announce what the winner publishes (``GatedDirectory``).
+        let quicGate = GatedDirectory(serving ?? origin)
+        let webSocketGate = GatedDirectory(serving ?? origin)
         let result: Result<MoqSession, MoqError> = await withCheckedContinuation { continuation in
             race.withLock { $0.continuation = continuation }
             Task {
                 do throws(MoqError) {
                     let session = try await connectOver(
-                        target, options: options, origin: origin, serving: serving, answered: answered)
-                    Race.finish(race, .success(session), overWebSocket: false)
+                        target, options: options, origin: origin, serving: quicGate, answered: answered)
+                    if Race.finish(race, .success(session), overWebSocket: false) { quicGate.open() }
                 } catch {
                     Race.finish(race, .failure(error), overWebSocket: false)
                 }
@@ -36,8 +40,9 @@ extension MoqSession {
                 if race.withLock({ $0.continuation == nil }) { return }
                 do throws(MoqError) {
                     let session = try await connectWebSocket(
-                        target.webSocketURL, options: options, origin: origin, serving: serving, answered: nil)
+                        target.webSocketURL, options: options, origin: origin, serving: webSocketGate, answered: nil)
                     if Race.finish(race, .success(session), overWebSocket: true) {
+                        webSocketGate.open()
                         _ = webSocketWon.withLock { $0.insert(relay) }
                     }
                 } catch {

@@ -62,6 +62,33 @@ struct WebTransportSessionTests {
         }
     }
 
+    @Test("an https:// publisher racing both transports at once: the losing arm announces nothing, takes nothing")
+    func racingPublisher() async throws {
+        let log = RelayBehaviourTests.LogLines()
+        try await withRelay(try RelayTests.relay(logger: log.logger)) {
+            (relay) async throws in
+            let publisher = try await relay.connectClient(path: "anon", scheme: "https") { options in
+                options.webSocketDelay = .zero
+                options.connectTimeout = .seconds(5)
+            }
+            let broadcast = BroadcastProducer(path: "raced")
+            publisher.publish(broadcast)
+            try await eventually("the broadcast at the relay") { relay.origin.broadcast("anon/raced") != nil }
+            let announced = relay.origin.broadcast("anon/raced")
+            // Both arms reach the relay (the same port serves both); the one that lost closes itself.
+            try await eventually("the losing arm closed", timeout: .seconds(10)) {
+                log.lines.withLock { $0.filter { $0.contains("): closed (") }.count } >= 1
+            }
+            // Had the loser served the origin, its announce would have moved the broadcast to it (the same
+            // grant again reads as a publisher that came back), and its close unannounced it.
+            #expect(relay.origin.broadcast("anon/raced") === announced)
+            let subscriber = try await RelayTests.connect(relay)
+            #expect(try await Self.roundTrip(publisher, subscriber, "raced2") == ["a", "b", "c"])
+            publisher.close()
+            subscriber.close()
+        }
+    }
+
     @Test("http:// fetches the relay's certificate hash over TCP and pins it")
     func httpFetchesTheHash() async throws {
         try await withRelay(try RelayTests.relay()) {
