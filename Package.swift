@@ -65,6 +65,10 @@ let package = Package(
         .target(name: "MoqCatalog", dependencies: ["MoqWire"], swiftSettings: swiftSettings),
         // IETF MoQ Transport (drafts 14 and 16): its own wire codec beside moq-lite's, on the same primitives.
         .target(name: "MoqtWire", dependencies: ["MoqBase", "MoqWire"], swiftSettings: swiftSettings),
+        // Its session core: sans-IO like MoqSession's, on the same model and transport events.
+        .target(
+            name: "MoqtSession", dependencies: ["MoqSync", "MoqBase", "MoqWire", "MoqtWire", "MoqModel", "MoqSession"],
+            swiftSettings: swiftSettings),
         // GStreamer caps <-> catalog renditions, through GStreamer's own codec utilities.
         // GStreamer wrapped once: one initialisation, owned caps and strings, GValue and structure writing.
         .target(name: "GstSupport", dependencies: ["CGStreamer"], swiftSettings: swiftSettings),
@@ -177,7 +181,10 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "MoqSessionTests",
-            dependencies: ["MoqSync", "MoqBase", "MoqWire", "MoqSession", "SessionFuzzHarness", "MoqTestKit"],
+            dependencies: [
+                "MoqSync", "MoqBase", "MoqWire", "MoqSession", "SessionFuzzHarness", "MoqTestKit", "MoqtWire",
+                "MoqtSession",
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "MoqQUICTests", dependencies: ["MoqBase", "MoqSync", "MoqQUIC", "MoqWire", "MoqTestKit"],

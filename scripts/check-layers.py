@@ -15,6 +15,8 @@ RULES = {
     "MoqWire": {"MoqSync", "MoqModel", "MoqSession", "MoqQUIC", "CNgtcp2", "CGStreamer"},
     # So does MoQ Transport's (it shares moq-lite's primitives, nothing above them).
     "MoqtWire": {"MoqSync", "MoqModel", "MoqSession", "MoqQUIC", "CNgtcp2", "CGStreamer"},
+    # Its session core is sans-IO too.
+    "MoqtSession": {"MoqQUIC", "CNgtcp2", "CGStreamer", "SwiftMoQ"},
     # The model knows no protocol, no transport and no media framework.
     "MoqModel": {"MoqSession", "MoqQUIC", "CNgtcp2", "CGStreamer"},
     # The session is sans-IO: no sockets, no TLS, no GStreamer.

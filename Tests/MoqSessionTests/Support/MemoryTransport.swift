@@ -33,7 +33,7 @@ final class MemoryTransport: SessionTransport, @unchecked Sendable {
     let scheduler: VirtualScheduler
     weak var peer: MemoryTransport?
     /// The core driven by this side (nil for a raw test peer).
-    var core: SessionCore?
+    var core: (any TransportEventSink)?
     /// Everything that arrived from the peer, in order.
     private(set) var log: [LinkEvent] = []
     /// When true, writes queue here instead of being delivered (a congested link).

@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: MIT
+import MoqModel
+import MoqSession
+import MoqSync
+import MoqWire
+import MoqtWire
+
+/// A SUBSCRIBE the peer made and we serve from a track of ``MoqtSessionCore/publishOrigin``: one
+/// unidirectional stream per group (subgroup 0; object id = frame index), FIN at its end.
+///
+/// Start: LargestObject starts at object 0 of the latest group, as moq-dev's publisher does — by the
+/// letter of the draft it would begin after the largest object, and a one-object catalog group would
+/// never reach a new subscriber (docs/ietf/moqt-wire.md §8); NextGroupStart after the latest; an
+/// absolute start at its object. Groups queue while the connection is busy, at most
+/// ``MoqtSessionConfig/maxQueuedGroups`` (the oldest are skipped past that). When the track ends,
+/// PUBLISH_DONE (TRACK_ENDED) follows the last group's FIN; after UNSUBSCRIBE, PUBLISH_DONE
+/// (SUBSCRIPTION_ENDED) and the open streams are reset.
+final class MoqtServedSubscription: TrackObserver, @unchecked Sendable {  // touched on the session thread only
+    /// One group being written.
+    struct Send {
+        let stream: Int64
+        let group: GroupState
+        var written: Int
+    }
+
+    weak var session: MoqtSessionCore?
+    let request: MoqtWire.Subscribe
+    let track: TrackProducer
+    let alias: UInt64
+    /// The first group to send and the object to start it at; nil until the track has a group.
+    var start: UInt64?
+    var startObject: UInt64 = 0
+    let endGroup: UInt64?
+    var active: [Send] = []
+    /// The highest group started (or skipped).
+    var highest: UInt64?
+    var streamsOpened: UInt64 = 0
+    var observer: UInt64?
+    var done = false
+    private let scheduled = Lock(false)
+
+    init(session: MoqtSessionCore, request: MoqtWire.Subscribe, track: TrackProducer) {
+        self.session = session
+        self.request = request
+        self.track = track
+        alias = request.requestID
+        let latest = track.latestSequence
+        switch request.filter {
+        case .largestObject: start = latest
+        case .nextGroupStart: start = latest.map { $0 &+ 1 }
+        case .absoluteStart(let location), .absoluteRange(let location, _):
+            start = location.group
+            startObject = location.object
+        }
+        if case .absoluteRange(_, let end) = request.filter { endGroup = end } else { endGroup = nil }
+    }
+
+    /// SUBSCRIBE_OK, then what the track holds, then each change.
+    func begin() {
+        guard let session else { return }
+        let snapshot = track.snapshot(from: 0)
+        let largest = snapshot.latest.map {
+            Location(group: $0.sequence, object: UInt64(max(track.frameCount(of: $0), 1) - 1))
+        }
+        session.send(
+            .subscribeOk(
+                SubscribeOk(requestID: request.requestID, trackAlias: alias, groupOrder: .ascending, largest: largest)))
+        track.demand(SubscriptionRange(priority: 255 &- request.subscriberPriority, groupStart: start ?? 0))
+        observer = track.addObserver(self)
+        pump()
+    }
+
+    func trackDidChange() {
+        // Any thread: one hop to the session thread per burst of changes.
+        guard
+            scheduled.withLock({ s in
+                defer { s = true }; return !s
+            })
+        else { return }
+        guard let scheduler = session?.scheduler else { return }
+        let box = WeakReference(self)
+        scheduler.execute {
+            guard let self = box.value else { return }
+            self.scheduled.withLock { $0 = false }
+            self.pump()
+        }
+    }
+
+    /// Starts the groups that are due (while the connection has room) and writes what arrived.
+    func pump() {
+        guard !done, let session, session.isReady else { return }
+        let snapshot = track.snapshot(from: start ?? 0)
+        if start == nil { start = snapshot.groups.first?.sequence }
+        // Write what arrived on the open streams.
+        var index = 0
+        while index < active.count {
+            if write(&active[index]) { active.remove(at: index) } else { index += 1 }
+        }
+        // Open streams for the groups that are due.
+        var due = snapshot.groups.filter { g in
+            g.sequence >= (start ?? 0) && (highest.map { g.sequence > $0 } ?? true)
+                && (endGroup.map { g.sequence <= $0 } ?? true)
+        }
+        if due.count > session.config.maxQueuedGroups {
+            let skipped = due.count - session.config.maxQueuedGroups
+            session.counters.groupsSkipped += UInt64(skipped)
+            highest = due[skipped - 1].sequence
+            due.removeFirst(skipped)
+        }
+        for group in due {
+            guard session.transport.totalUnsentBytes < session.config.maxUnsentBytes else {
+                return session.waitForRoom(self)
+            }
+            guard let stream = session.transport.openStream(bidirectional: false) else {
+                return session.waitForRoom(self)
+            }
+            highest = group.sequence
+            streamsOpened += 1
+            session.counters.groupsSent += 1
+            session.outgoingGroups[stream] = self
+            // Newer groups first among the open ones, under the subscriber's priority.
+            session.transport.setSendOrder(
+                stream, Int64(request.subscriberPriority ^ 0xFF) << 48 | Int64(group.sequence & 0xFFFF_FFFF_FFFF))
+            var header = WireWriter()
+            SubgroupHeader(trackAlias: alias, group: group.sequence, publisherPriority: 0)
+                .encode(into: &header, version: session.version)
+            session.transport.write(stream, Bytes(header.bytes), fin: false)
+            let first = group.sequence == start ? Int(clamping: startObject) : 0
+            var send = Send(stream: stream, group: group, written: first)
+            if !write(&send) { active.append(send) }
+        }
+        finishIfEnded(snapshot)
+    }
+
+    /// Writes the frames of `send` that arrived; true once its stream is done (FIN or reset).
+    func write(_ send: inout Send) -> Bool {
+        guard let session else { return true }
+        let (frames, status) = track.frames(of: send.group, from: send.written)
+        if !frames.isEmpty {
+            var w = WireWriter()
+            let header = SubgroupHeader(trackAlias: alias, group: send.group.sequence, publisherPriority: 0)
+            for (offset, frame) in frames.enumerated() {
+                let id = UInt64(send.written + offset)
+                SubgroupObject(id: id, payload: frame.payload)
+                    .encode(into: &w, after: id == 0 ? nil : id - 1, header: header, version: session.version)
+            }
+            send.written += frames.count
+            session.counters.objectsSent += UInt64(frames.count)
+            session.transport.write(send.stream, Bytes(w.bytes), fin: false)
+        }
+        switch status {
+        case .open:
+            return false
+        case .finished:
+            session.transport.finish(send.stream)
+            session.outgoingGroups[send.stream] = nil
+            return true
+        case .aborted:
+            session.transport.resetStream(send.stream, code: MoqtCode.streamInternal)
+            session.outgoingGroups[send.stream] = nil
+            return true
+        }
+    }
+
+    /// After the track's end, once every group is written: PUBLISH_DONE (TRACK_ENDED).
+    func finishIfEnded(_ snapshot: TrackProducer.Snapshot) {
+        guard let session, active.isEmpty else { return }
+        let ended: Bool
+        if let end = endGroup, let highest, highest >= end {
+            ended = true
+        } else if let end = snapshot.end {
+            if case .finished(let next) = end, let highest, next > highest &+ 1, snapshot.latest != nil {
+                ended = false  // groups still to come from the cache
+            } else {
+                ended = true
+            }
+        } else {
+            ended = false
+        }
+        guard ended else { return }
+        let code: UInt64 = if case .aborted? = snapshot.end { MoqtCode.internalError } else { MoqtCode.trackEnded }
+        session.send(
+            .publishDone(
+                PublishDone(requestID: request.requestID, statusCode: code, streamCount: streamsOpened, reason: "")))
+        end()
+    }
+
+    /// The subscriber stopped reading a group (STOP_SENDING): that stream is reset, the rest goes on.
+    func groupStopped(stream: Int64) {
+        guard let i = active.firstIndex(where: { $0.stream == stream }) else { return }
+        session?.transport.resetStream(stream, code: MoqtCode.cancelled)
+        session?.outgoingGroups[stream] = nil
+        active.remove(at: i)
+    }
+
+    /// UNSUBSCRIBE: the open streams are reset, PUBLISH_DONE (SUBSCRIPTION_ENDED) answers.
+    func unsubscribed() {
+        guard !done, let session else { return }
+        for send in active {
+            session.transport.resetStream(send.stream, code: MoqtCode.cancelled)
+            session.outgoingGroups[send.stream] = nil
+        }
+        active = []
+        session.send(
+            .publishDone(
+                PublishDone(
+                    requestID: request.requestID, statusCode: MoqtCode.subscriptionEnded, streamCount: streamsOpened,
+                    reason: "")))
+        end()
+    }
+
+    /// Ends the request (its id's place returns to the peer).
+    func end() {
+        stop()
+        session?.served[request.requestID] = nil
+        session?.peerRequestEnded()
+    }
+
+    /// Stops observing the track (the session closes, or the request ended).
+    func stop() {
+        guard !done else { return }
+        done = true
+        if let observer { track.removeObserver(observer) }
+        observer = nil
+        session?.waitingForRoom.removeAll { $0 === self }
+    }
+}
+
+extension MoqtSessionCore {
+    /// The peer's SUBSCRIBE: served from the origin, or refused (TRACK_DOES_NOT_EXIST / DOES_NOT_EXIST).
+    func serveSubscribe(_ request: MoqtWire.Subscribe) {
+        func refuse(_ code: UInt64, _ reason: String) {
+            counters.subscriptionsRefused += 1
+            send(
+                .requestError(
+                    RequestError(
+                        kind: version == .draft14 ? .subscribe : nil, requestID: request.requestID, code: code,
+                        reason: reason)))
+            peerRequestEnded()
+        }
+        guard let path = request.namespace.path, let name = String(validating: request.trackName.array, as: UTF8.self)
+        else { return refuse(MoqtCode.doesNotExist(version), "not a SwiftMoQ path (binary fields)") }
+        guard let broadcast = publishOrigin?.broadcast(path) else {
+            return refuse(MoqtCode.doesNotExist(version), "no broadcast \(path)")
+        }
+        guard let track = broadcast.track(name) else {
+            return refuse(MoqtCode.doesNotExist(version), "no track \(name) in \(path)")
+        }
+        counters.subscriptionsServed += 1
+        let subscription = MoqtServedSubscription(session: self, request: request, track: track)
+        served[request.requestID] = subscription
+        subscription.begin()
+    }
+}

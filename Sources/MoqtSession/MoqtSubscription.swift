@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: MIT
+public import MoqModel
+import MoqSession
+import MoqSync
+import MoqWire
+public import MoqtWire
+
+/// One of our SUBSCRIBEs: what arrives is written into `track` (group = Group ID, frames in object
+/// order). A refusal aborts the track (NOT_FOUND for a track or broadcast that does not exist);
+/// PUBLISH_DONE finishes it once the streams it counts have arrived (or a second later).
+final class MoqtSubscription {
+    weak var session: MoqtSessionCore?
+    let requestID: UInt64
+    let track: TrackProducer
+    var alias: UInt64?
+    /// Group streams that arrived for this subscription.
+    var streamsReceived: UInt64 = 0
+    /// PUBLISH_DONE's stream count, once it came.
+    var expectedStreams: UInt64?
+    var finishTimer: (any Cancellable)?
+
+    init(session: MoqtSessionCore, requestID: UInt64, track: TrackProducer) {
+        self.session = session
+        self.requestID = requestID
+        self.track = track
+    }
+
+    func publishDone(_ done: PublishDone) {
+        expectedStreams = done.streamCount
+        if done.statusCode != MoqtCode.trackEnded && done.statusCode != MoqtCode.subscriptionEnded {
+            // moq-dev sends 200/500 (docs/ietf/moqt-wire.md §10): anything but the spec's clean
+            // codes and 200 is a failure.
+            if done.statusCode != 200 { return end(aborted: .internal) }
+        }
+        finishWhenComplete()
+        guard track.end == nil, let scheduler = session?.scheduler else { return }
+        let box = WeakReference(self)
+        finishTimer = scheduler.schedule(after: .seconds(1)) {
+            box.value?.end(aborted: nil)
+        }
+    }
+
+    func streamArrived() {
+        streamsReceived += 1
+        finishWhenComplete()
+    }
+
+    func finishWhenComplete() {
+        if let expected = expectedStreams, streamsReceived >= expected { end(aborted: nil) }
+    }
+
+    /// Finishes (or aborts) the track and forgets the subscription.
+    func end(aborted code: StreamErrorCode?) {
+        finishTimer?.cancel()
+        finishTimer = nil
+        if track.end == nil {
+            if let code { track.abort(code) } else { track.finish() }
+        }
+        guard let session else { return }
+        session.subscriptions[requestID] = nil
+        if let alias, session.aliases[alias] === self { session.aliases[alias] = nil }
+    }
+}
+
+/// Cancels one subscription of a ``MoqtSessionCore``.
+public struct MoqtSubscriptionHandle {
+    weak var session: MoqtSessionCore?
+    /// The request id (nil when it was refused before one was given).
+    public let requestID: UInt64?
+
+    /// UNSUBSCRIBE: nothing more is written into the track, which is finished.
+    public func cancel() {
+        guard let session, let id = requestID, let subscription = session.subscriptions[id] else { return }
+        session.send(.unsubscribe(requestID: id))
+        subscription.end(aborted: nil)
+    }
+}
+
+extension MoqtSessionCore {
+    /// Subscribes to `track` of the broadcast at `broadcast` (its namespace is the path's segments);
+    /// what arrives is written into `into`. Waits for a request id if the peer has granted none.
+    @discardableResult
+    public func subscribe(
+        broadcast: String, track: String, into: TrackProducer, filter: SubscriptionFilter = .largestObject,
+        priority: UInt8 = 128
+    ) -> MoqtSubscriptionHandle {
+        let namespace = TrackNamespace(path: broadcast)
+        var assigned: UInt64?
+        withRequestID(
+            { [weak self] id in
+                guard let self else { return }
+                assigned = id
+                self.subscriptions[id] = MoqtSubscription(session: self, requestID: id, track: into)
+                self.send(
+                    .subscribe(
+                        MoqtWire.Subscribe(
+                            requestID: id, namespace: namespace, trackName: Bytes(utf8: track),
+                            subscriberPriority: priority, groupOrder: .ascending, forward: true, filter: filter)))
+            }, refused: { into.abort(.internal) })
+        return MoqtSubscriptionHandle(session: self, requestID: assigned)
+    }
+
+    func subscriptionAccepted(_ ok: SubscribeOk) {
+        guard let subscription = subscriptions[ok.requestID] else {
+            return close(.protocolViolation, reason: "SUBSCRIBE_OK for request \(ok.requestID), never asked")
+        }
+        if let other = aliases[ok.trackAlias], other !== subscription {
+            return close(.duplicateTrackAlias, reason: "track alias \(ok.trackAlias) given twice")
+        }
+        subscription.alias = ok.trackAlias
+        aliases[ok.trackAlias] = subscription
+        // Streams that came before the OK are read now.
+        let waiting = unknownAliasStreams
+        unknownAliasStreams = []
+        for stream in waiting {
+            if let group = incomingGroups[stream] { receiveGroup(group, [], fin: group.finReceived) }
+        }
+    }
+
+    func requestRefused(_ error: RequestError) {
+        if let subscription = subscriptions[error.requestID] {
+            let notFound = error.code == MoqtCode.doesNotExist(version) || error.code == 404
+            subscription.end(aborted: notFound ? .notFound : .internal)
+        } else if let request = namespaceRequests.removeValue(forKey: error.requestID) {
+            request.handler(.refused(code: error.code, reason: error.reason))
+        }
+        // A refusal of a PUBLISH_NAMESPACE of ours: the peer will not ask for it; nothing waits.
+    }
+}

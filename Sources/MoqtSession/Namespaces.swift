@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: MIT
+import MoqModel
+import MoqSession
+import MoqSync
+import MoqWire
+import MoqtWire
+
+/// What a namespace subscription of ours hears.
+public enum MoqtNamespaceEvent: Sendable, Equatable {
+    /// A broadcast (its path: the namespace's fields joined by `/`) is published.
+    case announced(String)
+    /// It no longer is.
+    case unannounced(String)
+    /// The peer refused the subscription.
+    case refused(code: UInt64, reason: String)
+}
+
+/// One of our SUBSCRIBE_NAMESPACEs (draft-14: on the control stream, the peer then sends
+/// PUBLISH_NAMESPACE; draft-16: on a stream of its own, with NAMESPACE / NAMESPACE_DONE).
+final class NamespaceRequest {
+    let prefix: String
+    let handler: (MoqtNamespaceEvent) -> Void
+    var announced: Set<String> = []
+    var stream: Int64?
+
+    init(prefix: String, handler: @escaping (MoqtNamespaceEvent) -> Void) {
+        self.prefix = prefix
+        self.handler = handler
+    }
+}
+
+/// A draft-16 SUBSCRIBE_NAMESPACE stream, ours or the peer's.
+final class NamespaceStream {
+    let stream: Int64
+    /// True for a stream we opened (our SUBSCRIBE_NAMESPACE).
+    let own: Bool
+    var reader = ControlStreamReader()
+    var requestID: UInt64?
+    var served: ServedNamespaces?
+
+    init(stream: Int64, own: Bool) {
+        self.stream = stream
+        self.own = own
+    }
+}
+
+/// What we advertise to the peer under a prefix of our origin: a SUBSCRIBE_NAMESPACE of the peer's,
+/// or (to a peer that did not declare SOLICIT) everything, unsolicited.
+final class ServedNamespaces: @unchecked Sendable {  // touched on the session thread only
+    weak var session: MoqtSessionCore?
+    let prefix: String
+    /// Draft-16: the peer's SUBSCRIBE_NAMESPACE stream (NAMESPACE messages); nil: PUBLISH_NAMESPACE.
+    let stream: Int64?
+    let requestID: UInt64?
+    var token: UInt64?
+    var advertised: Set<String> = []
+    var stopped = false
+
+    init(session: MoqtSessionCore, prefix: String, stream: Int64?, requestID: UInt64?) {
+        self.session = session
+        self.prefix = prefix
+        self.stream = stream
+        self.requestID = requestID
+    }
+
+    func start() {
+        guard let session, let origin = session.publishOrigin else { return }
+        let box = WeakReference(self)
+        let scheduler = session.scheduler
+        let (token, current) = origin.observe(prefix: prefix) { event in
+            scheduler.execute {
+                guard let self = box.value else { return }
+                switch event {
+                case .announced(let path, _): self.announce(path)
+                case .unannounced(let path): self.withdraw(path)
+                }
+            }
+        }
+        self.token = token
+        for item in current { announce(item.path) }
+    }
+
+    func announce(_ path: String) {
+        guard !stopped, let session, !advertised.contains(path) else { return }
+        advertised.insert(path)
+        if let stream {
+            guard let suffix = Self.suffix(path, after: prefix) else { return }
+            session.write(.namespace(suffix: suffix), on: stream)
+        } else {
+            session.publishNamespace(path)
+        }
+    }
+
+    func withdraw(_ path: String) {
+        guard !stopped, let session, advertised.remove(path) != nil else { return }
+        if let stream {
+            guard let suffix = Self.suffix(path, after: prefix) else { return }
+            session.write(.namespaceDone(suffix: suffix), on: stream)
+        } else {
+            session.withdrawNamespace(path)
+        }
+    }
+
+    /// Stops observing; what was advertised with PUBLISH_NAMESPACE is withdrawn when `withdrawing`.
+    func stop(withdrawing: Bool = false) {
+        guard !stopped else { return }
+        if withdrawing { for path in advertised { withdraw(path) } }
+        stopped = true
+        if let token { session?.publishOrigin?.stopObserving(token) }
+        token = nil
+    }
+
+    /// The namespace `path` below `prefix`, as the tuple draft-16's NAMESPACE carries.
+    static func suffix(_ path: String, after prefix: String) -> TrackNamespace? {
+        let whole = TrackNamespace(path: path)
+        return whole.suffix(after: TrackNamespace(path: prefix))
+    }
+}
+
+extension MoqtSessionCore {
+    // MARK: Ours → the peer
+
+    /// Subscribes to the namespaces under `prefix` (a path; "" for all): `handler` hears each
+    /// broadcast the peer publishes there, and its end.
+    public func subscribeNamespace(prefix: String, handler: @escaping (MoqtNamespaceEvent) -> Void) {
+        let request = NamespaceRequest(prefix: prefix, handler: handler)
+        withRequestID(
+            { [weak self] id in
+                guard let self else { return }
+                self.namespaceRequests[id] = request
+                let message = ControlMessage.subscribeNamespace(
+                    SubscribeNamespace(requestID: id, prefix: TrackNamespace(path: prefix)))
+                if self.version == .draft16 {
+                    guard let stream = self.transport.openStream(bidirectional: true) else {
+                        self.namespaceRequests[id] = nil
+                        return handler(.refused(code: MoqtCode.internalError, reason: "no stream credit"))
+                    }
+                    request.stream = stream
+                    let ns = NamespaceStream(stream: stream, own: true)
+                    ns.requestID = id
+                    self.namespaceStreams[stream] = ns
+                    self.write(message, on: stream)
+                } else {
+                    self.send(message)
+                }
+            }, refused: { handler(.refused(code: MoqtCode.internalError, reason: "too many requests queued")) })
+    }
+
+    /// PUBLISH_NAMESPACE for `path` (once, however many observers advertise it).
+    func publishNamespace(_ path: String) {
+        guard published[path] == nil else { return }
+        published[path] = .max  // taken; the id comes when the peer grants one
+        withRequestID(
+            { [weak self] id in
+                guard let self, self.published[path] != nil else { return }
+                self.published[path] = id
+                self.send(.publishNamespace(PublishNamespace(requestID: id, namespace: TrackNamespace(path: path))))
+            }, refused: { published[path] = nil })
+    }
+
+    func withdrawNamespace(_ path: String) {
+        guard let id = published.removeValue(forKey: path), id != .max else { return }
+        let target: NamespaceTarget = version == .draft14 ? .namespace(TrackNamespace(path: path)) : .request(id)
+        send(.publishNamespaceDone(target))
+    }
+
+    /// To a peer that did not declare SOLICIT: everything, unsolicited.
+    func advertiseUnsolicited() {
+        let all = ServedNamespaces(session: self, prefix: "", stream: nil, requestID: nil)
+        unsolicited = all
+        all.start()
+    }
+
+    /// The peer's SUBSCRIBE_NAMESPACE: OK, then what is published under the prefix.
+    func serveNamespaces(_ request: SubscribeNamespace, stream: Int64?) {
+        guard let prefix = request.prefix.path else {
+            send(
+                .requestError(
+                    RequestError(
+                        kind: version == .draft14 ? .subscribeNamespace : nil, requestID: request.requestID,
+                        code: MoqtCode.notSupported, reason: "binary namespace fields")),
+                on: stream)
+            return peerRequestEnded()
+        }
+        send(
+            .requestOk(
+                RequestOk(kind: version == .draft14 ? .subscribeNamespace : nil, requestID: request.requestID)),
+            on: stream)
+        let served = ServedNamespaces(session: self, prefix: prefix, stream: stream, requestID: request.requestID)
+        servedNamespaces[request.requestID] = served
+        if let stream { namespaceStreams[stream]?.served = served }
+        served.start()
+    }
+
+    /// Draft-14's UNSUBSCRIBE_NAMESPACE (by prefix, or by request id as moq-dev's JS port sends it).
+    func stopServingNamespaces(_ target: NamespaceTarget) {
+        let id: UInt64?
+        switch target {
+        case .request(let r): id = r
+        case .namespace(let ns): id = servedNamespaces.first { $0.value.prefix == ns.path }?.key
+        }
+        guard let id, let served = servedNamespaces.removeValue(forKey: id) else { return }
+        served.stop()
+        peerRequestEnded()
+    }
+
+    // MARK: The peer's → ours
+
+    /// The peer's PUBLISH_NAMESPACE: OK, and each namespace subscription of ours whose prefix
+    /// covers it hears of it.
+    func peerPublishedNamespace(_ request: PublishNamespace) {
+        guard let path = request.namespace.path, peerPublished.count < config.maxAnnounced else {
+            send(
+                .requestError(
+                    RequestError(
+                        kind: version == .draft14 ? .publishNamespace : nil, requestID: request.requestID,
+                        code: MoqtCode.internalError, reason: "not accepted")))
+            return peerRequestEnded()
+        }
+        peerPublished[request.requestID] = path
+        send(.requestOk(RequestOk(kind: version == .draft14 ? .publishNamespace : nil, requestID: request.requestID)))
+        for ns in namespaceRequests.values where ns.stream == nil && BroadcastPath.hasPrefix(path, ns.prefix) {
+            if ns.announced.insert(path).inserted { ns.handler(.announced(path)) }
+        }
+    }
+
+    func peerWithdrewNamespace(_ target: NamespaceTarget) {
+        let id: UInt64?
+        switch target {
+        case .request(let r): id = r
+        case .namespace(let ns): id = peerPublished.first { $0.value == ns.path }?.key
+        }
+        guard let id, let path = peerPublished.removeValue(forKey: id) else { return }
+        peerRequestEnded()
+        // Only the requests PUBLISH_NAMESPACE serves (draft-16's streams hear NAMESPACE_DONE on their own).
+        for ns in namespaceRequests.values where ns.stream == nil && ns.announced.remove(path) != nil {
+            ns.handler(.unannounced(path))
+        }
+    }
+
+    // MARK: Draft-16 namespace streams
+
+    func receiveNamespaceStream(_ ns: NamespaceStream, _ bytes: [UInt8], fin: Bool) {
+        ns.reader.append(bytes)
+        while phase != .closed, let (type, payload) = ns.reader.next() {
+            let message: ControlMessage
+            do {
+                message = try ControlMessage.decode(type: type, payload: payload, version: version)
+            } catch {
+                return close(.protocolViolation, reason: "SUBSCRIBE_NAMESPACE stream: \(error)")
+            }
+            handleNamespaceStream(ns, message)
+        }
+        if fin { namespaceStreamEnded(ns) }
+    }
+
+    func handleNamespaceStream(_ ns: NamespaceStream, _ message: ControlMessage) {
+        if ns.own {
+            guard let id = ns.requestID, let request = namespaceRequests[id] else { return }
+            switch message {
+            case .requestOk:
+                break
+            case .requestError(let error):
+                namespaceRequests[id] = nil
+                request.handler(.refused(code: error.code, reason: error.reason))
+            case .namespace(let suffix):
+                guard let path = suffix.prefixed(by: TrackNamespace(path: request.prefix)).path else { return }
+                guard request.announced.count < config.maxAnnounced else {
+                    return close(.tooManyRequests, reason: "more than \(config.maxAnnounced) namespaces")
+                }
+                if request.announced.insert(path).inserted { request.handler(.announced(path)) }
+            case .namespaceDone(let suffix):
+                guard let path = suffix.prefixed(by: TrackNamespace(path: request.prefix)).path,
+                    request.announced.remove(path) != nil
+                else {
+                    return close(.protocolViolation, reason: "NAMESPACE_DONE before its NAMESPACE")
+                }
+                request.handler(.unannounced(path))
+            default:
+                close(.protocolViolation, reason: "an unexpected message on a SUBSCRIBE_NAMESPACE stream")
+            }
+        } else {
+            guard ns.requestID == nil, case .subscribeNamespace(let request) = message else {
+                return close(.protocolViolation, reason: "an unexpected message on a SUBSCRIBE_NAMESPACE stream")
+            }
+            guard acceptPeerRequest(request.requestID) else { return }
+            ns.requestID = request.requestID
+            serveNamespaces(request, stream: ns.stream)
+        }
+    }
+
+    /// A draft-16 namespace stream ended (FIN, reset or STOP_SENDING): the subscription is over.
+    func namespaceStreamEnded(_ ns: NamespaceStream) {
+        namespaceStreams[ns.stream] = nil
+        if ns.own {
+            guard let id = ns.requestID, let request = namespaceRequests.removeValue(forKey: id) else { return }
+            for path in request.announced { request.handler(.unannounced(path)) }
+        } else if let id = ns.requestID, let served = servedNamespaces.removeValue(forKey: id) {
+            served.stop()
+            transport.finish(ns.stream)
+            peerRequestEnded()
+        }
+    }
+
+    /// Writes a control-framed message on `stream` (the control stream when nil).
+    func send(_ message: ControlMessage, on stream: Int64?) {
+        if let stream { write(message, on: stream) } else { send(message) }
+    }
+
+    func write(_ message: ControlMessage, on stream: Int64) {
+        guard let bytes = message.encoded(version: version) else { return }
+        transport.write(stream, Bytes(bytes), fin: false)
+    }
+}

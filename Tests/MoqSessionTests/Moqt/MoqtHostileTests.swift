@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: MIT
+import MoqModel
+import MoqSession
+import MoqWire
+import MoqtSession
+import MoqtWire
+import Testing
+
+/// A raw peer against the MoQ Transport core: every rule it breaks closes the session with the
+/// right code, and nothing it sends traps or grows without bound.
+@Suite("MoQ Transport session core: hostile peers")
+struct MoqtHostileTests {
+    /// A client core and a raw server that has sent SERVER_SETUP (granting `grant` request ids).
+    static func readyClient(_ version: MoqtVersion = .draft16, grant: UInt64 = 100) -> (MoqtPair, MemoryTransport) {
+        let pair = MoqtPair(version, rawServer: true)
+        let setup = ServerSetup(
+            selectedVersion: version == .draft14 ? version.code : nil, parameters: .setup(maxRequestID: grant))
+        pair.link.server.writeRaw(0, ControlMessage.serverSetup(setup).bytes(version))
+        pair.run()
+        return (pair, pair.link.server)
+    }
+
+    func closeCode(_ pair: MoqtPair) -> UInt64? {
+        pair.link.server.log.compactMap { e -> UInt64? in
+            if case .closed(let code, _) = e { code } else { nil }
+        }.first
+    }
+
+    @Test("a second SETUP, a message before SETUP, a control stream that ends: PROTOCOL_VIOLATION")
+    func setupRules() {
+        let (pair, raw) = Self.readyClient()
+        raw.writeRaw(0, ControlMessage.serverSetup(ServerSetup(parameters: .setup(maxRequestID: 1))).bytes(.draft16))
+        pair.run()
+        #expect(pair.client.closeReason == .local(.protocolViolation, "a second SETUP"))
+
+        let early = MoqtPair(.draft16, rawServer: true)
+        early.link.server.writeRaw(0, ControlMessage.maxRequestID(10).bytes(.draft16))
+        early.run()
+        #expect(early.client.closeReason == .local(.protocolViolation, "expected SETUP first"))
+
+        let (ended, rawEnded) = Self.readyClient()
+        rawEnded.writeRaw(0, [], fin: true)
+        ended.run()
+        #expect(ended.client.closeReason == .local(.protocolViolation, "the control stream ended"))
+    }
+
+    @Test("draft-14: a server that selects another version fails negotiation")
+    func versionNegotiation() {
+        let pair = MoqtPair(.draft14, rawServer: true)
+        pair.link.server.writeRaw(
+            0,
+            ControlMessage.serverSetup(ServerSetup(selectedVersion: 0xff00_000d, parameters: .setup(maxRequestID: 1)))
+                .bytes(.draft14))
+        pair.run()
+        if case .local(.versionNegotiationFailed, _)? = pair.client.closeReason {
+        } else {
+            Issue.record("\(String(describing: pair.client.closeReason))")
+        }
+    }
+
+    @Test("request ids: wrong parity, out of order, at the varint ceiling: INVALID_REQUEST_ID, no trap")
+    func requestIDs() {
+        for id: UInt64 in [0, 3, VarInt.max] {
+            let (pair, raw) = Self.readyClient()
+            raw.writeRaw(
+                0,
+                ControlMessage.publishNamespace(PublishNamespace(requestID: id, namespace: TrackNamespace(path: "x")))
+                    .bytes(.draft16))
+            pair.run()
+            if case .local(.invalidRequestID, _)? = pair.client.closeReason {
+            } else {
+                Issue.record("id \(id): \(String(describing: pair.client.closeReason))")
+            }
+        }
+    }
+
+    @Test("MAX_REQUEST_ID that does not increase: PROTOCOL_VIOLATION; at the ceiling: accepted")
+    func maxRequestID() {
+        let (pair, raw) = Self.readyClient(grant: 10)
+        raw.writeRaw(0, ControlMessage.maxRequestID(VarInt.max).bytes(.draft16))
+        pair.run()
+        #expect(pair.client.isReady)
+        raw.writeRaw(0, ControlMessage.maxRequestID(VarInt.max).bytes(.draft16))
+        pair.run()
+        if case .local(.protocolViolation, _)? = pair.client.closeReason {
+        } else {
+            Issue.record("\(String(describing: pair.client.closeReason))")
+        }
+    }
+
+    @Test("a SUBSCRIBE_OK for a request never made, an alias given twice: closed")
+    func subscribeOkRules() {
+        let (pair, raw) = Self.readyClient()
+        raw.writeRaw(0, ControlMessage.subscribeOk(SubscribeOk(requestID: 8, trackAlias: 1)).bytes(.draft16))
+        pair.run()
+        if case .local(.protocolViolation, _)? = pair.client.closeReason {
+        } else {
+            Issue.record("\(String(describing: pair.client.closeReason))")
+        }
+        let (twice, rawTwice) = Self.readyClient()
+        twice.client.subscribe(broadcast: "b", track: "t", into: twice.remoteTrack("t"))
+        twice.client.subscribe(broadcast: "b", track: "u", into: twice.remoteTrack("u"))
+        twice.run()
+        rawTwice.writeRaw(0, ControlMessage.subscribeOk(SubscribeOk(requestID: 0, trackAlias: 7)).bytes(.draft16))
+        rawTwice.writeRaw(0, ControlMessage.subscribeOk(SubscribeOk(requestID: 2, trackAlias: 7)).bytes(.draft16))
+        twice.run()
+        if case .local(.duplicateTrackAlias, _)? = twice.client.closeReason {
+        } else {
+            Issue.record("\(String(describing: twice.client.closeReason))")
+        }
+    }
+
+    /// A subgroup stream: header then one object per payload.
+    static func groupStream(alias: UInt64, group: UInt64, _ payloads: [String], version: MoqtVersion = .draft16)
+        -> [UInt8]
+    {
+        let header = SubgroupHeader(trackAlias: alias, group: group)
+        var w = WireWriter()
+        header.encode(into: &w, version: version)
+        for (i, p) in payloads.enumerated() {
+            SubgroupObject(id: UInt64(i), payload: Bytes(p))
+                .encode(into: &w, after: i == 0 ? nil : UInt64(i - 1), header: header, version: version)
+        }
+        return w.bytes
+    }
+
+    @Test("a group stream that comes before its SUBSCRIBE_OK is held and read once the alias is known")
+    func streamBeforeSubscribeOk() {
+        let (pair, raw) = Self.readyClient()
+        let remote = pair.remoteTrack("t")
+        pair.client.subscribe(broadcast: "b", track: "t", into: remote)
+        pair.run()
+        raw.writeRaw(3, Self.groupStream(alias: 5, group: 4, ["x", "y"]), fin: true)
+        pair.run()
+        #expect(remote.latestSequence == nil)
+        raw.writeRaw(0, ControlMessage.subscribeOk(SubscribeOk(requestID: 0, trackAlias: 5)).bytes(.draft16))
+        pair.run()
+        #expect(pair.contents(remote).map(\.1) == [["x", "y"]])
+        #expect(pair.client.isReady)
+    }
+
+    @Test("group streams no subscription claims: stopped after the wait, and at once past the bound")
+    func unclaimedStreams() {
+        var config = MoqtSessionConfig(version: .draft16, path: "/anon")
+        config.maxUnknownAliasStreams = 2
+        let pair = MoqtPair(.draft16, client: config, rawServer: true)
+        pair.link.server.writeRaw(
+            0, ControlMessage.serverSetup(ServerSetup(parameters: .setup(maxRequestID: 1))).bytes(.draft16))
+        pair.run()
+        let raw = pair.link.server
+        for (i, stream) in [3, 7, 11].enumerated() {
+            raw.writeRaw(Int64(stream), Self.groupStream(alias: 9, group: UInt64(i), ["z"]))
+        }
+        pair.run()
+        #expect(raw.stopsSent.isEmpty)  // what the raw side sent, not received
+        #expect(pair.client.counters.unknownAliasStreamsStopped == 1)
+        pair.scheduler.advance(by: .seconds(2))
+        #expect(pair.client.counters.unknownAliasStreamsStopped == 3)
+        #expect(pair.link.client.stopsSent.keys.sorted() == [3, 7, 11])
+        #expect(pair.client.isReady)
+    }
+
+    @Test("a malformed group stream closes the session with PROTOCOL_VIOLATION")
+    func malformedGroupStream() {
+        let (pair, raw) = Self.readyClient()
+        raw.writeRaw(3, [0x10, 0x01], fin: true)  // a header cut short
+        pair.run()
+        if case .local(.protocolViolation, _)? = pair.client.closeReason {
+        } else {
+            Issue.record("\(String(describing: pair.client.closeReason))")
+        }
+    }
+
+    @Test("draft-14: a second bidirectional stream from the peer is a protocol violation")
+    func secondBidiOnDraft14() {
+        let (pair, raw) = Self.readyClient(.draft14)
+        raw.writeRaw(1, [0x11])
+        pair.run()
+        if case .local(.protocolViolation, _)? = pair.client.closeReason {
+        } else {
+            Issue.record("\(String(describing: pair.client.closeReason))")
+        }
+    }
+}

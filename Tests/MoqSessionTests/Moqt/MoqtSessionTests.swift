@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: MIT
+import MoqModel
+import MoqSession
+import MoqWire
+import MoqtSession
+import MoqtWire
+import Testing
+
+/// The MoQ Transport core against itself on drafts 14 and 16: SETUP, subscriptions served from the
+/// model and written back into it, namespaces both ways, request-id windows, refusals.
+@Suite("MoQ Transport session core")
+struct MoqtSessionTests {
+    static let versions: [MoqtVersion] = [.draft14, .draft16]
+
+    @Test(
+        "SETUP: versions on draft-14, none on 16; the client's PATH reaches the server; both ready", arguments: versions
+    )
+    func setup(version: MoqtVersion) throws {
+        let pair = MoqtPair(version)
+        #expect(pair.client.isReady && pair.server.isReady)
+        #expect(pair.clientDelegate.ready && pair.serverDelegate.ready)
+        #expect(pair.server.peerPath == "/anon")
+        #expect(pair.server.peerImplementation == "swiftmoq")
+        guard case .clientSetup(let setup)? = pair.controlMessages(receivedBy: pair.link.server, version: version).first
+        else { throw MoqtTestError.missing("CLIENT_SETUP") }
+        #expect(setup.versions == (version == .draft14 ? [0xff00_000e] : []))
+        // A bounded window of request ids, not moq-dev's 2^32.
+        // The server's ids are odd, from 1: 256 of them.
+        #expect(setup.parameters.varint(SetupParameter.maxRequestID) == 1 + 2 * 256)
+        guard
+            case .serverSetup(let answer)? = pair.controlMessages(receivedBy: pair.link.client, version: version).first
+        else { throw MoqtTestError.missing("SERVER_SETUP") }
+        #expect(answer.selectedVersion == (version == .draft14 ? 0xff00_000e : nil))
+        #expect(answer.parameters.varint(SetupParameter.maxRequestID) == 2 * 256)
+    }
+
+    @Test(
+        "a subscription: the latest group whole (moq-dev's LargestObject), then live groups, then PUBLISH_DONE finishes it",
+        arguments: versions)
+    func subscribeLive(version: MoqtVersion) {
+        let pair = MoqtPair(version)
+        let track = pair.serverBroadcast("room/cam").createTrack("video")
+        track.writeSingleFrameGroup(Bytes("old"), timestamp: 0)
+        let current = track.appendGroup()
+        current.write(Bytes("k"), timestamp: 1)
+        current.write(Bytes("d"), timestamp: 2)
+        let remote = pair.remoteTrack("video")
+        pair.client.subscribe(broadcast: "room/cam", track: "video", into: remote)
+        pair.run()
+        #expect(pair.contents(remote).map(\.0) == [1])
+        #expect(pair.contents(remote).first?.1 == ["k", "d"])
+        current.write(Bytes("d2"), timestamp: 3)
+        current.finish()
+        let next = track.appendGroup()
+        next.write(Bytes("k2"), timestamp: 4)
+        next.finish()
+        pair.run()
+        #expect(pair.contents(remote).map(\.1) == [["k", "d", "d2"], ["k2"]])
+        #expect(remote.end == nil)
+        track.finish()
+        pair.run()
+        #expect(remote.end != nil)
+        if case .aborted? = remote.end { Issue.record("aborted: \(String(describing: remote.end))") }
+        #expect(pair.server.counters.subscriptionsServed == 1 && pair.server.counters.groupsSent == 2)
+        #expect(pair.client.isReady && pair.server.isReady)
+    }
+
+    @Test("group streams: one per group, subgroup 0, objects 0, 1, 2… with FIN", arguments: versions)
+    func groupStreamLayout(version: MoqtVersion) throws {
+        let pair = MoqtPair(version)
+        let track = pair.serverBroadcast("b").createTrack("t")
+        pair.client.subscribe(broadcast: "b", track: "t", into: pair.remoteTrack("t"))
+        pair.run()
+        let group = track.appendGroup()
+        for payload in ["a", "bb", "ccc"] { group.write(Bytes(payload), timestamp: 0) }
+        group.finish()
+        pair.run()
+        let streams = pair.link.client.peerStreams.filter { StreamID.isUnidirectional($0) }
+        #expect(streams.count == 1)
+        let stream = try #require(streams.first)
+        var decoder = SubgroupStreamDecoder(version: version)
+        let events = try decoder.feed(pair.link.client.bytes(on: stream), fin: true)
+        guard case .header(let header)? = events.first else { throw MoqtTestError.missing("a subgroup header") }
+        #expect(header.group == 0 && header.subgroup == .zero)
+        let objects = events.compactMap { e -> SubgroupObject? in if case .object(let o) = e { o } else { nil } }
+        #expect(objects.map(\.id) == [0, 1, 2])
+        #expect(objects.map { String(decoding: $0.payload.array, as: UTF8.self) } == ["a", "bb", "ccc"])
+        #expect(pair.link.client.log.contains(.data(stream: stream, bytes: [], fin: true)))
+    }
+
+    @Test(
+        "a track or broadcast that does not exist is refused; the subscriber's track ends NOT_FOUND",
+        arguments: versions)
+    func refused(version: MoqtVersion) {
+        let pair = MoqtPair(version)
+        _ = pair.serverBroadcast("b").createTrack("t")
+        let noTrack = pair.remoteTrack("x")
+        let noBroadcast = pair.remoteTrack("t")
+        pair.client.subscribe(broadcast: "b", track: "x", into: noTrack)
+        pair.client.subscribe(broadcast: "nope", track: "t", into: noBroadcast)
+        pair.run()
+        #expect(noTrack.end == .aborted(.notFound))
+        #expect(noBroadcast.end == .aborted(.notFound))
+        #expect(pair.server.counters.subscriptionsRefused == 2)
+        #expect(pair.client.isReady && pair.server.isReady)
+    }
+
+    @Test("UNSUBSCRIBE: the publisher stops, answers PUBLISH_DONE, and the request's id goes back", arguments: versions)
+    func unsubscribe(version: MoqtVersion) {
+        let pair = MoqtPair(version)
+        let track = pair.serverBroadcast("b").createTrack("t")
+        let remote = pair.remoteTrack("t")
+        let handle = pair.client.subscribe(broadcast: "b", track: "t", into: remote)
+        pair.run()
+        track.writeSingleFrameGroup(Bytes("1"), timestamp: 0)
+        pair.run()
+        #expect(track.observerCount == 1)
+        handle.cancel()
+        pair.run()
+        #expect(track.observerCount == 0)
+        track.writeSingleFrameGroup(Bytes("2"), timestamp: 0)
+        pair.run()
+        #expect(pair.contents(remote).map(\.1) == [["1"]])
+        let done = pair.controlMessages(receivedBy: pair.link.client, version: version).contains {
+            if case .publishDone(let d) = $0 { d.statusCode == MoqtCode.subscriptionEnded } else { false }
+        }
+        #expect(done)
+    }
+
+    @Test("namespaces: what the origin publishes under the prefix is announced, then withdrawn", arguments: versions)
+    func namespaces(version: MoqtVersion) {
+        let pair = MoqtPair(version)
+        _ = pair.serverBroadcast("room/a")
+        _ = pair.serverBroadcast("other/x")
+        var events: [MoqtNamespaceEvent] = []
+        pair.client.subscribeNamespace(prefix: "room") { events.append($0) }
+        pair.run()
+        let b = pair.serverBroadcast("room/b")
+        pair.run()
+        pair.serverOrigin.unpublish(b)
+        pair.run()
+        #expect(events == [.announced("room/a"), .announced("room/b"), .unannounced("room/b")])
+        #expect(pair.client.isReady && pair.server.isReady, "\(String(describing: pair.client.closeReason))")
+    }
+
+    @Test("a peer past the window of request ids we granted is closed with TOO_MANY_REQUESTS", arguments: versions)
+    func requestWindow(version: MoqtVersion) throws {
+        let pair = MoqtPair(version, server: MoqtSessionConfig(version: version, maxPeerRequests: 2), rawServer: false)
+        _ = pair.serverBroadcast("b").createTrack("t")
+        // Our client honours the grant: the third subscription waits until one ends.
+        let first = pair.client.subscribe(broadcast: "b", track: "t", into: pair.remoteTrack("t"))
+        pair.client.subscribe(broadcast: "b", track: "t", into: pair.remoteTrack("t"))
+        let third = pair.remoteTrack("t")
+        pair.client.subscribe(broadcast: "b", track: "t", into: third)
+        pair.run()
+        #expect(pair.server.counters.subscriptionsServed == 2)
+        first.cancel()
+        pair.run()
+        #expect(pair.server.counters.subscriptionsServed == 3)
+        #expect(pair.client.isReady && pair.server.isReady)
+    }
+
+    @Test("requests SwiftMoQ does not implement (FETCH, TRACK_STATUS) are refused NOT_SUPPORTED; the session goes on")
+    func unsupported() throws {
+        let pair = MoqtPair(.draft16, rawServer: true)
+        let raw = pair.link.server
+        raw.writeRaw(0, ControlMessage.serverSetup(ServerSetup(parameters: .setup(maxRequestID: 100))).bytes(.draft16))
+        pair.run()
+        #expect(pair.client.isReady)
+        // FETCH (0x16) with request id 1, its other fields not read.
+        raw.writeRaw(0, ControlFraming.frame(type: 0x16, payload: [0x01, 0x01, 0x00])!)
+        raw.writeRaw(0, ControlFraming.frame(type: 0x0D, payload: [0x03])!)
+        pair.run()
+        let replies = pair.controlMessages(receivedBy: pair.link.server, version: .draft16).compactMap {
+            if case .requestError(let e) = $0 { e } else { nil }
+        }
+        #expect(replies.map(\.requestID) == [1, 3])
+        #expect(replies.allSatisfy { $0.code == MoqtCode.notSupported })
+        #expect(pair.client.isReady && pair.client.counters.unsupportedRequests == 2)
+    }
+}
+
+enum MoqtTestError: Error { case missing(String) }
