@@ -87,7 +87,10 @@ let package = Package(
         .target(name: "MoqQMux", dependencies: ["MoqBase", "MoqWire"], swiftSettings: swiftSettings),
         .target(
             name: "SwiftMoQ",
-            dependencies: ["MoqSync", "MoqBase", "MoqWire", "MoqSession", "MoqQUIC", "MoqWebTransport", "MoqQMux"],
+            dependencies: [
+                "MoqSync", "MoqBase", "MoqWire", "MoqSession", "MoqQUIC", "MoqWebTransport", "MoqQMux", "MoqtWire",
+                "MoqtSession",
+            ],
             swiftSettings: swiftSettings),
         // Argument parsing and subcommand dispatch shared by swiftmoq and moqbench.
         .target(name: "MoqCommandLine", swiftSettings: swiftSettings),
@@ -247,6 +250,7 @@ let package = Package(
             name: "InteropTests",
             dependencies: [
                 "MoqSync", "SwiftMoQ", "MoqSession", "MoqWire", "MoqQUIC", "MoqInteropSupport", "MoqTestKit",
+                "MoqtWire", "MoqtSession",
             ],
             swiftSettings: swiftSettings),
     ],
