@@ -144,7 +144,10 @@ public final class IETFSession: @unchecked Sendable {  // the core and connectio
 /// The QUIC side of an ``IETFSession``: routes the connection's events into the core. Loop thread only.
 final class IETFConnection: QUICConnectionDelegate, MoqtSessionDelegate {
     let loop: QUICEventLoop
-    let config: MoqtSessionConfig
+    /// The session's settings; its version is the one the ALPN chose (see ``versions``).
+    var config: MoqtSessionConfig
+    /// The versions accepted; the negotiated ALPN picks one.
+    let versions: [MoqtVersion]
     let origin: Origin
     let peerDescription: String
     var connection: QUICConnection?
@@ -153,9 +156,13 @@ final class IETFConnection: QUICConnectionDelegate, MoqtSessionDelegate {
     var onClose: [() -> Void] = []
     private var connectTimer: QUICTimer?
 
-    init(loop: QUICEventLoop, config: MoqtSessionConfig, origin: Origin, peerDescription: String) {
+    init(
+        loop: QUICEventLoop, config: MoqtSessionConfig, versions: [MoqtVersion]? = nil, origin: Origin,
+        peerDescription: String
+    ) {
         self.loop = loop
         self.config = config
+        self.versions = versions ?? [config.version]
         self.origin = origin
         self.peerDescription = peerDescription
     }
@@ -178,13 +185,14 @@ final class IETFConnection: QUICConnectionDelegate, MoqtSessionDelegate {
     }
 
     func quicConnectionDidConnect(_ connection: QUICConnection) {
-        guard connection.negotiatedALPN == config.version.alpn else {
+        guard let alpn = connection.negotiatedALPN, let version = versions.first(where: { $0.alpn == alpn }) else {
             fail(
                 .tls(
-                    "\(peerDescription) did not agree on \(config.version.alpn) (ALPN \(connection.negotiatedALPN ?? "none"))"
+                    "\(peerDescription) did not agree on \(versions.map(\.alpn)) (ALPN \(connection.negotiatedALPN ?? "none"))"
                 ))
             return connection.close(code: MoqtSessionError.versionNegotiationFailed.rawValue, reason: "ALPN")
         }
+        config.version = version
         let core = MoqtSessionCore(
             config: config, transport: QUICSessionTransport(connection), scheduler: LoopScheduler(loop: loop),
             publishOrigin: origin)

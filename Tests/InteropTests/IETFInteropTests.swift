@@ -89,4 +89,61 @@ struct IETFInteropTests {
         }
         #expect(await session.closeReason == nil)
     }
+
+    /// Arguments pointing a moqpeer client at `server` (it offers moq-lite first; the server takes only IETF).
+    static func client(_ server: IETFServer) -> [String] {
+        RustPeer.clientArguments(port: server.port, fingerprint: server.fingerprint)
+    }
+
+    @Test("a Rust subscriber on a Swift IETF server: found by its namespace, read frame for frame", arguments: versions)
+    func rustSubscribes(version: MoqtVersion) async throws {
+        let origin = Origin()
+        let server = try IETFServer.listen(versions: [version], origin: origin)
+        defer { server.close() }
+        let name = RustPeer.uniqueName("ietf-srv-sub")
+        let broadcast = BroadcastProducer(path: name)
+        let track = broadcast.createTrack("data")
+        origin.publish(broadcast)
+        let writer = Task {
+            while !Task.isCancelled {
+                let group = track.appendGroup()
+                for f in 0..<2 { group.write(Bytes(utf8: "g\(group.sequence)f\(f)"), timestamp: 0) }
+                group.finish()
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        defer { writer.cancel() }
+        let subscriber = try RustPeer.launch(
+            ["subscribe"] + Self.client(server) + ["--broadcast", name, "--track", "data", "--count", "6"])
+        defer { subscriber.terminateInBackground() }
+        let exited = (try? await subscriber.waitForExit(timeout: .seconds(60))) != nil
+        let frames = subscriber.history.filter { $0.name == "frame" }
+        #expect(exited && frames.count == 6, "\(subscriber.history.map(\.line))")
+        for frame in frames {
+            let (g, i) = (frame.int("group") ?? -1, frame.int("index") ?? -1)
+            let payload = frame.string("payload").flatMap { Data(base64Encoded: $0) }
+            #expect(payload.map { String(decoding: $0, as: UTF8.self) } == "g\(g)f\(i)", "\(frame.line)")
+        }
+    }
+
+    @Test("a Rust publisher on a Swift IETF server: its namespace announced, its groups read", arguments: versions)
+    func rustPublishes(version: MoqtVersion) async throws {
+        let sessions = AsyncStream<IETFSession>.makeStream()
+        let server = try IETFServer.listen(versions: [version]) { sessions.continuation.yield($0) }
+        defer { server.close() }
+        let name = RustPeer.uniqueName("ietf-srv-pub")
+        let publisher = try RustPeer.launch(
+            ["publish"] + Self.client(server) + [
+                "--broadcast", name, "--groups", "0", "--frames-per-group", "3", "--interval-ms", "50",
+            ])
+        defer { publisher.terminateInBackground() }
+        var iterator = sessions.stream.makeAsyncIterator()
+        let session = try #require(await iterator.next())
+        defer { session.close() }
+        #expect(session.version == version)
+        try await session.waitForBroadcast(name)
+        let tags = try await Self.read(session.subscribe(broadcast: name, track: "data"), count: 6)
+        let first = try #require(tags.first.flatMap { Int($0.dropFirst().prefix { $0 != "f" }) })
+        #expect(tags == (first..<first + 2).flatMap { g in (0..<3).map { "g\(g)f\($0)" } }, "\(tags)")
+    }
 }
