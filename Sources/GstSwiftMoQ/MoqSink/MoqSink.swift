@@ -340,28 +340,33 @@ final class MoqSink: @unchecked Sendable {
     }
 
     /// Applies `change` and publishes the catalog.
+    ///
+    /// Built and written under the catalog's lock: each pad calls this from its own streaming thread
+    /// (a ladder's branches end in queues), and a snapshot built first but written second took the
+    /// newer group number — a stale catalog (one rung without its bitrate, or missing) stayed the
+    /// latest for as long as nothing else changed (two ladder tests waited 30 s for their "lo" rung).
     private func updateCatalog(_ change: (inout HangCatalog) -> Void) {
         guard let run else { return }
         let epoch = clockEpochMicros()
-        let item = run.timelineItem.withLock { $0 }
-        let live = run.upstreamLive.withLock { $0 }
-        let nowPlayingTrack = run.nowPlaying.withLock { $0.track?.name }
         let json: [UInt8] = run.catalog.withLock { catalog in
             change(&catalog)
             // Where the timeline is on the wall clock, for viewers that show publish-to-render
             // latency (the watch page), and the publisher's item. Hang readers ignore the member.
             var member = SwiftMoQExtension(catalog: catalog)
             if let epoch { member.clockEpochUs = epoch }
-            if let item { (member.item, member.itemStartUs) = (item.item, item.startUs) }
-            member.live = live
-            member.nowPlayingTrack = nowPlayingTrack
+            if let item = run.timelineItem.withLock({ $0 }) {
+                (member.item, member.itemStartUs) = (item.item, item.startUs)
+            }
+            member.live = run.upstreamLive.withLock { $0 }
+            member.nowPlayingTrack = run.nowPlaying.withLock { $0.track?.name }
             member.write(into: &catalog)
-            return catalog.jsonBytes()
+            let json = catalog.jsonBytes()
+            // One complete snapshot per group; the timestamp is wall-clock ms since 2020-01-01 (hang's epoch).
+            let epoch2020 = 1_577_836_800.0
+            let ms = UInt64(max(0, (Date().timeIntervalSince1970 - epoch2020) * 1000))
+            run.catalogTrack.writeSingleFrameGroup(Bytes(json), timestamp: ms)
+            return json
         }
-        // One complete snapshot per group; the timestamp is wall-clock ms since 2020-01-01 (hang's epoch).
-        let epoch2020 = 1_577_836_800.0
-        let ms = UInt64(max(0, (Date().timeIntervalSince1970 - epoch2020) * 1000))
-        run.catalogTrack.writeSingleFrameGroup(Bytes(json), timestamp: ms)
         reporter.log(GST_LEVEL_INFO, "catalog: \(String(decoding: json, as: UTF8.self))")
     }
 
