@@ -19,7 +19,14 @@ struct SwiftRelay {
             host: "127.0.0.1", port: 0, auth: auth, upstream: upstream, upstreamTLS: upstreamTLS, limits: limits,
             logger: verbose ? .standardError(level: .debug, label: "relay") : .silent)
         configure(&config)
-        return SwiftRelay(relay: try MoqRelay.start(config))
+        let relay = try MoqRelay.start(config)
+        // The HTTP/WebSocket endpoint shares the QUIC port's number: say so here if it could not (rather
+        // than as a refused connection later).
+        if config.serveHTTP && relay.httpPort != relay.port {
+            throw MoqError.configuration(
+                "the relay's HTTP endpoint is not on its port \(relay.port): \(String(describing: relay.httpPort))")
+        }
+        return SwiftRelay(relay: relay)
     }
 
     func url(_ path: String = "anon") -> String { "moql://127.0.0.1:\(relay.port)/\(path)" }

@@ -231,26 +231,38 @@ public final class MoqRelay: @unchecked Sendable {
             return status
         }
         let box = WeakReference(relay)
-        relay.server = try MoqServer.listen(
-            host: configuration.host, port: configuration.port, certificate: configuration.certificate,
-            origin: Origin(), options: options
-        ) { session, setup in
-            box.value?.accept(session, setup: setup)
-        }
-        configuration.logger.info("listening on \(relay.url) (certificate sha256 \(relay.fingerprint))")
-        if configuration.serveHTTP {
+        // Port 0 asks the kernel for a free UDP port, and the HTTP endpoint needs the same number on TCP,
+        // where an unrelated socket may hold it (UDP and TCP ephemeral ports come from one range: an
+        // outgoing connection's local port is enough). Such a relay ran without its HTTP endpoint
+        // (WebSocket clients refused); now it asks the kernel again.
+        let attempts = configuration.port == 0 && configuration.serveHTTP ? 16 : 1
+        for attempt in 1...attempts {
+            let server = try MoqServer.listen(
+                host: configuration.host, port: configuration.port, certificate: configuration.certificate,
+                origin: Origin(), options: options
+            ) { session, setup in
+                box.value?.accept(session, setup: setup)
+            }
+            relay.server = server
+            guard configuration.serveHTTP else { break }
             do {
                 let upgrade = configuration.serveWebSocket ? Self.webSocketUpgrade(box) : nil
                 relay.web = try RelayWeb(
-                    host: configuration.host, port: relay.port, tlsIdentity: { box.value?.server?.identity },
+                    host: configuration.host, port: server.port, tlsIdentity: { box.value?.server?.identity },
                     upgrade: upgrade
                 ) { head in
                     box.value?.answer(head) ?? HTTPResponse(status: 503, body: "shutting down\n")
                 }
+                break
             } catch {
+                if attempt < attempts && RelayWeb.isAddressInUse(error) {
+                    server.close()
+                    continue
+                }
                 configuration.logger.warning("\(error.description) (the relay runs without it)")
             }
         }
+        configuration.logger.info("listening on \(relay.url) (certificate sha256 \(relay.fingerprint))")
         for (index, link) in relay.links.enumerated() { relay.startLink(link, index: index) }
         if case .selfSigned = configuration.certificate { relay.startRotation() }
         return relay
