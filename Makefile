@@ -12,7 +12,7 @@ export GST_REGISTRY_1_0 := $(CURDIR)/$(BUILD)/gst-registry.bin
 # (scripts/pkgconfig-shadow.sh); the package itself names the standard modules.
 export PKG_CONFIG_PATH := $(CURDIR)/$(BUILD)/pkgconfig$(if $(PKG_CONFIG_PATH),:$(PKG_CONFIG_PATH))
 
-.PHONY: all setup build plugin cli test unit-test lint fuzz fuzz-build fuzz-wire fuzz-catalog fuzz-moqt fuzz-session demo install \
+.PHONY: all setup build plugin cli test unit-test lint fuzz fuzz-build fuzz-wire fuzz-catalog fuzz-moqt fuzz-moqt-session fuzz-session demo install \
 	clean help \
 	element-docs check-element-docs bench bench-tools bench-profile tsan faults soak consumer-test web-test
 
@@ -23,7 +23,7 @@ help:
 	@echo "make test     set up the machine, build, lint, run every test and a short fuzz run"
 	@echo "make build    build/bin/swiftmoq and build/gst/libgstswiftmoq.so (release)"
 	@echo "make install  copy the GStreamer plugin to $(PLUGIN_DIR)"
-	@echo "make fuzz     run the wire-codec, catalog and session fuzzers for FUZZ_SECONDS in total (default 60)"
+	@echo "make fuzz     run the codec, catalog and session fuzzers (both families) for FUZZ_SECONDS in total (default 60)"
 	@echo "make element-docs  regenerate docs/elements.txt after an interface change"
 	@echo "make bench    Swift vs Rust: latency, throughput, fan-out, GStreamer path, memory (not part of make test)"
 	@echo "make bench-profile  perf profiles of the Swift relay and clients under the latency/throughput/fan-out cases"
@@ -152,7 +152,7 @@ test: setup build lint check-element-docs web-test unit-test consumer-test
 # replay). Each source module is built as its own module (a static library instrumented for
 # libFuzzer and ASan), in dependency order, exactly as SwiftPM builds it: the sources import each
 # other as in the package, with no conditional imports.
-FUZZ_MODULES = MoqBase MoqSync MoqWire MoqtWire MoqModel MoqWebTransport MoqQMux MoqCatalog MoqSession
+FUZZ_MODULES = MoqBase MoqSync MoqWire MoqtWire MoqModel MoqWebTransport MoqQMux MoqCatalog MoqSession MoqtSession
 FUZZ_FLAGS = -sanitize=fuzzer,address -parse-as-library -O -enable-testing -package-name swiftmoq
 FUZZ_LIBS = $(BUILD)/fuzz/modules
 fuzz-build:
@@ -169,17 +169,23 @@ fuzz-build:
 		-lMoqCatalog -lMoqWire -lMoqBase -o $(BUILD)/fuzz/fuzz-catalog
 	swiftc $(FUZZ_FLAGS) -I $(FUZZ_LIBS) -L $(FUZZ_LIBS) -module-name FuzzSession \
 		Fuzz/FuzzSession/Harness/*.swift Fuzz/FuzzSession/FuzzSession.swift \
-		-lMoqSession -lMoqWebTransport -lMoqModel -lMoqWire -lMoqSync -lMoqBase -o $(BUILD)/fuzz/fuzz-session
+		-lMoqtSession -lMoqtWire -lMoqSession -lMoqWebTransport -lMoqModel -lMoqWire -lMoqSync -lMoqBase \
+		-o $(BUILD)/fuzz/fuzz-session
+	swiftc $(FUZZ_FLAGS) -I $(FUZZ_LIBS) -L $(FUZZ_LIBS) -module-name FuzzMoqtSession \
+		Fuzz/FuzzSession/Harness/*.swift Fuzz/FuzzMoqtSession/FuzzMoqtSession.swift \
+		-lMoqtSession -lMoqtWire -lMoqSession -lMoqWebTransport -lMoqModel -lMoqWire -lMoqSync -lMoqBase \
+		-o $(BUILD)/fuzz/fuzz-moqt-session
 	swiftc $(FUZZ_FLAGS) -I $(FUZZ_LIBS) -L $(FUZZ_LIBS) -module-name FuzzMoqt Fuzz/FuzzMoqt/FuzzMoqt.swift \
 		-lMoqtWire -lMoqWire -lMoqBase -o $(BUILD)/fuzz/fuzz-moqt
 
-# FUZZ_SECONDS is split between the four targets (the session fuzzer gets what is left over).
-FUZZ_WIRE_SECONDS    = $(shell expr $(FUZZ_SECONDS) / 4)
-FUZZ_CATALOG_SECONDS = $(shell expr $(FUZZ_SECONDS) / 4)
-FUZZ_MOQT_SECONDS    = $(shell expr $(FUZZ_SECONDS) / 4)
-FUZZ_SESSION_SECONDS = $(shell expr $(FUZZ_SECONDS) - 3 \* \( $(FUZZ_SECONDS) / 4 \))
+# FUZZ_SECONDS is split between the five targets (the session fuzzer gets what is left over).
+FUZZ_WIRE_SECONDS    = $(shell expr $(FUZZ_SECONDS) / 5)
+FUZZ_CATALOG_SECONDS = $(shell expr $(FUZZ_SECONDS) / 5)
+FUZZ_MOQT_SECONDS    = $(shell expr $(FUZZ_SECONDS) / 5)
+FUZZ_MOQT_SESSION_SECONDS = $(shell expr $(FUZZ_SECONDS) / 5)
+FUZZ_SESSION_SECONDS = $(shell expr $(FUZZ_SECONDS) - 4 \* \( $(FUZZ_SECONDS) / 5 \))
 
-fuzz: fuzz-build fuzz-wire fuzz-catalog fuzz-moqt fuzz-session
+fuzz: fuzz-build fuzz-wire fuzz-catalog fuzz-moqt fuzz-moqt-session fuzz-session
 
 # -max_total_time=0 would mean "forever", so a zero share skips the timed run.
 fuzz-wire: fuzz-build
@@ -210,6 +216,19 @@ fuzz-moqt: fuzz-build
 		$(BUILD)/fuzz/fuzz-moqt $(if $(FUZZ_MOQT_RUNS),-runs=$(FUZZ_MOQT_RUNS),-max_total_time=$(FUZZ_MOQT_SECONDS)) \
 			-max_len=4096 -rss_limit_mb=2048 -malloc_limit_mb=512 -timeout=10 \
 			-artifact_prefix=$(BUILD)/fuzz/moqt- $(BUILD)/fuzz/corpus-moqt Fuzz/seeds/moqt; \
+	fi
+
+# MoQ Transport's session core (MoqtSession, the script in Fuzz/FuzzSession/Harness/MoqtSessionFuzz.swift).
+# FUZZ_MOQT_SESSION_RUNS=N runs exactly N inputs instead of a time budget.
+fuzz-moqt-session: fuzz-build
+	@mkdir -p $(BUILD)/fuzz/corpus-moqt-session
+	$(BUILD)/fuzz/fuzz-moqt-session -runs=0 Fuzz/FailCases/moqt-session Fuzz/seeds/moqt-session
+	@if [ -n "$(FUZZ_MOQT_SESSION_RUNS)" ] || [ $(FUZZ_MOQT_SESSION_SECONDS) -gt 0 ]; then \
+		echo $(BUILD)/fuzz/fuzz-moqt-session ...; \
+		$(BUILD)/fuzz/fuzz-moqt-session \
+			$(if $(FUZZ_MOQT_SESSION_RUNS),-runs=$(FUZZ_MOQT_SESSION_RUNS),-max_total_time=$(FUZZ_MOQT_SESSION_SECONDS)) \
+			-max_len=4096 -rss_limit_mb=2048 -malloc_limit_mb=512 -timeout=10 \
+			-artifact_prefix=$(BUILD)/fuzz/moqt-session- $(BUILD)/fuzz/corpus-moqt-session Fuzz/seeds/moqt-session; \
 	fi
 
 # FUZZ_RUNS=N runs exactly N inputs instead of a time budget (the 10 M run of record).

@@ -179,7 +179,8 @@ let package = Package(
         // The stateful session fuzzer's script (Fuzz/FuzzSession): libFuzzer runs it from `make fuzz`,
         // the session tests replay its corpus and every failure case it found.
         .target(
-            name: "SessionFuzzHarness", dependencies: ["MoqWire", "MoqSession", "MoqWebTransport"],
+            name: "SessionFuzzHarness",
+            dependencies: ["MoqWire", "MoqSession", "MoqWebTransport", "MoqtWire", "MoqtSession"],
             path: "Fuzz/FuzzSession/Harness",
             swiftSettings: swiftSettings),
         .testTarget(

@@ -116,6 +116,14 @@ public final class MoqtSessionCore: TransportEventSink {
         expectedPeerRequestID = transport.isClient ? 1 : 0
     }
 
+    /// A core dropped without a close still lets go of the tracks it served: each served subscription
+    /// observes its track, and the track would keep it (and itself) alive (the stateful fuzzer's find).
+    deinit {
+        for subscription in served.values { subscription.stop() }
+        for namespaces in servedNamespaces.values { namespaces.stop() }
+        unsolicited?.stop()
+    }
+
     // MARK: - Transport events
 
     /// The handshake completed: a client opens the control stream and sends CLIENT_SETUP.

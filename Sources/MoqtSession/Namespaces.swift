@@ -53,6 +53,8 @@ final class ServedNamespaces: @unchecked Sendable {  // touched on the session t
     let stream: Int64?
     let requestID: UInt64?
     var token: UInt64?
+    /// The directory observed (kept: the session may be gone when this stops).
+    var directory: (any BroadcastDirectory)?
     var advertised: Set<String> = []
     var stopped = false
 
@@ -77,6 +79,7 @@ final class ServedNamespaces: @unchecked Sendable {  // touched on the session t
             }
         }
         self.token = token
+        directory = origin
         for item in current { announce(item.path) }
     }
 
@@ -106,8 +109,9 @@ final class ServedNamespaces: @unchecked Sendable {  // touched on the session t
         guard !stopped else { return }
         if withdrawing { for path in advertised { withdraw(path) } }
         stopped = true
-        if let token { session?.publishOrigin?.stopObserving(token) }
+        if let token { directory?.stopObserving(token) }
         token = nil
+        directory = nil
     }
 
     /// The namespace `path` below `prefix`, as the tuple draft-16's NAMESPACE carries.
@@ -142,6 +146,11 @@ extension MoqtSessionCore {
                     self.write(message, on: stream)
                 } else {
                     self.send(message)
+                    // What the peer published before this request (unsolicited: we declare no SOLICIT) is
+                    // under the prefix too; moq-dev does not advertise a namespace twice.
+                    for path in self.peerPublished.values.sorted() where BroadcastPath.hasPrefix(path, prefix) {
+                        if request.announced.insert(path).inserted { handler(.announced(path)) }
+                    }
                 }
             }, refused: { handler(.refused(code: MoqtCode.internalError, reason: "too many requests queued")) })
     }

@@ -44,7 +44,7 @@ struct IETFInteropTests {
         defer { publisher.terminateInBackground() }
         let session = try await Self.connect(relay, version)
         defer { session.close() }
-        try await session.waitForBroadcast(name)
+        try await session.waitForBroadcast(name, timeout: .seconds(30))  // a Python publisher can start slowly
         let track = session.subscribe(broadcast: name, track: "data")
         let tags = try await Self.read(track, count: 9)
         // Whole groups in order from where the subscription began (the latest group, object 0).
@@ -141,7 +141,7 @@ struct IETFInteropTests {
         let session = try #require(await iterator.next())
         defer { session.close() }
         #expect(session.version == version)
-        try await session.waitForBroadcast(name)
+        try await session.waitForBroadcast(name, timeout: .seconds(30))  // a Python publisher can start slowly
         let tags = try await Self.read(session.subscribe(broadcast: name, track: "data"), count: 6)
         let first = try #require(tags.first.flatMap { Int($0.dropFirst().prefix { $0 != "f" }) })
         #expect(tags == (first..<first + 2).flatMap { g in (0..<3).map { "g\(g)f\($0)" } }, "\(tags)")

@@ -47,4 +47,32 @@ import Testing
             }
         }
     }
+
+    @Test("every MoQ Transport session fuzzer failure case and seed passes the invariants")
+    func replayMoqt() throws {
+        let files = Self.inputs("FailCases/moqt-session") + Self.inputs("seeds/moqt-session")
+        #expect(!files.isEmpty)
+        for file in files {
+            let violations = MoqtSessionFuzz.run(Array(try Data(contentsOf: file)))
+            #expect(violations.isEmpty, "\(file.lastPathComponent): \(violations)")
+        }
+    }
+
+    @Test("5,000 generated MoQ Transport scripts pass the invariants")
+    func generatedMoqt() throws {
+        let seed = ProcessInfo.processInfo.environment["SWIFTMOQ_FUZZ_SEED"].flatMap { UInt64($0) } ?? 0x5EED_0027
+        var random = SeededGenerator(seed: seed)
+        for n in 0..<5000 {
+            let count = Int(random.next() % 2048)
+            let input = (0..<count).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+            let violations = MoqtSessionFuzz.run(input)
+            guard violations.isEmpty else {
+                let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+                    "moqt-session-fuzz-\(seed)-\(n)")
+                try Data(input).write(to: file)
+                Issue.record("seed \(seed), input \(n) (saved to \(file.path)): \(violations)")
+                return
+            }
+        }
+    }
 }

@@ -9,7 +9,7 @@ import MoqWire
 final class FuzzTransport: SessionTransport, @unchecked Sendable {
     let isClient: Bool
     let scheduler: FuzzScheduler
-    weak var core: SessionCore?
+    weak var core: (any TransportEventSink)?
 
     /// Our streams the peer may still receive on, per kind, against its credit.
     private var openOwn: [Bool: Set<Int64>] = [true: [], false: []]

@@ -181,4 +181,22 @@ struct MoqtHostileTests {
             Issue.record("\(String(describing: pair.client.closeReason))")
         }
     }
+
+    @Test("draft-14: a namespace the peer published before our SUBSCRIBE_NAMESPACE is reported to it")
+    func namespacePublishedBeforeTheRequest() {
+        let (pair, raw) = Self.readyClient(.draft14)
+        raw.writeRaw(
+            0,
+            ControlMessage.publishNamespace(PublishNamespace(requestID: 1, namespace: TrackNamespace(path: "room/a")))
+                .bytes(.draft14))
+        pair.run()
+        var events: [MoqtNamespaceEvent] = []
+        pair.client.subscribeNamespace(prefix: "room") { events.append($0) }
+        pair.run()
+        #expect(events == [.announced("room/a")])
+        raw.writeRaw(0, ControlMessage.publishNamespaceDone(.namespace(TrackNamespace(path: "room/a"))).bytes(.draft14))
+        pair.run()
+        #expect(events == [.announced("room/a"), .unannounced("room/a")])
+        #expect(pair.client.isReady)
+    }
 }
