@@ -109,10 +109,11 @@ final class MoqtServedSubscription: TrackObserver, @unchecked Sendable {  // tou
         }
         for group in due {
             guard session.transport.totalUnsentBytes < session.config.maxUnsentBytes else {
-                return session.waitForRoom(self)
+                return session.waitForRoom(self, drain: true)
             }
             guard let stream = session.transport.openStream(bidirectional: false) else {
-                return session.waitForRoom(self)
+                // Stream credit, not bytes: waiting for a drain that has already happened looped at once.
+                return session.waitForRoom(self, drain: false)
             }
             highest = group.sequence
             streamsOpened += 1

@@ -286,10 +286,11 @@ public final class MoqtSessionCore: TransportEventSink {
         for subscription in waiting { subscription.pump() }
     }
 
-    /// A served subscription has more to send than the connection takes now.
-    func waitForRoom(_ subscription: MoqtServedSubscription) {
+    /// A served subscription has more to send than the connection takes now: it waits for the
+    /// unsent bytes to drain (`drain`) or for the peer's stream credit (``streamCreditAvailable(bidirectional:)``).
+    func waitForRoom(_ subscription: MoqtServedSubscription, drain: Bool) {
         if !waitingForRoom.contains(where: { $0 === subscription }) { waitingForRoom.append(subscription) }
-        transport.notifyWhenUnsent(below: config.maxUnsentBytes / 2)
+        if drain { transport.notifyWhenUnsent(below: config.maxUnsentBytes / 2) }
     }
 }
 
