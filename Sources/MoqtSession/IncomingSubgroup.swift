@@ -16,7 +16,6 @@ final class IncomingSubgroup {
     var heldBytes = 0
     var producer: GroupProducer?
     var finReceived = false
-    var nextObject: UInt64 = 0
     var waitTimer: (any Cancellable)?
 
     init(stream: Int64, version: MoqtVersion) {
@@ -42,7 +41,9 @@ extension MoqtSessionCore {
         if group.producer == nil {
             guard let subscription = aliases[header.trackAlias] else {
                 // Held for SUBSCRIBE_OK: a bounded amount (its credit is already returned).
-                guard group.heldBytes <= Self.maxHeldBytes else { return stopUnclaimed(group.stream) }
+                guard group.heldBytes + group.decoder.buffered <= Self.maxHeldBytes else {
+                    return stopUnclaimed(group.stream)
+                }
                 return waitForAlias(group)
             }
             group.waitTimer?.cancel()
@@ -61,7 +62,7 @@ extension MoqtSessionCore {
             counters.objectsReceived += 1
             switch object.status {
             case .normal:
-                // moq-dev's object ids are frame indices; a gap (objects it skipped) is kept as a gap.
+                // moq-dev's object ids are frame indices; objects are kept in the order they came.
                 producer.write(object.payload, timestamp: 0)
             case .endOfGroup:
                 producer.finish()
@@ -71,7 +72,6 @@ extension MoqtSessionCore {
             default:
                 continue
             }
-            group.nextObject = object.id &+ 1
         }
         group.held = []
         group.heldBytes = 0
@@ -91,6 +91,7 @@ extension MoqtSessionCore {
         unknownAliasStreams.append(group.stream)
         let box = WeakReference(self)
         let stream = group.stream
+        group.waitTimer?.cancel()
         group.waitTimer = scheduler.schedule(after: config.unknownAliasWait) {
             guard let self = box.value, self.unknownAliasStreams.contains(stream) else { return }
             self.stopUnclaimed(stream)

@@ -20,6 +20,9 @@ package struct MoqtResourceUsage: Sendable, Equatable {
     package var announcedToUs: Int
     /// Group streams of ours the core still tracks.
     package var outgoingGroups: Int
+    /// Track aliases the peer gave, and our subscriptions open (an alias belongs to one of them).
+    package var aliases: Int
+    package var ownSubscriptions: Int
 }
 
 extension MoqtSessionCore {
@@ -31,6 +34,6 @@ extension MoqtSessionCore {
             incomingGroups: incomingGroups.count, unknownAliasStreams: unknownAliasStreams.count,
             heldBytes: incomingGroups.values.reduce(0) { $0 + $1.heldBytes }, queuedRequests: waitingForRequestID.count,
             announcedToUs: namespaceRequests.values.map(\.announced.count).max() ?? 0,
-            outgoingGroups: outgoingGroups.count)
+            outgoingGroups: outgoingGroups.count, aliases: aliases.count, ownSubscriptions: subscriptions.count)
     }
 }

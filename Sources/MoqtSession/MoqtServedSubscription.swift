@@ -21,6 +21,8 @@ final class MoqtServedSubscription: TrackObserver, @unchecked Sendable {  // tou
         let stream: Int64
         let group: GroupState
         var written: Int
+        /// The id of the last object written on the stream (nil before the first).
+        var previous: UInt64?
     }
 
     weak var session: MoqtSessionCore?
@@ -143,7 +145,8 @@ final class MoqtServedSubscription: TrackObserver, @unchecked Sendable {  // tou
             for (offset, frame) in frames.enumerated() {
                 let id = UInt64(send.written + offset)
                 SubgroupObject(id: id, payload: frame.payload)
-                    .encode(into: &w, after: id == 0 ? nil : id - 1, header: header, version: session.version)
+                    .encode(into: &w, after: send.previous, header: header, version: session.version)
+                send.previous = id
             }
             send.written += frames.count
             session.counters.objectsSent += UInt64(frames.count)

@@ -179,14 +179,14 @@ extension MoqtSessionCore {
         let kinds: [UInt64: RequestKind] = [
             0x16: .fetch, 0x1D: .publish, 0x0D: .trackStatus, 0x02: .requestUpdate,
         ]
+        // FETCH_CANCEL of a FETCH we refused (the refusal may cross it): nothing to do.
+        if type == 0x17 { return }
         guard let kind = kinds[type], let id = requestID else {
             return close(.protocolViolation, reason: "message 0x\(String(type, radix: 16)) answers nothing we asked")
         }
-        // REQUEST_UPDATE / SUBSCRIBE_UPDATE has a request id of its own on draft-16 only.
-        if kind != .requestUpdate || version == .draft16 {
-            guard acceptPeerRequest(id) else { return }
-            peerRequestEnded()
-        }
+        // SUBSCRIBE_UPDATE (14) and REQUEST_UPDATE (16) take a request id of their own too.
+        guard acceptPeerRequest(id) else { return }
+        peerRequestEnded()
         counters.unsupportedRequests += 1
         guard kind != .requestUpdate else { return }
         send(

@@ -101,7 +101,6 @@ public final class MoqtSessionCore: TransportEventSink {
     var unknownAliasStreams: [Int64] = []
     /// Served subscriptions waiting for the connection to drain or for stream credit.
     var waitingForRoom: [MoqtServedSubscription] = []
-    var sentGoaway = false
 
     public init(
         config: MoqtSessionConfig, transport: any SessionTransport, scheduler: any SessionScheduler,
@@ -224,7 +223,7 @@ public final class MoqtSessionCore: TransportEventSink {
         guard phase != .closed else { return }
         let why: MoqtCloseReason =
             switch reason {
-            case .local(let code, let text): .remote(code.rawValue, text)
+            case .local(let code, let text): .local(MoqtSessionError(rawValue: code.rawValue) ?? .internalError, text)
             case .remote(let code, let text): .remote(code.rawValue, text)
             case .transport(let text): .transport(text)
             }

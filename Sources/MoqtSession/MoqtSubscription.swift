@@ -35,6 +35,7 @@ final class MoqtSubscription {
         finishWhenComplete()
         guard track.end == nil, let scheduler = session?.scheduler else { return }
         let box = WeakReference(self)
+        finishTimer?.cancel()
         finishTimer = scheduler.schedule(after: .seconds(1)) {
             box.value?.end(aborted: nil)
         }
@@ -102,19 +103,31 @@ extension MoqtSessionCore {
 
     func subscriptionAccepted(_ ok: SubscribeOk) {
         guard let subscription = subscriptions[ok.requestID] else {
+            // An answer to a subscription we already ended (UNSUBSCRIBE crossed it) is no fault.
+            if isOurEndedRequest(ok.requestID) { return }
             return close(.protocolViolation, reason: "SUBSCRIBE_OK for request \(ok.requestID), never asked")
         }
-        if let other = aliases[ok.trackAlias], other !== subscription {
+        guard subscription.alias == nil else {
+            return close(.protocolViolation, reason: "a second SUBSCRIBE_OK for request \(ok.requestID)")
+        }
+        if aliases[ok.trackAlias] != nil {
             return close(.duplicateTrackAlias, reason: "track alias \(ok.trackAlias) given twice")
         }
         subscription.alias = ok.trackAlias
         aliases[ok.trackAlias] = subscription
-        // Streams that came before the OK are read now.
-        let waiting = unknownAliasStreams
-        unknownAliasStreams = []
-        for stream in waiting {
-            if let group = incomingGroups[stream] { receiveGroup(group, [], fin: group.finReceived) }
+        // The streams of this alias that came before the OK are read now.
+        let matching = unknownAliasStreams.filter { incomingGroups[$0]?.decoder.header?.trackAlias == ok.trackAlias }
+        unknownAliasStreams.removeAll { matching.contains($0) }
+        for stream in matching {
+            guard let group = incomingGroups[stream] else { continue }
+            group.waitTimer?.cancel()
+            receiveGroup(group, [], fin: group.finReceived)
         }
+    }
+
+    /// True for one of our request ids (our parity, already used) whose request has ended.
+    func isOurEndedRequest(_ id: UInt64) -> Bool {
+        id % 2 == nextRequestID % 2 && id < nextRequestID && subscriptions[id] == nil && namespaceRequests[id] == nil
     }
 
     func requestRefused(_ error: RequestError) {

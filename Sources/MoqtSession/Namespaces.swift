@@ -22,10 +22,40 @@ final class NamespaceRequest {
     let handler: (MoqtNamespaceEvent) -> Void
     var announced: Set<String> = []
     var stream: Int64?
+    /// The request id, once the peer granted one.
+    var id: UInt64?
+    var cancelled = false
 
     init(prefix: String, handler: @escaping (MoqtNamespaceEvent) -> Void) {
         self.prefix = prefix
         self.handler = handler
+    }
+}
+
+/// Ends one namespace subscription of a ``MoqtSessionCore`` (on the session's thread).
+public final class MoqtNamespaceHandle {
+    weak var session: MoqtSessionCore?
+    let request: NamespaceRequest
+
+    init(session: MoqtSessionCore, request: NamespaceRequest) {
+        self.session = session
+        self.request = request
+    }
+
+    /// Withdraws the subscription (draft-16: its stream is closed, and its request id goes back to the
+    /// peer's window; draft-14: forgotten here, see below). Nothing more is heard. A subscription still
+    /// waiting for a request id is dropped before it is sent.
+    public func cancel() {
+        guard !request.cancelled else { return }
+        request.cancelled = true
+        guard let session, let id = request.id, session.namespaceRequests.removeValue(forKey: id) != nil else { return }
+        if let stream = request.stream {
+            session.namespaceStreams[stream] = nil
+            session.transport.finish(stream)
+            session.transport.stopSending(stream, code: MoqtCode.cancelled)
+        }
+        // Draft-14: forgotten here only. moq-dev's relay closes the session on UNSUBSCRIBE_NAMESPACE
+        // (measured: the interop test's session ended), and it grants 2^32 request ids anyway.
     }
 }
 
@@ -125,12 +155,16 @@ extension MoqtSessionCore {
     // MARK: Ours → the peer
 
     /// Subscribes to the namespaces under `prefix` (a path; "" for all): `handler` hears each
-    /// broadcast the peer publishes there, and its end.
-    public func subscribeNamespace(prefix: String, handler: @escaping (MoqtNamespaceEvent) -> Void) {
+    /// broadcast the peer publishes there, and its end, until the returned handle cancels it.
+    @discardableResult
+    public func subscribeNamespace(prefix: String, handler: @escaping (MoqtNamespaceEvent) -> Void)
+        -> MoqtNamespaceHandle
+    {
         let request = NamespaceRequest(prefix: prefix, handler: handler)
         withRequestID(
             { [weak self] id in
-                guard let self else { return }
+                guard let self, !request.cancelled else { return }
+                request.id = id
                 self.namespaceRequests[id] = request
                 let message = ControlMessage.subscribeNamespace(
                     SubscribeNamespace(requestID: id, prefix: TrackNamespace(path: prefix)))
@@ -153,6 +187,7 @@ extension MoqtSessionCore {
                     }
                 }
             }, refused: { handler(.refused(code: MoqtCode.internalError, reason: "too many requests queued")) })
+        return MoqtNamespaceHandle(session: self, request: request)
     }
 
     /// PUBLISH_NAMESPACE for `path` (once, however many observers advertise it).

@@ -32,6 +32,7 @@ public final class IETFServer: @unchecked Sendable {  // immutable after listen
         versions: [MoqtVersion] = [.draft16, .draft14], origin: Origin = Origin(),
         onSession: @escaping @Sendable (IETFSession) -> Void = { _ in }
     ) throws(MoqError) -> IETFServer {
+        guard let preferred = versions.first else { throw .configuration("no MoQ Transport version to offer") }
         let identity = try MoqServer.identity(for: certificate)
         let loop: QUICEventLoop
         do { loop = try QUICEventLoop(name: "swiftmoq-ietf") } catch {
@@ -45,7 +46,7 @@ public final class IETFServer: @unchecked Sendable {  // immutable after listen
             server = try QUICServer.listen(host: host, port: port, identity: identity, settings: settings, loop: loop) {
                 connection in
                 let endpoint = IETFConnection(
-                    loop: loop, config: MoqtSessionConfig(version: versions[0]), versions: versions, origin: origin,
+                    loop: loop, config: MoqtSessionConfig(version: preferred), versions: versions, origin: origin,
                     peerDescription: connection.remoteAddress)
                 endpoint.connection = connection
                 endpoint.startConnectTimer(.seconds(15))

@@ -92,13 +92,23 @@ public final class IETFSession: @unchecked Sendable {  // the core and connectio
     public func announced(prefix: String = "") -> AsyncStream<MoqtNamespaceEvent> {
         let (stream, continuation) = AsyncStream<MoqtNamespaceEvent>.makeStream(bufferingPolicy: .bufferingNewest(1024))
         let endpoint = LoopBound(connection)
+        let loop = self.loop
         loop.execute {
             guard let core = endpoint.value.core, !core.isClosed else { return continuation.finish() }
-            core.subscribeNamespace(prefix: BroadcastPath.normalize(prefix)) { event in
-                continuation.yield(event)
-                if case .refused = event { continuation.finish() }
+            let handle = LoopBound(
+                core.subscribeNamespace(prefix: BroadcastPath.normalize(prefix)) { event in
+                    continuation.yield(event)
+                    if case .refused = event { continuation.finish() }
+                })
+            let key = endpoint.value.addCloseHandler { continuation.finish() }
+            // A reader that stops (a wait that found its broadcast, a task cancelled) ends the request,
+            // so that its id returns to the peer's window.
+            continuation.onTermination = { _ in
+                loop.execute {
+                    handle.value.cancel()
+                    endpoint.value.removeCloseHandler(key)
+                }
             }
-            endpoint.value.onClose.append { continuation.finish() }
         }
         return stream
     }
@@ -153,7 +163,8 @@ final class IETFConnection: QUICConnectionDelegate, MoqtSessionDelegate {
     var connection: QUICConnection?
     private(set) var core: MoqtSessionCore?
     var onReady: ((Result<Void, MoqError>) -> Void)?
-    var onClose: [() -> Void] = []
+    private var onClose: [UInt64: () -> Void] = [:]
+    private var nextCloseHandler: UInt64 = 0
     private var connectTimer: QUICTimer?
 
     init(
@@ -268,9 +279,18 @@ final class IETFConnection: QUICConnectionDelegate, MoqtSessionDelegate {
         closed()
     }
 
+    /// Runs `handler` when the session ends; returns a key to remove it.
+    func addCloseHandler(_ handler: @escaping () -> Void) -> UInt64 {
+        nextCloseHandler += 1
+        onClose[nextCloseHandler] = handler
+        return nextCloseHandler
+    }
+
+    func removeCloseHandler(_ key: UInt64) { onClose[key] = nil }
+
     private func closed() {
-        let handlers = onClose
-        onClose = []
+        let handlers = onClose.sorted { $0.key < $1.key }.map(\.value)
+        onClose = [:]
         for handler in handlers { handler() }
     }
 }

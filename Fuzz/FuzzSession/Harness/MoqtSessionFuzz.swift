@@ -201,7 +201,7 @@ final class MoqtScript {
         case 8: return .unsubscribe(requestID: input.bool() ? peerRequestID &- 2 : input.value())
         case 9: return .maxRequestID(input.value())
         case 10: return .goaway(newSessionURI: input.bool() ? "" : "moqt://elsewhere")
-        case 11: return .unsupported(type: [0x16, 0x0D, 0x1D, 0x02, 0x18][input.int(5)], requestID: requestID())
+        case 11: return .unsupported(type: [0x16, 0x0D, 0x1D, 0x02, 0x18, 0x17][input.int(6)], requestID: requestID())
         case 12:
             return .requestOk(RequestOk(kind: version == .draft14 ? .publishNamespace : nil, requestID: ownRequest()))
         default: return .requestsBlocked(maximum: input.value())
@@ -333,14 +333,13 @@ final class MoqtScript {
         if usage.queuedRequests > config.maxQueuedRequests || usage.announcedToUs > config.maxAnnounced {
             violations.append("a queue is over its bound: \(usage)")
         }
-        if usage.incomingGroups > 64 { violations.append("\(usage.incomingGroups) incoming group streams tracked") }
+        if usage.aliases > usage.ownSubscriptions {
+            violations.append("\(usage.aliases) track aliases for \(usage.ownSubscriptions) subscriptions")
+        }
     }
 
     private func finalCheck() {
-        guard violations.isEmpty, let reason = core.closeReason else { return }
-        if case .local(let code, _) = reason, MoqtSessionError(rawValue: code.rawValue) == nil {
-            violations.append("closed with an unstated code \(code.rawValue)")
-        }
+        guard violations.isEmpty, core.closeReason != nil else { return }
         if let closed = transport.closed, MoqtSessionError(rawValue: closed.code) == nil {
             violations.append("the transport was closed with \(closed.code), not a MoQ Transport code")
         }

@@ -62,14 +62,14 @@ final class RelayWeb: @unchecked Sendable {
         var handedOff = false
     }
 
-    /// Listens on `host:port` (TCP).
-    /// - Throws: ``MoqError/configuration(_:)`` when the address cannot be bound (e.g. in use).
     /// True when `error` is this endpoint's "address already in use" (another socket holds the TCP port).
     static func isAddressInUse(_ error: MoqError) -> Bool {
         guard case .configuration(let text) = error else { return false }
         return text.hasPrefix("HTTP endpoint: cannot listen") && text.hasSuffix(String(cString: strerror(EADDRINUSE)))
     }
 
+    /// Listens on `host:port` (TCP).
+    /// - Throws: ``MoqError/configuration(_:)`` when the address cannot be bound (e.g. in use).
     init(
         host: String, port: UInt16,
         tlsIdentity: (@Sendable () -> ServerIdentity?)? = nil,

@@ -199,4 +199,73 @@ struct MoqtHostileTests {
         #expect(events == [.announced("room/a"), .unannounced("room/a")])
         #expect(pair.client.isReady)
     }
+
+    @Test("a peer past the window of request ids we granted is closed with TOO_MANY_REQUESTS")
+    func pastTheWindow() {
+        var config = MoqtSessionConfig(version: .draft16, path: "/anon")
+        config.maxPeerRequests = 1
+        let pair = MoqtPair(.draft16, client: config, rawServer: true)
+        pair.link.server.writeRaw(
+            0, ControlMessage.serverSetup(ServerSetup(parameters: .setup(maxRequestID: 10))).bytes(.draft16))
+        pair.run()
+        let raw = pair.link.server
+        // One open request fits (id 1); the next (id 3) is past the grant of 1 + 2 × 1.
+        for id: UInt64 in [1, 3] {
+            raw.writeRaw(
+                0,
+                ControlMessage.publishNamespace(
+                    PublishNamespace(requestID: id, namespace: TrackNamespace(path: "n\(id)"))
+                )
+                .bytes(.draft16))
+        }
+        pair.run()
+        if case .local(.tooManyRequests, _)? = pair.client.closeReason {
+        } else {
+            Issue.record("\(String(describing: pair.client.closeReason))")
+        }
+    }
+
+    @Test("answers to a subscription we ended are ignored; a second SUBSCRIBE_OK for a live one is a violation")
+    func answersAfterTheEnd() {
+        let (pair, raw) = Self.readyClient()
+        let handle = pair.client.subscribe(broadcast: "b", track: "t", into: pair.remoteTrack("t"))
+        pair.run()
+        handle.cancel()
+        raw.writeRaw(0, ControlMessage.subscribeOk(SubscribeOk(requestID: 0, trackAlias: 1)).bytes(.draft16))
+        raw.writeRaw(
+            0, ControlMessage.publishDone(PublishDone(requestID: 0, statusCode: 3, streamCount: 0)).bytes(.draft16))
+        raw.writeRaw(0, ControlFraming.frame(type: 0x17, payload: [0x01])!)  // FETCH_CANCEL crossing a refusal
+        pair.run()
+        #expect(pair.client.isReady, "\(String(describing: pair.client.closeReason))")
+        pair.client.subscribe(broadcast: "b", track: "u", into: pair.remoteTrack("u"))
+        pair.run()
+        for _ in 0..<2 {
+            raw.writeRaw(0, ControlMessage.subscribeOk(SubscribeOk(requestID: 2, trackAlias: 9)).bytes(.draft16))
+        }
+        pair.run()
+        if case .local(.protocolViolation, _)? = pair.client.closeReason {
+        } else {
+            Issue.record("\(String(describing: pair.client.closeReason))")
+        }
+    }
+
+    @Test("a subscription that starts at an object past 0 numbers its objects from there")
+    func absoluteStartObjectIDs() throws {
+        let pair = MoqtPair(.draft16, rawServer: false)
+        let track = pair.serverBroadcast("b").createTrack("t")
+        let group = track.appendGroup()
+        for p in ["a", "b", "c", "d"] { group.write(Bytes(p), timestamp: 0) }
+        group.finish()
+        let remote = pair.remoteTrack("t")
+        pair.client.subscribe(
+            broadcast: "b", track: "t", into: remote, filter: .absoluteStart(Location(group: 0, object: 2)))
+        pair.run()
+        let stream = try #require(pair.link.client.peerStreams.first { StreamID.isUnidirectional($0) })
+        var decoder = SubgroupStreamDecoder(version: .draft16)
+        let ids = try decoder.feed(pair.link.client.bytes(on: stream), fin: true).compactMap { e -> UInt64? in
+            if case .object(let o) = e { o.id } else { nil }
+        }
+        #expect(ids == [2, 3])
+        #expect(pair.contents(remote).map(\.1) == [["c", "d"]])
+    }
 }

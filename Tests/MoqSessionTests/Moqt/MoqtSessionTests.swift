@@ -143,7 +143,9 @@ struct MoqtSessionTests {
         #expect(pair.client.isReady && pair.server.isReady, "\(String(describing: pair.client.closeReason))")
     }
 
-    @Test("a peer past the window of request ids we granted is closed with TOO_MANY_REQUESTS", arguments: versions)
+    @Test(
+        "our client keeps to the window the server granted: a third subscription waits until one ends",
+        arguments: versions)
     func requestWindow(version: MoqtVersion) throws {
         let pair = MoqtPair(version, server: MoqtSessionConfig(version: version, maxPeerRequests: 2), rawServer: false)
         _ = pair.serverBroadcast("b").createTrack("t")
@@ -158,6 +160,25 @@ struct MoqtSessionTests {
         pair.run()
         #expect(pair.server.counters.subscriptionsServed == 3)
         #expect(pair.client.isReady && pair.server.isReady)
+    }
+
+    @Test("a namespace subscription cancelled (draft-16: its stream closed): the peer stops serving it")
+    func namespaceCancelled() {
+        let pair = MoqtPair(.draft16)
+        _ = pair.serverBroadcast("room/a")
+        var events: [MoqtNamespaceEvent] = []
+        let handle = pair.client.subscribeNamespace(prefix: "room") { events.append($0) }
+        pair.run()
+        #expect(pair.server.resourceUsage.servedNamespaces == 1)
+        let open = pair.server.resourceUsage.openPeerRequests
+        handle.cancel()
+        pair.run()
+        #expect(pair.server.resourceUsage.servedNamespaces == 0)
+        #expect(pair.server.resourceUsage.openPeerRequests == open - 1)
+        _ = pair.serverBroadcast("room/b")
+        pair.run()
+        #expect(events == [.announced("room/a")])
+        #expect(pair.client.isReady && pair.server.isReady, "\(String(describing: pair.client.closeReason))")
     }
 
     @Test("requests SwiftMoQ does not implement (FETCH, TRACK_STATUS) are refused NOT_SUPPORTED; the session goes on")
