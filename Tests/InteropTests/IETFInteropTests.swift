@@ -142,8 +142,11 @@ struct IETFInteropTests {
         defer { session.close() }
         #expect(session.version == version)
         try await session.waitForBroadcast(name, timeout: .seconds(30))  // a Python publisher can start slowly
-        let tags = try await Self.read(session.subscribe(broadcast: name, track: "data"), count: 6)
+        // moq-dev's publisher starts a LargestObject subscription after the largest object, so the first group
+        // may arrive without its first frames (seen once: g0f2 first): whole groups are checked from the next one.
+        let all = try await Self.read(session.subscribe(broadcast: name, track: "data"), count: 9)
+        let tags = Array(all.drop { !$0.hasSuffix("f0") }.prefix(6))
         let first = try #require(tags.first.flatMap { Int($0.dropFirst().prefix { $0 != "f" }) })
-        #expect(tags == (first..<first + 2).flatMap { g in (0..<3).map { "g\(g)f\($0)" } }, "\(tags)")
+        #expect(tags == (first..<first + 2).flatMap { g in (0..<3).map { "g\(g)f\($0)" } }, "\(all)")
     }
 }
