@@ -41,7 +41,15 @@ struct SubscriptionRangeInteropTests {
     static func tags(_ g: UInt64, _ frames: ClosedRange<Int>) -> [String] { frames.map { "g\(g)f\($0)" } }
 
     /// Every frame-bound rule, through the relay `session` is connected to.
-    func checkRules(client: [String], connect: () async throws -> MoqSession) async throws {
+    ///
+    /// `endCutsLastGroup`: moq-dev's relay may end the subscription as the group past the end
+    /// reaches it, while its forwarding of the last group in range is still behind (seen once in
+    /// CI under ThreadSanitizer: `g65f0 g65f1` then the end, with publisher, relay and subscriber all
+    /// Rust) — then the last group in range may be a prefix of itself there. Ours ends a bounded
+    /// subscription only after the groups in range were delivered.
+    func checkRules(
+        client: [String], endCutsLastGroup: Bool = false, connect: () async throws -> MoqSession
+    ) async throws {
         let name = RustPeer.uniqueName("range")
         let publisher = try Self.publish(client, name: name)
         defer { publisher.terminateInBackground() }
@@ -128,10 +136,14 @@ struct SubscriptionRangeInteropTests {
         // A Python process started beside the parallel suite can take long to start: wait generously,
         // and say what arrived when it does not end.
         let exited = (try? await subscriber.waitForExit(timeout: .seconds(60))) != nil
-        let frames = subscriber.history.filter { $0.name == "frame" }
+        let frames = subscriber.history.filter { $0.name == "frame" }.map {
+            [$0.int("group") ?? -1, $0.int("index") ?? -1]
+        }
+        let whole = (5...6).flatMap { g in (0...3).map { [Int(l) + g, $0] } }
+        // The first group whole, then (where the relay may cut it) at least the last group's first frame.
+        let acceptable = endCutsLastGroup ? (5...whole.count).map { Array(whole.prefix($0)) } : [whole]
         #expect(
-            frames.map { [$0.int("group") ?? -1, $0.int("index") ?? -1] }
-                == (5...6).flatMap { g in (0...3).map { [Int(l) + g, $0] } },
+            acceptable.contains(frames),
             "exited \(exited), l \(l), latest now \(latest()): \(subscriber.history.map(\.line))")
     }
 
@@ -139,7 +151,7 @@ struct SubscriptionRangeInteropTests {
     func rustRelay() async throws {
         let relay = try await RustRelay.start()
         defer { relay.stop() }
-        try await checkRules(client: relay.client) { try await relay.connect() }
+        try await checkRules(client: relay.client, endCutsLastGroup: true) { try await relay.connect() }
     }
 
     @Test("the Swift relay serves frame bounds as moq-dev's does; a Rust subscriber's group bounds too")
