@@ -153,23 +153,41 @@ extension MoqtSessionCore {
 
     /// Runs `start` with a request id of ours once the peer's bound allows one (queued meanwhile,
     /// up to ``MoqtSessionConfig/maxQueuedRequests``; past that, `refused` runs).
-    func withRequestID(_ start: @escaping (UInt64) -> Void, refused: () -> Void) {
+    /// Runs `start` with the next request id, now or (while the peer grants none) once one is
+    /// granted; `refused` runs instead when the queue is full or the session is closed, or closes
+    /// while the request waits. A queued request whose `wanted` turns false (cancelled while it
+    /// waited) is dropped without taking an id: ids are consumed strictly in order, none skipped.
+    func withRequestID(
+        _ start: @escaping (UInt64) -> Void, wanted: @escaping () -> Bool = { true },
+        refused: @escaping () -> Void
+    ) {
         if phase == .ready && waitingForRequestID.isEmpty && nextRequestID < peerMaxRequestID {
             let id = nextRequestID
             nextRequestID += 2
             return start(id)
         }
         guard phase != .closed, waitingForRequestID.count < config.maxQueuedRequests else { return refused() }
-        waitingForRequestID.append(start)
+        waitingForRequestID.append(QueuedRequest(start: start, wanted: wanted, refused: refused))
+    }
+
+    /// A request waiting for the peer to grant an id.
+    struct QueuedRequest {
+        let start: (UInt64) -> Void
+        /// False once the request was cancelled while it waited.
+        let wanted: () -> Bool
+        /// Told when the session closes before an id came.
+        let refused: () -> Void
     }
 
     func grantWaitingRequests() {
         guard phase == .ready else { return }
+        waitingForRequestID.removeAll { !$0.wanted() }
         while !waitingForRequestID.isEmpty && nextRequestID < peerMaxRequestID {
-            let start = waitingForRequestID.removeFirst()
+            let request = waitingForRequestID.removeFirst()
+            guard request.wanted() else { continue }
             let id = nextRequestID
             nextRequestID += 2
-            start(id)
+            request.start(id)
         }
     }
 

@@ -72,7 +72,7 @@ public final class MoqtSessionCore: TransportEventSink {
     var nextRequestID: UInt64
     var peerMaxRequestID: UInt64 = 0
     /// Our requests waiting for the peer to grant an id.
-    var waitingForRequestID: [(UInt64) -> Void] = []
+    var waitingForRequestID: [QueuedRequest] = []
     // The peer's: the next it must use, the bound we granted (exclusive), how many are open.
     var expectedPeerRequestID: UInt64
     var grantedPeerRequestID: UInt64 = 0
@@ -259,7 +259,9 @@ public final class MoqtSessionCore: TransportEventSink {
         namespaceRequests = [:]
         unsolicited = nil
         waitingForRoom = []
+        let queued = waitingForRequestID
         waitingForRequestID = []
+        for request in queued where request.wanted() { request.refused() }
         delegate?.moqtSession(self, closed: reason)
     }
 

@@ -63,42 +63,61 @@ final class MoqtSubscription {
     }
 }
 
-/// Cancels one subscription of a ``MoqtSessionCore``.
+/// Cancels one subscription of a ``MoqtSessionCore`` (on the session's thread).
 public struct MoqtSubscriptionHandle {
     weak var session: MoqtSessionCore?
-    /// The request id (nil when it was refused before one was given).
-    public let requestID: UInt64?
+    let request: PendingSubscription
 
-    /// UNSUBSCRIBE: nothing more is written into the track, which is finished.
+    /// The request id; nil while the subscription waits for the peer to grant one (or when it was
+    /// refused before it got one).
+    public var requestID: UInt64? { request.id }
+
+    /// UNSUBSCRIBE: nothing more is written into the track, which is finished. A subscription
+    /// still waiting for a request id is dropped from the queue without taking one.
     public func cancel() {
-        guard let session, let id = requestID, let subscription = session.subscriptions[id] else { return }
+        guard !request.cancelled else { return }
+        request.cancelled = true
+        guard let id = request.id else { return request.track.finish() }
+        guard let session, let subscription = session.subscriptions[id] else { return }
         session.send(.unsubscribe(requestID: id))
         subscription.end(aborted: nil)
     }
 }
 
+/// A subscription from the moment it is asked for: its id comes when the peer grants one.
+final class PendingSubscription {
+    let track: TrackProducer
+    var id: UInt64?
+    var cancelled = false
+
+    init(track: TrackProducer) { self.track = track }
+}
+
 extension MoqtSessionCore {
     /// Subscribes to `track` of the broadcast at `broadcast` (its namespace is the path's segments);
-    /// what arrives is written into `into`. Waits for a request id if the peer has granted none.
+    /// what arrives is written into `into`. Waits for a request id if the peer has granted none;
+    /// `into` is aborted (``StreamErrorCode/internal`` when too many requests wait,
+    /// ``StreamErrorCode/sessionClosed`` when the session closes first).
     @discardableResult
     public func subscribe(
         broadcast: String, track: String, into: TrackProducer, filter: SubscriptionFilter = .largestObject,
         priority: UInt8 = 128
     ) -> MoqtSubscriptionHandle {
         let namespace = TrackNamespace(path: broadcast)
-        var assigned: UInt64?
+        let request = PendingSubscription(track: into)
         withRequestID(
             { [weak self] id in
                 guard let self else { return }
-                assigned = id
+                request.id = id
                 self.subscriptions[id] = MoqtSubscription(session: self, requestID: id, track: into)
                 self.send(
                     .subscribe(
                         MoqtWire.Subscribe(
                             requestID: id, namespace: namespace, trackName: Bytes(utf8: track),
                             subscriberPriority: priority, groupOrder: .ascending, forward: true, filter: filter)))
-            }, refused: { into.abort(.internal) })
-        return MoqtSubscriptionHandle(session: self, requestID: assigned)
+            }, wanted: { !request.cancelled },
+            refused: { [weak self] in into.abort(self?.phase == .closed ? .sessionClosed : .internal) })
+        return MoqtSubscriptionHandle(session: self, request: request)
     }
 
     func subscriptionAccepted(_ ok: SubscribeOk) {

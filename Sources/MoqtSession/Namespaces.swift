@@ -186,7 +186,11 @@ extension MoqtSessionCore {
                         if request.announced.insert(path).inserted { handler(.announced(path)) }
                     }
                 }
-            }, refused: { handler(.refused(code: MoqtCode.internalError, reason: "too many requests queued")) })
+            }, wanted: { !request.cancelled },
+            refused: { [weak self] in
+                let why = self?.phase == .closed ? "the session closed" : "too many requests queued"
+                handler(.refused(code: MoqtCode.internalError, reason: why))
+            })
         return MoqtNamespaceHandle(session: self, request: request)
     }
 
@@ -196,10 +200,11 @@ extension MoqtSessionCore {
         published[path] = .max  // taken; the id comes when the peer grants one
         withRequestID(
             { [weak self] id in
-                guard let self, self.published[path] != nil else { return }
+                guard let self else { return }
                 self.published[path] = id
                 self.send(.publishNamespace(PublishNamespace(requestID: id, namespace: TrackNamespace(path: path))))
-            }, refused: { published[path] = nil })
+            }, wanted: { [weak self] in self?.published[path] != nil },
+            refused: { [weak self] in self?.published[path] = nil })
     }
 
     func withdrawNamespace(_ path: String) {

@@ -75,17 +75,20 @@ public final class IETFSession: @unchecked Sendable {  // the core and connectio
     public func publish(_ broadcast: BroadcastProducer) { origin.publish(broadcast) }
 
     /// Subscribes to `track` of the broadcast at `broadcast`: its groups arrive in the returned
-    /// track (which ends when the peer refuses, finishes or the session closes).
+    /// subscription's track (which ends when the peer refuses or finishes it, it is cancelled, or
+    /// the session closes).
     public func subscribe(
         broadcast: String, track: String, filter: SubscriptionFilter = .largestObject
-    ) -> TrackProducer {
-        let producer = TrackProducer(name: track)
+    ) -> IETFRemoteTrack {
+        let path = BroadcastPath.normalize(broadcast)
+        let remote = IETFRemoteTrack(loop: loop, broadcast: path, track: TrackProducer(name: track))
         let endpoint = LoopBound(connection)
+        let box = LoopBound(remote)
         loop.execute {
-            guard let core = endpoint.value.core else { return producer.abort(.sessionClosed) }
-            core.subscribe(broadcast: BroadcastPath.normalize(broadcast), track: track, into: producer, filter: filter)
+            guard let core = endpoint.value.core, !core.isClosed else { return box.value.track.abort(.sessionClosed) }
+            box.value.started(core.subscribe(broadcast: path, track: track, into: box.value.track, filter: filter))
         }
-        return producer
+        return remote
     }
 
     /// The broadcasts the peer publishes under `prefix`, as they come and go (ends with the session).

@@ -162,6 +162,40 @@ struct MoqtSessionTests {
         #expect(pair.client.isReady && pair.server.isReady)
     }
 
+    @Test(
+        "a subscription cancelled while it waits for an id takes none (ids stay in sequence); one that waits when the session closes ends",
+        arguments: versions)
+    func queuedCancelled(version: MoqtVersion) throws {
+        let pair = MoqtPair(version, server: MoqtSessionConfig(version: version, maxPeerRequests: 1), rawServer: false)
+        _ = pair.serverBroadcast("b").createTrack("t")
+        let first = pair.client.subscribe(broadcast: "b", track: "t", into: pair.remoteTrack("t"))
+        let dropped = pair.remoteTrack("t")
+        let queued = pair.client.subscribe(broadcast: "b", track: "t", into: dropped)
+        let waiting = pair.remoteTrack("t")
+        let last = pair.client.subscribe(broadcast: "b", track: "t", into: waiting)
+        pair.run()
+        #expect(queued.requestID == nil && pair.client.resourceUsage.queuedRequests == 2)
+        queued.cancel()
+        if case .finished? = dropped.end {} else { Issue.record("not finished: \(String(describing: dropped.end))") }
+        first.cancel()
+        pair.run()
+        // The third subscription got the id after the first's: the cancelled one took none.
+        let subscribes = pair.controlMessages(receivedBy: pair.link.server, version: version).compactMap {
+            if case .subscribe(let s) = $0 { s.requestID } else { nil }
+        }
+        #expect(subscribes == [first.requestID, first.requestID.map { $0 + 2 }].compactMap { $0 })
+        #expect(last.requestID == subscribes.last && pair.server.counters.subscriptionsServed == 2)
+        #expect(pair.client.isReady && pair.server.isReady, "\(String(describing: pair.server.closeReason))")
+
+        // One more waits behind the window; the session closes under it: its track ends.
+        let orphan = pair.remoteTrack("t")
+        pair.client.subscribe(broadcast: "b", track: "t", into: orphan)
+        pair.run()
+        #expect(orphan.end == nil)
+        pair.client.close()
+        #expect(orphan.end == .aborted(.sessionClosed))
+    }
+
     @Test("a namespace subscription cancelled (draft-16: its stream closed): the peer stops serving it")
     func namespaceCancelled() {
         let pair = MoqtPair(.draft16)

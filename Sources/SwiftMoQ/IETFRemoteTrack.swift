@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+import MoqModel
+import MoqQUIC
+public import MoqtSession
+
+/// A subscription of an ``IETFSession`` to a peer's track: what arrives is written into
+/// ``track``; ``cancel()`` sends UNSUBSCRIBE (or drops a request still waiting for an id).
+public final class IETFRemoteTrack: @unchecked Sendable {  // `handle` is touched on the loop only
+    /// The broadcast path.
+    public let broadcast: String
+    /// Where received groups are written; read it with ``consumer(maxLatencyMs:startAt:)``.
+    public let track: TrackProducer
+    let loop: QUICEventLoop
+    var handle: MoqtSubscriptionHandle?
+    var cancelled = false
+
+    init(loop: QUICEventLoop, broadcast: String, track: TrackProducer) {
+        self.loop = loop
+        self.broadcast = broadcast
+        self.track = track
+    }
+
+    /// A reader of the received groups (see ``TrackConsumer``), timed by the session's thread.
+    public func consumer(maxLatencyMs: UInt64? = nil, startAt: UInt64? = nil) -> TrackConsumer {
+        TrackConsumer(track: track, startAt: startAt, maxLatencyMs: maxLatencyMs, timers: LoopScheduler(loop: loop))
+    }
+
+    /// Ends the subscription; the track finishes.
+    public func cancel() {
+        let box = LoopBound(self)
+        loop.execute {
+            box.value.cancelled = true
+            box.value.handle?.cancel()
+        }
+    }
+
+    /// Started on the loop once the session has its core.
+    func started(_ handle: MoqtSubscriptionHandle) {
+        self.handle = handle
+        if cancelled { handle.cancel() }
+    }
+
+    /// The error the track ended with, as an API error; nil while live or when finished.
+    public var error: MoqError? {
+        guard case .aborted(let code)? = track.end else { return nil }
+        return MoqError.from(code, broadcast: broadcast, track: track.name)
+    }
+}
