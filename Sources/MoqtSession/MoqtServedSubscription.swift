@@ -14,7 +14,8 @@ import MoqtWire
 /// absolute start at its object. Groups queue while the connection is busy, at most
 /// ``MoqtSessionConfig/maxQueuedGroups`` (the oldest are skipped past that). When the track ends,
 /// PUBLISH_DONE (TRACK_ENDED) follows the last group's FIN; after UNSUBSCRIBE, PUBLISH_DONE
-/// (SUBSCRIPTION_ENDED) and the open streams are reset.
+/// (SUBSCRIPTION_ENDED) and the open streams are reset. FORWARD 0: SUBSCRIBE_OK, then nothing but
+/// the PUBLISH_DONE at the track's end (no update can turn it on: SwiftMoQ refuses them).
 final class MoqtServedSubscription: TrackObserver, @unchecked Sendable {  // touched on the session thread only
     /// One group being written.
     struct Send {
@@ -67,7 +68,11 @@ final class MoqtServedSubscription: TrackObserver, @unchecked Sendable {  // tou
         session.send(
             .subscribeOk(
                 SubscribeOk(requestID: request.requestID, trackAlias: alias, groupOrder: .ascending, largest: largest)))
-        track.demand(SubscriptionRange(priority: 255 &- request.subscriberPriority, groupStart: start ?? 0))
+        // FORWARD 0: accepted, but nothing is sent (nor pulled upstream); SwiftMoQ takes no update
+        // that could turn it on, so such a subscription only waits for its end.
+        if request.forward {
+            track.demand(SubscriptionRange(priority: 255 &- request.subscriberPriority, groupStart: start ?? 0))
+        }
         observer = track.addObserver(self)
         pump()
     }
@@ -100,7 +105,9 @@ final class MoqtServedSubscription: TrackObserver, @unchecked Sendable {  // tou
         }
         // Open streams for the groups that are due.
         var due = snapshot.groups.filter { g in
-            g.sequence >= (start ?? 0) && (highest.map { g.sequence > $0 } ?? true)
+            guard request.forward else { return false }
+            return
+                g.sequence >= (start ?? 0) && (highest.map { g.sequence > $0 } ?? true)
                 && (endGroup.map { g.sequence <= $0 } ?? true)
         }
         if due.count > session.config.maxQueuedGroups {

@@ -206,7 +206,8 @@ extension MoqtSessionCore {
         guard acceptPeerRequest(id) else { return }
         peerRequestEnded()
         counters.unsupportedRequests += 1
-        guard kind != .requestUpdate else { return }
+        // Draft-14's SUBSCRIBE_UPDATE has no answer; draft-16's REQUEST_UPDATE must have one.
+        guard kind != .requestUpdate || version == .draft16 else { return }
         send(
             .requestError(
                 RequestError(

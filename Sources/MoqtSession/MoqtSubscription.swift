@@ -97,11 +97,12 @@ extension MoqtSessionCore {
     /// Subscribes to `track` of the broadcast at `broadcast` (its namespace is the path's segments);
     /// what arrives is written into `into`. Waits for a request id if the peer has granted none;
     /// `into` is aborted (``StreamErrorCode/internal`` when too many requests wait,
-    /// ``StreamErrorCode/sessionClosed`` when the session closes first).
+    /// ``StreamErrorCode/sessionClosed`` when the session closes first). `forward` false asks for
+    /// SUBSCRIBE_OK only (the largest location), no objects.
     @discardableResult
     public func subscribe(
         broadcast: String, track: String, into: TrackProducer, filter: SubscriptionFilter = .largestObject,
-        priority: UInt8 = 128
+        priority: UInt8 = 128, forward: Bool = true
     ) -> MoqtSubscriptionHandle {
         let namespace = TrackNamespace(path: broadcast)
         let request = PendingSubscription(track: into)
@@ -114,7 +115,7 @@ extension MoqtSessionCore {
                     .subscribe(
                         MoqtWire.Subscribe(
                             requestID: id, namespace: namespace, trackName: Bytes(utf8: track),
-                            subscriberPriority: priority, groupOrder: .ascending, forward: true, filter: filter)))
+                            subscriberPriority: priority, groupOrder: .ascending, forward: forward, filter: filter)))
             }, wanted: { !request.cancelled },
             refused: { [weak self] in into.abort(self?.phase == .closed ? .sessionClosed : .internal) })
         return MoqtSubscriptionHandle(session: self, request: request)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 import MoqModel
 import MoqQUIC
-public import MoqtSession
+import MoqtSession
 
 /// A subscription of an ``IETFSession`` to a peer's track: what arrives is written into
 /// ``track``; ``cancel()`` sends UNSUBSCRIBE (or drops a request still waiting for an id).

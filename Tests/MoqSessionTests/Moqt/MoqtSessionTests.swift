@@ -127,6 +127,33 @@ struct MoqtSessionTests {
         #expect(done)
     }
 
+    @Test(
+        "FORWARD 0: SUBSCRIBE_OK and no objects (nothing pulled upstream), PUBLISH_DONE at the end", arguments: versions
+    )
+    func forwardZero(version: MoqtVersion) {
+        let pair = MoqtPair(version)
+        let track = pair.serverBroadcast("b").createTrack("t")
+        track.writeSingleFrameGroup(Bytes("0"), timestamp: 0)
+        let remote = pair.remoteTrack("t")
+        let handle = pair.client.subscribe(broadcast: "b", track: "t", into: remote, forward: false)
+        pair.run()
+        track.writeSingleFrameGroup(Bytes("1"), timestamp: 0)
+        pair.run()
+        let accepted = pair.controlMessages(receivedBy: pair.link.client, version: version).contains {
+            if case .subscribeOk(let ok) = $0 {
+                ok.requestID == handle.requestID && ok.largest?.group == 0
+            } else {
+                false
+            }
+        }
+        #expect(accepted)
+        #expect(pair.server.counters.groupsSent == 0 && pair.contents(remote).isEmpty)
+        track.finish()
+        pair.run()
+        if case .finished? = remote.end {} else { Issue.record("not finished: \(String(describing: remote.end))") }
+        #expect(pair.client.isReady && pair.server.isReady)
+    }
+
     @Test("namespaces: what the origin publishes under the prefix is announced, then withdrawn", arguments: versions)
     func namespaces(version: MoqtVersion) {
         let pair = MoqtPair(version)
@@ -215,7 +242,9 @@ struct MoqtSessionTests {
         #expect(pair.client.isReady && pair.server.isReady, "\(String(describing: pair.client.closeReason))")
     }
 
-    @Test("requests SwiftMoQ does not implement (FETCH, TRACK_STATUS) are refused NOT_SUPPORTED; the session goes on")
+    @Test(
+        "requests SwiftMoQ does not implement (FETCH, TRACK_STATUS, REQUEST_UPDATE) are refused NOT_SUPPORTED; the session goes on"
+    )
     func unsupported() throws {
         let pair = MoqtPair(.draft16, rawServer: true)
         let raw = pair.link.server
@@ -225,13 +254,15 @@ struct MoqtSessionTests {
         // FETCH (0x16) with request id 1, its other fields not read.
         raw.writeRaw(0, ControlFraming.frame(type: 0x16, payload: [0x01, 0x01, 0x00])!)
         raw.writeRaw(0, ControlFraming.frame(type: 0x0D, payload: [0x03])!)
+        // REQUEST_UPDATE (0x02) of request 1, with request id 5: draft-16 requires an answer.
+        raw.writeRaw(0, ControlFraming.frame(type: 0x02, payload: [0x05, 0x01, 0x00])!)
         pair.run()
         let replies = pair.controlMessages(receivedBy: pair.link.server, version: .draft16).compactMap {
             if case .requestError(let e) = $0 { e } else { nil }
         }
-        #expect(replies.map(\.requestID) == [1, 3])
+        #expect(replies.map(\.requestID) == [1, 3, 5])
         #expect(replies.allSatisfy { $0.code == MoqtCode.notSupported })
-        #expect(pair.client.isReady && pair.client.counters.unsupportedRequests == 2)
+        #expect(pair.client.isReady && pair.client.counters.unsupportedRequests == 3)
     }
 }
 
