@@ -106,8 +106,8 @@ let package = Package(
         .executableTarget(
             name: "moqbench",
             dependencies: [
-                "MoqCommandLine", "MoqSync", "SwiftMoQ", "MoqPipeline", "MoqTestKit", "MoqCatalog", "GstSwiftMoQ",
-                "CGStreamer",
+                "MoqCommandLine", "MoqSync", "SwiftMoQ", "MoqtWire", "MoqPipeline", "MoqTestKit", "MoqCatalog",
+                "GstSwiftMoQ", "CGStreamer",
             ],
             swiftSettings: swiftSettings),
         // The Swift API in moq-kit's shape: Session, broadcasts and catalogs, Player, Publisher.

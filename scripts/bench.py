@@ -5,6 +5,8 @@
 Cases (each configurable through the environment, see benchlib/config.py):
   1. latency     1 KB frames at 100 fps through each relay with each client pair: p50/p99
   2. throughput  100 KB frames as fast as the subscriber acknowledges: MB/s with no loss
+  1d. ietf       cases 1 and 2 over IETF MoQ Transport (drafts 16, 14) beside moq-lite, through moq-dev's
+                 relay, with both bridging directions (Swift IETF ↔ Rust moq-lite)
   2b. openloop   100 KB single-frame groups as fast as the publisher writes (1,500 of them), one
                  subscriber with a 10 s budget: delivered %, order, session kept, relay cost
   3. fanout      one 2 Mbit/s broadcast to 50/100/200/400 subscribers: delivery %, p99 and relay CPU (the
@@ -49,6 +51,7 @@ RUNNERS = {
     "throughput": cases.run_throughput,
     "webtransport": cases.run_webtransport,
     "websocket": cases.run_websocket,
+    "ietf": cases.run_ietf,
     "openloop": cases.run_openloop,
     "fanout": cases.run_fanout,
     "cluster": cases.run_cluster,

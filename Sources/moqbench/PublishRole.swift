@@ -28,11 +28,12 @@ enum PublishRole {
           --window N                frames written but not acknowledged, at most; 0 = no window (default 32)
           --max-age-ms MS           the track's max age (TRACK_INFO): how long caches keep groups (default 10000)
           --linger-s S              stay connected after the last frame, for delivery (default 2)
+        \(BenchProtocol.help)
         """
 
     private static let known = Client.options.union([
         "broadcast", "track", "frame-size", "fps", "frames-per-group", "seconds", "frames", "go-file", "ack-fifo",
-        "window", "max-age-ms", "linger-s",
+        "window", "max-age-ms", "linger-s", "protocol",
     ])
 
     /// What to write and how fast.
@@ -68,7 +69,8 @@ enum PublishRole {
         let linger = try options.double("linger-s", default: 2)
         let maxAge = UInt64(max(0, try options.integer("max-age-ms", default: 10_000)))
 
-        let session = try await client.connect(role: .publisher)
+        let family = try BenchProtocol(options.value("protocol"))
+        let session = try await BenchSession.connect(client, family, role: .publisher)
         let broadcast = BroadcastProducer(path: path)
         let track = broadcast.createTrack(
             trackName, info: TrackInfo(priority: 127, maxAgeMs: maxAge, timescale: 1_000_000))
@@ -85,10 +87,9 @@ enum PublishRole {
                 "first_ns": .int(Int(outcome.first)), "last_ns": .int(Int(outcome.last)),
                 "stalled": .bool(outcome.stalled), "cpu_s": .double(Monotonic.processCPUSeconds()),
             ])
-        await session.drain(timeout: .seconds(linger))
+        await session.linger(linger)
         broadcast.close()
-        session.close()
-        _ = try? await session.closed()
+        await session.closeAndWait()
         Events.emit("done")
     }
 

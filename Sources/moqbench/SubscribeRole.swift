@@ -23,11 +23,12 @@ enum SubscribeRole {
           --deadline-s S            give up after S seconds (default 120)
           --ack-fifo PATH           write the cumulative frame count (u64 LE) here after each frame
           --progress-every N        print a progress event every N frames (default 0 = never)
+        \(BenchProtocol.help)
         """
 
     private static let known = Client.options.union([
         "broadcast", "track", "max-latency-ms", "frames", "warmup-frames", "deadline-s", "ack-fifo",
-        "progress-every",
+        "progress-every", "protocol",
     ])
 
     static func run(_ argv: [String]) async throws(BenchError) {
@@ -43,13 +44,13 @@ enum SubscribeRole {
         var recorder = FrameRecorder(warmupFrames: UInt64(max(0, try options.integer("warmup-frames", default: 0))))
         let acks = try options.value("ack-fifo").map { path throws(BenchError) in try AckWriter(path: path) }
 
-        let session = try await client.connect(role: .subscriber)
+        let family = try BenchProtocol(options.value("protocol"))
+        let session = try await BenchSession.connect(client, family, role: .subscriber)
         do { try await session.waitForBroadcast(path, timeout: .seconds(30)) } catch {
             throw .runtime("broadcast \(path): \(error.description)")
         }
-        let remote = session.subscribe(
-            broadcast: path, track: trackName, range: SubscriptionRange(priority: 128, maxLatencyMs: budget))
-        let consumer = remote.consumer(maxLatencyMs: budget)
+        let reading = session.read(path, track: trackName, budgetMs: budget)
+        let consumer = reading.consumer
         Events.emit("subscribed", ["broadcast": .string(path), "track": .string(trackName)])
         let timer = Task {
             try await Task.sleep(for: .milliseconds(Int64(deadline * 1000)))
@@ -92,7 +93,7 @@ enum SubscribeRole {
         Events.emit(
             "result",
             fields: recorder.fields + [("end", .string(ended)), ("groups_skipped", .int(Int(consumer.groupsSkipped)))])
-        remote.cancel()
+        reading.cancel()
         session.close()
     }
 }

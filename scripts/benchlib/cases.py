@@ -66,11 +66,16 @@ def stream_run(
     idle_timeout_s: float = 180,
     webtransport: bool = False,
     websocket: str = "",
+    publisher_stack: str | None = None,
+    subscriber_stack: str | None = None,
 ) -> dict:
     """One publisher → relay → one subscriber run; returns both results and the CPU of each process.
+    `publisher_stack`/`subscriber_stack` override `client_stack` for one side (the IETF case mixes them).
     With `webtransport` both clients dial `https://` (WebTransport over HTTP/3) instead of `moql://`;
     with `websocket` "ws" or "wss", `ws://` or `wss://` (moq-lite over qmux over WebSocket, on the
     relay's TCP port; wss pinned to the relay's certificate like every client here)."""
+    pub_stack = publisher_stack or client_stack
+    sub_stack = subscriber_stack or client_stack
     tag = f"{case}-{relay_stack}relay-{client_stack}clients"
     path = broadcast_name(case)
     idle = wait_until_idle(log, timeout=idle_timeout_s)
@@ -87,11 +92,11 @@ def stream_run(
         with stopping(relay.child):
             fifo = str(signal.fifo) if signal.fifo else None
             pub_options = {"broadcast": path, "go-file": str(signal.go_file), "ack-fifo": fifo, **publish}
-            publisher = start_client(tools, client_stack, "publish", f"{tag}-publisher", dial, pub_options)
+            publisher = start_client(tools, pub_stack, "publish", f"{tag}-publisher", dial, pub_options)
             with stopping(publisher):
                 publisher.wait_event("announced", 30)
                 sub_options = {"broadcast": path, "ack-fifo": fifo, **subscribe}
-                subscriber = start_client(tools, client_stack, "subscribe", f"{tag}-subscriber", dial, sub_options)
+                subscriber = start_client(tools, sub_stack, "subscribe", f"{tag}-subscriber", dial, sub_options)
                 with stopping(subscriber):
                     subscriber.wait_event("subscribed", 30)
                     time.sleep(0.5)  # the subscription reaches the relay and the relay's upstream one the publisher
@@ -175,6 +180,74 @@ def run_websocket(tools: Tools, cfg: Config, log) -> dict:
         out.setdefault("latency", []).extend(latency)
         out.setdefault("throughput", []).extend(throughput)
     return out
+
+
+# The IETF case's legs, all through moq-dev's relay (the one here that speaks both families; it bridges
+# them): (label, publisher stack, its protocol, subscriber stack, its protocol). moq-dev's clients
+# always negotiate moq-lite with its relay (its preference), so the Rust legs are moq-lite.
+IETF_LEGS = (
+    ("moq-lite", "swift", "moq-lite", "swift", "moq-lite"),
+    ("ietf-16", "swift", "ietf-16", "swift", "ietf-16"),
+    ("ietf-14", "swift", "ietf-14", "swift", "ietf-14"),
+    ("ietf-16 → moq-lite", "swift", "ietf-16", "rust", "moq-lite"),
+    ("moq-lite → ietf-16", "rust", "moq-lite", "swift", "ietf-16"),
+    ("rust moq-lite", "rust", "moq-lite", "rust", "moq-lite"),
+)
+
+
+def run_ietf(tools: Tools, cfg: Config, log) -> dict:
+    """Case 1d/2e: cases 1 and 2 over IETF MoQ Transport (drafts 16 and 14) beside moq-lite, through
+    moq-dev's relay: Swift clients on each protocol, the two families bridged by the relay in both
+    directions (a Swift IETF publisher read by a Rust moq-lite subscriber and the reverse), and the
+    Rust stack on moq-lite as the reference. One throughput run per leg."""
+    frames = int(cfg.latency_seconds * cfg.latency_fps)
+    warmup = int(cfg.latency_warmup_s * cfg.latency_fps)
+    latency, throughput = [], []
+    for label, pub_stack, pub_proto, sub_stack, sub_proto in IETF_LEGS:
+        def options(stack: str, proto: str, extra: dict) -> dict:
+            return {**extra, "protocol": proto} if stack == "swift" else extra
+        log(f"IETF latency: {label} ({pub_stack} publisher, {sub_stack} subscriber, rust relay)")
+        run = stream_run(
+            tools, log, "ietf-latency", "rust", pub_stack if pub_stack == sub_stack else "mixed",
+            publish=options(pub_stack, pub_proto, {"frame-size": cfg.latency_frame_size, "fps": cfg.latency_fps,
+                                                   "frames-per-group": cfg.latency_frames_per_group,
+                                                   "frames": frames}),
+            subscribe=options(sub_stack, sub_proto, {"frames": frames, "warmup-frames": warmup,
+                                                     "deadline-s": cfg.latency_seconds + 30}),
+            timeout=cfg.latency_seconds + 60, idle_timeout_s=cfg.idle_timeout_s,
+            publisher_stack=pub_stack, subscriber_stack=sub_stack,
+        )
+        received, published = run["received"], run["published"]
+        latency.append({
+            "leg": label, "publisher": f"{pub_stack} {pub_proto}", "subscriber": f"{sub_stack} {sub_proto}",
+            "sent": published["sent"], "received": received["frames"],
+            "lost": published["sent"] - received["frames"], **latency_summary(received["latencies_us"]),
+            "cpu_percent": run["cpu_percent"], "busy_before_percent": run["busy_before_percent"],
+        })
+        log(f"IETF throughput: {label} ({cfg.throughput_seconds:g} s)")
+        run = stream_run(
+            tools, log, "ietf-throughput", "rust", pub_stack if pub_stack == sub_stack else "mixed",
+            publish=options(pub_stack, pub_proto, {"frame-size": cfg.throughput_frame_size, "fps": 0,
+                                                   "seconds": cfg.throughput_seconds,
+                                                   "frames-per-group": cfg.throughput_frames_per_group,
+                                                   "window": cfg.throughput_window}),
+            subscribe=options(sub_stack, sub_proto, {"warmup-frames": 1 << 62,
+                                                     "deadline-s": cfg.throughput_seconds + 30}),
+            timeout=cfg.throughput_seconds + 60, with_fifo=True, idle_timeout_s=cfg.idle_timeout_s,
+            publisher_stack=pub_stack, subscriber_stack=sub_stack,
+        )
+        received, published = run["received"], run["published"]
+        span_ns = max(1, received["last_ns"] - received["first_ns"])
+        mb_per_s = round(received["bytes"] / span_ns * 1e3, 1)
+        relay_cpu = run["cpu_percent"]["relay"]
+        throughput.append({
+            "leg": label, "sent": published["sent"], "received": received["frames"],
+            "lost": published["sent"] - received["frames"], "stalled": published["stalled"],
+            "end": received.get("end"), "mb_per_s": mb_per_s,
+            "mb_per_relay_cpu_s": round(mb_per_s / (relay_cpu / 100), 1) if relay_cpu > 0 else float("nan"),
+            "cpu_percent": run["cpu_percent"],
+        })
+    return {"latency": latency, "throughput": throughput}
 
 
 def _repeated_pairs(repeats: int, label, run) -> dict[tuple[str, str], list[dict]]:

@@ -20,7 +20,7 @@ def _env_list(name: str, default: str) -> list[str]:
     return [part.strip() for part in os.environ.get(name, default).split(",") if part.strip()]
 
 
-ALL_CASES = "latency,throughput,webtransport,websocket,openloop,fanout,cluster,gst,ttff,glass,join,ladder,longform,memory"
+ALL_CASES = "latency,throughput,webtransport,websocket,ietf,openloop,fanout,cluster,gst,ttff,glass,join,ladder,longform,memory"
 
 
 @dataclass

@@ -454,6 +454,26 @@ def longform_section(longform: dict) -> str:
     return "\n".join(out)
 
 
+def ietf_section(ietf: dict) -> str:
+    """IETF MoQ Transport legs beside moq-lite, all through moq-dev's relay."""
+    lite_l = _find(ietf.get("latency", []), leg="moq-lite")
+    lite_t = _find(ietf.get("throughput", []), leg="moq-lite")
+    body = []
+    for r in ietf.get("latency", []):
+        t = _find(ietf.get("throughput", []), leg=r["leg"])
+        body.append([r["leg"], r["publisher"], r["subscriber"], r["lost"], r["p50_ms"], r["p99_ms"],
+                     ratio(r["p50_ms"], _get(lite_l, "p50_ms")), ratio(r["p99_ms"], _get(lite_l, "p99_ms")),
+                     _get(t, "mb_per_s"), ratio(_get(t, "mb_per_s"), _get(lite_t, "mb_per_s")), _get(t, "lost"),
+                     _get(t, "mb_per_relay_cpu_s")])
+    out = ["### 1d. IETF MoQ Transport (drafts 16 and 14, raw QUIC) beside moq-lite, through moq-dev's relay", "",
+           table(["leg", "publisher", "subscriber", "lost (latency)", "p50 ms", "p99 ms", "p50 / moq-lite",
+                  "p99 / moq-lite", "MB/s", "MB/s / moq-lite", "lost (throughput)", "MB per relay CPU-s"], body), "",
+           "Same cases as 1 and 2 (one throughput run per leg). Ratios are against the Swift moq-lite leg of this "
+           "run. moq-dev's relay is the one here that speaks both families: the mixed legs are bridged by it "
+           "(moq-dev's clients negotiate moq-lite with it, so the Rust legs are moq-lite).", ""]
+    return "\n".join(out)
+
+
 def render(results: dict) -> str:
     """Every measured case's tables, then the targets."""
     cases = results.get("cases", {})
@@ -467,6 +487,8 @@ def render(results: dict) -> str:
     if "websocket" in cases:
         parts.append(websocket_section(cases["websocket"], cases.get("latency", []), cases.get("throughput", []),
                                        cases.get("webtransport", {})))
+    if "ietf" in cases:
+        parts.append(ietf_section(cases["ietf"]))
     if "openloop" in cases:
         parts.append(openloop_section(cases["openloop"]))
     if "fanout" in cases:
