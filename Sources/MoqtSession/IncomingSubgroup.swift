@@ -15,6 +15,8 @@ final class IncomingSubgroup {
     var held: [SubgroupObject] = []
     var heldBytes = 0
     var producer: GroupProducer?
+    /// The subscription the stream's alias named, once it did.
+    weak var subscription: MoqtSubscription?
     var finReceived = false
     var waitTimer: (any Cancellable)?
 
@@ -53,8 +55,9 @@ extension MoqtSessionCore {
                 // A group the track already has (or one older than it keeps): not read twice.
                 transport.stopSending(group.stream, code: MoqtCode.cancelled)
                 incomingGroups[group.stream] = nil
-                return
+                return subscription.streamEnded()
             }
+            group.subscription = subscription
             group.producer = producer
         }
         guard let producer = group.producer else { return }
@@ -78,6 +81,7 @@ extension MoqtSessionCore {
         if group.finReceived {
             producer.finish()
             incomingGroups[group.stream] = nil
+            group.subscription?.streamEnded()
         }
     }
 

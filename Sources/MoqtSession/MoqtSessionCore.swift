@@ -189,6 +189,7 @@ public final class MoqtSessionCore: TransportEventSink {
         if let group = incomingGroups.removeValue(forKey: stream) {
             group.producer?.abort(.cancel)
             unknownAliasStreams.removeAll { $0 == stream }
+            group.subscription?.streamEnded()
         } else if let ns = namespaceStreams[stream] {
             namespaceStreamEnded(ns)
         }

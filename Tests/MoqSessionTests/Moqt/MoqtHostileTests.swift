@@ -249,6 +249,42 @@ struct MoqtHostileTests {
         }
     }
 
+    @Test(
+        "PUBLISH_DONE before its streams: a count of 0 (moq-dev's) or unknown waits a quiet second, a true count until they came"
+    )
+    func publishDoneBeforeItsStreams() {
+        for count in [0, VarInt.max, 2] {
+            let (pair, raw) = Self.readyClient()
+            let remote = pair.remoteTrack("t")
+            pair.client.subscribe(broadcast: "b", track: "t", into: remote)
+            pair.run()
+            raw.writeRaw(0, ControlMessage.subscribeOk(SubscribeOk(requestID: 0, trackAlias: 1)).bytes(.draft16))
+            raw.writeRaw(
+                0,
+                ControlMessage.publishDone(PublishDone(requestID: 0, statusCode: 2, streamCount: count)).bytes(.draft16)
+            )
+            pair.run()
+            #expect(remote.end == nil, "count \(count)")
+            pair.scheduler.advance(by: .milliseconds(600))
+            raw.writeRaw(3, Self.groupStream(alias: 1, group: 0, ["a"]), fin: true)
+            pair.scheduler.advance(by: .milliseconds(600))
+            raw.writeRaw(7, Self.groupStream(alias: 1, group: 1, ["b"]), fin: true)
+            pair.run()
+            #expect(pair.contents(remote).map(\.1) == [["a"], ["b"]], "count \(count)")
+            if count == 2 {
+                if case .finished? = remote.end {} else { Issue.record("count 2: \(String(describing: remote.end))") }
+            } else {
+                #expect(remote.end == nil, "count \(count): the quiet second restarted with each stream")
+                pair.scheduler.advance(by: .seconds(1))
+                if case .finished? = remote.end {
+                } else {
+                    Issue.record("count \(count): \(String(describing: remote.end))")
+                }
+            }
+            #expect(pair.client.isReady)
+        }
+    }
+
     @Test("a subscription that starts at an object past 0 numbers its objects from there")
     func absoluteStartObjectIDs() throws {
         let pair = MoqtPair(.draft16, rawServer: false)
