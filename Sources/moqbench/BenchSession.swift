@@ -71,8 +71,13 @@ enum BenchSession {
                 broadcast: path, track: track, range: SubscriptionRange(priority: 128, maxLatencyMs: budgetMs))
             return Reading(consumer: remote.consumer(maxLatencyMs: budgetMs), cancel: remote.cancel)
         case .ietf(let session):
-            let remote = session.subscribe(broadcast: path, track: track)
-            return Reading(consumer: remote.consumer(maxLatencyMs: budgetMs), cancel: remote.cancel)
+            // From group 0, read from group 0: the bench's track is new, and its publisher sends newer
+            // groups first (as moq-lite's does), so the closed loop's first burst reaches the relay in
+            // reverse and a reader that began at the first group to arrive skipped the 31 before it
+            // (measured with `first_seq`). A live viewer would take the default (LargestObject).
+            let remote = session.subscribe(
+                broadcast: path, track: track, filter: .absoluteStart(Location(group: 0, object: 0)))
+            return Reading(consumer: remote.consumer(maxLatencyMs: budgetMs, startAt: 0), cancel: remote.cancel)
         }
     }
 

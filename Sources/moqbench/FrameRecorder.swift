@@ -11,6 +11,10 @@ struct FrameRecorder {
     private(set) var groups: UInt64 = 0
     private(set) var highestSeq: UInt64?
     private(set) var outOfOrder: UInt64 = 0
+    /// The first sequence number received, and how many times one was followed by another that
+    /// is not the next (where frames went missing: at the start, or in runs along the way).
+    private(set) var firstSeq: UInt64?
+    private(set) var seqGaps: UInt64 = 0
     /// Groups that ended with an error (reset by a relay) after `groups` counted them.
     private(set) var groupErrors: UInt64 = 0
     private(set) var firstArrival: UInt64?
@@ -34,6 +38,8 @@ struct FrameRecorder {
         lastArrival = now
         guard let (seq, stamp) = StampedPayload.parse(payload) else { return }
         if let highest = highestSeq, seq < highest { outOfOrder += 1 }
+        if let highest = highestSeq, seq > highest &+ 1 { seqGaps += 1 }
+        if firstSeq == nil { firstSeq = seq }
         highestSeq = max(highestSeq ?? seq, seq)
         if seq >= warmupFrames { latenciesMicros.append(now >= stamp ? Int((now - stamp) / 1000) : 0) }
     }
@@ -43,7 +49,8 @@ struct FrameRecorder {
         [
             ("frames", .int(Int(frames))), ("bytes", .int(Int(bytes))), ("groups", .int(Int(groups))),
             ("highest_seq", .int(highestSeq.map { Int($0) } ?? -1)), ("out_of_order", .int(Int(outOfOrder))),
-            ("group_errors", .int(Int(groupErrors))),
+            ("group_errors", .int(Int(groupErrors))), ("first_seq", .int(firstSeq.map { Int($0) } ?? -1)),
+            ("seq_gaps", .int(Int(seqGaps))),
             ("first_ns", .int(Int(firstArrival ?? 0))), ("last_ns", .int(Int(lastArrival ?? 0))),
             ("latencies_us", .ints(latenciesMicros)), ("cpu_s", .double(Monotonic.processCPUSeconds())),
         ]
