@@ -5,6 +5,8 @@
 package struct MoqtResourceUsage: Sendable, Equatable {
     /// The peer's requests open (its window of request ids is bounded by this).
     package var openPeerRequests: UInt64
+    /// Draft-16: the peer's request ids that overtook a lower one (another stream came first).
+    package var requestIDsAhead: Int
     /// Subscriptions we serve, namespace subscriptions we serve, namespaces the peer published to us.
     package var servedSubscriptions: Int
     package var servedNamespaces: Int
@@ -29,7 +31,8 @@ extension MoqtSessionCore {
     /// What the core holds on the peer's behalf.
     package var resourceUsage: MoqtResourceUsage {
         MoqtResourceUsage(
-            openPeerRequests: openPeerRequests, servedSubscriptions: served.count,
+            openPeerRequests: openPeerRequests, requestIDsAhead: peerRequestsAhead.count,
+            servedSubscriptions: served.count,
             servedNamespaces: servedNamespaces.count, peerNamespaces: peerPublished.count,
             incomingGroups: incomingGroups.count, unknownAliasStreams: unknownAliasStreams.count,
             heldBytes: incomingGroups.values.reduce(0) { $0 + $1.heldBytes }, queuedRequests: waitingForRequestID.count,

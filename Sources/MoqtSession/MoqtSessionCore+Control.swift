@@ -116,13 +116,23 @@ extension MoqtSessionCore {
         delegate?.moqtSessionReady(self)
         if !peerSolicits && publishOrigin != nil { advertiseUnsolicited() }
         grantWaitingRequests()
+        readStreamsHeldForSetup()
     }
 
     // MARK: Request ids
 
     /// Checks a request id the peer used: its parity and order, and under the bound we granted.
+    ///
+    /// Draft-14 carries every request on the control stream, so ids come exactly in sequence.
+    /// Draft-16 puts SUBSCRIBE_NAMESPACE on streams of its own, and the network may deliver two
+    /// streams' requests in either order: an id ahead of the next expected is taken (once) if it
+    /// has the peer's parity and lies inside the granted window, and the ids it passed stay due.
     func acceptPeerRequest(_ id: UInt64) -> Bool {
-        guard id == expectedPeerRequestID else {
+        let inSequence = id == expectedPeerRequestID
+        let reordered =
+            version == .draft16 && id > expectedPeerRequestID && id % 2 == expectedPeerRequestID % 2
+            && !peerRequestsAhead.contains(id)
+        guard inSequence || reordered else {
             close(.invalidRequestID, reason: "request id \(id), expected \(expectedPeerRequestID)")
             return false
         }
@@ -130,7 +140,13 @@ extension MoqtSessionCore {
             close(.tooManyRequests, reason: "request id \(id) at or past the granted \(grantedPeerRequestID)")
             return false
         }
-        expectedPeerRequestID = id &+ 2
+        if inSequence {
+            expectedPeerRequestID = id &+ 2
+            // Ids that came early are no longer ahead (the set holds at most the granted window's ids).
+            while peerRequestsAhead.remove(expectedPeerRequestID) != nil { expectedPeerRequestID &+= 2 }
+        } else {
+            peerRequestsAhead.insert(id)
+        }
         openPeerRequests += 1
         return true
     }

@@ -75,6 +75,9 @@ public final class MoqtSessionCore: TransportEventSink {
     var waitingForRequestID: [QueuedRequest] = []
     // The peer's: the next it must use, the bound we granted (exclusive), how many are open.
     var expectedPeerRequestID: UInt64
+    /// Draft-16: the peer's ids that arrived before one below them (another stream overtook); each
+    /// lies inside the granted window, so there are at most ``MoqtSessionConfig/maxPeerRequests``.
+    var peerRequestsAhead: Set<UInt64> = []
     var grantedPeerRequestID: UInt64 = 0
     var openPeerRequests: UInt64 = 0
     /// The peer declared moq-dev's SOLICIT: advertise to it only in answer to SUBSCRIBE_NAMESPACE.
@@ -158,7 +161,9 @@ public final class MoqtSessionCore: TransportEventSink {
             controlStream = stream
             transport.setSendOrder(stream, Int64.max)
         } else if stream != controlStream, namespaceStreams[stream] == nil {
-            guard version == .draft16, phase == .ready else {
+            // Draft-16: a SUBSCRIBE_NAMESPACE stream, possibly ahead of the peer's SETUP (a server may
+            // ask as soon as our CLIENT_SETUP granted it ids; its stream can overtake its SERVER_SETUP).
+            guard version == .draft16 else {
                 return close(.protocolViolation, reason: "a second bidirectional stream on \(version)")
             }
             namespaceStreams[stream] = NamespaceStream(stream: stream, own: false)
@@ -179,6 +184,7 @@ public final class MoqtSessionCore: TransportEventSink {
         } else if let group = incomingGroups[stream] {
             receiveGroup(group, bytes, fin: fin)
         } else if let ns = namespaceStreams[stream] {
+            guard phase == .ready else { return holdBeforeSetup(ns, bytes, fin: fin) }
             receiveNamespaceStream(ns, bytes, fin: fin)
         }
     }

@@ -67,6 +67,9 @@ final class NamespaceStream {
     var reader = ControlStreamReader()
     var requestID: UInt64?
     var served: ServedNamespaces?
+    /// The peer's stream opened before its SETUP reached us (streams may overtake one another):
+    /// its bytes wait in ``reader`` until then, and whether it ended.
+    var finBeforeSetup = false
 
     init(stream: Int64, own: Bool) {
         self.stream = stream
@@ -288,6 +291,27 @@ extension MoqtSessionCore {
     }
 
     // MARK: Draft-16 namespace streams
+
+    /// What a namespace stream may hold before the peer's SETUP arrived (one request and then some).
+    static let maxBytesBeforeSetup = 16 * 1024
+
+    /// Keeps the bytes of a peer's namespace stream that came before its SETUP (bounded).
+    func holdBeforeSetup(_ ns: NamespaceStream, _ bytes: [UInt8], fin: Bool) {
+        ns.reader.append(bytes)
+        ns.finBeforeSetup = ns.finBeforeSetup || fin
+        if ns.reader.buffered > Self.maxBytesBeforeSetup {
+            close(.protocolViolation, reason: "more than \(Self.maxBytesBeforeSetup) bytes of requests before SETUP")
+        }
+    }
+
+    /// Once SETUP is done: the namespace streams that came before it are read.
+    func readStreamsHeldForSetup() {
+        for ns in namespaceStreams.values.sorted(by: { $0.stream < $1.stream })
+        where !ns.own && (ns.reader.buffered > 0 || ns.finBeforeSetup) {
+            guard phase == .ready else { return }
+            receiveNamespaceStream(ns, [], fin: ns.finBeforeSetup)
+        }
+    }
 
     func receiveNamespaceStream(_ ns: NamespaceStream, _ bytes: [UInt8], fin: Bool) {
         ns.reader.append(bytes)

@@ -318,7 +318,7 @@ final class MoqtScript {
             violations.append("credit: \(transport.delivered) delivered, \(transport.consumedBytes) returned")
         }
         let usage = core.resourceUsage
-        if usage.openPeerRequests > config.maxPeerRequests
+        if usage.openPeerRequests > config.maxPeerRequests || usage.requestIDsAhead > Int(config.maxPeerRequests)
             || usage.servedSubscriptions + usage.servedNamespaces + usage.peerNamespaces > Int(config.maxPeerRequests)
         {
             violations.append("the peer holds more requests than granted: \(usage)")

@@ -58,19 +58,82 @@ struct MoqtHostileTests {
         }
     }
 
-    @Test("request ids: wrong parity, out of order, at the varint ceiling: INVALID_REQUEST_ID, no trap")
+    @Test(
+        "request ids: wrong parity, out of order on draft-14, taken twice: INVALID_REQUEST_ID; at the varint ceiling: TOO_MANY_REQUESTS, no trap"
+    )
     func requestIDs() {
-        for id: UInt64 in [0, 3, VarInt.max] {
-            let (pair, raw) = Self.readyClient()
+        let cases: [(MoqtVersion, [UInt64], MoqtSessionError)] = [
+            (.draft16, [0], .invalidRequestID), (.draft14, [3], .invalidRequestID),
+            (.draft16, [3, 3], .invalidRequestID), (.draft16, [1, 1], .invalidRequestID),
+            (.draft16, [VarInt.max], .tooManyRequests), (.draft14, [VarInt.max], .invalidRequestID),
+        ]
+        for (version, ids, expected) in cases {
+            let (pair, raw) = Self.readyClient(version)
+            for id in ids {
+                raw.writeRaw(
+                    0,
+                    ControlMessage.publishNamespace(
+                        PublishNamespace(requestID: id, namespace: TrackNamespace(path: "x"))
+                    )
+                    .bytes(version))
+            }
+            pair.run()
+            if case .local(expected, _)? = pair.client.closeReason {
+            } else {
+                Issue.record("\(version) ids \(ids): \(String(describing: pair.client.closeReason))")
+            }
+        }
+    }
+
+    @Test(
+        "draft-16: a request that overtakes a lower id (another stream came first) is taken, and the lower one after it"
+    )
+    func reorderedRequestIDs() {
+        let (pair, raw) = Self.readyClient(.draft16)
+        for id: UInt64 in [5, 1, 3] {
             raw.writeRaw(
                 0,
-                ControlMessage.publishNamespace(PublishNamespace(requestID: id, namespace: TrackNamespace(path: "x")))
-                    .bytes(.draft16))
+                ControlMessage.publishNamespace(
+                    PublishNamespace(requestID: id, namespace: TrackNamespace(path: "x\(id)"))
+                )
+                .bytes(.draft16))
             pair.run()
-            if case .local(.invalidRequestID, _)? = pair.client.closeReason {
-            } else {
-                Issue.record("id \(id): \(String(describing: pair.client.closeReason))")
-            }
+            #expect(pair.client.isReady, "id \(id): \(String(describing: pair.client.closeReason))")
+        }
+        #expect(pair.client.resourceUsage.requestIDsAhead == 0 && pair.client.resourceUsage.peerNamespaces == 3)
+        raw.writeRaw(
+            0,
+            ControlMessage.publishNamespace(PublishNamespace(requestID: 9, namespace: TrackNamespace(path: "y")))
+                .bytes(.draft16))
+        pair.run()
+        #expect(pair.client.resourceUsage.requestIDsAhead == 1)
+    }
+
+    @Test("draft-16: a SUBSCRIBE_NAMESPACE stream that overtakes the SERVER_SETUP waits for it, then is answered")
+    func namespaceStreamBeforeSetup() {
+        let pair = MoqtPair(.draft16, rawServer: true)
+        pair.clientOrigin.publish(BroadcastProducer(path: "room/a", clock: pair.scheduler.clock))
+        let raw = pair.link.server
+        let request = ControlMessage.subscribeNamespace(
+            SubscribeNamespace(requestID: 1, prefix: TrackNamespace(path: "room")))
+        raw.writeRaw(1, request.bytes(.draft16))
+        pair.run()
+        #expect(pair.client.closeReason == nil && !pair.client.isReady)
+        #expect(pair.controlMessages(receivedBy: raw, version: .draft16, stream: 1).isEmpty)
+        raw.writeRaw(0, ControlMessage.serverSetup(ServerSetup(parameters: .setup(maxRequestID: 100))).bytes(.draft16))
+        pair.run()
+        #expect(pair.client.isReady, "\(String(describing: pair.client.closeReason))")
+        let answers = pair.controlMessages(receivedBy: raw, version: .draft16, stream: 1)
+        #expect(answers.contains { if case .requestOk = $0 { true } else { false } }, "\(answers)")
+        #expect(answers.contains { if case .namespace = $0 { true } else { false } }, "\(answers)")
+
+        // Past the bound before SETUP: PROTOCOL_VIOLATION.
+        let flood = MoqtPair(.draft16, rawServer: true)
+        flood.link.server.writeRaw(1, [UInt8](repeating: 0x11, count: 17 * 1024))
+        flood.run()
+        if case .local(.protocolViolation, _)? = flood.client.closeReason {
+        } else {
+            Issue.record("\(String(describing: flood.client.closeReason))")
         }
     }
 
