@@ -37,6 +37,9 @@ final class MoqtServedSubscription: TrackObserver, @unchecked Sendable {  // tou
     var active: [Send] = []
     /// The highest group started (or skipped).
     var highest: UInt64?
+    /// The groups started or skipped at or below ``highest`` that the track still holds: a group
+    /// that reaches the track after a newer one (a relay's upstream streams race) is still sent.
+    var handled: Set<UInt64> = []
     var streamsOpened: UInt64 = 0
     var observer: UInt64?
     var done = false
@@ -104,16 +107,18 @@ final class MoqtServedSubscription: TrackObserver, @unchecked Sendable {  // tou
             if write(&active[index]) { active.remove(at: index) } else { index += 1 }
         }
         // Open streams for the groups that are due.
+        // What the track no longer holds cannot come again: forget it (the set stays within the cache).
+        if let oldest = snapshot.groups.first?.sequence { handled = handled.filter { $0 >= oldest } }
         var due = snapshot.groups.filter { g in
             guard request.forward else { return false }
             return
-                g.sequence >= (start ?? 0) && (highest.map { g.sequence > $0 } ?? true)
+                g.sequence >= (start ?? 0) && !handled.contains(g.sequence)
                 && (endGroup.map { g.sequence <= $0 } ?? true)
         }
         if due.count > session.config.maxQueuedGroups {
             let skipped = due.count - session.config.maxQueuedGroups
             session.counters.groupsSkipped += UInt64(skipped)
-            highest = due[skipped - 1].sequence
+            for group in due.prefix(skipped) { markHandled(group.sequence) }
             due.removeFirst(skipped)
         }
         for group in due {
@@ -124,7 +129,7 @@ final class MoqtServedSubscription: TrackObserver, @unchecked Sendable {  // tou
                 // Stream credit, not bytes: waiting for a drain that has already happened looped at once.
                 return session.waitForRoom(self, drain: false)
             }
-            highest = group.sequence
+            markHandled(group.sequence)
             streamsOpened += 1
             session.counters.groupsSent += 1
             session.outgoingGroups[stream] = self
@@ -140,6 +145,11 @@ final class MoqtServedSubscription: TrackObserver, @unchecked Sendable {  // tou
             if !write(&send) { active.append(send) }
         }
         finishIfEnded(snapshot)
+    }
+
+    func markHandled(_ sequence: UInt64) {
+        handled.insert(sequence)
+        highest = max(highest ?? sequence, sequence)
     }
 
     /// Writes the frames of `send` that arrived; true once its stream is done (FIN or reset).

@@ -113,7 +113,9 @@ extension MoqtSessionCore {
         phase = .ready
         setupTimer?.cancel()
         setupTimer = nil
+        // The delegate may scope what is served (a relay's grant) or close the session (no grant).
         delegate?.moqtSessionReady(self)
+        guard phase == .ready else { return }
         if !peerSolicits && publishOrigin != nil { advertiseUnsolicited() }
         grantWaitingRequests()
         readStreamsHeldForSetup()

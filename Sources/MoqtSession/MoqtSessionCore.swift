@@ -237,6 +237,12 @@ public final class MoqtSessionCore: TransportEventSink {
         finishClosing(why)
     }
 
+    /// The peer closed the connection with an application `code` (a MoQ Transport termination code).
+    public func peerClosed(code: UInt64, reason: String) {
+        guard phase != .closed else { return }
+        finishClosing(.remote(code, reason))
+    }
+
     // MARK: - Closing
 
     /// Closes the session with a MoQ Transport termination code.

@@ -128,6 +128,26 @@ struct MoqtSessionTests {
     }
 
     @Test(
+        "a group that reaches the served track after a newer one (a relay's upstream streams race) is still sent",
+        arguments: versions)
+    func lateGroupServed(version: MoqtVersion) {
+        let pair = MoqtPair(version)
+        let track = pair.serverBroadcast("b").createTrack("t")
+        track.writeSingleFrameGroup(Bytes("0"), timestamp: 0)
+        let remote = pair.remoteTrack("t")
+        pair.client.subscribe(broadcast: "b", track: "t", into: remote)
+        pair.run()
+        for sequence: UInt64 in [2, 1] {
+            let group = track.createGroup(sequence: sequence)
+            group?.write(Bytes("\(sequence)"), timestamp: 0)
+            group?.finish()
+            pair.run()
+        }
+        #expect(pair.contents(remote).map(\.0) == [0, 1, 2])
+        #expect(pair.server.counters.groupsSent == 3)
+    }
+
+    @Test(
         "FORWARD 0: SUBSCRIBE_OK and no objects (nothing pulled upstream), PUBLISH_DONE at the end", arguments: versions
     )
     func forwardZero(version: MoqtVersion) {
