@@ -9,7 +9,8 @@ public import MoqtWire
 /// the server side of ``IETFSession``. Each session is handed to `onSession` once SETUP completed.
 ///
 /// It offers only IETF ALPNs, so a client that offers both families (moq-dev's lists moq-lite
-/// first) lands on IETF here. The Swift relay does not take IETF sessions yet (docs/ietf/plan.md).
+/// first) lands on IETF here. `MoqServer` (and so the Swift relay) takes both families on one port
+/// (``MoqServer/Options/ietfVersions``).
 public final class IETFServer: @unchecked Sendable {  // immutable after listen
     /// The UDP port it listens on.
     public let port: UInt16

@@ -262,7 +262,11 @@ final class IETFConnection: QUICConnectionDelegate, MoqtSessionDelegate {
         if onReady != nil {
             if case .tls = reason { fail(.tls(text)) } else { fail(.unreachable(text)) }
         }
-        core?.transportClosed(.transport(text))
+        if case .application(let code, let why, true) = reason {
+            core?.peerClosed(code: code, reason: why)  // the peer's termination code, as it sent it
+        } else {
+            core?.transportClosed(.transport(text))
+        }
         closed()
     }
 

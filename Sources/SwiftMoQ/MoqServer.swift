@@ -3,9 +3,13 @@ import MoqQUIC
 public import MoqSession
 import MoqSync
 import MoqWebTransport
+import MoqtSession
+public import MoqtWire
 
 /// Accepts moq-lite-06 sessions over raw QUIC (ALPN `moq-lite-06`) and over WebTransport
-/// (ALPN `h3`, on the same UDP port; the ALPN decides).
+/// (ALPN `h3`, on the same UDP port; the ALPN decides), and, when ``Options/ietfVersions`` lists
+/// any, IETF MoQ Transport sessions on raw QUIC too (`moqt-16`, `moq-00`, offered after the others:
+/// a client that offers both families gets moq-lite), handed to `onIETFSession`.
 ///
 /// Every accepted session serves ``origin`` to its peer; `onSession` receives each
 /// session once its SETUP exchange completed, with the client's request path (for a
@@ -24,6 +28,8 @@ public final class MoqServer: @unchecked Sendable {
     let loops: [QUICEventLoop]
     let servers: [QUICServer]
     private let sessions = Lock<[ObjectIdentifier: MoqSession]>([:])
+    /// The IETF sessions open (closed with the server).
+    let ietfSessions = Lock<[ObjectIdentifier: IETFSession]>([:])
     /// What each session is handed to, and the options it was listened with.
     let onSession: @Sendable (MoqSession, Setup) -> Void
     let options: Options
@@ -58,6 +64,8 @@ public final class MoqServer: @unchecked Sendable {
         /// grant): returns the HTTP status that refuses it (401, 403, 404), or nil to accept.
         /// Raw QUIC clients are judged after SETUP instead, where their path travels.
         public var admitWebTransportPath: (@Sendable (String) -> Int?)?
+        /// The IETF MoQ Transport versions accepted on raw QUIC beside moq-lite (none: moq-lite only).
+        public var ietfVersions: [MoqtVersion] = []
 
         public init(
             role: SessionRole? = nil, idleTimeout: Duration = .seconds(10), maxConnections: Int = 1024,
@@ -93,7 +101,8 @@ public final class MoqServer: @unchecked Sendable {
         host: String = "127.0.0.1", port: UInt16 = 0,
         certificate: ServerCertificate = .selfSigned(names: ["localhost"]),
         origin: Origin = Origin(), options: Options = Options(),
-        onSession: @escaping @Sendable (MoqSession, Setup) -> Void = { _, _ in }
+        onSession: @escaping @Sendable (MoqSession, Setup) -> Void = { _, _ in },
+        onIETFSession: @escaping @Sendable (IETFSession) -> Void = { _ in }
     ) throws(MoqError) -> MoqServer {
         let identity = try Self.identity(for: certificate)
         var loops: [QUICEventLoop] = []
@@ -107,7 +116,8 @@ public final class MoqServer: @unchecked Sendable {
         }
         var settings = QUICSettings()
         // Our order decides: raw QUIC first, so a client offering both (moq-dev's) gets it.
-        settings.alpn = MoqVersion.alpn + (options.webTransport ? [WebTransportWire.alpn] : [])
+        settings.alpn =
+            MoqVersion.alpn + (options.webTransport ? [WebTransportWire.alpn] : []) + options.ietfVersions.map(\.alpn)
         settings.automaticFlowControlCredit = false  // the session core returns credit as it consumes
         settings.idleTimeout = options.idleTimeout
         settings.maxConnections = options.maxConnections
@@ -139,7 +149,12 @@ public final class MoqServer: @unchecked Sendable {
                     if let path = endpoint.webTransportPath { setup.path = path }
                     onSession(session, setup)
                 }
-                return endpoint
+                guard !options.ietfVersions.isEmpty else { return endpoint }
+                return FamilyRouter(lite: endpoint, versions: options.ietfVersions) { connection, version in
+                    Self.ietfEndpoint(
+                        connection, version: version, loop: loop, origin: origin, holder: holder,
+                        onSession: onIETFSession)
+                }
             }
         } catch {
             for loop in loops { loop.shutdown() }
@@ -164,6 +179,30 @@ public final class MoqServer: @unchecked Sendable {
     /// The sessions currently open.
     public var openSessions: [MoqSession] { sessions.withLock { Array($0.values) } }
 
+    /// An IETF connection on `loop`: its session serves `origin` until `onSession` (called on the
+    /// loop once SETUP completed, before anything is advertised) scopes or closes it.
+    private static func ietfEndpoint(
+        _ connection: QUICConnection, version: MoqtVersion, loop: QUICEventLoop, origin: Origin,
+        holder: ServerHolder, onSession: @escaping @Sendable (IETFSession) -> Void
+    ) -> IETFConnection {
+        let endpoint = IETFConnection(
+            loop: loop, config: MoqtSessionConfig(version: version), origin: origin,
+            peerDescription: connection.remoteAddress)
+        endpoint.connection = connection
+        endpoint.startConnectTimer(.seconds(15))
+        endpoint.onReady = { result in
+            guard case .success = result, let server = holder.server else { return }
+            let session = IETFSession(loop: loop, connection: endpoint, origin: origin, version: version)
+            let id = ObjectIdentifier(session)
+            server.ietfSessions.withLock { $0[id] = session }
+            _ = endpoint.addCloseHandler { [weak server] in
+                server?.ietfSessions.withLock { _ = $0.removeValue(forKey: id) }
+            }
+            onSession(session)
+        }
+        return endpoint
+    }
+
     /// Sends GOAWAY to every session (optionally pointing elsewhere).
     public func goaway(uri: String = "") {
         for s in openSessions { s.goaway(uri: uri) }
@@ -172,6 +211,7 @@ public final class MoqServer: @unchecked Sendable {
     /// Closes every session and stops listening.
     public func close() {
         for s in openSessions { s.close() }
+        for s in ietfSessions.withLock({ Array($0.values) }) { s.close() }
         for (loop, server) in zip(loops, servers) {
             loop.execute { server.close() }
             loop.shutdown()

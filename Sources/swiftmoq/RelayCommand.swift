@@ -69,6 +69,9 @@ enum RelayCommand {
           --no-websocket            do not accept moq-lite over WebSocket on the HTTP port (by default, as
                                     moq-relay: clients whose UDP is blocked fall back to it, subprotocol
                                     qmux-01.moq-lite-06; wss:// from anyone, plain ws:// from loopback only)
+          --no-ietf                 do not accept IETF MoQ Transport (drafts 16 and 14, raw QUIC) beside
+                                    moq-lite on the UDP port (by default its subscribers may read what the
+                                    grant of their SETUP path allows; IETF publishers are not taken in yet)
           --websocket-any-address   accept plain ws:// sessions from any address too (a trusted network, or
                                     TLS terminated in front of the relay): they are not encrypted
           --metrics                 also answer GET /metrics (Prometheus text: sessions, broadcasts, routes,
@@ -103,6 +106,7 @@ enum RelayCommand {
                 ],
                 flags: [
                     "upstream-tls-disable-verify", "no-http", "web", "metrics", "no-websocket", "websocket-any-address",
+                    "no-ietf",
                 ])
         } catch { throw .usage(error.description) }
 
@@ -135,6 +139,7 @@ enum RelayCommand {
         config.logger = logger
         config.serveHTTP = !args.has("no-http")
         config.serveWebSocket = !args.has("no-websocket")
+        if args.has("no-ietf") { config.ietfVersions = [] }
         config.plainWebSocketFromAnyAddress = args.has("websocket-any-address")
         config.serveWatchPage = args.has("web")
         if config.serveWatchPage && !config.serveHTTP { throw .usage("--web needs HTTP: drop --no-http") }

@@ -4,6 +4,8 @@ public import MoqQUIC
 public import MoqSession
 import MoqSync
 import MoqWire
+import MoqtSession
+public import MoqtWire
 import Synchronization
 
 /// A moq-lite-06 relay: every session's broadcasts are offered to the others,
@@ -80,6 +82,11 @@ public final class MoqRelay: @unchecked Sendable {
         /// (with ``serveHTTP``; `wss://` over TLS with the relay's certificate, `ws://` without), for
         /// clients whose UDP is blocked, as moq-relay does.
         public var serveWebSocket = true
+        /// IETF MoQ Transport versions accepted on the relay's UDP port beside moq-lite (raw QUIC;
+        /// offered after moq-lite, so a client offering both families gets moq-lite). Such sessions
+        /// are authorised like any (the SETUP path and its token) and may subscribe to what their
+        /// grant allows; what they publish is not taken in yet (docs/ietf/plan.md). Empty: moq-lite only.
+        public var ietfVersions: [MoqtVersion] = [.draft16, .draft14]
         /// Plain WebSocket sessions (`ws://`, no TLS) are taken from loopback peers only unless this is
         /// set (a trusted network, or TLS terminated in front of the relay); `wss://` from anyone.
         public var plainWebSocketFromAnyAddress = false
@@ -220,6 +227,7 @@ public final class MoqRelay: @unchecked Sendable {
         options.retryThreshold = configuration.retryThreshold
         options.maxHandshakesPerAddress = configuration.maxHandshakesPerAddress
         options.keepAliveInterval = configuration.keepAliveInterval
+        options.ietfVersions = configuration.ietfVersions
         let auth = configuration.auth
         let logger = configuration.logger
         options.admitWebTransportPath = { path in
@@ -239,10 +247,9 @@ public final class MoqRelay: @unchecked Sendable {
         for attempt in 1...attempts {
             let server = try MoqServer.listen(
                 host: configuration.host, port: configuration.port, certificate: configuration.certificate,
-                origin: Origin(), options: options
-            ) { session, setup in
-                box.value?.accept(session, setup: setup)
-            }
+                origin: Origin(), options: options,
+                onSession: { session, setup in box.value?.accept(session, setup: setup) },
+                onIETFSession: { box.value?.acceptIETF($0) })
             relay.server = server
             guard configuration.serveHTTP else { break }
             do {
@@ -443,6 +450,43 @@ public final class MoqRelay: @unchecked Sendable {
                 } catch {
                     logger.warning("certificate rotation failed (the current one stays): \(error)")
                 }
+            }
+        }
+    }
+
+    // MARK: IETF sessions (server loop thread)
+
+    /// An IETF MoQ Transport session, once SETUP completed and before anything is advertised to it:
+    /// authorised by its SETUP path like any session, then served the part of the origin its grant
+    /// lets it subscribe to (the relay's tracks, pulled from their publishers on demand).
+    func acceptIETF(_ session: IETFSession) {
+        let logger = configuration.logger
+        let endpoint = session.connection
+        guard let core = endpoint.core else { return }
+        let id = counter.add(1, ordering: .relaxed).newValue
+        let permissions: RelayPermissions
+        switch configuration.auth.authorize(setupPath: core.peerPath) {
+        case .failure(let error):
+            counts.withLock { $0.refused += 1 }
+            logger.warning("session \(id) from \(endpoint.peerDescription) (IETF) refused: \(error)")
+            core.close(.unauthorized, reason: error.description)
+            return
+        case .success(let p):
+            permissions = p
+        }
+        counts.withLock { $0.accepted += 1 }
+        core.publishOrigin = ScopedOrigin(parent: origin, root: permissions.root, allowed: permissions.subscribe)
+        let label = "session \(id) (\(endpoint.peerDescription) /\(permissions.root), IETF \(session.version))"
+        logger.info(
+            "\(label): connected; may subscribe to \(permissions.subscribe.map { "'\($0)'" }.joined(separator: ", ")); what it publishes is not taken in (IETF publishers come later)"
+        )
+        if let expires = permissions.expires {
+            let remaining = max(0, expires.timeIntervalSinceNow)
+            let bound = LoopBound(core)
+            _ = session.loop.schedule(after: .milliseconds(Int64(remaining * 1000))) {
+                guard !bound.value.isClosed else { return }
+                logger.info("\(label): token expired; closing")
+                bound.value.close(.unauthorized, reason: "the token expired")
             }
         }
     }

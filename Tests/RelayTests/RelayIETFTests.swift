@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: MIT
+import Foundation
+import MoqTestKit
+import MoqtSession
+import MoqtWire
+import Testing
+
+@testable import SwiftMoQ
+
+/// The Swift relay takes IETF MoQ Transport sessions on its moq-lite port: authorised by their
+/// SETUP path like any session, they read what moq-lite publishers publish there.
+@Suite("Swift relay: IETF MoQ Transport subscribers", .serialized, .timeLimit(.minutes(2)))
+struct RelayIETFTests {
+    static func relay(auth: RelayAuth = RelayAuth(publicPrefixes: ["anon"])) throws -> MoqRelay {
+        try MoqRelay.start(MoqRelay.Configuration(host: "127.0.0.1", port: 0, auth: auth, logger: .silent))
+    }
+
+    static func connectIETF(_ relay: MoqRelay, _ version: MoqtVersion, path: String = "anon") async throws
+        -> IETFSession
+    {
+        try await IETFSession.connect(
+            "moql://127.0.0.1:\(relay.port)/\(path)", version: version,
+            options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
+    }
+
+    @Test(
+        "a moq-lite publisher's track read over IETF through the Swift relay, and a moq-lite client still gets moq-lite",
+        arguments: [MoqtVersion.draft16, .draft14])
+    func ietfSubscriber(version: MoqtVersion) async throws {
+        try await withRelay(try Self.relay()) { relay in
+            let publisher = try await relay.connectClient()
+            defer { publisher.close() }
+            #expect(publisher.binding == .quic)
+            let broadcast = BroadcastProducer(path: "room/cam")
+            let track = broadcast.createTrack("data")
+            publisher.publish(broadcast)
+            let writer = Task {
+                while !Task.isCancelled {
+                    let group = track.appendGroup()
+                    for f in 0..<2 { group.write(Bytes(utf8: "g\(group.sequence)f\(f)"), timestamp: 0) }
+                    group.finish()
+                    try? await Task.sleep(for: .milliseconds(30))
+                }
+            }
+            defer { writer.cancel() }
+            let session = try await Self.connectIETF(relay, version)
+            defer { session.close() }
+            try await session.waitForBroadcast("room/cam", timeout: .seconds(10))
+            let remote = session.subscribe(broadcast: "room/cam", track: "data")
+            let consumer = remote.consumer()
+            var tags: [String] = []
+            while tags.count < 6, let group = try await consumer.nextGroup() {
+                while let frame = try await group.nextFrame() {
+                    tags.append(String(decoding: frame.payload.array, as: UTF8.self))
+                }
+            }
+            let first = try #require(tags.first.flatMap { Int($0.dropFirst().prefix { $0 != "f" }) })
+            #expect(Array(tags.prefix(6)) == (first..<first + 3).flatMap { g in (0..<2).map { "g\(g)f\($0)" } })
+            remote.cancel()
+            #expect(await session.closeReason == nil)
+        }
+    }
+
+    @Test("an IETF session outside its grant is closed UNAUTHORIZED; a track it may not see does not exist")
+    func ietfRefused() async throws {
+        try await withRelay(try Self.relay()) { relay in
+            // The refusal can cross the end of SETUP (the connect then fails) or follow it (the session closes).
+            do {
+                let outside = try await Self.connectIETF(relay, .draft16, path: "secret")
+                try await eventually("the refusal") { await outside.closeReason != nil }
+                let reason = await outside.closeReason
+                if case .remote(let code, _)? = reason {
+                    #expect(code == MoqtSessionError.unauthorized.rawValue)
+                } else {
+                    Issue.record("\(String(describing: reason))")
+                }
+            } catch {
+                #expect("\(error)".contains("code 2"), "\(error)")
+            }
+            let publisher = try await relay.connectClient(path: "")  // publishes under "" → "anon/…" is not its
+            defer { publisher.close() }
+            let session = try await Self.connectIETF(relay, .draft16)
+            defer { session.close() }
+            let missing = session.subscribe(broadcast: "nothing/here", track: "data")
+            try await eventually("the refusal of an unknown broadcast") { missing.track.end != nil }
+            #expect(missing.error != nil)
+        }
+    }
+}
