@@ -100,6 +100,8 @@ public final class MoqtSessionCore: TransportEventSink {
     var unsolicited: ServedNamespaces?
     /// The peer's PUBLISH_NAMESPACE, by request id: the path.
     var peerPublished: [UInt64: String] = [:]
+    /// Hears the peer's PUBLISH_NAMESPACEs and their withdrawal (a relay taking in a publisher).
+    var peerNamespaceObserver: ((MoqtNamespaceEvent) -> Void)?
     /// Group streams read but not yet matched to a subscription (SUBSCRIBE_OK still on its way).
     var unknownAliasStreams: [Int64] = []
     /// Served subscriptions waiting for the connection to drain or for stream credit.
@@ -257,7 +259,9 @@ public final class MoqtSessionCore: TransportEventSink {
         closeReason = reason
         setupTimer?.cancel()
         for subscription in served.values { subscription.stop() }
-        for subscription in subscriptions.values { subscription.track.abort(.sessionClosed) }
+        for subscription in subscriptions.values {
+            if let code = subscription.sessionClosedCode { subscription.track.abort(code) }
+        }
         for group in incomingGroups.values { group.producer?.abort(.sessionClosed) }
         for ns in servedNamespaces.values { ns.stop() }
         unsolicited?.stop()
@@ -271,6 +275,7 @@ public final class MoqtSessionCore: TransportEventSink {
         servedNamespaces = [:]
         namespaceRequests = [:]
         unsolicited = nil
+        peerNamespaceObserver = nil
         waitingForRoom = []
         let queued = waitingForRequestID
         waitingForRequestID = []

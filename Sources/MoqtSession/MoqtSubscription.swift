@@ -2,7 +2,7 @@
 public import MoqModel
 import MoqSession
 import MoqSync
-import MoqWire
+public import MoqWire
 public import MoqtWire
 
 /// One of our SUBSCRIBEs: what arrives is written into `track` (group = Group ID, frames in object
@@ -21,10 +21,17 @@ final class MoqtSubscription {
     var expectedStreams: UInt64?
     var finishTimer: (any Cancellable)?
 
-    init(session: MoqtSessionCore, requestID: UInt64, track: TrackProducer) {
+    /// What the track ends with if the session closes first (nil: it is left open).
+    let sessionClosedCode: StreamErrorCode?
+
+    init(
+        session: MoqtSessionCore, requestID: UInt64, track: TrackProducer,
+        sessionClosedCode: StreamErrorCode? = .sessionClosed
+    ) {
         self.session = session
         self.requestID = requestID
         self.track = track
+        self.sessionClosedCode = sessionClosedCode
     }
 
     /// How long the track waits after PUBLISH_DONE, when its stream count cannot be trusted, for
@@ -75,11 +82,16 @@ final class MoqtSubscription {
 
     /// Finishes (or aborts) the track and forgets the subscription.
     func end(aborted code: StreamErrorCode?) {
-        finishTimer?.cancel()
-        finishTimer = nil
         if track.end == nil {
             if let code { track.abort(code) } else { track.finish() }
         }
+        forget()
+    }
+
+    /// Forgets the subscription and leaves its track as it is.
+    func forget() {
+        finishTimer?.cancel()
+        finishTimer = nil
         guard let session else { return }
         session.subscriptions[requestID] = nil
         if let alias, session.aliases[alias] === self { session.aliases[alias] = nil }
@@ -105,6 +117,15 @@ public struct MoqtSubscriptionHandle {
         session.send(.unsubscribe(requestID: id))
         subscription.end(aborted: nil)
     }
+
+    /// UNSUBSCRIBE, leaving the track open (another source feeds it now).
+    public func detach() {
+        guard !request.cancelled else { return }
+        request.cancelled = true
+        guard let id = request.id, let session, let subscription = session.subscriptions[id] else { return }
+        session.send(.unsubscribe(requestID: id))
+        subscription.forget()
+    }
 }
 
 /// A subscription from the moment it is asked for: its id comes when the peer grants one.
@@ -121,11 +142,12 @@ extension MoqtSessionCore {
     /// what arrives is written into `into`. Waits for a request id if the peer has granted none;
     /// `into` is aborted (``StreamErrorCode/internal`` when too many requests wait,
     /// ``StreamErrorCode/sessionClosed`` when the session closes first). `forward` false asks for
-    /// SUBSCRIBE_OK only (the largest location), no objects.
+    /// SUBSCRIBE_OK only (the largest location), no objects. `sessionClosedCode`: what `into` ends
+    /// with if the session closes first (nil leaves it open, for a relay that feeds it from elsewhere).
     @discardableResult
     public func subscribe(
         broadcast: String, track: String, into: TrackProducer, filter: SubscriptionFilter = .largestObject,
-        priority: UInt8 = 128, forward: Bool = true
+        priority: UInt8 = 128, forward: Bool = true, sessionClosedCode: StreamErrorCode? = .sessionClosed
     ) -> MoqtSubscriptionHandle {
         let namespace = TrackNamespace(path: broadcast)
         let request = PendingSubscription(track: into)
@@ -133,14 +155,21 @@ extension MoqtSessionCore {
             { [weak self] id in
                 guard let self else { return }
                 request.id = id
-                self.subscriptions[id] = MoqtSubscription(session: self, requestID: id, track: into)
+                self.subscriptions[id] = MoqtSubscription(
+                    session: self, requestID: id, track: into, sessionClosedCode: sessionClosedCode)
                 self.send(
                     .subscribe(
                         MoqtWire.Subscribe(
                             requestID: id, namespace: namespace, trackName: Bytes(utf8: track),
                             subscriberPriority: priority, groupOrder: .ascending, forward: forward, filter: filter)))
             }, wanted: { !request.cancelled },
-            refused: { [weak self] in into.abort(self?.phase == .closed ? .sessionClosed : .internal) })
+            refused: { [weak self] in
+                if self?.phase != .closed {
+                    into.abort(.internal)
+                } else if let sessionClosedCode {
+                    into.abort(sessionClosedCode)
+                }
+            })
         return MoqtSubscriptionHandle(session: self, request: request)
     }
 

@@ -197,6 +197,13 @@ extension MoqtSessionCore {
         return MoqtNamespaceHandle(session: self, request: request)
     }
 
+    /// Hears what the peer publishes with PUBLISH_NAMESPACE: what it has published so far at once,
+    /// then each new one and each withdrawal (one observer; a relay taking in an IETF publisher).
+    public func observePeerNamespaces(_ handler: @escaping (MoqtNamespaceEvent) -> Void) {
+        peerNamespaceObserver = handler
+        for path in peerPublished.values.sorted() { handler(.announced(path)) }
+    }
+
     /// PUBLISH_NAMESPACE for `path` (once, however many observers advertise it).
     func publishNamespace(_ path: String) {
         guard published[path] == nil else { return }
@@ -271,6 +278,7 @@ extension MoqtSessionCore {
         }
         peerPublished[request.requestID] = path
         send(.requestOk(RequestOk(kind: version == .draft14 ? .publishNamespace : nil, requestID: request.requestID)))
+        peerNamespaceObserver?(.announced(path))
         for ns in namespaceRequests.values where ns.stream == nil && BroadcastPath.hasPrefix(path, ns.prefix) {
             if ns.announced.insert(path).inserted { ns.handler(.announced(path)) }
         }
@@ -284,6 +292,7 @@ extension MoqtSessionCore {
         }
         guard let id, let path = peerPublished.removeValue(forKey: id) else { return }
         peerRequestEnded()
+        peerNamespaceObserver?(.unannounced(path))
         // Only the requests PUBLISH_NAMESPACE serves (draft-16's streams hear NAMESPACE_DONE on their own).
         for ns in namespaceRequests.values where ns.stream == nil && ns.announced.remove(path) != nil {
             ns.handler(.unannounced(path))

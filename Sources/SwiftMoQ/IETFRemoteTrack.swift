@@ -12,7 +12,10 @@ public final class IETFRemoteTrack: @unchecked Sendable {  // `handle` is touche
     public let track: TrackProducer
     let loop: QUICEventLoop
     var handle: MoqtSubscriptionHandle?
-    var cancelled = false
+    /// What was asked before the subscription started (on the loop).
+    private var pending: Ending?
+
+    enum Ending { case cancel, detach }
 
     init(loop: QUICEventLoop, broadcast: String, track: TrackProducer) {
         self.loop = loop
@@ -25,19 +28,32 @@ public final class IETFRemoteTrack: @unchecked Sendable {  // `handle` is touche
         TrackConsumer(track: track, startAt: startAt, maxLatencyMs: maxLatencyMs, timers: LoopScheduler(loop: loop))
     }
 
-    /// Ends the subscription; the track finishes.
-    public func cancel() {
+    /// Ends the subscription (UNSUBSCRIBE); the track finishes.
+    public func cancel() { end(.cancel) }
+
+    /// Ends the subscription (UNSUBSCRIBE) but leaves the track open: a relay feeds it from another route.
+    public func detach() { end(.detach) }
+
+    private func end(_ how: Ending) {
         let box = LoopBound(self)
         loop.execute {
-            box.value.cancelled = true
-            box.value.handle?.cancel()
+            let me = box.value
+            guard let handle = me.handle else { return me.pending = me.pending ?? how }
+            switch how {
+            case .cancel: handle.cancel()
+            case .detach: handle.detach()
+            }
         }
     }
 
     /// Started on the loop once the session has its core.
     func started(_ handle: MoqtSubscriptionHandle) {
         self.handle = handle
-        if cancelled { handle.cancel() }
+        switch pending {
+        case .cancel?: handle.cancel()
+        case .detach?: handle.detach()
+        case nil: break
+        }
     }
 
     /// The error the track ended with, as an API error; nil while live or when finished.

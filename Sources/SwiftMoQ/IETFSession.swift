@@ -147,10 +147,10 @@ public final class IETFSession: @unchecked Sendable {  // the core and connectio
         }
     }
 
-    /// Closes the session (NO_ERROR).
-    public func close() {
+    /// Closes the session (NO_ERROR unless `code` says otherwise).
+    public func close(_ code: MoqtSessionError = .noError, reason: String = "") {
         let endpoint = LoopBound(connection)
-        loop.execute { endpoint.value.core?.close(.noError, reason: "") }
+        loop.execute { endpoint.value.core?.close(code, reason: reason) }
     }
 }
 

@@ -82,6 +82,41 @@ struct IETFInteropTests {
     }
 
     @Test(
+        "a Swift IETF publisher through the Swift relay, read by a Rust moq-lite subscriber", arguments: versions)
+    func swiftRelayTakesIETFPublishers(version: MoqtVersion) async throws {
+        let relay = try SwiftRelay.start()
+        let name = RustPeer.uniqueName("ietf-swift-relay-pub")
+        let session = try await IETFSession.connect(
+            relay.url(), version: version, options: ClientOptions(tls: TLSOptions(fingerprint: relay.relay.fingerprint))
+        )
+        let broadcast = BroadcastProducer(path: name)
+        let track = broadcast.createTrack("data")
+        session.publish(broadcast)
+        let writer = Task {
+            while !Task.isCancelled {
+                let group = track.appendGroup()
+                for f in 0..<2 { group.write(Bytes(utf8: "g\(group.sequence)f\(f)"), timestamp: 0) }
+                group.finish()
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        let subscriber = try RustPeer.launch(
+            ["subscribe"] + relay.client() + ["--broadcast", name, "--track", "data", "--count", "6"])
+        defer { subscriber.terminateInBackground() }
+        let exited = (try? await subscriber.waitForExit(timeout: .seconds(60))) != nil
+        writer.cancel()
+        session.close()
+        await relay.stop()
+        let frames = subscriber.history.filter { $0.name == "frame" }
+        #expect(exited && frames.count == 6, "\(subscriber.history.map(\.line))")
+        for frame in frames {
+            let (g, i) = (frame.int("group") ?? -1, frame.int("index") ?? -1)
+            let payload = frame.string("payload").flatMap { Data(base64Encoded: $0) }
+            #expect(payload.map { String(decoding: $0, as: UTF8.self) } == "g\(g)f\(i)", "\(frame.line)")
+        }
+    }
+
+    @Test(
         "a Swift publisher over IETF, read by a Rust moq-lite subscriber through moq-dev's relay", arguments: versions)
     func swiftPublishes(version: MoqtVersion) async throws {
         let relay = try await RustRelay.start()

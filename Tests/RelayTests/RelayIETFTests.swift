@@ -8,8 +8,9 @@ import Testing
 @testable import SwiftMoQ
 
 /// The Swift relay takes IETF MoQ Transport sessions on its moq-lite port: authorised by their
-/// SETUP path like any session, they read what moq-lite publishers publish there.
-@Suite("Swift relay: IETF MoQ Transport subscribers", .serialized, .timeLimit(.minutes(2)))
+/// SETUP path like any session, they read what moq-lite publishers publish there, and what they
+/// publish is read by moq-lite and IETF subscribers alike.
+@Suite("Swift relay: IETF MoQ Transport sessions", .serialized, .timeLimit(.minutes(2)))
 struct RelayIETFTests {
     static func relay(auth: RelayAuth = RelayAuth(publicPrefixes: ["anon"])) throws -> MoqRelay {
         try MoqRelay.start(MoqRelay.Configuration(host: "127.0.0.1", port: 0, auth: auth, logger: .silent))
@@ -84,6 +85,69 @@ struct RelayIETFTests {
             let missing = session.subscribe(broadcast: "nothing/here", track: "data")
             try await eventually("the refusal of an unknown broadcast") { missing.track.end != nil }
             #expect(missing.error != nil)
+        }
+    }
+
+    /// Groups of two frames `g{g}f{f}` on `track`, every 30 ms, until cancelled.
+    static func write(_ track: TrackProducer) -> Task<Void, Never> {
+        Task {
+            while !Task.isCancelled {
+                let group = track.appendGroup()
+                for f in 0..<2 { group.write(Bytes(utf8: "g\(group.sequence)f\(f)"), timestamp: 0) }
+                group.finish()
+                try? await Task.sleep(for: .milliseconds(30))
+            }
+        }
+    }
+
+    /// The first `count` frames from `consumer` as text, whole groups in order.
+    static func tags(_ consumer: TrackConsumer, count: Int) async throws -> [String] {
+        var tags: [String] = []
+        while tags.count < count, let group = try await consumer.nextGroup() {
+            while let frame = try await group.nextFrame() {
+                tags.append(String(decoding: frame.payload.array, as: UTF8.self))
+            }
+        }
+        return tags
+    }
+
+    /// Whole groups in sequence from the first tag's group.
+    static func consecutive(_ tags: [String]) -> Bool {
+        guard let first = tags.first.flatMap({ Int($0.dropFirst().prefix { $0 != "f" }) }) else { return false }
+        return tags
+            == Array((first..<first + tags.count).flatMap { g in (0..<2).map { "g\(g)f\($0)" } }.prefix(tags.count))
+    }
+
+    @Test(
+        "an IETF publisher's track through the Swift relay, read by a moq-lite subscriber and an IETF one",
+        arguments: [MoqtVersion.draft16, .draft14])
+    func ietfPublisher(version: MoqtVersion) async throws {
+        try await withRelay(try Self.relay()) { relay in
+            let publisher = try await Self.connectIETF(relay, version)
+            defer { publisher.close() }
+            let broadcast = BroadcastProducer(path: "room/live")
+            let track = broadcast.createTrack("data")
+            publisher.publish(broadcast)
+            let writer = Self.write(track)
+            defer { writer.cancel() }
+
+            let lite = try await relay.connectClient()
+            defer { lite.close() }
+            try await lite.waitForBroadcast("room/live", timeout: .seconds(10))
+            let liteTags = try await Self.tags(
+                lite.subscribe(broadcast: "room/live", track: "data").consumer(), count: 6)
+            #expect(Self.consecutive(liteTags), "\(liteTags)")
+
+            let ietf = try await Self.connectIETF(relay, .draft16)
+            defer { ietf.close() }
+            try await ietf.waitForBroadcast("room/live", timeout: .seconds(10))
+            let ietfTags = try await Self.tags(
+                ietf.subscribe(broadcast: "room/live", track: "data").consumer(), count: 6)
+            #expect(Self.consecutive(ietfTags), "\(ietfTags)")
+
+            // The publisher goes: its broadcast is withdrawn from the relay.
+            publisher.close()
+            try await eventually("the broadcast withdrawn") { relay.origin.broadcast("anon/room/live") == nil }
         }
     }
 }

@@ -3,13 +3,17 @@ import MoqQUIC
 import MoqSession
 import MoqSync
 import MoqWire
+import MoqtSession
 
 /// Takes what a peer announces and reports it to the relay's ``RelayRoutes`` as routes through
 /// that peer's session: a publisher's broadcasts (owned by its grant), or another relay's (a peer
 /// link or an upstream, owned by nobody: they compete by cost). Tracks are subscribed through the
 /// session of the best route, on demand.
 final class AnnounceIngest: @unchecked Sendable {
-    let session: MoqSession
+    /// The route's session: tracks are pulled through it.
+    let session: any UpstreamSession
+    /// Asks the peer for everything it announces, reporting to the handler (on the session's loop).
+    private let subscribeAnnounces: (@escaping (AnnounceEvent) -> Void) -> Void
     let routes: RelayRoutes
     let hopID: UInt64
     let logger: MoqLogger
@@ -30,14 +34,60 @@ final class AnnounceIngest: @unchecked Sendable {
 
     private let state = Lock(State())
 
-    init(
+    /// What a moq-lite session announces (ANNOUNCE_PLEASE for everything).
+    convenience init(
         session: MoqSession, routes: RelayRoutes, hopID: UInt64, logger: MoqLogger, label: String,
         owner: String? = nil, takeoverRefused: @escaping @Sendable (String) -> Void = { _ in },
         map: @escaping @Sendable (String) -> String?
     ) {
+        let conn = session.connection
+        self.init(
+            upstream: session, routes: routes, hopID: hopID, logger: logger, label: label, owner: owner,
+            takeoverRefused: takeoverRefused, map: map
+        ) { handler in
+            guard let core = conn.value.core, !core.isClosed else { return handler(.closed(nil)) }
+            _ = core.requestAnnounces(prefix: "", handler: handler)
+        }
+    }
+
+    /// What an IETF session publishes (its PUBLISH_NAMESPACEs, and SUBSCRIBE_NAMESPACE for everything):
+    /// a publisher's own broadcasts, so each is a direct route.
+    convenience init(
+        ietf session: IETFSession, routes: RelayRoutes, hopID: UInt64, logger: MoqLogger, label: String,
+        owner: String?, takeoverRefused: @escaping @Sendable (String) -> Void,
+        map: @escaping @Sendable (String) -> String?
+    ) {
+        let endpoint = session.connection
+        self.init(
+            upstream: session, routes: routes, hopID: hopID, logger: logger, label: label, owner: owner,
+            takeoverRefused: takeoverRefused, map: map
+        ) { handler in
+            guard let core = endpoint.core, !core.isClosed else { return handler(.closed(nil)) }
+            _ = endpoint.addCloseHandler { handler(.closed(nil)) }
+            let report: (MoqtNamespaceEvent) -> Void = { event in
+                switch event {
+                case .announced(let path): handler(.active(path: path, route: AnnounceRoute()))
+                case .unannounced(let path): handler(.ended(path: path))
+                case .refused: break  // what it publishes unsolicited still comes
+                }
+            }
+            // Unsolicited PUBLISH_NAMESPACEs (ours, to a peer without SOLICIT), and answers to
+            // SUBSCRIBE_NAMESPACE (moq-dev's, which publishes only when asked).
+            core.observePeerNamespaces(report)
+            core.subscribeNamespace(prefix: "", handler: report)
+        }
+    }
+
+    init(
+        upstream: any UpstreamSession, routes: RelayRoutes, hopID: UInt64, logger: MoqLogger, label: String,
+        owner: String?, takeoverRefused: @escaping @Sendable (String) -> Void,
+        map: @escaping @Sendable (String) -> String?,
+        subscribeAnnounces: @escaping (@escaping (AnnounceEvent) -> Void) -> Void
+    ) {
         self.owner = owner
         self.takeoverRefused = takeoverRefused
-        self.session = session
+        self.session = upstream
+        self.subscribeAnnounces = subscribeAnnounces
         self.routes = routes
         self.hopID = hopID
         self.logger = logger
@@ -47,10 +97,10 @@ final class AnnounceIngest: @unchecked Sendable {
 
     /// Asks the peer for everything it announces (call once).
     func start() {
-        let conn = session.connection
-        session.loop.execute { [self] in
-            guard let core = conn.value.core, !core.isClosed else { return close() }
-            core.requestAnnounces(prefix: "") { [self] event in handle(event) }
+        let box = LoopBound(self)
+        session.loop.execute {
+            let me = box.value
+            me.subscribeAnnounces { [me] event in me.handle(event) }
         }
     }
 

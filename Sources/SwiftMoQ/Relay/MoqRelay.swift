@@ -186,7 +186,7 @@ public final class MoqRelay: @unchecked Sendable {
     /// Closes the session of link `index` (``links`` order) as if its network had failed; the link is
     /// redialled as after any failure (tests of failover).
     func dropLink(_ index: Int) {
-        linkIngests.withLock { $0[index] }?.session.close()
+        linkIngests.withLock { $0[index] }?.session.closeUpstream()
     }
 
     private init(configuration: Configuration) {
@@ -478,8 +478,27 @@ public final class MoqRelay: @unchecked Sendable {
         core.publishOrigin = ScopedOrigin(parent: origin, root: permissions.root, allowed: permissions.subscribe)
         let label = "session \(id) (\(endpoint.peerDescription) /\(permissions.root), IETF \(session.version))"
         logger.info(
-            "\(label): connected; may subscribe to \(permissions.subscribe.map { "'\($0)'" }.joined(separator: ", ")); what it publishes is not taken in (IETF publishers come later)"
+            "\(label): connected; may subscribe to \(permissions.subscribe.map { "'\($0)'" }.joined(separator: ", ")); publish to \(permissions.publish.isEmpty ? "nothing" : permissions.publish.map { "'\($0)'" }.joined(separator: ", "))"
         )
+        if !permissions.publish.isEmpty {
+            // What it publishes (PUBLISH_NAMESPACE, or NAMESPACE answers) becomes routes through it, owned by its grant.
+            let root = permissions.root
+            let key = ObjectIdentifier(session)
+            let ingest = AnnounceIngest(
+                ietf: session, routes: routes, hopID: hopID, logger: logger, label: label,
+                owner: permissions.peer ? nil : permissions.grant,
+                takeoverRefused: { [weak session] path in
+                    session?.close(.unauthorized, reason: "broadcast '\(path)' is published by another session")
+                }
+            ) { path in
+                permissions.canPublish(path) ? BroadcastPath.join(root, path) : nil
+            }
+            ingests.withLock { $0[key] = ingest }
+            _ = endpoint.addCloseHandler { [weak self] in
+                self?.ingests.withLock { $0.removeValue(forKey: key) }?.close()
+            }
+            ingest.start()
+        }
         if let expires = permissions.expires {
             let remaining = max(0, expires.timeIntervalSinceNow)
             let bound = LoopBound(core)

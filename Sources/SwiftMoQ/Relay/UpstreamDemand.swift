@@ -10,7 +10,7 @@ import MoqWire
 /// The track outlives the session: ``RelayRoutes`` ends it, or feeds it through another route.
 final class UpstreamDemand: Sendable {
     private struct State {
-        var remote: RemoteTrack?
+        var remote: (any UpstreamSubscription)?
         var range: SubscriptionRange?
         /// A subscriber's range has set the budget (until then it is the relay's default).
         var demanded = false
@@ -20,7 +20,7 @@ final class UpstreamDemand: Sendable {
     }
 
     /// The session the track is subscribed through (one route to the broadcast).
-    let session: MoqSession
+    let session: any UpstreamSession
     private let peerPath: String
     /// Weak: the track holds this (its demand handler), and the relay's broadcast holds the track.
     private let track: WeakReference<TrackProducer>
@@ -30,7 +30,7 @@ final class UpstreamDemand: Sendable {
     private let state = Lock(State())
 
     init(
-        session: MoqSession, peerPath: String, track: TrackProducer, defaultRange: SubscriptionRange,
+        session: any UpstreamSession, peerPath: String, track: TrackProducer, defaultRange: SubscriptionRange,
         onLost: (@Sendable (StreamErrorCode) -> Bool)? = nil
     ) {
         self.session = session
@@ -54,7 +54,7 @@ final class UpstreamDemand: Sendable {
         enum Action {
             case none
             case subscribe(SubscriptionRange)
-            case update(RemoteTrack, SubscriptionRange)
+            case update(any UpstreamSubscription, SubscriptionRange)
         }
         let action = state.withLock { s -> Action in
             guard !s.cancelled else { return .none }
@@ -83,8 +83,7 @@ final class UpstreamDemand: Sendable {
             remote.update(range)
         case .subscribe(let range):
             guard let track = track.value else { return }
-            let remote = session.subscribe(
-                broadcast: peerPath, range: range, into: track, sessionClosedCode: nil, onLost: onLost)
+            let remote = session.pull(broadcast: peerPath, range: range, into: track, onLost: onLost)
             let (cancelled, detached, raised) = state.withLock { s -> (Bool, Bool, SubscriptionRange?) in
                 s.remote = remote
                 return (s.cancelled, s.detached, s.range != range ? s.range : nil)
@@ -101,7 +100,7 @@ final class UpstreamDemand: Sendable {
 
     /// Ends the upstream subscription (the last subscriber left, or the peer went away).
     func cancel() {
-        let remote = state.withLock { s -> RemoteTrack? in
+        let remote = state.withLock { s -> (any UpstreamSubscription)? in
             s.cancelled = true
             return s.remote
         }
@@ -111,7 +110,7 @@ final class UpstreamDemand: Sendable {
 
     /// Ends the upstream subscription but leaves the track open: another route feeds it now.
     func detach() {
-        let remote = state.withLock { s -> RemoteTrack? in
+        let remote = state.withLock { s -> (any UpstreamSubscription)? in
             s.cancelled = true
             s.detached = true
             return s.remote

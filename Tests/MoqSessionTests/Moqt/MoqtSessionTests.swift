@@ -127,6 +127,44 @@ struct MoqtSessionTests {
         #expect(done)
     }
 
+    @Test("detach: UNSUBSCRIBE and the track stays open; what the session's close does to a track is the caller's")
+    func detachAndSessionClose() {
+        let pair = MoqtPair(.draft16)
+        let track = pair.serverBroadcast("b").createTrack("t")
+        let detached = pair.remoteTrack("t")
+        let handle = pair.client.subscribe(broadcast: "b", track: "t", into: detached)
+        let open = pair.remoteTrack("t")
+        pair.client.subscribe(broadcast: "b", track: "t", into: open, sessionClosedCode: nil)
+        let relayed = pair.remoteTrack("t")
+        pair.client.subscribe(broadcast: "b", track: "t", into: relayed, sessionClosedCode: .internal)
+        pair.run()
+        track.writeSingleFrameGroup(Bytes("1"), timestamp: 0)
+        pair.run()
+        #expect(track.observerCount == 3)
+        handle.detach()
+        pair.run()
+        #expect(track.observerCount == 2 && detached.end == nil)
+        pair.client.close()
+        #expect(open.end == nil && detached.end == nil)
+        #expect(relayed.end == .aborted(.internal))
+    }
+
+    @Test("the peer's PUBLISH_NAMESPACEs are heard by an observer (a relay taking in a publisher)", arguments: versions)
+    func observePeerNamespaces(version: MoqtVersion) {
+        let pair = MoqtPair(version)
+        let early = BroadcastProducer(path: "room/a", clock: pair.scheduler.clock)
+        pair.clientOrigin.publish(early)
+        pair.run()
+        var events: [MoqtNamespaceEvent] = []
+        pair.server.observePeerNamespaces { events.append($0) }
+        let late = BroadcastProducer(path: "room/b", clock: pair.scheduler.clock)
+        pair.clientOrigin.publish(late)
+        pair.run()
+        pair.clientOrigin.unpublish(early)
+        pair.run()
+        #expect(events == [.announced("room/a"), .announced("room/b"), .unannounced("room/a")])
+    }
+
     @Test(
         "a group that reaches the served track after a newer one (a relay's upstream streams race) is still sent",
         arguments: versions)
