@@ -70,8 +70,8 @@ enum RelayCommand {
                                     moq-relay: clients whose UDP is blocked fall back to it, subprotocol
                                     qmux-01.moq-lite-06; wss:// from anyone, plain ws:// from loopback only)
           --no-ietf                 do not accept IETF MoQ Transport (drafts 16 and 14, raw QUIC) beside
-                                    moq-lite on the UDP port (by default its subscribers may read what the
-                                    grant of their SETUP path allows; IETF publishers are not taken in yet)
+                                    moq-lite on the UDP port (by default such sessions are authorised by their
+                                    SETUP path and relayed to and from moq-lite ones)
           --websocket-any-address   accept plain ws:// sessions from any address too (a trusted network, or
                                     TLS terminated in front of the relay): they are not encrypted
           --metrics                 also answer GET /metrics (Prometheus text: sessions, broadcasts, routes,

@@ -84,8 +84,8 @@ public final class MoqRelay: @unchecked Sendable {
         public var serveWebSocket = true
         /// IETF MoQ Transport versions accepted on the relay's UDP port beside moq-lite (raw QUIC;
         /// offered after moq-lite, so a client offering both families gets moq-lite). Such sessions
-        /// are authorised like any (the SETUP path and its token) and may subscribe to what their
-        /// grant allows; what they publish is not taken in yet (docs/ietf/plan.md). Empty: moq-lite only.
+        /// are authorised like any (the SETUP path and its token), may subscribe to what their grant
+        /// allows, and what they publish is relayed like a moq-lite publisher's. Empty: moq-lite only.
         public var ietfVersions: [MoqtVersion] = [.draft16, .draft14]
         /// Plain WebSocket sessions (`ws://`, no TLS) are taken from loopback peers only unless this is
         /// set (a trusted network, or TLS terminated in front of the relay); `wss://` from anyone.
