@@ -40,6 +40,8 @@ final class MoqtServedSubscription: TrackObserver, @unchecked Sendable {  // tou
     /// The groups started or skipped at or below ``highest`` that the track still holds: a group
     /// that reaches the track after a newer one (a relay's upstream streams race) is still sent.
     var handled: Set<UInt64> = []
+    /// Groups below this were handled and left the cache: not sent again.
+    var floor: UInt64 = 0
     var streamsOpened: UInt64 = 0
     var observer: UInt64?
     var done = false
@@ -71,8 +73,9 @@ final class MoqtServedSubscription: TrackObserver, @unchecked Sendable {  // tou
         session.send(
             .subscribeOk(
                 SubscribeOk(requestID: request.requestID, trackAlias: alias, groupOrder: .ascending, largest: largest)))
-        // FORWARD 0: accepted, but nothing is sent (nor pulled upstream); SwiftMoQ takes no update
-        // that could turn it on, so such a subscription only waits for its end.
+        // FORWARD 0: accepted, but nothing is sent and no demand is expressed (a relay's track may
+        // still be pulled for others); SwiftMoQ takes no update that could turn it on, so such a
+        // subscription only waits for its end.
         if request.forward {
             track.demand(SubscriptionRange(priority: 255 &- request.subscriberPriority, groupStart: start ?? 0))
         }
@@ -107,12 +110,16 @@ final class MoqtServedSubscription: TrackObserver, @unchecked Sendable {  // tou
             if write(&active[index]) { active.remove(at: index) } else { index += 1 }
         }
         // Open streams for the groups that are due.
-        // What the track no longer holds cannot come again: forget it (the set stays within the cache).
-        if let oldest = snapshot.groups.first?.sequence { handled = handled.filter { $0 >= oldest } }
+        // What the track no longer holds is forgotten (the set stays within the cache), and not sent
+        // if it reappears.
+        if let oldest = snapshot.groups.first?.sequence, handled.contains(where: { $0 < oldest }) {
+            handled = handled.filter { $0 >= oldest }
+            floor = max(floor, oldest)
+        }
         var due = snapshot.groups.filter { g in
             guard request.forward else { return false }
             return
-                g.sequence >= (start ?? 0) && !handled.contains(g.sequence)
+                g.sequence >= max(start ?? 0, floor) && !handled.contains(g.sequence)
                 && (endGroup.map { g.sequence <= $0 } ?? true)
         }
         if due.count > session.config.maxQueuedGroups {
@@ -188,7 +195,10 @@ final class MoqtServedSubscription: TrackObserver, @unchecked Sendable {  // tou
         guard let session, active.isEmpty else { return }
         let ended: Bool
         if let end = endGroup, let highest, highest >= end {
-            ended = true
+            // Every group of the range the track holds was sent (one that overtook another waits for it).
+            ended = snapshot.groups.allSatisfy { g in
+                g.sequence < max(start ?? 0, floor) || g.sequence > end || handled.contains(g.sequence)
+            }
         } else if let end = snapshot.end {
             if case .finished(let next) = end, let highest, next > highest &+ 1, snapshot.latest != nil {
                 ended = false  // groups still to come from the cache

@@ -184,6 +184,7 @@ extension MoqtSessionCore {
             nextRequestID += 2
             return start(id)
         }
+        waitingForRequestID.removeAll { !$0.wanted() }  // cancelled ones hold no place in the queue
         guard phase != .closed, waitingForRequestID.count < config.maxQueuedRequests else { return refused() }
         waitingForRequestID.append(QueuedRequest(start: start, wanted: wanted, refused: refused))
     }

@@ -163,10 +163,11 @@ public final class MoqtSessionCore: TransportEventSink {
             controlStream = stream
             transport.setSendOrder(stream, Int64.max)
         } else if stream != controlStream, namespaceStreams[stream] == nil {
-            // Draft-16: a SUBSCRIBE_NAMESPACE stream, possibly ahead of the peer's SETUP (a server may
-            // ask as soon as our CLIENT_SETUP granted it ids; its stream can overtake its SERVER_SETUP).
-            guard version == .draft16 else {
-                return close(.protocolViolation, reason: "a second bidirectional stream on \(version)")
+            // Draft-16: a SUBSCRIBE_NAMESPACE stream. A client may see one ahead of the server's SETUP
+            // (the server may ask as soon as our CLIENT_SETUP granted it ids, and its stream can overtake
+            // its SERVER_SETUP); a server never legitimately does, so it holds nothing before SETUP.
+            guard version == .draft16, phase == .ready || transport.isClient else {
+                return close(.protocolViolation, reason: "a second bidirectional stream on \(version) before SETUP")
             }
             namespaceStreams[stream] = NamespaceStream(stream: stream, own: false)
         }
@@ -237,6 +238,12 @@ public final class MoqtSessionCore: TransportEventSink {
             case .transport(let text): .transport(text)
             }
         finishClosing(why)
+    }
+
+    /// GOAWAY: asks the peer to move to `uri` (a server's; "" for the same one) before this session closes.
+    public func sendGoaway(uri: String = "") {
+        guard phase == .ready, !transport.isClient || uri.isEmpty else { return }
+        send(.goaway(newSessionURI: uri))
     }
 
     /// The peer closed the connection with an application `code` (a MoQ Transport termination code).

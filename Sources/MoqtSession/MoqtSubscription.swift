@@ -39,6 +39,8 @@ final class MoqtSubscription {
     static let quietAfterDone: Duration = .seconds(1)
 
     func publishDone(_ done: PublishDone) {
+        // The track already ended (END_OF_TRACK came first): nothing more to wait for.
+        if track.end != nil { return forget() }
         if done.statusCode != MoqtCode.trackEnded && done.statusCode != MoqtCode.subscriptionEnded {
             // moq-dev sends 200/500 (docs/ietf/moqt-wire.md §10): anything but the spec's clean
             // codes and 200 is a failure.

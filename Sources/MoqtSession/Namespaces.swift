@@ -213,7 +213,7 @@ extension MoqtSessionCore {
                 guard let self else { return }
                 self.published[path] = id
                 self.send(.publishNamespace(PublishNamespace(requestID: id, namespace: TrackNamespace(path: path))))
-            }, wanted: { [weak self] in self?.published[path] != nil },
+            }, wanted: { [weak self] in self?.published[path] == .max },  // withdrawn and republished: one request
             refused: { [weak self] in self?.published[path] = nil })
     }
 
@@ -301,14 +301,15 @@ extension MoqtSessionCore {
 
     // MARK: Draft-16 namespace streams
 
-    /// What a namespace stream may hold before the peer's SETUP arrived (one request and then some).
+    /// What the peer's namespace streams may hold in all before its SETUP arrived (a few requests).
     static let maxBytesBeforeSetup = 16 * 1024
 
-    /// Keeps the bytes of a peer's namespace stream that came before its SETUP (bounded).
+    /// Keeps the bytes of a peer's namespace stream that came before its SETUP (bounded in all).
     func holdBeforeSetup(_ ns: NamespaceStream, _ bytes: [UInt8], fin: Bool) {
         ns.reader.append(bytes)
         ns.finBeforeSetup = ns.finBeforeSetup || fin
-        if ns.reader.buffered > Self.maxBytesBeforeSetup {
+        let held = namespaceStreams.values.reduce(0) { $0 + ($1.own ? 0 : $1.reader.buffered) }
+        if held > Self.maxBytesBeforeSetup {
             close(.protocolViolation, reason: "more than \(Self.maxBytesBeforeSetup) bytes of requests before SETUP")
         }
     }

@@ -147,6 +147,13 @@ public final class IETFSession: @unchecked Sendable {  // the core and connectio
         }
     }
 
+    /// GOAWAY: asks the peer to move to `uri` ("" for the same server) before this session closes
+    /// (a server's; a client sends it with no URI).
+    public func goaway(uri: String = "") {
+        let endpoint = LoopBound(connection)
+        loop.execute { endpoint.value.core?.sendGoaway(uri: uri) }
+    }
+
     /// Closes the session (NO_ERROR unless `code` says otherwise).
     public func close(_ code: MoqtSessionError = .noError, reason: String = "") {
         let endpoint = LoopBound(connection)

@@ -203,9 +203,10 @@ public final class MoqServer: @unchecked Sendable {
         return endpoint
     }
 
-    /// Sends GOAWAY to every session (optionally pointing elsewhere).
+    /// Sends GOAWAY to every session, of both families (optionally pointing elsewhere).
     public func goaway(uri: String = "") {
         for s in openSessions { s.goaway(uri: uri) }
+        for s in ietfSessions.withLock({ Array($0.values) }) { s.goaway(uri: uri) }
     }
 
     /// Closes every session and stops listening.

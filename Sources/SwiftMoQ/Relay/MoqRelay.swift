@@ -501,11 +501,11 @@ public final class MoqRelay: @unchecked Sendable {
         }
         if let expires = permissions.expires {
             let remaining = max(0, expires.timeIntervalSinceNow)
-            let bound = LoopBound(core)
+            let weak = WeakReference(core)  // the session may end long before its token
             _ = session.loop.schedule(after: .milliseconds(Int64(remaining * 1000))) {
-                guard !bound.value.isClosed else { return }
+                guard let core = weak.value, !core.isClosed else { return }
                 logger.info("\(label): token expired; closing")
-                bound.value.close(.unauthorized, reason: "the token expired")
+                core.close(.unauthorized, reason: "the token expired")
             }
         }
     }

@@ -348,6 +348,29 @@ struct MoqtHostileTests {
         }
     }
 
+    @Test("PUBLISH_DONE after END_OF_TRACK: the subscription is forgotten at once (it held its alias until the close)")
+    func publishDoneAfterEndOfTrack() {
+        let (pair, raw) = Self.readyClient()
+        let remote = pair.remoteTrack("t")
+        pair.client.subscribe(broadcast: "b", track: "t", into: remote)
+        pair.run()
+        raw.writeRaw(0, ControlMessage.subscribeOk(SubscribeOk(requestID: 0, trackAlias: 1)).bytes(.draft16))
+        let header = SubgroupHeader(trackAlias: 1, group: 0)
+        var w = WireWriter()
+        header.encode(into: &w, version: .draft16)
+        SubgroupObject(id: 0, payload: Bytes("a")).encode(into: &w, after: nil, header: header, version: .draft16)
+        SubgroupObject(id: 1, payload: Bytes(), status: .endOfTrack)
+            .encode(into: &w, after: 0, header: header, version: .draft16)
+        raw.writeRaw(3, w.bytes, fin: true)
+        pair.run()
+        #expect(remote.end != nil)
+        raw.writeRaw(
+            0, ControlMessage.publishDone(PublishDone(requestID: 0, statusCode: 2, streamCount: 0)).bytes(.draft16))
+        pair.run()
+        #expect(pair.client.resourceUsage.ownSubscriptions == 0 && pair.client.resourceUsage.aliases == 0)
+        #expect(pair.client.isReady)
+    }
+
     @Test("a subscription that starts at an object past 0 numbers its objects from there")
     func absoluteStartObjectIDs() throws {
         let pair = MoqtPair(.draft16, rawServer: false)

@@ -127,6 +127,17 @@ struct MoqtSessionTests {
         #expect(done)
     }
 
+    @Test("GOAWAY: the server's, with a new URI, reaches the client; a client's carries none", arguments: versions)
+    func goaway(version: MoqtVersion) {
+        let pair = MoqtPair(version)
+        pair.server.sendGoaway(uri: "moqt://elsewhere.example/anon")
+        pair.client.sendGoaway(uri: "moqt://not-allowed")
+        pair.run()
+        #expect(pair.clientDelegate.goaways == ["moqt://elsewhere.example/anon"])
+        #expect(pair.serverDelegate.goaways.isEmpty)
+        #expect(pair.client.isReady && pair.server.isReady)
+    }
+
     @Test("detach: UNSUBSCRIBE and the track stays open; what the session's close does to a track is the caller's")
     func detachAndSessionClose() {
         let pair = MoqtPair(.draft16)
