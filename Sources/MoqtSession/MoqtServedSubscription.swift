@@ -76,9 +76,10 @@ final class MoqtServedSubscription: TrackObserver, @unchecked Sendable {  // tou
         // FORWARD 0: accepted, but nothing is sent and no demand is expressed (a relay's track may
         // still be pulled for others); SwiftMoQ takes no update that could turn it on, so such a
         // subscription only waits for its end.
-        if request.forward {
-            track.demand(SubscriptionRange(priority: 255 &- request.subscriberPriority, groupStart: start ?? 0))
-        }
+        // IETF subscriptions carry no latency budget: no preference is expressed (a relay keeps its
+        // default upstream). A range here asked for budget 0, and a moq-lite publisher behind the
+        // relay then dropped a group still being written as soon as the next began.
+        if request.forward { track.demand(nil) }
         observer = track.addObserver(self)
         pump()
     }

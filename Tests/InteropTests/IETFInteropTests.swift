@@ -92,14 +92,7 @@ struct IETFInteropTests {
         let broadcast = BroadcastProducer(path: name)
         let track = broadcast.createTrack("data")
         session.publish(broadcast)
-        let writer = Task {
-            while !Task.isCancelled {
-                let group = track.appendGroup()
-                for f in 0..<2 { group.write(Bytes(utf8: "g\(group.sequence)f\(f)"), timestamp: 0) }
-                group.finish()
-                try? await Task.sleep(for: .milliseconds(50))
-            }
-        }
+        let writer = GroupedPublisher(track, frames: 2, interval: .milliseconds(25))
         let subscriber = try RustPeer.launch(
             ["subscribe"] + relay.client() + ["--broadcast", name, "--track", "data", "--count", "6"])
         defer { subscriber.terminateInBackground() }
@@ -127,16 +120,7 @@ struct IETFInteropTests {
         let broadcast = BroadcastProducer(path: name)
         let track = broadcast.createTrack("data")
         session.publish(broadcast)
-        let writer = Task {
-            var g = 0
-            while !Task.isCancelled {
-                let group = track.appendGroup()
-                for f in 0..<2 { group.write(Bytes(utf8: "g\(group.sequence)f\(f)"), timestamp: UInt64(g * 2 + f)) }
-                group.finish()
-                g += 1
-                try? await Task.sleep(for: .milliseconds(50))
-            }
-        }
+        let writer = GroupedPublisher(track, frames: 2, interval: .milliseconds(25))
         defer { writer.cancel() }
         let subscriber = try RustPeer.launch(
             ["subscribe"] + relay.client + ["--broadcast", name, "--track", "data", "--count", "6"])
@@ -167,14 +151,7 @@ struct IETFInteropTests {
         let broadcast = BroadcastProducer(path: name)
         let track = broadcast.createTrack("data")
         origin.publish(broadcast)
-        let writer = Task {
-            while !Task.isCancelled {
-                let group = track.appendGroup()
-                for f in 0..<2 { group.write(Bytes(utf8: "g\(group.sequence)f\(f)"), timestamp: 0) }
-                group.finish()
-                try? await Task.sleep(for: .milliseconds(50))
-            }
-        }
+        let writer = GroupedPublisher(track, frames: 2, interval: .milliseconds(25))
         defer { writer.cancel() }
         let subscriber = try RustPeer.launch(
             ["subscribe"] + Self.client(server) + ["--broadcast", name, "--track", "data", "--count", "6"])

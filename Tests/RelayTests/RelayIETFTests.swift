@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import Foundation
+import MoqInteropSupport
 import MoqTestKit
 import MoqtSession
 import MoqtWire
@@ -35,14 +36,7 @@ struct RelayIETFTests {
             let broadcast = BroadcastProducer(path: "room/cam")
             let track = broadcast.createTrack("data")
             publisher.publish(broadcast)
-            let writer = Task {
-                while !Task.isCancelled {
-                    let group = track.appendGroup()
-                    for f in 0..<2 { group.write(Bytes(utf8: "g\(group.sequence)f\(f)"), timestamp: 0) }
-                    group.finish()
-                    try? await Task.sleep(for: .milliseconds(30))
-                }
-            }
+            let writer = GroupedPublisher(track, frames: 2, interval: .milliseconds(15))
             defer { writer.cancel() }
             let session = try await Self.connectIETF(relay, version)
             defer { session.close() }
@@ -57,6 +51,9 @@ struct RelayIETFTests {
             }
             let first = try #require(tags.first.flatMap { Int($0.dropFirst().prefix { $0 != "f" }) })
             #expect(Array(tags.prefix(6)) == (first..<first + 3).flatMap { g in (0..<2).map { "g\(g)f\($0)" } })
+            // IETF carries no budget: the relay keeps its default upstream (a budget of 0 made a moq-lite
+            // publisher drop a group still being written as soon as the next began).
+            #expect(relay.upstreamBudgetsMs == [MoqRelay.upstreamRange.maxLatencyMs])
             remote.cancel()
             #expect(await session.closeReason == nil)
         }
@@ -88,18 +85,6 @@ struct RelayIETFTests {
         }
     }
 
-    /// Groups of two frames `g{g}f{f}` on `track`, every 30 ms, until cancelled.
-    static func write(_ track: TrackProducer) -> Task<Void, Never> {
-        Task {
-            while !Task.isCancelled {
-                let group = track.appendGroup()
-                for f in 0..<2 { group.write(Bytes(utf8: "g\(group.sequence)f\(f)"), timestamp: 0) }
-                group.finish()
-                try? await Task.sleep(for: .milliseconds(30))
-            }
-        }
-    }
-
     /// The first `count` frames from `consumer` as text, whole groups in order.
     static func tags(_ consumer: TrackConsumer, count: Int) async throws -> [String] {
         var tags: [String] = []
@@ -128,7 +113,7 @@ struct RelayIETFTests {
             let broadcast = BroadcastProducer(path: "room/live")
             let track = broadcast.createTrack("data")
             publisher.publish(broadcast)
-            let writer = Self.write(track)
+            let writer = GroupedPublisher(track, frames: 2, interval: .milliseconds(15))
             defer { writer.cancel() }
 
             let lite = try await relay.connectClient()

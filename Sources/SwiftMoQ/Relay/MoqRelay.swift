@@ -282,18 +282,10 @@ public final class MoqRelay: @unchecked Sendable {
         let id = counter.add(1, ordering: .relaxed).newValue
         let conn = session.connection.value
         let peer = conn.peerDescription
-        guard let core = conn.core else { return }
-        let permissions: RelayPermissions
-        switch configuration.auth.authorize(setupPath: setup.path) {
-        case .failure(let error):
-            counts.withLock { $0.refused += 1 }
-            logger.warning("session \(id) from \(peer) refused: \(error)")
-            core.close(.unauthorized, reason: error.description)
-            return
-        case .success(let p):
-            permissions = p
-        }
-        counts.withLock { $0.accepted += 1 }
+        guard let core = conn.core,
+            let permissions = authorize(
+                setup.path, id: id, peer: peer, refuse: { core.close(.unauthorized, reason: $0) })
+        else { return }
         track(
             TrackedSession(
                 id: id, session: session, kind: permissions.peer ? .peer : .client, peer: peer, root: permissions.root,
@@ -302,12 +294,9 @@ public final class MoqRelay: @unchecked Sendable {
         let label = "session \(id) (\(peer) /\(permissions.root)\(over))"
         core.publishOrigin = ScopedOrigin(parent: origin, root: permissions.root, allowed: permissions.subscribe)
         conn.onLimit = { logger.warning("\(label): \($0)") }
-        logger.info(
-            "\(label): connected; may subscribe to \(permissions.subscribe.map { "'\($0)'" }.joined(separator: ", ")); publish to \(permissions.publish.isEmpty ? "nothing" : permissions.publish.map { "'\($0)'" }.joined(separator: ", "))"
-        )
+        logger.info("\(label): connected; \(Self.describe(permissions))")
         let key = ObjectIdentifier(session)
         if !permissions.publish.isEmpty && setup.role != .subscriber {
-            let root = permissions.root
             // A peer relay's routes compete by cost; a publisher's broadcasts are its grant's own.
             let ingest = AnnounceIngest(
                 session: session, routes: routes, hopID: hopID, logger: logger, label: label,
@@ -315,10 +304,7 @@ public final class MoqRelay: @unchecked Sendable {
                 takeoverRefused: { [weak session] path in
                     // One session may not take another's broadcast: a clear refusal, not a silent hijack.
                     session?.close(.unauthorized, reason: "broadcast '\(path)' is published by another session")
-                }
-            ) { path in
-                permissions.canPublish(path) ? BroadcastPath.join(root, path) : nil
-            }
+                }, map: Self.publishing(permissions))
             ingests.withLock { $0[key] = ingest }
             ingest.start()
         }
@@ -454,6 +440,34 @@ public final class MoqRelay: @unchecked Sendable {
         }
     }
 
+    /// Authorises a session by its SETUP path: its grant, or nil once the refusal is counted, logged
+    /// and handed to `refuse` (which closes the session, saying why).
+    private func authorize(_ path: String?, id: UInt64, peer: String, refuse: (String) -> Void) -> RelayPermissions? {
+        switch configuration.auth.authorize(setupPath: path) {
+        case .failure(let error):
+            counts.withLock { $0.refused += 1 }
+            configuration.logger.warning("session \(id) from \(peer) refused: \(error)")
+            refuse(error.description)
+            return nil
+        case .success(let permissions):
+            counts.withLock { $0.accepted += 1 }
+            return permissions
+        }
+    }
+
+    /// What a grant allows, for the log.
+    private static func describe(_ p: RelayPermissions) -> String {
+        let subscribe = p.subscribe.map { "'\($0)'" }.joined(separator: ", ")
+        let publish = p.publish.isEmpty ? "nothing" : p.publish.map { "'\($0)'" }.joined(separator: ", ")
+        return "may subscribe to \(subscribe); publish to \(publish)"
+    }
+
+    /// The relay's path for one a publisher of `permissions` announces, or nil outside its grant.
+    private static func publishing(_ permissions: RelayPermissions) -> @Sendable (String) -> String? {
+        let root = permissions.root
+        return { path in permissions.canPublish(path) ? BroadcastPath.join(root, path) : nil }
+    }
+
     // MARK: IETF sessions (server loop thread)
 
     /// An IETF MoQ Transport session, once SETUP completed and before anything is advertised to it:
@@ -462,37 +476,24 @@ public final class MoqRelay: @unchecked Sendable {
     func acceptIETF(_ session: IETFSession) {
         let logger = configuration.logger
         let endpoint = session.connection
-        guard let core = endpoint.core else { return }
         let id = counter.add(1, ordering: .relaxed).newValue
-        let permissions: RelayPermissions
-        switch configuration.auth.authorize(setupPath: core.peerPath) {
-        case .failure(let error):
-            counts.withLock { $0.refused += 1 }
-            logger.warning("session \(id) from \(endpoint.peerDescription) (IETF) refused: \(error)")
-            core.close(.unauthorized, reason: error.description)
-            return
-        case .success(let p):
-            permissions = p
-        }
-        counts.withLock { $0.accepted += 1 }
+        guard let core = endpoint.core,
+            let permissions = authorize(
+                core.peerPath, id: id, peer: "\(endpoint.peerDescription) (IETF)",
+                refuse: { core.close(.unauthorized, reason: $0) })
+        else { return }
         core.publishOrigin = ScopedOrigin(parent: origin, root: permissions.root, allowed: permissions.subscribe)
         let label = "session \(id) (\(endpoint.peerDescription) /\(permissions.root), IETF \(session.version))"
-        logger.info(
-            "\(label): connected; may subscribe to \(permissions.subscribe.map { "'\($0)'" }.joined(separator: ", ")); publish to \(permissions.publish.isEmpty ? "nothing" : permissions.publish.map { "'\($0)'" }.joined(separator: ", "))"
-        )
+        logger.info("\(label): connected; \(Self.describe(permissions))")
         if !permissions.publish.isEmpty {
             // What it publishes (PUBLISH_NAMESPACE, or NAMESPACE answers) becomes routes through it, owned by its grant.
-            let root = permissions.root
             let key = ObjectIdentifier(session)
             let ingest = AnnounceIngest(
                 ietf: session, routes: routes, hopID: hopID, logger: logger, label: label,
                 owner: permissions.peer ? nil : permissions.grant,
                 takeoverRefused: { [weak session] path in
                     session?.close(.unauthorized, reason: "broadcast '\(path)' is published by another session")
-                }
-            ) { path in
-                permissions.canPublish(path) ? BroadcastPath.join(root, path) : nil
-            }
+                }, map: Self.publishing(permissions))
             ingests.withLock { $0[key] = ingest }
             _ = endpoint.addCloseHandler { [weak self] in
                 self?.ingests.withLock { $0.removeValue(forKey: key) }?.close()
