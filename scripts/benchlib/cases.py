@@ -225,28 +225,11 @@ def run_ietf(tools: Tools, cfg: Config, log) -> dict:
             "cpu_percent": run["cpu_percent"], "busy_before_percent": run["busy_before_percent"],
         })
         log(f"IETF throughput: {label} ({cfg.throughput_seconds:g} s)")
-        run = stream_run(
-            tools, log, "ietf-throughput", "rust", pub_stack if pub_stack == sub_stack else "mixed",
-            publish=options(pub_stack, pub_proto, {"frame-size": cfg.throughput_frame_size, "fps": 0,
-                                                   "seconds": cfg.throughput_seconds,
-                                                   "frames-per-group": cfg.throughput_frames_per_group,
-                                                   "window": cfg.throughput_window}),
-            subscribe=options(sub_stack, sub_proto, {"warmup-frames": 1 << 62,
-                                                     "deadline-s": cfg.throughput_seconds + 30}),
-            timeout=cfg.throughput_seconds + 60, with_fifo=True, idle_timeout_s=cfg.idle_timeout_s,
-            publisher_stack=pub_stack, subscriber_stack=sub_stack,
-        )
-        received, published = run["received"], run["published"]
-        span_ns = max(1, received["last_ns"] - received["first_ns"])
-        mb_per_s = round(received["bytes"] / span_ns * 1e3, 1)
-        relay_cpu = run["cpu_percent"]["relay"]
-        throughput.append({
-            "leg": label, "sent": published["sent"], "received": received["frames"],
-            "lost": published["sent"] - received["frames"], "stalled": published["stalled"],
-            "end": received.get("end"), "mb_per_s": mb_per_s,
-            "mb_per_relay_cpu_s": round(mb_per_s / (relay_cpu / 100), 1) if relay_cpu > 0 else float("nan"),
-            "cpu_percent": run["cpu_percent"],
-        })
+        run = _throughput_run(
+            tools, cfg, log, "rust", pub_stack if pub_stack == sub_stack else "mixed",
+            publish_extra=options(pub_stack, pub_proto, {}), subscribe_extra=options(sub_stack, sub_proto, {}),
+            publisher_stack=pub_stack, subscriber_stack=sub_stack)
+        throughput.append({"leg": label, **run})
     return {"latency": latency, "throughput": throughput}
 
 
@@ -281,15 +264,19 @@ def run_throughput(tools: Tools, cfg: Config, log) -> list[dict]:
 
 def _throughput_run(
     tools: Tools, cfg: Config, log, relay_stack: str, client_stack: str, webtransport: bool = False,
-    websocket: str = "",
+    websocket: str = "", publish_extra: dict | None = None, subscribe_extra: dict | None = None,
+    publisher_stack: str | None = None, subscriber_stack: str | None = None,
 ) -> dict:
+    """One case-2 run; `*_extra` add role options (e.g. `protocol`), `*_stack` override `client_stack` for one side."""
     run = stream_run(
         tools, log, "throughput", relay_stack, client_stack,
         publish={"frame-size": cfg.throughput_frame_size, "fps": 0, "seconds": cfg.throughput_seconds,
-                 "frames-per-group": cfg.throughput_frames_per_group, "window": cfg.throughput_window},
-        subscribe={"warmup-frames": 1 << 62, "deadline-s": cfg.throughput_seconds + 30},
+                 "frames-per-group": cfg.throughput_frames_per_group, "window": cfg.throughput_window,
+                 **(publish_extra or {})},
+        subscribe={"warmup-frames": 1 << 62, "deadline-s": cfg.throughput_seconds + 30, **(subscribe_extra or {})},
         timeout=cfg.throughput_seconds + 60, with_fifo=True, idle_timeout_s=cfg.idle_timeout_s,
         webtransport=webtransport, websocket=websocket,
+        publisher_stack=publisher_stack, subscriber_stack=subscriber_stack,
     )
     received, published = run["received"], run["published"]
     span_ns = max(1, received["last_ns"] - received["first_ns"])
