@@ -21,6 +21,28 @@ struct IETFInteropTests {
     }
 
     /// The first `count` frames of `track` as text, in group order (the suite's time limit bounds the wait).
+    /// Launches a Rust moq-lite subscriber of `name`'s `data` track through `client` and checks that it
+    /// reads six frames, each payload naming its own group and index (`GroupedPublisher`'s "g<group>f<index>").
+    static func expectRustReads(_ name: String, through client: [String]) async {
+        let subscriber: RustPeer
+        do {
+            subscriber = try RustPeer.launch(
+                ["subscribe"] + client + ["--broadcast", name, "--track", "data", "--count", "6"])
+        } catch {
+            Issue.record("the Rust subscriber did not start: \(error)")
+            return
+        }
+        defer { subscriber.terminateInBackground() }
+        let exited = (try? await subscriber.waitForExit(timeout: .seconds(60))) != nil
+        let frames = subscriber.history.filter { $0.name == "frame" }
+        #expect(exited && frames.count == 6, "\(subscriber.history.map(\.line))")
+        for frame in frames {
+            let (g, i) = (frame.int("group") ?? -1, frame.int("index") ?? -1)
+            let payload = frame.string("payload").flatMap { Data(base64Encoded: $0) }
+            #expect(payload.map { String(decoding: $0, as: UTF8.self) } == "g\(g)f\(i)", "\(frame.line)")
+        }
+    }
+
     static func read(_ track: TrackProducer, count: Int) async throws -> [String] {
         let consumer = TrackConsumer(track: track)
         var tags: [String] = []
@@ -93,20 +115,10 @@ struct IETFInteropTests {
         let track = broadcast.createTrack("data")
         session.publish(broadcast)
         let writer = GroupedPublisher(track, frames: 2, interval: .milliseconds(25))
-        let subscriber = try RustPeer.launch(
-            ["subscribe"] + relay.client() + ["--broadcast", name, "--track", "data", "--count", "6"])
-        defer { subscriber.terminateInBackground() }
-        let exited = (try? await subscriber.waitForExit(timeout: .seconds(60))) != nil
+        await Self.expectRustReads(name, through: relay.client())
         writer.cancel()
         session.close()
         await relay.stop()
-        let frames = subscriber.history.filter { $0.name == "frame" }
-        #expect(exited && frames.count == 6, "\(subscriber.history.map(\.line))")
-        for frame in frames {
-            let (g, i) = (frame.int("group") ?? -1, frame.int("index") ?? -1)
-            let payload = frame.string("payload").flatMap { Data(base64Encoded: $0) }
-            #expect(payload.map { String(decoding: $0, as: UTF8.self) } == "g\(g)f\(i)", "\(frame.line)")
-        }
     }
 
     @Test(
@@ -122,18 +134,7 @@ struct IETFInteropTests {
         session.publish(broadcast)
         let writer = GroupedPublisher(track, frames: 2, interval: .milliseconds(25))
         defer { writer.cancel() }
-        let subscriber = try RustPeer.launch(
-            ["subscribe"] + relay.client + ["--broadcast", name, "--track", "data", "--count", "6"])
-        defer { subscriber.terminateInBackground() }
-        let exited = (try? await subscriber.waitForExit(timeout: .seconds(60))) != nil
-        let frames = subscriber.history.filter { $0.name == "frame" }
-        #expect(exited && frames.count == 6, "\(subscriber.history.map(\.line))")
-        // Frame for frame: each payload is its own group and index.
-        for frame in frames {
-            let (g, i) = (frame.int("group") ?? -1, frame.int("index") ?? -1)
-            let payload = frame.string("payload").flatMap { Data(base64Encoded: $0) }
-            #expect(payload.map { String(decoding: $0, as: UTF8.self) } == "g\(g)f\(i)", "\(frame.line)")
-        }
+        await Self.expectRustReads(name, through: relay.client)
         #expect(await session.closeReason == nil)
     }
 
@@ -153,17 +154,7 @@ struct IETFInteropTests {
         origin.publish(broadcast)
         let writer = GroupedPublisher(track, frames: 2, interval: .milliseconds(25))
         defer { writer.cancel() }
-        let subscriber = try RustPeer.launch(
-            ["subscribe"] + Self.client(server) + ["--broadcast", name, "--track", "data", "--count", "6"])
-        defer { subscriber.terminateInBackground() }
-        let exited = (try? await subscriber.waitForExit(timeout: .seconds(60))) != nil
-        let frames = subscriber.history.filter { $0.name == "frame" }
-        #expect(exited && frames.count == 6, "\(subscriber.history.map(\.line))")
-        for frame in frames {
-            let (g, i) = (frame.int("group") ?? -1, frame.int("index") ?? -1)
-            let payload = frame.string("payload").flatMap { Data(base64Encoded: $0) }
-            #expect(payload.map { String(decoding: $0, as: UTF8.self) } == "g\(g)f\(i)", "\(frame.line)")
-        }
+        await Self.expectRustReads(name, through: Self.client(server))
     }
 
     @Test("a Rust publisher on a Swift IETF server: its namespace announced, its groups read", arguments: versions)

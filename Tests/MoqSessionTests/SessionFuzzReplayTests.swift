@@ -18,61 +18,43 @@ import Testing
         return files.filter { $0.lastPathComponent != "README" }.sorted { $0.path < $1.path }
     }
 
-    @Test("every session fuzzer failure case and seed passes the invariants")
-    func replay() throws {
-        let files = Self.inputs("FailCases/session") + Self.inputs("seeds/session")
+    /// Replays every kept input of one fuzzer (its failure cases and seeds) through `run`.
+    static func replay(_ fuzzer: String, _ run: ([UInt8]) -> [String]) throws {
+        let files = inputs("FailCases/\(fuzzer)") + inputs("seeds/\(fuzzer)")
         #expect(!files.isEmpty)
         for file in files {
-            let violations = SessionFuzz.run(Array(try Data(contentsOf: file)))
+            let violations = run(Array(try Data(contentsOf: file)))
             #expect(violations.isEmpty, "\(file.lastPathComponent): \(violations)")
         }
     }
 
-    /// Inputs of a seeded generator: `SWIFTMOQ_FUZZ_SEED` picks another sequence (the seed
-    /// and the failing input are printed, so a failure can be replayed and kept).
-    @Test("5,000 generated scripts pass the invariants")
-    func generated() throws {
-        let environment = ProcessInfo.processInfo.environment
-        let seed = environment["SWIFTMOQ_FUZZ_SEED"].flatMap { UInt64($0) } ?? 0x5EED_0010
+    /// Runs 5,000 inputs of a seeded generator through `run`: `SWIFTMOQ_FUZZ_SEED` picks another
+    /// sequence (the seed and the failing input are printed, so a failure can be replayed and kept).
+    static func generate(_ fuzzer: String, seed defaultSeed: UInt64, _ run: ([UInt8]) -> [String]) throws {
+        let seed = ProcessInfo.processInfo.environment["SWIFTMOQ_FUZZ_SEED"].flatMap { UInt64($0) } ?? defaultSeed
         var random = SeededGenerator(seed: seed)
         for n in 0..<5000 {
             let count = Int(random.next() % 2048)
             let input = (0..<count).map { _ in UInt8(truncatingIfNeeded: random.next()) }
-            let violations = SessionFuzz.run(input)
+            let violations = run(input)
             guard violations.isEmpty else {
-                let file = FileManager.default.temporaryDirectory.appendingPathComponent("session-fuzz-\(seed)-\(n)")
+                let file = FileManager.default.temporaryDirectory.appendingPathComponent("\(fuzzer)-fuzz-\(seed)-\(n)")
                 try Data(input).write(to: file)
                 Issue.record("seed \(seed), input \(n) (saved to \(file.path)): \(violations)")
                 return
             }
         }
     }
+
+    @Test("every session fuzzer failure case and seed passes the invariants")
+    func replay() throws { try Self.replay("session", SessionFuzz.run) }
+
+    @Test("5,000 generated scripts pass the invariants")
+    func generated() throws { try Self.generate("session", seed: 0x5EED_0010, SessionFuzz.run) }
 
     @Test("every MoQ Transport session fuzzer failure case and seed passes the invariants")
-    func replayMoqt() throws {
-        let files = Self.inputs("FailCases/moqt-session") + Self.inputs("seeds/moqt-session")
-        #expect(!files.isEmpty)
-        for file in files {
-            let violations = MoqtSessionFuzz.run(Array(try Data(contentsOf: file)))
-            #expect(violations.isEmpty, "\(file.lastPathComponent): \(violations)")
-        }
-    }
+    func replayMoqt() throws { try Self.replay("moqt-session", MoqtSessionFuzz.run) }
 
     @Test("5,000 generated MoQ Transport scripts pass the invariants")
-    func generatedMoqt() throws {
-        let seed = ProcessInfo.processInfo.environment["SWIFTMOQ_FUZZ_SEED"].flatMap { UInt64($0) } ?? 0x5EED_0027
-        var random = SeededGenerator(seed: seed)
-        for n in 0..<5000 {
-            let count = Int(random.next() % 2048)
-            let input = (0..<count).map { _ in UInt8(truncatingIfNeeded: random.next()) }
-            let violations = MoqtSessionFuzz.run(input)
-            guard violations.isEmpty else {
-                let file = FileManager.default.temporaryDirectory.appendingPathComponent(
-                    "moqt-session-fuzz-\(seed)-\(n)")
-                try Data(input).write(to: file)
-                Issue.record("seed \(seed), input \(n) (saved to \(file.path)): \(violations)")
-                return
-            }
-        }
-    }
+    func generatedMoqt() throws { try Self.generate("moqt-session", seed: 0x5EED_0027, MoqtSessionFuzz.run) }
 }

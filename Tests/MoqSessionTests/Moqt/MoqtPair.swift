@@ -60,6 +60,20 @@ final class MoqtPair {
     /// A track the client's subscription writes into.
     func remoteTrack(_ name: String) -> TrackProducer { TrackProducer(name: name, info: nil, clock: scheduler.clock) }
 
+    /// A pair whose server grants the client `requests` request ids and serves track `t` of broadcast `b`.
+    static func serving(_ version: MoqtVersion, window requests: UInt64) -> MoqtPair {
+        let pair = MoqtPair(version, server: MoqtSessionConfig(version: version, maxPeerRequests: requests))
+        _ = pair.serverBroadcast("b").createTrack("t")
+        return pair
+    }
+
+    /// The client subscribes to track `t` of broadcast `b`: its handle, and the track it writes into.
+    @discardableResult
+    func subscribeT() -> (handle: MoqtSubscriptionHandle, track: TrackProducer) {
+        let track = remoteTrack("t")
+        return (client.subscribe(broadcast: "b", track: "t", into: track), track)
+    }
+
     /// Frames received per group: (sequence, payloads as strings).
     func contents(_ track: TrackProducer) -> [(UInt64, [String])] {
         track.snapshot(from: 0).groups.map { g in

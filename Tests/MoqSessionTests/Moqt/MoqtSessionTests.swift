@@ -183,8 +183,7 @@ struct MoqtSessionTests {
         let pair = MoqtPair(version)
         let track = pair.serverBroadcast("b").createTrack("t")
         track.writeSingleFrameGroup(Bytes("0"), timestamp: 0)
-        let remote = pair.remoteTrack("t")
-        pair.client.subscribe(broadcast: "b", track: "t", into: remote)
+        let remote = pair.subscribeT().track
         pair.run()
         for sequence: UInt64 in [2, 1] {
             let group = track.createGroup(sequence: sequence)
@@ -245,13 +244,11 @@ struct MoqtSessionTests {
         "our client keeps to the window the server granted: a third subscription waits until one ends",
         arguments: versions)
     func requestWindow(version: MoqtVersion) throws {
-        let pair = MoqtPair(version, server: MoqtSessionConfig(version: version, maxPeerRequests: 2), rawServer: false)
-        _ = pair.serverBroadcast("b").createTrack("t")
+        let pair = MoqtPair.serving(version, window: 2)
         // Our client honours the grant: the third subscription waits until one ends.
-        let first = pair.client.subscribe(broadcast: "b", track: "t", into: pair.remoteTrack("t"))
-        pair.client.subscribe(broadcast: "b", track: "t", into: pair.remoteTrack("t"))
-        let third = pair.remoteTrack("t")
-        pair.client.subscribe(broadcast: "b", track: "t", into: third)
+        let first = pair.subscribeT().handle
+        pair.subscribeT()
+        pair.subscribeT()
         pair.run()
         #expect(pair.server.counters.subscriptionsServed == 2)
         first.cancel()
@@ -264,13 +261,10 @@ struct MoqtSessionTests {
         "a subscription cancelled while it waits for an id takes none (ids stay in sequence); one that waits when the session closes ends",
         arguments: versions)
     func queuedCancelled(version: MoqtVersion) throws {
-        let pair = MoqtPair(version, server: MoqtSessionConfig(version: version, maxPeerRequests: 1), rawServer: false)
-        _ = pair.serverBroadcast("b").createTrack("t")
-        let first = pair.client.subscribe(broadcast: "b", track: "t", into: pair.remoteTrack("t"))
-        let dropped = pair.remoteTrack("t")
-        let queued = pair.client.subscribe(broadcast: "b", track: "t", into: dropped)
-        let waiting = pair.remoteTrack("t")
-        let last = pair.client.subscribe(broadcast: "b", track: "t", into: waiting)
+        let pair = MoqtPair.serving(version, window: 1)
+        let first = pair.subscribeT().handle
+        let (queued, dropped) = pair.subscribeT()
+        let last = pair.subscribeT().handle
         pair.run()
         #expect(queued.requestID == nil && pair.client.resourceUsage.queuedRequests == 2)
         queued.cancel()
@@ -286,8 +280,7 @@ struct MoqtSessionTests {
         #expect(pair.client.isReady && pair.server.isReady, "\(String(describing: pair.server.closeReason))")
 
         // One more waits behind the window; the session closes under it: its track ends.
-        let orphan = pair.remoteTrack("t")
-        pair.client.subscribe(broadcast: "b", track: "t", into: orphan)
+        let orphan = pair.subscribeT().track
         pair.run()
         #expect(orphan.end == nil)
         pair.client.close()
