@@ -9,6 +9,9 @@ public struct SessionOptions: Sendable {
     public var authToken: String?
     /// Reconnect after a loss (moq-kit does not; the default here is true).
     public var reconnect: Bool
+    /// The protocol family offered (default ``MoqProtocol/auto``: moq-lite first, then IETF MoQ
+    /// Transport, which IETF-only relays such as Cloudflare's choose).
+    public var moqProtocol: MoqProtocol = .auto
 
     /// Options with verification on, no token, reconnecting.
     public init(tls: TLSOptions = TLSOptions(), authToken: String? = nil, reconnect: Bool = true) {
@@ -24,6 +27,7 @@ public struct SessionOptions: Sendable {
         if let root = tls.rootFile { properties.append(("tls-root-file", root)) }
         if tls.disableVerify { properties.append(("tls-disable-verify", "true")) }
         if let authToken { properties.append(("auth-token", authToken)) }
+        if moqProtocol != .auto { properties.append(("protocol", moqProtocol.rawValue)) }
         return properties
     }
 
@@ -31,6 +35,7 @@ public struct SessionOptions: Sendable {
         var options = ClientOptions()
         options.tls = tls
         options.authToken = authToken
+        options.moqProtocol = moqProtocol
         return options
     }
 }

@@ -89,6 +89,8 @@ public enum MoqtSessionError: UInt64, Sendable, CustomStringConvertible {
 public enum MoqtCode {
     /// REQUEST_ERROR / SUBSCRIBE_ERROR: INTERNAL_ERROR.
     public static let internalError: UInt64 = 0x0
+    /// REQUEST_ERROR / SUBSCRIBE_ERROR / PUBLISH_NAMESPACE_ERROR: UNAUTHORIZED.
+    public static let unauthorized: UInt64 = 0x1
     /// REQUEST_ERROR / SUBSCRIBE_ERROR: NOT_SUPPORTED.
     public static let notSupported: UInt64 = 0x3
     /// The track does not exist: TRACK_DOES_NOT_EXIST (`0x4`) on draft-14, DOES_NOT_EXIST (`0x10`) on 16.

@@ -102,6 +102,9 @@ public final class MoqtSessionCore: TransportEventSink {
     var peerPublished: [UInt64: String] = [:]
     /// Hears the peer's PUBLISH_NAMESPACEs and their withdrawal (a relay taking in a publisher).
     var peerNamespaceObserver: ((MoqtNamespaceEvent) -> Void)?
+    /// Decides on each PUBLISH_NAMESPACE of the peer's (its path): false answers UNAUTHORIZED (a
+    /// relay refusing what lies outside a publisher's grant). Nil accepts every one.
+    public var acceptsPeerNamespace: ((String) -> Bool)?
     /// Group streams read but not yet matched to a subscription (SUBSCRIBE_OK still on its way).
     var unknownAliasStreams: [Int64] = []
     /// Served subscriptions waiting for the connection to drain or for stream credit.

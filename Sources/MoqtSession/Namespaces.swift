@@ -268,13 +268,19 @@ extension MoqtSessionCore {
     /// The peer's PUBLISH_NAMESPACE: OK, and each namespace subscription of ours whose prefix
     /// covers it hears of it.
     func peerPublishedNamespace(_ request: PublishNamespace) {
-        guard let path = request.namespace.path, peerPublished.count < config.maxAnnounced else {
+        func refuse(_ code: UInt64, _ reason: String) {
             send(
                 .requestError(
                     RequestError(
-                        kind: version == .draft14 ? .publishNamespace : nil, requestID: request.requestID,
-                        code: MoqtCode.internalError, reason: "not accepted")))
-            return peerRequestEnded()
+                        kind: version == .draft14 ? .publishNamespace : nil, requestID: request.requestID, code: code,
+                        reason: reason)))
+            peerRequestEnded()
+        }
+        if let path = request.namespace.path, acceptsPeerNamespace?(path) == false {
+            return refuse(MoqtCode.unauthorized, "'\(path)' is not yours to publish here")
+        }
+        guard let path = request.namespace.path, peerPublished.count < config.maxAnnounced else {
+            return refuse(MoqtCode.internalError, "not accepted")
         }
         peerPublished[request.requestID] = path
         send(.requestOk(RequestOk(kind: version == .draft14 ? .publishNamespace : nil, requestID: request.requestID)))

@@ -25,11 +25,41 @@ public final class IETFSession: @unchecked Sendable {  // the core and connectio
     /// The draft spoken.
     public let version: MoqtVersion
 
+    /// The statistics it closed with, recorded on the loop when it closed.
+    private let final = Lock<SessionStats?>(nil)
+
+    /// Made on `loop` (its close handler is registered there).
     init(loop: QUICEventLoop, connection: IETFConnection, origin: Origin, version: MoqtVersion) {
         self.loop = loop
         self.connection = connection
         self.origin = origin
         self.version = version
+        let box = WeakReference(self)
+        _ = connection.addCloseHandler { [final] in
+            final.withLock { $0 = box.value.map { Self.snapshot($0.connection) } }
+        }
+    }
+
+    /// Statistics of the session and its connection (moq-lite's counters where MoQ Transport has
+    /// the same), handed to `completion` on the session's loop; once closed, at once.
+    public func stats(_ completion: @escaping @Sendable (SessionStats) -> Void) {
+        if let final = finalStats { return completion(final) }
+        let endpoint = LoopBound(connection)
+        loop.execute { completion(Self.snapshot(endpoint.value)) }
+    }
+
+    /// The statistics it closed with (nil while open).
+    public var finalStats: SessionStats? { final.withLock { $0 } }
+
+    /// The figures now (loop thread).
+    static func snapshot(_ endpoint: IETFConnection) -> SessionStats {
+        let q = endpoint.connection?.stats
+        return SessionStats(
+            counters: endpoint.core.map { IETFClientCore.counters($0) } ?? SessionCounters(),
+            rttMicros: (q?.smoothedRTT.nanoseconds ?? 0) / 1000, sendRateBps: q?.estimatedSendRate ?? 0,
+            packetsLost: q?.packetsLost ?? 0, bytesSent: q?.bytesSent ?? 0, bytesReceived: q?.bytesReceived ?? 0,
+            packetsSent: q?.packetsSent ?? 0, packetsReceived: q?.packetsReceived ?? 0,
+            receiveRateBps: q?.estimatedReceiveRate ?? 0, binding: .quic)
     }
 
     /// Connects to `url` (`moql://host:port/path`: raw QUIC; the path goes in SETUP's PATH) and

@@ -229,7 +229,10 @@ extension MoqSession {
     /// Sends GOAWAY to the peer.
     public func goaway(uri: String = "") {
         let conn = connection
-        loop.execute { conn.value.core?.sendGoaway(uri: uri) }
+        loop.execute {
+            conn.value.core?.sendGoaway(uri: uri)
+            conn.value.ietf?.core.sendGoaway(uri: uri)
+        }
     }
 }
 

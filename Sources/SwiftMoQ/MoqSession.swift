@@ -5,7 +5,9 @@ import MoqSync
 import MoqWebTransport
 public import MoqWire
 
-/// A moq-lite-06 session with a relay (or any moq-lite peer), over raw QUIC or WebTransport.
+/// A moq-lite-06 session with a relay (or any moq-lite peer), over raw QUIC or WebTransport, or
+/// an IETF MoQ Transport session on raw QUIC when the server chose that family
+/// (``ClientOptions/moqProtocol``; ``version`` says which): one API over either.
 ///
 /// Publish by adding broadcasts to ``origin`` (the peer learns of them through its
 /// announce requests); subscribe with ``subscribe(broadcast:track:range:)``;
@@ -16,8 +18,11 @@ public final class MoqSession: @unchecked Sendable {
     public let origin: Origin
     /// The URL connected to (clients).
     public let url: MoqURL?
-    /// The negotiated protocol version.
-    public let version: String = MoqVersion.lite06.rawValue
+    /// The negotiated protocol: `moq-lite-06`, or MoQ Transport's ALPN (`moqt-16`, `moq-00` for draft-14).
+    public var version: String { negotiated.withLock { $0 } }
+    /// True when the session speaks IETF MoQ Transport.
+    public var isIETF: Bool { version != MoqVersion.lite06.rawValue }
+    private let negotiated = Lock<String>(MoqVersion.lite06.rawValue)
     let loop: QUICEventLoop
     let connection: LoopBound<SessionConnection>
     private let closeState = Lock<CloseState>(CloseState())
@@ -57,6 +62,7 @@ public final class MoqSession: @unchecked Sendable {
     /// Called on the loop thread once the connection is set up.
     func installHandlers() {
         quic.withLock { $0 = connection.value.connection }
+        if let version = connection.value.negotiatedVersion { negotiated.withLock { $0 = version } }
         webSocketCounts.withLock { $0 = connection.value.qmuxLink?.counts }
         let box = WeakReference(self)
         connection.value.onClose = { reason in box.value?.didClose(reason) }
@@ -93,6 +99,11 @@ public final class MoqSession: @unchecked Sendable {
         answered: Lock<Bool>?
     ) async throws(MoqError) -> MoqSession {
         let target = options.authToken.map { url.addingToken($0) } ?? url
+        if !options.moqProtocol.offersMoqLite, target.isWebSocket || target.isWebTransport {
+            throw .configuration(
+                "protocol \(options.moqProtocol) (IETF MoQ Transport) runs on raw QUIC here: use a moql:// URL, or protocol auto or moq-lite for \(url.scheme)://"
+            )
+        }
         if target.isWebSocket {
             return try await connectWebSocket(
                 target, options: options, origin: origin, serving: serving, answered: answered)
@@ -118,7 +129,7 @@ public final class MoqSession: @unchecked Sendable {
         }
         let tls = TLSClientConfiguration(verification: verification)
         var settings = QUICSettings()
-        settings.alpn = target.isWebTransport ? [WebTransportWire.alpn] : MoqVersion.alpn
+        settings.alpn = target.isWebTransport ? [WebTransportWire.alpn] : options.moqProtocol.alpns
         settings.automaticFlowControlCredit = false  // the session core returns credit as it consumes
         settings.idleTimeout = options.idleTimeout
         // A client that only receives (a player) sends nothing until a packet arrives, and after
@@ -138,6 +149,7 @@ public final class MoqSession: @unchecked Sendable {
             serving: serving, answered: answered
         ) { endpoint in
             endpoint.webTransportRequest = webRequest
+            if webRequest == nil { endpoint.ietfVersions = options.moqProtocol.ietfVersions }
             endpoint.attach(
                 QUICClient.connect(
                     host: target.host, port: target.port, tls: tls, settings: quicSettings, loop: endpoint.loop,
@@ -235,11 +247,11 @@ public final class MoqSession: @unchecked Sendable {
         // Changes that raced ahead of the snapshot wait for it (they come after it).
         merge.replayLocal(current.map { AnnounceEvent.active(path: $0.path, route: $0.route) })
         loop.execute {
-            guard let core = conn.value.core, !core.isClosed else {
+            guard let core = conn.value.client, !core.isClosed else {
                 merge.remote(.closed(.sessionClosed))
                 return
             }
-            let handle = core.requestAnnounces(prefix: prefix) { event in merge.remote(event) }
+            let handle = core.requestAnnouncements(prefix: prefix) { event in merge.remote(event) }
             box.set(handle)
         }
         continuation.onTermination = { _ in
@@ -316,11 +328,11 @@ public final class MoqSession: @unchecked Sendable {
         let remote = RemoteTrack(session: self, broadcast: BroadcastPath.normalize(broadcast), track: track)
         let conn = connection
         loop.execute {
-            guard let core = conn.value.core, !core.isClosed else {
+            guard let core = conn.value.client, !core.isClosed else {
                 if let sessionClosedCode { track.abort(sessionClosedCode) }
                 return
             }
-            remote.handle = core.subscribe(
+            remote.handle = core.subscribeTrack(
                 broadcast: broadcast, track: track, range: range, sessionClosedCode: sessionClosedCode, onLost: onLost)
         }
         return remote
@@ -328,10 +340,11 @@ public final class MoqSession: @unchecked Sendable {
 
     /// Asks the peer for a track's info.
     public func trackInfo(broadcast: String, track: String) async throws(MoqError) -> TrackInfo {
+        try refuseOnIETF("TRACK_INFO")
         let conn = connection
         let result: Result<TrackInfo, StreamErrorCode> = await withCheckedContinuation { continuation in
             loop.execute {
-                guard let core = conn.value.core, !core.isClosed else {
+                guard let core = conn.value.client, !core.isClosed else {
                     return continuation.resume(returning: .failure(.sessionClosed))
                 }
                 core.trackInfo(broadcast: broadcast, track: track) { continuation.resume(returning: $0) }
@@ -345,13 +358,14 @@ public final class MoqSession: @unchecked Sendable {
         broadcast: String, track: String, group: UInt64, frameStart: UInt64 = 0, frameEnd: UInt64? = nil,
         priority: UInt8 = 0
     ) async throws(MoqError) -> [Frame] {
+        try refuseOnIETF("FETCH")
         let conn = connection
         let request = Fetch(
             broadcast: broadcast, track: track, priority: priority, group: group, frameStart: frameStart,
             frameEnd: frameEnd)
         let result: Result<[Frame], StreamErrorCode> = await withCheckedContinuation { continuation in
             loop.execute {
-                guard let core = conn.value.core, !core.isClosed else {
+                guard let core = conn.value.client, !core.isClosed else {
                     return continuation.resume(returning: .failure(.sessionClosed))
                 }
                 core.fetch(request) { continuation.resume(returning: $0) }
@@ -367,16 +381,25 @@ public final class MoqSession: @unchecked Sendable {
             ?? 0
     }
 
-    /// Receives the peer's bandwidth and RTT reports (PROBE).
+    /// Receives the peer's bandwidth and RTT reports (PROBE; over MoQ Transport, which has none, the
+    /// stream ends at once).
     public func probes() -> AsyncStream<Probe> {
         // Only the newest reports matter to a reader that fell behind.
         let (stream, continuation) = AsyncStream<Probe>.makeStream(bufferingPolicy: .bufferingNewest(16))
         let conn = connection
         loop.execute {
-            guard let core = conn.value.core, !core.isClosed else { return continuation.finish() }
-            core.requestProbe { continuation.yield($0) }
+            guard let core = conn.value.client, !core.isClosed else { return continuation.finish() }
+            core.requestProbe(handler: { continuation.yield($0) }, finished: { continuation.finish() })
         }
         return stream
+    }
+
+    /// Throws when the session speaks MoQ Transport, which has no `feature` (moq-lite's).
+    private func refuseOnIETF(_ feature: String) throws(MoqError) {
+        guard isIETF else { return }
+        throw .configuration(
+            "\(feature) is moq-lite's: this session speaks IETF MoQ Transport (\(version)); connect with protocol moq-lite for it"
+        )
     }
 
     // MARK: Lifetime
@@ -384,7 +407,7 @@ public final class MoqSession: @unchecked Sendable {
     /// Closes the session (code 0 by default).
     public func close(_ code: SessionErrorCode = .cancel, reason: String = "") {
         let conn = connection
-        loop.execute { conn.value.core?.close(code, reason: reason) }
+        loop.execute { conn.value.client?.close(code, reason: reason) }
     }
 
     /// Waits until everything written has been acknowledged by the peer and every
@@ -395,7 +418,7 @@ public final class MoqSession: @unchecked Sendable {
             let conn = connection
             let idle: Bool = await withCheckedContinuation { continuation in
                 loop.execute {
-                    guard let core = conn.value.core, !core.isClosed else {
+                    guard let core = conn.value.client, !core.isClosed else {
                         return continuation.resume(returning: true)
                     }
                     // Over WebSocket, "queued" is what qmux and the socket still hold (TCP delivers the rest).
@@ -467,7 +490,7 @@ public final class MoqSession: @unchecked Sendable {
 
     /// The counters now (loop thread).
     private static func snapshot(_ conn: SessionConnection, binding: SessionBinding) -> SessionStats {
-        let counters = conn.core?.counters ?? SessionCounters()
+        let counters = conn.client?.sessionCounters ?? SessionCounters()
         let q = conn.connection?.stats
         let rtt = q?.smoothedRTT.nanoseconds ?? conn.qmuxLink?.qmux.smoothedRTT ?? 0
         let ws = conn.qmuxLink?.counts
@@ -539,7 +562,7 @@ public final class RemoteTrack: @unchecked Sendable {
     public let track: TrackProducer
     let session: MoqSession
     /// Touched only on the session's loop thread.
-    var handle: SubscriptionHandle?
+    var handle: (any SubscriptionControl)?
 
     init(session: MoqSession, broadcast: String, track: TrackProducer) {
         self.session = session
@@ -593,10 +616,10 @@ extension MoqError {
 
 /// Cancels an announce request from a stream's termination handler (loop thread only).
 final class CancelBox: @unchecked Sendable {
-    private var handle: AnnounceRequestHandle?
+    private var handle: (any RequestCancelling)?
     private var cancelled = false
 
-    func set(_ handle: AnnounceRequestHandle) {
+    func set(_ handle: any RequestCancelling) {
         if cancelled { handle.cancel() } else { self.handle = handle }
     }
 

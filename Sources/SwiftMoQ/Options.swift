@@ -78,6 +78,9 @@ public struct ClientOptions: Sendable {
     /// clients do the same, 200 ms after). Nil: QUIC only. Once WebSocket has won for a relay in
     /// this process, later connections to it start both at once.
     public var webSocketDelay: Duration? = .milliseconds(200)
+    /// The protocol family offered (``MoqProtocol/auto``: moq-lite first, then IETF MoQ Transport
+    /// drafts 16 and 14, on raw QUIC). The server chooses; ``MoqSession/version`` says what it chose.
+    public var moqProtocol: MoqProtocol = .auto
 
     public init(
         tls: TLSOptions = TLSOptions(), authToken: String? = nil, role: SessionRole? = nil,

@@ -4,6 +4,8 @@ import MoqSession
 import MoqSync
 import MoqWebTransport
 import MoqWire
+import MoqtSession
+import MoqtWire
 
 /// Adapts a QUIC connection to the session core's transport protocol.
 class QUICSessionTransport: SessionTransport {
@@ -33,14 +35,23 @@ class QUICSessionTransport: SessionTransport {
     }
 }
 
-/// One moq-lite session over one QUIC connection, raw (ALPN `moq-lite-06`) or inside a
-/// WebTransport session (ALPN `h3`): routes QUIC events into the session core and reports
-/// setup/close to the waiting API. Loop thread only.
-final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate {
+/// One session over one QUIC connection: moq-lite raw (ALPN `moq-lite-06`) or inside a
+/// WebTransport session (ALPN `h3`), or, for a client that offered it, MoQ Transport on raw QUIC
+/// (`moqt-16`, `moq-00`). Routes QUIC events into the session core and reports setup/close to the
+/// waiting API. Loop thread only.
+final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate, MoqtSessionDelegate {
     let loop: QUICEventLoop
     var connection: QUICConnection?
-    /// Made when the handshake completes (the ALPN decides the transport).
+    /// Made when the handshake completes (the ALPN decides the transport), when it is moq-lite.
     private(set) var core: SessionCore?
+    /// Made when the handshake completes, when the server chose MoQ Transport.
+    private(set) var ietf: IETFClientCore?
+    /// The core behind the session's API, either family.
+    private(set) var client: (any ClientCore)?
+    /// Where the transport's events go (the core of either family).
+    private var sink: (any TransportEventSink)?
+    /// Client: the MoQ Transport drafts offered (beside moq-lite or instead of it).
+    var ietfVersions: [MoqtVersion] = []
     let config: SessionConfig
     /// Client: the CONNECT to send when the session runs over WebTransport (nil: raw QUIC).
     var webTransportRequest: WebTransportConnect.Request?
@@ -90,7 +101,28 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate {
             config: config, transport: transport, scheduler: LoopScheduler(loop: loop), publishOrigin: directory)
         core.delegate = self
         self.core = core
+        client = core
+        sink = core
         return core
+    }
+
+    /// The server chose MoQ Transport `version` (raw QUIC): its core takes the connection.
+    private func startIETF(_ connection: QUICConnection, version: MoqtVersion) {
+        let core = MoqtSessionCore(
+            config: MoqtSessionConfig(version: version, path: config.path), transport: QUICSessionTransport(connection),
+            scheduler: LoopScheduler(loop: loop), publishOrigin: directory)
+        core.delegate = self
+        let adapter = IETFClientCore(core)
+        ietf = adapter
+        client = adapter
+        sink = core
+        core.connected()
+    }
+
+    /// The protocol the session speaks: `moq-lite-06`, or the MoQ Transport draft's ALPN.
+    var negotiatedVersion: String? {
+        if let ietf { return ietf.core.version.alpn }
+        return core == nil ? nil : MoqVersion.lite06.rawValue
     }
 
     /// The peer the connection went to, and the path its session is scoped to.
@@ -126,8 +158,11 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate {
             makeCore(QUICSessionTransport(connection)).connected()
         case WebTransportWire.alpn?:
             startWebTransport(connection)
+        case let alpn? where webTransportRequest == nil && ietfVersions.contains(where: { $0.alpn == alpn }):
+            startIETF(connection, version: MoqtVersion(alpn: alpn) ?? .draft16)
         default:
-            let wanted = webTransportRequest == nil ? MoqVersion.lite06.rawValue : WebTransportWire.alpn
+            let offered = [MoqVersion.lite06.rawValue] + ietfVersions.map(\.alpn)
+            let wanted = webTransportRequest == nil ? offered.joined(separator: " or ") : WebTransportWire.alpn
             fail(.tls("the peer did not agree on \(wanted) (ALPN \(connection.negotiatedALPN ?? "none"))"))
             connection.close(code: SessionErrorCode.version.rawValue, reason: "unsupported version")
         }
@@ -136,14 +171,14 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate {
     func quicConnection(_ connection: QUICConnection, didOpenStream stream: Int64) {
         // Over WebTransport a peer stream is the session's only once its preamble says so.
         guard web == nil else { return }
-        core?.streamOpened(stream)
+        sink?.streamOpened(stream)
     }
 
     func quicConnection(
         _ connection: QUICConnection, didReceive data: UnsafeRawBufferPointer, on stream: Int64, fin: Bool
     ) {
         guard let web, web.route(stream) == .endpoint else {
-            core?.received(stream: stream, data: data, fin: fin)
+            sink?.received(stream: stream, data: data, fin: fin)
             return
         }
         let events: [WebTransportEndpoint.Event]
@@ -156,7 +191,7 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate {
 
     func quicConnection(_ connection: QUICConnection, didResetStream stream: Int64, code: UInt64) {
         guard let web, web.route(stream) == .endpoint else {
-            core?.streamReset(stream: stream, wireCode: code)
+            sink?.streamReset(stream: stream, wireCode: code)
             return
         }
         if stream == web.endpoint.sessionID {
@@ -169,14 +204,14 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate {
     func quicConnection(_ connection: QUICConnection, didStopSending stream: Int64, code: UInt64) {
         // The peer stopped reading one of the HTTP/3 side's streams: nothing of the session's.
         guard let web, web.route(stream) == .endpoint else {
-            core?.stopSending(stream: stream, wireCode: code)
+            sink?.stopSending(stream: stream, wireCode: code)
             return
         }
     }
 
     func quicConnection(_ connection: QUICConnection, didCloseStream stream: Int64) {
         guard let web else {
-            core?.streamClosed(stream: stream)
+            sink?.streamClosed(stream: stream)
             return
         }
         if web.route(stream) == .core { core?.streamClosed(stream: stream) }
@@ -185,7 +220,7 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate {
 
     func quicConnection(_ connection: QUICConnection, didReceiveDatagram data: UnsafeRawBufferPointer) {
         guard let web else {
-            core?.datagramReceived(data)
+            sink?.datagramReceived(data)
             return
         }
         // A datagram of another (or no) session is dropped, as RFC 9297 allows.
@@ -193,11 +228,11 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate {
     }
 
     func quicConnection(_ connection: QUICConnection, streamCreditAvailable bidirectional: Bool) {
-        core?.streamCreditAvailable(bidirectional: bidirectional)
+        sink?.streamCreditAvailable(bidirectional: bidirectional)
     }
 
     func quicConnection(_ connection: QUICConnection, unsentBytesBelow threshold: Int) {
-        core?.sendBufferDrained()
+        sink?.sendBufferDrained()
     }
 
     func quicConnection(_ connection: QUICConnection, didCloseWith reason: QUICCloseReason) {
@@ -235,7 +270,11 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate {
             error = .unreachable("QUIC error with \(peerDescription): \(text) (0x\(String(code, radix: 16)))")
         }
         if onReady != nil { fail(error) }
-        core?.transportClosed(sessionReason)
+        if let ietf, case .application(let code, let text, true) = reason {
+            ietf.core.peerClosed(code: code, reason: text)  // the peer's termination code, as it sent it
+        } else {
+            sink?.transportClosed(sessionReason)
+        }
         if closeReason == nil { finishClose(sessionReason) }
     }
 
@@ -257,6 +296,11 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate {
     }
 
     func session(_ session: SessionCore, didCloseWith reason: SessionCloseReason) {
+        coreClosed(reason)
+    }
+
+    /// The core of either family closed the session.
+    private func coreClosed(_ reason: SessionCloseReason) {
         if onReady != nil {
             switch reason {
             case .remote(let code, let text): fail(.refused(code: code.rawValue, reason: text))
@@ -265,6 +309,28 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate {
             }
         }
         finishClose(reason)
+    }
+
+    // MARK: MoqtSessionDelegate
+
+    func moqtSessionReady(_ session: MoqtSessionCore) {
+        connectTimer?.cancel()
+        let ready = onReady
+        onReady = nil
+        ready?(.success(()))
+    }
+
+    func moqtSession(_ session: MoqtSessionCore, goaway uri: String) { onGoaway?(uri) }
+
+    func moqtSession(_ session: MoqtSessionCore, closed reason: MoqtCloseReason) {
+        let mapped: SessionCloseReason =
+            switch reason {
+            case .local(let code, let text): .local(SessionErrorCode(rawValue: code.rawValue), text)
+            case .remote(let code, let text): .remote(SessionErrorCode(rawValue: code), text)
+            case .transport(let text): .transport(text)
+            }
+        ietf?.sessionClosed()
+        coreClosed(mapped)
     }
 
     func finishClose(_ reason: SessionCloseReason) {

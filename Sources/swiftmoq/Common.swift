@@ -5,7 +5,9 @@ import SwiftMoQ
 
 /// Options shared by every client command.
 struct ClientFlags {
-    static let options: Set<String> = ["url", "tls-fingerprint", "tls-root-file", "auth-token", "connect-timeout"]
+    static let options: Set<String> = [
+        "url", "tls-fingerprint", "tls-root-file", "auth-token", "connect-timeout", "protocol",
+    ]
     static let flags: Set<String> = ["tls-disable-verify", "verbose"]
     static let help = """
           --url URL                 relay URL, moql://host:port/path (required)
@@ -14,6 +16,8 @@ struct ClientFlags {
           --tls-disable-verify      do not verify the certificate (insecure)
           --auth-token TOKEN        sent as ?jwt=TOKEN
           --connect-timeout S       give up connecting after S seconds (default 10)
+          --protocol P              offer auto (default: moq-lite first, then IETF MoQ
+                                    Transport), moq-lite, ietf, ietf-16 or ietf-14
           --verbose                 log progress on stderr
         """
 
@@ -29,6 +33,7 @@ struct ClientFlags {
             fingerprint: args.value("tls-fingerprint"), rootFile: args.value("tls-root-file"),
             disableVerify: args.has("tls-disable-verify"))
         options.authToken = args.value("auth-token")
+        options.moqProtocol = try Self.moqProtocol(args)
         do { options.connectTimeout = try args.seconds("connect-timeout", default: .seconds(10)) } catch {
             throw .usage(error.description)
         }
@@ -37,6 +42,16 @@ struct ClientFlags {
         if options.tls.disableVerify {
             Output.error("warning: TLS certificate verification is disabled")
         }
+    }
+
+    /// `--protocol`'s value (``MoqProtocol/auto`` when absent).
+    static func moqProtocol(_ args: Arguments) throws(CommandError) -> MoqProtocol {
+        guard let name = args.value("protocol") else { return .auto }
+        guard let choice = MoqProtocol(name: name) else {
+            throw .usage(
+                "--protocol: '\(name)' is none of \(MoqProtocol.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return choice
     }
 
     func connect(role: SessionRole? = nil) async throws(CommandError) -> MoqSession {

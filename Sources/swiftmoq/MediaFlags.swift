@@ -11,11 +11,13 @@ struct SessionFlags {
     init(_ args: Arguments) throws(CommandError) {
         do { url = try args.required("url") } catch { throw .usage(error.description) }
         do { _ = try MoqURL(url) } catch { throw .usage("--url: \(error.description)") }
-        options = SessionOptions(
+        var options = SessionOptions(
             tls: TLSOptions(
                 fingerprint: args.value("tls-fingerprint"), rootFile: args.value("tls-root-file"),
                 disableVerify: args.has("tls-disable-verify")),
             authToken: args.value("auth-token"))
+        options.moqProtocol = try ClientFlags.moqProtocol(args)
+        self.options = options
         Output.verbose = args.has("verbose")
         if args.has("tls-disable-verify") { Output.error("warning: TLS certificate verification is disabled") }
     }

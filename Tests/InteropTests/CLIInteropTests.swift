@@ -286,6 +286,11 @@ struct CLIInteropTests {
         #expect(bad.stderr.contains("unsupported scheme 'quic'"), "\(bad.stderr)")
         let badMedia = try await CLI.run(["play", "--url", "quic://relay.example/", "--broadcast", "b"])
         #expect(badMedia.status == 2, "\(badMedia.stderr)")
+        let badProtocol = try await CLI.run(["announced", "--url", "moql://relay.example/", "--protocol", "moq-99"])
+        #expect(badProtocol.status == 2, "\(badProtocol.stderr)")
+        #expect(
+            badProtocol.stderr.contains("'moq-99' is none of auto, moq-lite, ietf, ietf-16, ietf-14"),
+            "\(badProtocol.stderr)")
     }
 
     @Test("each command's help states the defaults it uses")

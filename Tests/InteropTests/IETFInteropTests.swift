@@ -20,7 +20,6 @@ struct IETFInteropTests {
             relay.url(), version: version, options: ClientOptions(tls: TLSOptions(fingerprint: relay.fingerprint)))
     }
 
-    /// The first `count` frames of `track` as text, in group order (the suite's time limit bounds the wait).
     /// Launches a Rust moq-lite subscriber of `name`'s `data` track through `client` and checks that it
     /// reads six frames, each payload naming its own group and index (`GroupedPublisher`'s "g<group>f<index>").
     static func expectRustReads(_ name: String, through client: [String]) async {
@@ -43,6 +42,7 @@ struct IETFInteropTests {
         }
     }
 
+    /// The first `count` frames of `track` as text, in group order (the suite's time limit bounds the wait).
     static func read(_ track: TrackProducer, count: Int) async throws -> [String] {
         let consumer = TrackConsumer(track: track)
         var tags: [String] = []

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 import CGStreamer
 import GstSupport
+import SwiftMoQ
 
 /// The connection properties moqsrc and moqsink both install: one name, blurb and reader/writer
 /// each, so the two elements cannot drift apart.
 enum ConnectionProperty: String, CaseIterable {
-    case url, tlsDisableVerify, tlsFingerprint, tlsRootFile, authToken, quicIdleTimeout, quicKeepAlive
+    case url, tlsDisableVerify, tlsFingerprint, tlsRootFile, authToken, quicIdleTimeout, quicKeepAlive, moqProtocol
 
     /// The property's spec (read-write, changeable in NULL and READY).
     func spec() -> UnsafeMutablePointer<GParamSpec> {
@@ -41,8 +42,38 @@ enum ConnectionProperty: String, CaseIterable {
                 "quic-keep-alive", "QUIC keep-alive",
                 "Send a PING after this long (ms) without sending anything, so that the relay (and any NAT on the way) keeps the connection while only receiving; 0: never. Keep it well below quic-idle-timeout",
                 min: 0, max: 600_000, default: ConnectionSettings.defaultKeepAliveMs, flags: rw)
+        case .moqProtocol:
+            return Property.enumeration(
+                "protocol", "Protocol",
+                "Protocol family offered to the relay, which chooses: auto (moq-lite first, then IETF MoQ Transport drafts 16 and 14: moq-dev's relays keep moq-lite, IETF-only relays such as Cloudflare's get MoQ Transport), moq-lite, ietf (drafts 16 and 14), ietf-16, ietf-14. MoQ Transport runs on raw QUIC (moql://); moq-version says what was chosen",
+                type: MoqProtocolType.type, default: 0, flags: rw)
         }
     }
+}
+
+/// The `protocol` property's enum type (its values are ``MoqProtocol``'s cases, in order).
+enum MoqProtocolType {
+    static let type: GType = registerEnum(
+        "GstMoqProtocol",
+        MoqProtocol.allCases.enumerated().map { index, value in
+            (Int32(index), Self.describe(value), value.rawValue)
+        })
+
+    static func describe(_ value: MoqProtocol) -> String {
+        switch value {
+        case .auto: "moq-lite first, then IETF MoQ Transport"
+        case .moqLite: "moq-lite only"
+        case .ietf: "IETF MoQ Transport (draft-16, then draft-14)"
+        case .ietf16: "IETF MoQ Transport draft-16 only"
+        case .ietf14: "IETF MoQ Transport draft-14 only"
+        }
+    }
+
+    static func value(_ index: Int32) -> MoqProtocol {
+        MoqProtocol.allCases.indices.contains(Int(index)) ? MoqProtocol.allCases[Int(index)] : .auto
+    }
+
+    static func index(_ value: MoqProtocol) -> Int32 { Int32(MoqProtocol.allCases.firstIndex(of: value) ?? 0) }
 }
 
 /// An element's property ids. Those named like a ``ConnectionProperty`` case are that shared
@@ -65,6 +96,7 @@ extension ConnectionSettings {
         case .authToken: authToken = string(from: value)
         case .quicIdleTimeout: quicIdleTimeoutMs = g_value_get_uint(value)
         case .quicKeepAlive: quicKeepAliveMs = g_value_get_uint(value)
+        case .moqProtocol: moqProtocol = MoqProtocolType.value(g_value_get_enum(value))
         }
     }
 
@@ -78,6 +110,7 @@ extension ConnectionSettings {
         case .authToken: g_value_set_string(value, authToken)
         case .quicIdleTimeout: g_value_set_uint(value, quicIdleTimeoutMs)
         case .quicKeepAlive: g_value_set_uint(value, quicKeepAliveMs)
+        case .moqProtocol: g_value_set_enum(value, MoqProtocolType.index(moqProtocol))
         }
     }
 }

@@ -10,6 +10,7 @@ struct ConnectionSettings: Sendable {
     var authToken: String?
     var quicIdleTimeoutMs = Self.defaultIdleTimeoutMs
     var quicKeepAliveMs = Self.defaultKeepAliveMs
+    var moqProtocol = MoqProtocol.auto
 
     /// `quic-idle-timeout`'s default: ``ClientOptions``' (10 s, as moq-dev's peers).
     static let defaultIdleTimeoutMs = UInt32(ClientOptions().idleTimeout.components.seconds * 1000)
@@ -23,7 +24,14 @@ struct ConnectionSettings: Sendable {
         }
         let parsed: MoqURL
         do { parsed = try MoqURL(text) } catch { return .failure(SettingsError("invalid url property: \(error)")) }
+        if !moqProtocol.offersMoqLite, parsed.isWebTransport || parsed.isWebSocket {
+            return .failure(
+                SettingsError(
+                    "protocol=\(moqProtocol) (IETF MoQ Transport) runs on raw QUIC: use a moql:// URL, or protocol=auto for \(parsed.scheme)://"
+                ))
+        }
         var options = ClientOptions()
+        options.moqProtocol = moqProtocol
         options.tls = TLSOptions(fingerprint: tlsFingerprint, rootFile: tlsRootFile, disableVerify: tlsDisableVerify)
         options.authToken = authToken
         options.idleTimeout = .milliseconds(quicIdleTimeoutMs)

@@ -67,7 +67,9 @@ final class ElementConnection: @unchecked Sendable {
     }
 
     /// The negotiated protocol while connected (`moq-version`).
-    var negotiatedVersion: String? { status == .connected ? MoqVersion.lite06.rawValue : nil }
+    var negotiatedVersion: String? { status == .connected ? version.withLock { $0 } : nil }
+    /// The protocol the last session that came up speaks.
+    private let version = Lock<String?>(nil)
 
     /// The session statistics last collected by ``refreshStats(_:)``.
     var lastStats: SessionStats? { stats.withLock { $0 } }
@@ -131,8 +133,9 @@ final class ElementConnection: @unchecked Sendable {
                 .resource(error.isAuthentication ? GST_RESOURCE_ERROR_NOT_AUTHORIZED : role.openError),
                 Self.elementWording(error.description))
         }
-        handlers.session = { [lastRetry] up, start in
+        handlers.session = { [lastRetry, version] up, start in
             lastRetry.withLock { $0 = nil }
+            version.withLock { $0 = up.version }
             weakSelf.value?.sessionCount.add(1, ordering: .relaxed)
             session(up, start)
         }

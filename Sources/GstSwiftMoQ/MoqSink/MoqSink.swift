@@ -140,6 +140,7 @@ final class MoqSink: @unchecked Sendable {
         case .moqVersion: g_value_set_string(value, link.negotiatedVersion)
         case .stats: g_value_take_boxed(value, makeStats())
         case .url, .tlsDisableVerify, .tlsFingerprint, .tlsRootFile, .authToken, .quicIdleTimeout, .quicKeepAlive,
+            .moqProtocol,
             .connectionStats, .sessions, .estimatedSendRate, .estimatedRecvRate, .estimatedSendBitrate,
             .estimatedRecvBitrate:
             break

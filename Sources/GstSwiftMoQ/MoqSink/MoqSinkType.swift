@@ -12,7 +12,7 @@ enum MoqSinkType {
         case url = 1, broadcast, tlsDisableVerify, tlsFingerprint, tlsRootFile, authToken, status, connected,
             moqVersion, stats, cacheDuration, item, keyframeInterval, quicIdleTimeout, quicKeepAlive,
             connectionStats, sessions, estimatedSendRate, estimatedRecvRate, estimatedSendBitrate,
-            estimatedRecvBitrate
+            estimatedRecvBitrate, moqProtocol
     }
 
     /// Accepted caps: what the catalog can describe (stream layouts the sink can frame).
@@ -74,6 +74,7 @@ enum MoqSinkType {
         let ro = ParamFlags.readable
         for prop in [
             Prop.url, .tlsDisableVerify, .tlsFingerprint, .tlsRootFile, .authToken, .quicIdleTimeout, .quicKeepAlive,
+            .moqProtocol,
         ] {
             guard let connection = prop.connection else { continue }
             g_object_class_install_property(gobject, prop.rawValue, connection.spec())
@@ -115,7 +116,10 @@ enum MoqSinkType {
         )
         g_object_class_install_property(
             gobject, Prop.moqVersion.rawValue,
-            Property.string("moq-version", "MoQ version", "The negotiated protocol version (moq-lite-06)", flags: ro))
+            Property.string(
+                "moq-version", "MoQ version",
+                "The negotiated protocol version (moq-lite-06; moqt-16 or moq-00 for IETF MoQ Transport drafts 16 and 14)",
+                flags: ro))
         g_object_class_install_property(
             gobject, Prop.stats.rawValue,
             Property.structure(

@@ -115,6 +115,7 @@ extension MoqSrc {
         if let status = prop.statusProperty { return status.get(link, into: value) }
         switch prop {
         case .url, .tlsDisableVerify, .tlsFingerprint, .tlsRootFile, .authToken, .quicIdleTimeout, .quicKeepAlive,
+            .moqProtocol,
             .connectionStats, .sessions, .estimatedSendRate, .estimatedRecvRate, .estimatedSendBitrate,
             .estimatedRecvBitrate:
             break

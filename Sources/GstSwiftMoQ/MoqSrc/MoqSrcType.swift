@@ -20,7 +20,7 @@ enum MoqSrcType {
             videoTrack, audioTrack, timeout, status, moqVersion, stats, uriTLS, buffering, bufferDuration,
             dataTracks, queue, latencyMode, catchUp, abr, maxResolution, maxBitrate, quicIdleTimeout, quicKeepAlive,
             connectionStats, sessions, estimatedSendRate, estimatedRecvRate, estimatedSendBitrate,
-            estimatedRecvBitrate, diagnostics
+            estimatedRecvBitrate, diagnostics, moqProtocol
     }
 
     /// `latency-mode`'s values (``LatencyMode``).
@@ -143,6 +143,7 @@ enum MoqSrcType {
             (.authToken, ConnectionProperty.authToken.spec()),
             (.quicIdleTimeout, ConnectionProperty.quicIdleTimeout.spec()),
             (.quicKeepAlive, ConnectionProperty.quicKeepAlive.spec()),
+            (.moqProtocol, ConnectionProperty.moqProtocol.spec()),
             (
                 .uriTLS,
                 Property.bool(
@@ -238,7 +239,9 @@ enum MoqSrcType {
             (
                 .moqVersion,
                 Property.string(
-                    "moq-version", "MoQ version", "The negotiated protocol version (moq-lite-06)", flags: ro)
+                    "moq-version", "MoQ version",
+                    "The negotiated protocol version (moq-lite-06; moqt-16 or moq-00 for IETF MoQ Transport drafts 16 and 14)",
+                    flags: ro)
             ),
             (
                 .stats,

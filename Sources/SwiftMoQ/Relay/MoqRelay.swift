@@ -150,7 +150,7 @@ public final class MoqRelay: @unchecked Sendable {
         tracked.withLock { $0[session.id] = session }
     }
 
-    private func untrack(_ id: UInt64, _ session: MoqSession) {
+    private func untrack(_ id: UInt64, _ session: any ObservedSession) {
         _ = tracked.withLock { $0.removeValue(forKey: id) }
         if let final = session.finalStats { closed.withLock { $0.add(final) } }
     }
@@ -343,6 +343,8 @@ public final class MoqRelay: @unchecked Sendable {
                 var options = ClientOptions(tls: link.tls, authToken: link.token)
                 options.hopID = self.hopID
                 options.linkCost = link.cost
+                // A cluster link carries moq-lite's hops and costs: never MoQ Transport.
+                options.moqProtocol = .moqLite
                 let started = ContinuousClock.now
                 do {
                     let session: MoqSession = try await MoqSession.connect(
@@ -483,8 +485,19 @@ public final class MoqRelay: @unchecked Sendable {
                 refuse: { core.close(.unauthorized, reason: $0) })
         else { return }
         core.publishOrigin = ScopedOrigin(parent: origin, root: permissions.root, allowed: permissions.subscribe)
+        // PUBLISH_NAMESPACE outside its grant is refused, not accepted and left unrouted.
+        let publishing = Self.publishing(permissions)
+        core.acceptsPeerNamespace = { path in publishing(path) != nil }
         let label = "session \(id) (\(endpoint.peerDescription) /\(permissions.root), IETF \(session.version))"
         logger.info("\(label): connected; \(Self.describe(permissions))")
+        track(
+            TrackedSession(
+                id: id, session: session, kind: permissions.peer ? .peer : .client, peer: endpoint.peerDescription,
+                root: permissions.root, hop: nil, since: .now))
+        _ = endpoint.addCloseHandler { [weak self] in
+            self?.untrack(id, session)
+            logger.info("\(label): closed (\(endpoint.core?.closeReason.map { "\($0)" } ?? "ended"))")
+        }
         if !permissions.publish.isEmpty {
             // What it publishes (PUBLISH_NAMESPACE, or NAMESPACE answers) becomes routes through it, owned by its grant.
             let key = ObjectIdentifier(session)
@@ -493,7 +506,7 @@ public final class MoqRelay: @unchecked Sendable {
                 owner: permissions.peer ? nil : permissions.grant,
                 takeoverRefused: { [weak session] path in
                     session?.close(.unauthorized, reason: "broadcast '\(path)' is published by another session")
-                }, map: Self.publishing(permissions))
+                }, map: publishing)
             ingests.withLock { $0[key] = ingest }
             _ = endpoint.addCloseHandler { [weak self] in
                 self?.ingests.withLock { $0.removeValue(forKey: key) }?.close()

@@ -17,7 +17,7 @@ struct TrackedSession: Sendable {
     }
 
     let id: UInt64
-    let session: MoqSession
+    let session: any ObservedSession
     let kind: Kind
     /// The peer's address, or the link's URL (without its query).
     let peer: String
@@ -186,6 +186,7 @@ extension MoqRelay {
             var root: String
             var hop: UInt64?
             var transport: String
+            var `protocol`: String
             var connected_s: Double
             var rtt_us: UInt64
             var send_rate_bps: UInt64
@@ -204,7 +205,7 @@ extension MoqRelay {
             let age = now - t.since
             return Entry(
                 id: t.id, kind: t.kind.rawValue, peer: t.peer, root: t.root, hop: t.hop,
-                transport: t.session.binding.rawValue,
+                transport: t.session.binding.rawValue, protocol: t.session.protocolVersion,
                 connected_s: Double(age.components.seconds) + Double(age.components.attoseconds) / 1e18,
                 rtt_us: s?.rttMicros ?? 0, send_rate_bps: s?.sendRateBps ?? 0, bytes_in: c.bytesReceived,
                 bytes_out: c.bytesSent, frames_in: c.framesReceived, frames_out: c.framesSent,

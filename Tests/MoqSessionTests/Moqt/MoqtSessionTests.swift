@@ -177,6 +177,26 @@ struct MoqtSessionTests {
     }
 
     @Test(
+        "a PUBLISH_NAMESPACE the server does not accept (outside a publisher's grant) is answered UNAUTHORIZED; the rest are taken",
+        arguments: versions)
+    func publishNamespaceRefused(version: MoqtVersion) {
+        let pair = MoqtPair(version)
+        pair.server.acceptsPeerNamespace = { BroadcastPath.hasPrefix($0, "mine") }
+        var events: [MoqtNamespaceEvent] = []
+        pair.server.observePeerNamespaces { events.append($0) }
+        pair.clientOrigin.publish(BroadcastProducer(path: "mine/cam", clock: pair.scheduler.clock))
+        pair.clientOrigin.publish(BroadcastProducer(path: "other/cam", clock: pair.scheduler.clock))
+        pair.run()
+        #expect(events == [.announced("mine/cam")])
+        let refusals = pair.controlMessages(receivedBy: pair.link.client, version: version).compactMap {
+            if case .requestError(let e) = $0 { e.code } else { nil }
+        }
+        #expect(refusals == [MoqtCode.unauthorized])
+        #expect(pair.client.isReady && pair.server.isReady, "\(String(describing: pair.server.closeReason))")
+        #expect(pair.server.resourceUsage.openPeerRequests <= 1)  // the refused request's id went back to the window
+    }
+
+    @Test(
         "a group that reaches the served track after a newer one (a relay's upstream streams race) is still sent",
         arguments: versions)
     func lateGroupServed(version: MoqtVersion) {

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: MIT
+import MoqModel
+import MoqSession
+import MoqWire
+import MoqtSession
+import MoqtWire
+
+/// ``MoqSession``'s API over a MoQ Transport core, for a client whose server chose IETF MoQ
+/// Transport (``MoqProtocol``). Loop thread only.
+///
+/// What moq-lite has and MoQ Transport lacks here: TRACK_INFO (a track gets the default info),
+/// PROBE (no reports), FETCH and SUBSCRIBE_UPDATE (not sent yet), a frame end inside the last
+/// group of a bounded subscription (the whole group comes), and failover (`onLost` is not asked).
+/// Frames arrive with timestamp 0: hang's legacy container carries the media's own.
+final class IETFClientCore: ClientCore {
+    let core: MoqtSessionCore
+    /// Announce handlers still open: each hears `.closed` when the session ends.
+    private var announceHandlers: [UInt64: (AnnounceEvent) -> Void] = [:]
+    private var nextHandler: UInt64 = 0
+
+    init(_ core: MoqtSessionCore) { self.core = core }
+
+    var events: any TransportEventSink { core }
+    var isClosed: Bool { core.isClosed }
+
+    func requestAnnouncements(prefix: String, handler: @escaping (AnnounceEvent) -> Void) -> any RequestCancelling {
+        nextHandler += 1
+        let key = nextHandler
+        announceHandlers[key] = handler
+        let namespace = core.subscribeNamespace(prefix: BroadcastPath.normalize(prefix)) { [weak self] event in
+            switch event {
+            case .announced(let path): handler(.active(path: path, route: AnnounceRoute()))
+            case .unannounced(let path): handler(.ended(path: path))
+            case .refused:
+                guard self?.announceHandlers.removeValue(forKey: key) != nil else { return }
+                handler(.closed(.internal))  // REQUEST_ERROR's codes are not moq-lite's
+            }
+        }
+        return NamespaceCancel(namespace: namespace) { [weak self] in self?.announceHandlers[key] = nil }
+    }
+
+    func subscribeTrack(
+        broadcast: String, track: TrackProducer, range: SubscriptionRange, sessionClosedCode: StreamErrorCode?,
+        onLost: ((StreamErrorCode) -> Bool)?
+    ) -> any SubscriptionControl {
+        if track.info == nil { track.setInfo(TrackInfo()) }
+        return IETFSubscriptionControl(
+            handle: core.subscribe(
+                broadcast: BroadcastPath.normalize(broadcast), track: track.name, into: track,
+                filter: Self.filter(range), priority: 255 &- range.priority, sessionClosedCode: sessionClosedCode))
+    }
+
+    /// moq-lite's bounds as a MoQ Transport filter: no floor and no end is the live edge
+    /// (LargestObject, which moq-dev serves from the start of the latest group).
+    static func filter(_ range: SubscriptionRange) -> SubscriptionFilter {
+        let start = Location(group: range.groupStart, object: range.frameStart)
+        switch (range.groupStart, range.frameStart, range.groupEnd) {
+        case (0, 0, nil): return .largestObject
+        case (_, _, nil): return .absoluteStart(start)
+        case (_, _, let end?): return .absoluteRange(start, endGroup: end)
+        }
+    }
+
+    /// Not asked: ``MoqSession/trackInfo(broadcast:track:)`` refuses first, saying why.
+    func trackInfo(
+        broadcast: String, track: String, completion: @escaping (Result<TrackInfo, StreamErrorCode>) -> Void
+    ) {
+        completion(.failure(.internal))
+    }
+
+    /// Not asked: ``MoqSession/fetch(broadcast:track:group:frameStart:frameEnd:priority:)`` refuses first.
+    func fetch(_ request: Fetch, completion: @escaping (Result<[Frame], StreamErrorCode>) -> Void) {
+        completion(.failure(.internal))
+    }
+
+    func requestProbe(handler: @escaping (Probe) -> Void, finished: @escaping () -> Void) { finished() }
+
+    func close(_ code: SessionErrorCode, reason: String) {
+        core.close(MoqtSessionError(rawValue: code.rawValue) ?? .internalError, reason: reason)
+    }
+
+    var activeServedGroups: Int { core.resourceUsage.outgoingGroups }
+
+    var sessionCounters: SessionCounters { Self.counters(core) }
+
+    /// A MoQ Transport core's counters in moq-lite's terms (groups, frames = objects, refusals).
+    static func counters(_ core: MoqtSessionCore) -> SessionCounters {
+        let c = core.counters
+        var counters = SessionCounters()
+        counters.setupReceived = core.isReady
+        counters.groupsSent = c.groupsSent
+        counters.framesSent = c.objectsSent
+        counters.groupsReceived = c.groupsReceived
+        counters.framesReceived = c.objectsReceived
+        counters.refusedRequests = c.subscriptionsRefused
+        return counters
+    }
+
+    /// The session ended: every announce stream still open closes (after the core's `ended` events).
+    func sessionClosed() {
+        let handlers = announceHandlers.sorted { $0.key < $1.key }.map(\.value)
+        announceHandlers = [:]
+        for handler in handlers { handler(.closed(.sessionClosed)) }
+    }
+}
+
+/// Withdraws a namespace subscription, and forgets its announce handler.
+private struct NamespaceCancel: RequestCancelling {
+    let namespace: MoqtNamespaceHandle
+    let forget: () -> Void
+    func cancel() {
+        forget()
+        namespace.cancel()
+    }
+}
+
+/// A MoQ Transport subscription behind ``RemoteTrack``.
+private struct IETFSubscriptionControl: SubscriptionControl {
+    let handle: MoqtSubscriptionHandle
+    /// SUBSCRIBE_UPDATE is not sent yet: the first range stays.
+    func update(_ range: SubscriptionRange) {}
+    func cancel() { handle.cancel() }
+    func detach() { handle.detach() }
+}
