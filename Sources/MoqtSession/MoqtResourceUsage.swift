@@ -22,6 +22,8 @@ package struct MoqtResourceUsage: Sendable, Equatable {
     package var announcedToUs: Int
     /// Group streams of ours the core still tracks.
     package var outgoingGroups: Int
+    /// Served subscriptions with groups due that wait for room (stream credit, or unsent bytes to drain).
+    package var waitingForRoom: Int
     /// Track aliases the peer gave, and our subscriptions open (an alias belongs to one of them).
     package var aliases: Int
     package var ownSubscriptions: Int
@@ -37,6 +39,7 @@ extension MoqtSessionCore {
             incomingGroups: incomingGroups.count, unknownAliasStreams: unknownAliasStreams.count,
             heldBytes: incomingGroups.values.reduce(0) { $0 + $1.heldBytes }, queuedRequests: waitingForRequestID.count,
             announcedToUs: namespaceRequests.values.map(\.announced.count).max() ?? 0,
-            outgoingGroups: outgoingGroups.count, aliases: aliases.count, ownSubscriptions: subscriptions.count)
+            outgoingGroups: outgoingGroups.count, waitingForRoom: waitingForRoom.count, aliases: aliases.count,
+            ownSubscriptions: subscriptions.count)
     }
 }

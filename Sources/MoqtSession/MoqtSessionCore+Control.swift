@@ -111,6 +111,7 @@ extension MoqtSessionCore {
 
     func becomeReady() {
         phase = .ready
+        wasReady = true
         setupTimer?.cancel()
         setupTimer = nil
         // The delegate may scope what is served (a relay's grant) or close the session (no grant).

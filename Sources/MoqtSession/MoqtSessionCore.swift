@@ -62,6 +62,8 @@ public final class MoqtSessionCore: TransportEventSink {
     public var isReady: Bool { phase == .ready }
     /// True once closed.
     public var isClosed: Bool { phase == .closed }
+    /// True once SETUP crossed, also after the session closed (for the statistics it closed with).
+    public internal(set) var wasReady = false
 
     var phase = Phase.idle
     var controlStream: Int64?

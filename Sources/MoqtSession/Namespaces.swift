@@ -13,6 +13,8 @@ public enum MoqtNamespaceEvent: Sendable, Equatable {
     case unannounced(String)
     /// The peer refused the subscription.
     case refused(code: UInt64, reason: String)
+    /// The peer ended the subscription (draft-16: it closed the stream); nothing more comes.
+    case ended
 }
 
 /// One of our SUBSCRIBE_NAMESPACEs (draft-14: on the control stream, the peer then sends
@@ -265,8 +267,8 @@ extension MoqtSessionCore {
 
     // MARK: The peer's → ours
 
-    /// The peer's PUBLISH_NAMESPACE: OK, and each namespace subscription of ours whose prefix
-    /// covers it hears of it.
+    /// The peer's PUBLISH_NAMESPACE: OK (or UNAUTHORIZED when ``acceptsPeerNamespace`` says no),
+    /// and each namespace subscription of ours whose prefix covers it hears of it.
     func peerPublishedNamespace(_ request: PublishNamespace) {
         func refuse(_ code: UInt64, _ reason: String) {
             send(
@@ -384,6 +386,7 @@ extension MoqtSessionCore {
         if ns.own {
             guard let id = ns.requestID, let request = namespaceRequests.removeValue(forKey: id) else { return }
             for path in request.announced { request.handler(.unannounced(path)) }
+            request.handler(.ended)
         } else if let id = ns.requestID, let served = servedNamespaces.removeValue(forKey: id) {
             served.stop()
             transport.finish(ns.stream)

@@ -9,8 +9,10 @@ import MoqtWire
 /// Transport (``MoqProtocol``). Loop thread only.
 ///
 /// What moq-lite has and MoQ Transport lacks here: TRACK_INFO (a track gets the default info),
-/// PROBE (no reports), FETCH and SUBSCRIBE_UPDATE (not sent yet), a frame end inside the last
-/// group of a bounded subscription (the whole group comes), and failover (`onLost` is not asked).
+/// PROBE (no reports), FETCH and SUBSCRIBE_UPDATE (not sent yet), a latency budget (the publisher
+/// is not asked for one: the player's own reader keeps its budget, and a long-form player's
+/// backfill comes only from what a floor asks for), a frame end inside the last group of a
+/// bounded subscription (the whole group comes), and failover (`onLost` is not asked).
 /// Frames arrive with timestamp 0: hang's legacy container carries the media's own.
 final class IETFClientCore: ClientCore {
     let core: MoqtSessionCore
@@ -32,8 +34,12 @@ final class IETFClientCore: ClientCore {
             case .announced(let path): handler(.active(path: path, route: AnnounceRoute()))
             case .unannounced(let path): handler(.ended(path: path))
             case .refused:
+                guard let self, self.announceHandlers.removeValue(forKey: key) != nil else { return }
+                // Refused by the peer (REQUEST_ERROR's codes are not moq-lite's), or still queued when the session closed.
+                handler(.closed(self.core.isClosed ? .sessionClosed : .internal))
+            case .ended:
                 guard self?.announceHandlers.removeValue(forKey: key) != nil else { return }
-                handler(.closed(.internal))  // REQUEST_ERROR's codes are not moq-lite's
+                handler(.closed(nil))
             }
         }
         return NamespaceCancel(namespace: namespace) { [weak self] in self?.announceHandlers[key] = nil }
@@ -51,7 +57,9 @@ final class IETFClientCore: ClientCore {
     }
 
     /// moq-lite's bounds as a MoQ Transport filter: no floor and no end is the live edge
-    /// (LargestObject, which moq-dev serves from the start of the latest group).
+    /// (LargestObject, which moq-dev serves from the start of the latest group), a floor is
+    /// AbsoluteStart, an end AbsoluteRange. MoQ Transport has no "live edge until group N": an end
+    /// without a floor asks from group 0, which a relay serves from the oldest group it keeps.
     static func filter(_ range: SubscriptionRange) -> SubscriptionFilter {
         let start = Location(group: range.groupStart, object: range.frameStart)
         switch (range.groupStart, range.frameStart, range.groupEnd) {
@@ -79,7 +87,11 @@ final class IETFClientCore: ClientCore {
         core.close(MoqtSessionError(rawValue: code.rawValue) ?? .internalError, reason: reason)
     }
 
-    var activeServedGroups: Int { core.resourceUsage.outgoingGroups }
+    /// Open group streams, and subscriptions whose due groups wait for room (a drain must wait for them too).
+    var activeServedGroups: Int {
+        let usage = core.resourceUsage
+        return usage.outgoingGroups + usage.waitingForRoom
+    }
 
     var sessionCounters: SessionCounters { Self.counters(core) }
 
@@ -87,7 +99,7 @@ final class IETFClientCore: ClientCore {
     static func counters(_ core: MoqtSessionCore) -> SessionCounters {
         let c = core.counters
         var counters = SessionCounters()
-        counters.setupReceived = core.isReady
+        counters.setupReceived = core.wasReady
         counters.groupsSent = c.groupsSent
         counters.framesSent = c.objectsSent
         counters.groupsReceived = c.groupsReceived

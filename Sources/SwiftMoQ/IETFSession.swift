@@ -15,8 +15,9 @@ public import MoqtWire
 /// ``TrackProducer``s read as any other track. The client offers only the chosen version's ALPN:
 /// moq-dev's servers prefer moq-lite when a client offers both families.
 ///
-/// Not yet: WebTransport and WebSocket carriers, FETCH, datagrams, and the GStreamer elements
-/// (docs/ietf/plan.md).
+/// ``MoqSession`` speaks MoQ Transport too (``ClientOptions/moqProtocol``), and so do the GStreamer
+/// elements; this is the lower-level client of one draft. Not yet: WebTransport and WebSocket
+/// carriers, FETCH, datagrams (docs/ietf/plan.md).
 public final class IETFSession: @unchecked Sendable {  // the core and connection are touched on `loop` only
     let loop: QUICEventLoop
     let connection: IETFConnection
@@ -131,7 +132,10 @@ public final class IETFSession: @unchecked Sendable {  // the core and connectio
             let handle = LoopBound(
                 core.subscribeNamespace(prefix: BroadcastPath.normalize(prefix)) { event in
                     continuation.yield(event)
-                    if case .refused = event { continuation.finish() }
+                    switch event {
+                    case .refused, .ended: continuation.finish()
+                    case .announced, .unannounced: break
+                    }
                 })
             let key = endpoint.value.addCloseHandler { continuation.finish() }
             // A reader that stops (a wait that found its broadcast, a task cancelled) ends the request,

@@ -149,7 +149,10 @@ public final class MoqSession: @unchecked Sendable {
             serving: serving, answered: answered
         ) { endpoint in
             endpoint.webTransportRequest = webRequest
-            if webRequest == nil { endpoint.ietfVersions = options.moqProtocol.ietfVersions }
+            if webRequest == nil {
+                endpoint.ietfVersions = options.moqProtocol.ietfVersions
+                endpoint.offersMoqLite = options.moqProtocol.offersMoqLite
+            }
             endpoint.attach(
                 QUICClient.connect(
                     host: target.host, port: target.port, tls: tls, settings: quicSettings, loop: endpoint.loop,
@@ -544,7 +547,7 @@ public struct SessionStats: Sendable, Equatable {
 
 /// What a session runs over.
 public enum SessionBinding: String, Sendable, Equatable, CustomStringConvertible {
-    /// Raw QUIC, ALPN `moq-lite-06` (`moql://` URLs).
+    /// Raw QUIC, ALPN `moq-lite-06` (`moql://` URLs), or MoQ Transport's (`moqt-16`, `moq-00`).
     case quic = "QUIC"
     /// WebTransport over HTTP/3, ALPN `h3` (`https://` and `http://` URLs, browsers).
     case webTransport = "WebTransport"

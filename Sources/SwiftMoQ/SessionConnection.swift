@@ -52,6 +52,8 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate, Moqt
     private var sink: (any TransportEventSink)?
     /// Client: the MoQ Transport drafts offered (beside moq-lite or instead of it).
     var ietfVersions: [MoqtVersion] = []
+    /// Client: whether moq-lite was offered (for the message when the peer agreed on none).
+    var offersMoqLite = true
     let config: SessionConfig
     /// Client: the CONNECT to send when the session runs over WebTransport (nil: raw QUIC).
     var webTransportRequest: WebTransportConnect.Request?
@@ -161,7 +163,7 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate, Moqt
         case let alpn? where webTransportRequest == nil && ietfVersions.contains(where: { $0.alpn == alpn }):
             startIETF(connection, version: MoqtVersion(alpn: alpn) ?? .draft16)
         default:
-            let offered = [MoqVersion.lite06.rawValue] + ietfVersions.map(\.alpn)
+            let offered = (offersMoqLite ? [MoqVersion.lite06.rawValue] : []) + ietfVersions.map(\.alpn)
             let wanted = webTransportRequest == nil ? offered.joined(separator: " or ") : WebTransportWire.alpn
             fail(.tls("the peer did not agree on \(wanted) (ALPN \(connection.negotiatedALPN ?? "none"))"))
             connection.close(code: SessionErrorCode.version.rawValue, reason: "unsupported version")

@@ -68,7 +68,7 @@ final class AnnounceIngest: @unchecked Sendable {
                 switch event {
                 case .announced(let path): handler(.active(path: path, route: AnnounceRoute()))
                 case .unannounced(let path): handler(.ended(path: path))
-                case .refused: break  // what it publishes unsolicited still comes
+                case .refused, .ended: break  // what it publishes unsolicited still comes
                 }
             }
             // Unsolicited PUBLISH_NAMESPACEs (ours, to a peer without SOLICIT), and answers to

@@ -327,6 +327,25 @@ struct MoqtSessionTests {
     }
 
     @Test(
+        "draft-16: the peer ending our namespace subscription's stream ends it: its broadcasts withdrawn, then `ended` (a reader stops waiting)"
+    )
+    func namespaceEndedByPeer() {
+        let pair = MoqtPair(.draft16)
+        _ = pair.serverBroadcast("room/a")
+        var events: [MoqtNamespaceEvent] = []
+        pair.client.subscribeNamespace(prefix: "room") { events.append($0) }
+        pair.run()
+        #expect(events == [.announced("room/a")])
+        // The client's bidi stream after the control stream.
+        let stream = pair.link.server.peerStreams.first { $0 != 0 && $0 % 4 == 0 }
+        #expect(stream != nil)
+        if let stream { pair.link.server.resetStream(stream, code: MoqtCode.cancelled) }
+        pair.run()
+        #expect(events == [.announced("room/a"), .unannounced("room/a"), .ended])
+        #expect(pair.client.isReady, "\(String(describing: pair.client.closeReason))")
+    }
+
+    @Test(
         "requests SwiftMoQ does not implement (FETCH, TRACK_STATUS, REQUEST_UPDATE) are refused NOT_SUPPORTED; the session goes on"
     )
     func unsupported() throws {
