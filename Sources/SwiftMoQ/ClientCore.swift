@@ -6,8 +6,6 @@ import MoqWire
 /// What ``MoqSession`` asks of the session core behind it, whichever protocol family the server
 /// chose: moq-lite's ``SessionCore`` or MoQ Transport's core (``IETFClientCore``). Loop thread only.
 protocol ClientCore: AnyObject {
-    /// The core the transport's events go to.
-    var events: any TransportEventSink { get }
     var isClosed: Bool { get }
     /// Announcements under `prefix`; the handler hears `.closed` last.
     func requestAnnouncements(prefix: String, handler: @escaping (AnnounceEvent) -> Void) -> any RequestCancelling
@@ -46,8 +44,6 @@ extension AnnounceRequestHandle: RequestCancelling {}
 extension SubscriptionHandle: SubscriptionControl {}
 
 extension SessionCore: ClientCore {
-    var events: any TransportEventSink { self }
-
     func requestAnnouncements(prefix: String, handler: @escaping (AnnounceEvent) -> Void) -> any RequestCancelling {
         requestAnnounces(prefix: prefix, handler: handler)
     }

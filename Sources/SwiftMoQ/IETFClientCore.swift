@@ -22,7 +22,6 @@ final class IETFClientCore: ClientCore {
 
     init(_ core: MoqtSessionCore) { self.core = core }
 
-    var events: any TransportEventSink { core }
     var isClosed: Bool { core.isClosed }
 
     func requestAnnouncements(prefix: String, handler: @escaping (AnnounceEvent) -> Void) -> any RequestCancelling {
@@ -30,9 +29,9 @@ final class IETFClientCore: ClientCore {
         let key = nextHandler
         announceHandlers[key] = handler
         let namespace = core.subscribeNamespace(prefix: BroadcastPath.normalize(prefix)) { [weak self] event in
+            if let announcement = event.announcement { return handler(announcement) }
             switch event {
-            case .announced(let path): handler(.active(path: path, route: AnnounceRoute()))
-            case .unannounced(let path): handler(.ended(path: path))
+            case .announced, .unannounced: break
             case .refused:
                 guard let self, self.announceHandlers.removeValue(forKey: key) != nil else { return }
                 // Refused by the peer (REQUEST_ERROR's codes are not moq-lite's), or still queued when the session closed.
@@ -113,6 +112,17 @@ final class IETFClientCore: ClientCore {
         let handlers = announceHandlers.sorted { $0.key < $1.key }.map(\.value)
         announceHandlers = [:]
         for handler in handlers { handler(.closed(.sessionClosed)) }
+    }
+}
+
+extension MoqtNamespaceEvent {
+    /// A broadcast published or withdrawn, as moq-lite's announcements say it (nil for the others).
+    var announcement: AnnounceEvent? {
+        switch self {
+        case .announced(let path): .active(path: path, route: AnnounceRoute())
+        case .unannounced(let path): .ended(path: path)
+        case .refused, .ended: nil
+        }
     }
 }
 

@@ -282,7 +282,10 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate, Moqt
 
     // MARK: SessionCoreDelegate
 
-    func sessionDidSetup(_ session: SessionCore, peer: Setup) {
+    func sessionDidSetup(_ session: SessionCore, peer: Setup) { setupCompleted() }
+
+    /// SETUP crossed (either family): the waiting connect succeeds.
+    private func setupCompleted() {
         connectTimer?.cancel()
         let ready = onReady
         onReady = nil
@@ -315,12 +318,7 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate, Moqt
 
     // MARK: MoqtSessionDelegate
 
-    func moqtSessionReady(_ session: MoqtSessionCore) {
-        connectTimer?.cancel()
-        let ready = onReady
-        onReady = nil
-        ready?(.success(()))
-    }
+    func moqtSessionReady(_ session: MoqtSessionCore) { setupCompleted() }
 
     func moqtSession(_ session: MoqtSessionCore, goaway uri: String) { onGoaway?(uri) }
 

@@ -64,13 +64,8 @@ final class AnnounceIngest: @unchecked Sendable {
         ) { handler in
             guard let core = endpoint.core, !core.isClosed else { return handler(.closed(nil)) }
             _ = endpoint.addCloseHandler { handler(.closed(nil)) }
-            let report: (MoqtNamespaceEvent) -> Void = { event in
-                switch event {
-                case .announced(let path): handler(.active(path: path, route: AnnounceRoute()))
-                case .unannounced(let path): handler(.ended(path: path))
-                case .refused, .ended: break  // what it publishes unsolicited still comes
-                }
-            }
+            // A refused or ended namespace subscription: what it publishes unsolicited still comes.
+            let report: (MoqtNamespaceEvent) -> Void = { event in if let a = event.announcement { handler(a) } }
             // Unsolicited PUBLISH_NAMESPACEs (ours, to a peer without SOLICIT), and answers to
             // SUBSCRIBE_NAMESPACE (moq-dev's, which publishes only when asked).
             core.observePeerNamespaces(report)
