@@ -3,7 +3,7 @@
 // with MoqtWire built as an instrumented module.
 //
 // The first input byte picks the draft (bit 0) and what is decoded (bits 1…): a control stream of
-// framed messages, or a subgroup stream fed in pieces whose sizes the input chooses. Decoding may
+// framed messages, or a subgroup or fetch stream fed in pieces whose sizes the input chooses. Decoding may
 // fail with a typed error (expected); it must never crash, hang or allocate from a declared size.
 // A message that decodes re-encodes to bytes that decode to the same message once normalised
 // (a reason phrase's invalid UTF-8 is replaced, so the first re-encoding may differ from the input).
@@ -17,9 +17,10 @@ public func fuzzMoqt(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let selector = start.load(as: UInt8.self)
     let version: MoqtVersion = selector & 1 == 0 ? .draft14 : .draft16
     let input = Array(UnsafeRawBufferPointer(start: start + 1, count: count - 1))
-    switch (selector >> 1) % 3 {
+    switch (selector >> 1) % 4 {
     case 0: controlStream(input, version)
-    case 1: subgroupStream(input, version)
+    case 1: _ = piecewise(SubgroupStreamDecoder(version: version), input)
+    case 2: fetchStream(input, version)
     default: keyValuePairs(input, version)
     }
     return 0
@@ -49,12 +50,34 @@ func decodeOne(_ bytes: [UInt8], _ version: MoqtVersion) -> ControlMessage? {
     return try? ControlMessage.decode(type: type, payload: payload, version: version)
 }
 
-/// A subgroup stream fed whole and in pieces of growing size: both yield the same events (or both fail).
-func subgroupStream(_ input: [UInt8], _ version: MoqtVersion) {
-    var whole = SubgroupStreamDecoder(version: version)
+/// A data stream's decoder (subgroup or fetch stream).
+protocol StreamDecoding {
+    associatedtype Event: Equatable
+    mutating func feed(_ bytes: [UInt8], fin: Bool) throws(DecodeError) -> [Event]
+}
+
+extension SubgroupStreamDecoder: StreamDecoding {}
+extension FetchStreamDecoder: StreamDecoding {}
+
+/// A fetch stream, fed whole and in pieces; each object it yields re-encodes to itself.
+func fetchStream(_ input: [UInt8], _ version: MoqtVersion) {
+    for case .object(let object) in piecewise(FetchStreamDecoder(version: version), input) ?? [] {
+        var w = WireWriter()
+        FetchHeader.encode(requestID: 0, into: &w)
+        object.encode(into: &w, version: version)
+        var again = FetchStreamDecoder(version: version)
+        let decoded = try? again.feed(w.bytes, fin: true)
+        precondition(decoded == [.header(requestID: 0), .object(object)], "fetch object round trip")
+    }
+}
+
+/// A stream fed whole and in pieces of growing size: both yield the same events (or both fail).
+/// Returns what it yielded whole.
+func piecewise<Decoder: StreamDecoding>(_ fresh: Decoder, _ input: [UInt8]) -> [Decoder.Event]? {
+    var whole = fresh
     let expected = try? whole.feed(input, fin: true)
-    var pieces = SubgroupStreamDecoder(version: version)
-    var events: [SubgroupStreamDecoder.Event] = []
+    var pieces = fresh
+    var events: [Decoder.Event] = []
     var offset = 0
     var step = 1
     var failed = false
@@ -74,6 +97,7 @@ func subgroupStream(_ input: [UInt8], _ version: MoqtVersion) {
     } else {
         precondition(failed, "pieces decoded what whole refused")
     }
+    return expected
 }
 
 /// Key-value pairs, counted and to the end: what decodes re-encodes to itself.

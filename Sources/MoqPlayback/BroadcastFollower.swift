@@ -32,6 +32,12 @@ public enum BroadcastTarget: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The path of an exact target (nil for the others).
+    public var exactPath: String? {
+        if case .exact(let p) = self { return BroadcastPath.normalize(p) }
+        return nil
+    }
+
     /// Whether the target moves on to another broadcast when the current one ends.
     var follows: Bool {
         if case .exact = self { return false }
@@ -102,13 +108,23 @@ public enum BroadcastFollower {
         let start: @Sendable (String) -> Task<Void, Never> = { path in
             found.set()
             continuation.yield(.found(path: path))
-            return Task { await followCatalog(session, path: path, into: continuation) }
+            return Task { await followCatalog(session, path: path) { continuation.yield($0) } }
         }
+        let direct = session.isIETF ? target.exactPath : nil
         let announceTask = Task {
             var active: [String] = []  // in announcement order
             var known = Set<String>()
             var current: (path: String, task: Task<Void, Never>)?
             var upcoming: (path: String, task: Task<Void, Never>)?
+            if let path = direct {
+                // MoQ Transport relays may route a subscription without announcing what they route
+                // (Cloudflare's): an exact broadcast's catalog is subscribed at once, and the broadcast
+                // counts as found when its first catalog arrives. Its announcement, if one comes, is
+                // this one (not a second follow); its withdrawal ends it as usual.
+                known.insert(path)
+                active.append(path)
+                current = (path, Task { await followDirectly(session, path: path, found: found, into: continuation) })
+            }
             /// Starts following the broadcast to play after the current one, once it is announced.
             func prepareNext() {
                 guard target.follows, let playing = current,
@@ -116,7 +132,7 @@ public enum BroadcastFollower {
                 else { return }
                 upcoming?.task.cancel()
                 continuation.yield(.upcoming(path: next))
-                upcoming = (next, Task { await followCatalog(session, path: next, into: continuation) })
+                upcoming = (next, Task { await followCatalog(session, path: next) { continuation.yield($0) } })
             }
             for await event in session.announced(prefix: target.announcePrefix) {
                 switch event {
@@ -157,8 +173,16 @@ public enum BroadcastFollower {
                     break
                 }
             }
-            current?.task.cancel()
             upcoming?.task.cancel()
+            if let followed = current, followed.path == direct {
+                // A relay that refuses to list namespaces still serves the broadcast followed by name.
+                await withTaskCancellationHandler {
+                    await followed.task.value
+                } onCancel: {
+                    followed.task.cancel()
+                }
+            }
+            current?.task.cancel()
             continuation.finish()
         }
         let timeoutTask = timeout.map { limit in
@@ -181,7 +205,7 @@ public enum BroadcastFollower {
     public static func catalogs(_ session: MoqSession, path: String) -> AsyncStream<FollowEvent> {
         let (stream, continuation) = AsyncStream<FollowEvent>.makeStream(bufferingPolicy: .bufferingNewest(64))
         let task = Task {
-            await followCatalog(session, path: BroadcastPath.normalize(path), into: continuation)
+            await followCatalog(session, path: BroadcastPath.normalize(path)) { continuation.yield($0) }
             continuation.finish()
         }
         continuation.onTermination = { _ in task.cancel() }
@@ -193,12 +217,33 @@ public enum BroadcastFollower {
     /// old session's subscriptions; the new publisher answers the next one).
     static let catalogRetryDelay: Duration = .milliseconds(500)
 
+    /// Follows the catalog of `path`, known only by name (not announced): nothing is reported until
+    /// its first catalog, which comes after ``FollowEvent/found(path:)``. Failures before it are quiet
+    /// (the publisher may not be up yet; the subscription is made again every ``catalogRetryDelay``),
+    /// so a broadcast that never comes is reported by the follow's timeout.
+    private static func followDirectly(
+        _ session: MoqSession, path: String, found: Flag, into continuation: AsyncStream<FollowEvent>.Continuation
+    ) async {
+        await followCatalog(session, path: path) { event in
+            if !found.isSet {
+                switch event {
+                case .catalog:
+                    found.set()
+                    continuation.yield(.found(path: path))
+                case .catalogFailed: return
+                default: break
+                }
+            }
+            continuation.yield(event)
+        }
+    }
+
     private static func followCatalog(
-        _ session: MoqSession, path: String, into continuation: AsyncStream<FollowEvent>.Continuation
+        _ session: MoqSession, path: String, report: @escaping @Sendable (FollowEvent) -> Void
     ) async {
         var reported = false
         while !Task.isCancelled, session.closeReason == nil {
-            guard let (reason, gotCatalog) = await followCatalogOnce(session, path: path, into: continuation) else {
+            guard let (reason, gotCatalog) = await followCatalogOnce(session, path: path, report: report) else {
                 return
             }
             if Task.isCancelled { return }
@@ -206,7 +251,7 @@ public enum BroadcastFollower {
             if gotCatalog { reported = false }
             if !reported {
                 reported = true
-                continuation.yield(.catalogFailed(path: path, error: reason))
+                report(.catalogFailed(path: path, error: reason))
             }
             try? await Task.sleep(for: catalogRetryDelay)
         }
@@ -215,7 +260,7 @@ public enum BroadcastFollower {
     /// One catalog subscription: nil when the track ended or the task was cancelled; otherwise why
     /// it failed and whether a catalog had arrived first.
     private static func followCatalogOnce(
-        _ session: MoqSession, path: String, into continuation: AsyncStream<FollowEvent>.Continuation
+        _ session: MoqSession, path: String, report: @Sendable (FollowEvent) -> Void
     ) async -> (reason: String, gotCatalog: Bool)? {
         // Each group is one complete snapshot: only the newest matters.
         let remote = session.subscribe(
@@ -230,8 +275,7 @@ public enum BroadcastFollower {
                 guard let frame = try await group.nextFrame() else { continue }
                 if Task.isCancelled { return nil }
                 guard frame.payload.count <= maxCatalogBytes else {
-                    continuation.yield(
-                        .malformedCatalog(path: path, error: "catalog of \(frame.payload.count) bytes is too large"))
+                    report(.malformedCatalog(path: path, error: "catalog of \(frame.payload.count) bytes is too large"))
                     continue
                 }
                 do {
@@ -239,9 +283,9 @@ public enum BroadcastFollower {
                         try HangCatalog(json: bytes)
                     }
                     gotCatalog = true
-                    continuation.yield(.catalog(path: path, catalog))
+                    report(.catalog(path: path, catalog))
                 } catch {
-                    continuation.yield(.malformedCatalog(path: path, error: error.description))
+                    report(.malformedCatalog(path: path, error: error.description))
                 }
             }
             return nil

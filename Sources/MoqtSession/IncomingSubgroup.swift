@@ -19,6 +19,8 @@ final class IncomingSubgroup {
     weak var subscription: MoqtSubscription?
     var finReceived = false
     var waitTimer: (any Cancellable)?
+    /// The objects a joining FETCH brought from before the stream's first one (written first).
+    var prefix: [UInt64: Bytes] = [:]
 
     init(stream: Int64, version: MoqtVersion) {
         self.stream = stream
@@ -49,16 +51,26 @@ extension MoqtSessionCore {
                 return waitForAlias(group)
             }
             group.waitTimer?.cancel()
-            subscription.streamArrived()
-            counters.groupsReceived += 1
+            if group.subscription == nil {
+                group.subscription = subscription
+                subscription.streamArrived()
+                counters.groupsReceived += 1
+            }
+            // The group a late joiner came in the middle of waits for its first objects (a joining FETCH).
+            guard joinedGroupIsWhole(group, subscription, header) else { return }
             guard let producer = subscription.track.createGroup(sequence: header.group) else {
                 // A group the track already has (or one older than it keeps): not read twice.
                 transport.stopSending(group.stream, code: MoqtCode.cancelled)
                 incomingGroups[group.stream] = nil
                 return subscription.streamEnded()
             }
-            group.subscription = subscription
             group.producer = producer
+            for id in group.prefix.keys.sorted() {
+                guard let payload = group.prefix[id] else { continue }
+                counters.objectsReceived += 1
+                producer.write(payload, timestamp: 0)
+            }
+            group.prefix = [:]
         }
         guard let producer = group.producer else { return }
         for object in group.held {

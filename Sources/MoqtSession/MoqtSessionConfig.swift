@@ -28,6 +28,13 @@ public struct MoqtSessionConfig: Sendable {
     public var setupTimeout: Duration
     /// The IMPLEMENTATION setup parameter.
     public var implementation: String
+    /// How long the group a late joiner came into the middle of waits for the joining FETCH that
+    /// brings its first objects, before it is written as it came.
+    public var joiningFetchWait: Duration = .seconds(2)
+    /// Whether the peer hears what the origin publishes: SUBSCRIBE_NAMESPACE's listing, and the
+    /// unsolicited PUBLISH_NAMESPACE to a peer that does not solicit (false: a SUBSCRIBE_NAMESPACE is
+    /// accepted and lists nothing, as relays that route subscriptions without announcing do, Cloudflare's).
+    public var listsNamespaces = true
 
     public init(
         version: MoqtVersion, path: String? = nil, maxPeerRequests: UInt64 = 256, maxQueuedRequests: Int = 1_024,

@@ -33,6 +33,15 @@ extension MoqtSessionCore {
             break  // PUBLISH_NAMESPACE_OK / SUBSCRIBE_NAMESPACE_OK on the control stream: nothing waits on them
         case .publishDone(let done):
             subscriptions[done.requestID]?.publishDone(done)
+        case .fetch(let request):
+            refuseUnsupported(type: 0x16, requestID: request.requestID)
+        case .fetchOk(let ok):
+            // Its objects come on the fetch stream (moq-dev answers draft-16 with REQUEST_OK instead).
+            guard fetches[ok.requestID] != nil || isOurEndedRequest(ok.requestID) else {
+                return close(.protocolViolation, reason: "FETCH_OK for request \(ok.requestID), never asked")
+            }
+        case .fetchCancel:
+            break  // a FETCH we refused (the refusal may cross the cancel): nothing to do
         case .publishNamespace(let request):
             guard acceptPeerRequest(request.requestID) else { return }
             peerPublishedNamespace(request)
@@ -211,14 +220,12 @@ extension MoqtSessionCore {
         }
     }
 
-    /// FETCH, PUBLISH, TRACK_STATUS and REQUEST_UPDATE: refused with NOT_SUPPORTED (their id is
+    /// FETCH (for now), PUBLISH, TRACK_STATUS and REQUEST_UPDATE: refused with NOT_SUPPORTED (their id is
     /// checked as any request's). A reply to a request we never make is a protocol violation.
     func refuseUnsupported(type: UInt64, requestID: UInt64?) {
         let kinds: [UInt64: RequestKind] = [
             0x16: .fetch, 0x1D: .publish, 0x0D: .trackStatus, 0x02: .requestUpdate,
         ]
-        // FETCH_CANCEL of a FETCH we refused (the refusal may cross it): nothing to do.
-        if type == 0x17 { return }
         guard let kind = kinds[type], let id = requestID else {
             return close(.protocolViolation, reason: "message 0x\(String(type, radix: 16)) answers nothing we asked")
         }

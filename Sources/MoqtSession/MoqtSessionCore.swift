@@ -89,11 +89,14 @@ public final class MoqtSessionCore: TransportEventSink {
     var incomingGroups: [Int64: IncomingSubgroup] = [:]
     var namespaceStreams: [Int64: NamespaceStream] = [:]
     var outgoingGroups: [Int64: MoqtServedSubscription] = [:]
+    var incomingFetches: [Int64: IncomingFetch] = [:]
 
     // Requests.
     var served: [UInt64: MoqtServedSubscription] = [:]
     var subscriptions: [UInt64: MoqtSubscription] = [:]
     var aliases: [UInt64: MoqtSubscription] = [:]
+    /// Our joining FETCHes, by request id.
+    var fetches: [UInt64: JoiningFetch] = [:]
     var servedNamespaces: [UInt64: ServedNamespaces] = [:]
     var namespaceRequests: [UInt64: NamespaceRequest] = [:]
     /// PUBLISH_NAMESPACE we sent, by path: the request id (draft-16's DONE names it).
@@ -190,7 +193,16 @@ public final class MoqtSessionCore: TransportEventSink {
                 handleControl(type: type, payload: payload)
             }
         } else if let group = incomingGroups[stream] {
+            // A unidirectional stream is a fetch stream when its type (one byte) says so.
+            if group.decoder.header == nil, group.decoder.buffered == 0, bytes.first == UInt8(FetchHeader.streamType) {
+                incomingGroups[stream] = nil
+                let fetch = IncomingFetch(stream: stream, version: version)
+                incomingFetches[stream] = fetch
+                return receiveFetch(fetch, bytes, fin: fin)
+            }
             receiveGroup(group, bytes, fin: fin)
+        } else if let fetch = incomingFetches[stream] {
+            receiveFetch(fetch, bytes, fin: fin)
         } else if let ns = namespaceStreams[stream] {
             guard phase == .ready else { return holdBeforeSetup(ns, bytes, fin: fin) }
             receiveNamespaceStream(ns, bytes, fin: fin)
@@ -204,6 +216,8 @@ public final class MoqtSessionCore: TransportEventSink {
             group.producer?.abort(.cancel)
             unknownAliasStreams.removeAll { $0 == stream }
             group.subscription?.streamEnded()
+        } else if let fetch = incomingFetches.removeValue(forKey: stream) {
+            if let joining = fetch.joining { endJoiningFetch(joining, cancel: false) }
         } else if let ns = namespaceStreams[stream] {
             namespaceStreamEnded(ns)
         }
@@ -275,6 +289,7 @@ public final class MoqtSessionCore: TransportEventSink {
             if let code = subscription.sessionClosedCode { subscription.track.abort(code) }
         }
         for group in incomingGroups.values { group.producer?.abort(.sessionClosed) }
+        for fetch in fetches.values { fetch.timer?.cancel() }
         for ns in servedNamespaces.values { ns.stop() }
         unsolicited?.stop()
         for request in namespaceRequests.values {
@@ -284,6 +299,8 @@ public final class MoqtSessionCore: TransportEventSink {
         subscriptions = [:]
         aliases = [:]
         incomingGroups = [:]
+        fetches = [:]
+        incomingFetches = [:]
         servedNamespaces = [:]
         namespaceRequests = [:]
         unsolicited = nil
@@ -301,6 +318,7 @@ public final class MoqtSessionCore: TransportEventSink {
 
     func isKnown(_ stream: Int64) -> Bool {
         stream == controlStream || incomingGroups[stream] != nil || namespaceStreams[stream] != nil
+            || incomingFetches[stream] != nil
     }
 
     /// Writes a control message on the control stream.
@@ -346,6 +364,10 @@ public struct MoqtCounters: Sendable, Equatable {
     public var unsupportedRequests: UInt64 = 0
     /// Datagrams received (not used: every group travels on a stream).
     public var datagramsIgnored: UInt64 = 0
+    /// Joining FETCHes we asked (a subscription that came into the middle of a group), and the
+    /// objects fetch streams brought for them.
+    public var joiningFetches: UInt64 = 0
+    public var fetchedObjects: UInt64 = 0
 
     public init() {}
 }

@@ -23,15 +23,26 @@ final class MoqtSubscription {
 
     /// What the track ends with if the session closes first (nil: it is left open).
     let sessionClosedCode: StreamErrorCode?
+    /// What SUBSCRIBE asked: a LargestObject subscription may start inside a group (moq-dev's relay
+    /// starts after the object it holds), whose first objects a joining FETCH brings.
+    let filter: SubscriptionFilter
+    let priority: UInt8
+    /// The group SUBSCRIBE_OK named as the largest, until its stream showed whether it came whole.
+    var joinGroup: UInt64?
+    /// The joining FETCH for it, while one runs.
+    var joining: JoiningFetch?
 
     init(
         session: MoqtSessionCore, requestID: UInt64, track: TrackProducer,
-        sessionClosedCode: StreamErrorCode? = .sessionClosed
+        sessionClosedCode: StreamErrorCode? = .sessionClosed, filter: SubscriptionFilter = .largestObject,
+        priority: UInt8 = 128
     ) {
         self.session = session
         self.requestID = requestID
         self.track = track
         self.sessionClosedCode = sessionClosedCode
+        self.filter = filter
+        self.priority = priority
     }
 
     /// How long the track waits after PUBLISH_DONE, when its stream count cannot be trusted, for
@@ -95,6 +106,7 @@ final class MoqtSubscription {
         finishTimer?.cancel()
         finishTimer = nil
         guard let session else { return }
+        if let joining { session.endJoiningFetch(joining, cancel: true) }
         session.subscriptions[requestID] = nil
         if let alias, session.aliases[alias] === self { session.aliases[alias] = nil }
     }
@@ -158,7 +170,8 @@ extension MoqtSessionCore {
                 guard let self else { return }
                 request.id = id
                 self.subscriptions[id] = MoqtSubscription(
-                    session: self, requestID: id, track: into, sessionClosedCode: sessionClosedCode)
+                    session: self, requestID: id, track: into, sessionClosedCode: sessionClosedCode, filter: filter,
+                    priority: priority)
                 self.send(
                     .subscribe(
                         MoqtWire.Subscribe(
@@ -189,6 +202,7 @@ extension MoqtSessionCore {
         }
         subscription.alias = ok.trackAlias
         aliases[ok.trackAlias] = subscription
+        if subscription.filter == .largestObject { subscription.joinGroup = ok.largest?.group }
         // The streams of this alias that came before the OK are read now.
         let matching = unknownAliasStreams.filter { incomingGroups[$0]?.decoder.header?.trackAlias == ok.trackAlias }
         unknownAliasStreams.removeAll { matching.contains($0) }
@@ -202,6 +216,7 @@ extension MoqtSessionCore {
     /// True for one of our request ids (our parity, already used) whose request has ended.
     func isOurEndedRequest(_ id: UInt64) -> Bool {
         id % 2 == nextRequestID % 2 && id < nextRequestID && subscriptions[id] == nil && namespaceRequests[id] == nil
+            && fetches[id] == nil
     }
 
     func requestRefused(_ error: RequestError) {
@@ -210,6 +225,9 @@ extension MoqtSessionCore {
             subscription.end(aborted: notFound ? .notFound : .internal)
         } else if let request = namespaceRequests.removeValue(forKey: error.requestID) {
             request.handler(.refused(code: error.code, reason: error.reason))
+        } else if let fetch = fetches[error.requestID] {
+            // Not served (Cloudflare's relays have no FETCH): the group plays from where it came.
+            endJoiningFetch(fetch, cancel: false)
         }
         // A refusal of a PUBLISH_NAMESPACE of ours: the peer will not ask for it; nothing waits.
     }

@@ -101,7 +101,9 @@ final class ServedNamespaces: @unchecked Sendable {  // touched on the session t
     }
 
     func start() {
-        guard let session, let origin = session.publishOrigin else { return }
+        guard let session, let origin = session.publishOrigin, session.config.listsNamespaces else {
+            return
+        }
         let box = WeakReference(self)
         let scheduler = session.scheduler
         let (token, current) = origin.observe(prefix: prefix) { event in

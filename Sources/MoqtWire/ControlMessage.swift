@@ -7,8 +7,8 @@ public import MoqWire
 ///
 /// Types whose meaning differs between the drafts (`0x05`, `0x07`, `0x08`, `0x0E`) decode by the
 /// version; draft-16's NAMESPACE and NAMESPACE_DONE belong on a SUBSCRIBE_NAMESPACE stream, which the
-/// session checks. Requests this codec does not model yet (FETCH, PUBLISH, TRACK_STATUS,
-/// REQUEST_UPDATE and their replies) decode as ``unsupported(type:requestID:)`` with their request id,
+/// session checks. Requests this codec does not model yet (PUBLISH, TRACK_STATUS, REQUEST_UPDATE
+/// and their replies) decode as ``unsupported(type:requestID:)`` with their request id,
 /// so that a session can refuse them; an unknown type is a ``DecodeError/unknownType(_:)``.
 public enum ControlMessage: Sendable, Equatable {
     case clientSetup(ClientSetup)
@@ -19,6 +19,9 @@ public enum ControlMessage: Sendable, Equatable {
     case requestOk(RequestOk)
     case unsubscribe(requestID: UInt64)
     case publishDone(PublishDone)
+    case fetch(Fetch)
+    case fetchOk(FetchOk)
+    case fetchCancel(requestID: UInt64)
     case publishNamespace(PublishNamespace)
     case publishNamespaceDone(NamespaceTarget)
     case publishNamespaceCancel(PublishNamespaceCancel)
@@ -47,6 +50,9 @@ public enum ControlMessage: Sendable, Equatable {
         case .requestOk(let ok): version == .draft16 ? 0x07 : RequestOk.draft14Type(ok.kind)
         case .unsubscribe: 0x0A
         case .publishDone: 0x0B
+        case .fetch: 0x16
+        case .fetchOk: 0x18
+        case .fetchCancel: 0x17
         case .publishNamespace: 0x06
         case .publishNamespaceDone: 0x09
         case .publishNamespaceCancel: 0x0C
@@ -73,7 +79,10 @@ public enum ControlMessage: Sendable, Equatable {
         case .subscribeOk(let m): m.encode(into: &body, version: version)
         case .requestError(let m): m.encode(into: &body, version: version)
         case .requestOk(let m): m.encode(into: &body, version: version)
-        case .unsubscribe(let id), .maxRequestID(let id), .requestsBlocked(let id): body.writeVarInt(id)
+        case .unsubscribe(let id), .maxRequestID(let id), .requestsBlocked(let id), .fetchCancel(let id):
+            body.writeVarInt(id)
+        case .fetch(let m): m.encode(into: &body, version: version)
+        case .fetchOk(let m): m.encode(into: &body, version: version)
         case .publishDone(let m): m.encode(into: &body)
         case .publishNamespace(let m): m.encode(into: &body, version: version)
         case .publishNamespaceDone(let target), .unsubscribeNamespace(let target): target.encode(into: &body)
@@ -136,7 +145,10 @@ public enum ControlMessage: Sendable, Equatable {
         case 0x10: return .goaway(newSessionURI: try r.readString(limit: MoqtLimits.maxGoawayURI))
         case 0x15: return .maxRequestID(try r.readVarInt())
         case 0x1A: return .requestsBlocked(maximum: try r.readVarInt())
-        case 0x02, 0x0D, 0x16, 0x17, 0x18, 0x1D, 0x1E:
+        case 0x16: return .fetch(try Fetch.decode(from: &r, version: version))
+        case 0x18: return .fetchOk(try FetchOk.decode(from: &r, version: version))
+        case 0x17: return .fetchCancel(requestID: try r.readVarInt())
+        case 0x02, 0x0D, 0x1D, 0x1E:
             return .unsupported(type: type, requestID: try r.readVarInt())
         default: throw .unknownType(type)
         }

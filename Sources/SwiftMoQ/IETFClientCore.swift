@@ -76,7 +76,7 @@ final class IETFClientCore: ClientCore {
     }
 
     /// Not asked: ``MoqSession/fetch(broadcast:track:group:frameStart:frameEnd:priority:)`` refuses first.
-    func fetch(_ request: Fetch, completion: @escaping (Result<[Frame], StreamErrorCode>) -> Void) {
+    func fetch(_ request: MoqWire.Fetch, completion: @escaping (Result<[Frame], StreamErrorCode>) -> Void) {
         completion(.failure(.internal))
     }
 

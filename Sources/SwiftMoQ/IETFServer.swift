@@ -27,13 +27,17 @@ public final class IETFServer: @unchecked Sendable {  // immutable after listen
     }
 
     /// Listens on `host:port` (0: any free port) for `versions` (preferred first), serving `origin`.
+    /// - Parameter listsNamespaces: false: a SUBSCRIBE_NAMESPACE is accepted and lists nothing, as
+    ///   relays that route subscriptions without announcing do (Cloudflare's).
     public static func listen(
         host: String = "127.0.0.1", port: UInt16 = 0,
         certificate: ServerCertificate = .selfSigned(names: ["localhost"]),
-        versions: [MoqtVersion] = [.draft16, .draft14], origin: Origin = Origin(),
+        versions: [MoqtVersion] = [.draft16, .draft14], origin: Origin = Origin(), listsNamespaces: Bool = true,
         onSession: @escaping @Sendable (IETFSession) -> Void = { _ in }
     ) throws(MoqError) -> IETFServer {
         guard let preferred = versions.first else { throw .configuration("no MoQ Transport version to offer") }
+        var config = MoqtSessionConfig(version: preferred)
+        config.listsNamespaces = listsNamespaces
         let identity = try MoqServer.identity(for: certificate)
         let loop: QUICEventLoop
         do { loop = try QUICEventLoop(name: "swiftmoq-ietf") } catch {
@@ -47,7 +51,7 @@ public final class IETFServer: @unchecked Sendable {  // immutable after listen
             server = try QUICServer.listen(host: host, port: port, identity: identity, settings: settings, loop: loop) {
                 connection in
                 let endpoint = IETFConnection(
-                    loop: loop, config: MoqtSessionConfig(version: preferred), versions: versions, origin: origin,
+                    loop: loop, config: config, versions: versions, origin: origin,
                     peerDescription: connection.remoteAddress)
                 endpoint.connection = connection
                 endpoint.startConnectTimer(.seconds(15))

@@ -9,10 +9,10 @@ import Testing
 /// the Swift relay with both sides on one draft. hang's legacy container carries the timestamps, which
 /// MoQ Transport objects do not.
 ///
-/// Not through moq-dev's relay with both sides on IETF: its IETF side (moq-ffi 0.4.18) starts a subscriber
-/// that joins a track it already holds after the object it holds (`{Largest.Group, Largest.Object + 1}`,
-/// the draft's letter), so a one-object catalog group never reaches the player; see
-/// `ProtocolChoiceInteropTests.bothSides` and docs/ietf/plan.md.
+/// With both sides on IETF through moq-dev's relay: its IETF side (moq-ffi 0.4.18) starts a subscriber that
+/// joins a track it already holds after the object it holds (`{Largest.Group, Largest.Object + 1}`, the
+/// draft's letter), so the player's joining FETCH brings the one-object catalog group (and the first
+/// group's keyframe); without it the player got no catalog. See `ProtocolChoiceInteropTests.bothSides`.
 @Suite("moqsink and moqsrc over IETF MoQ Transport", .serialized, .timeLimit(.minutes(3)), .peersStopped)
 struct IETFElementTests {
     /// (moqsink's protocol, moqsrc's protocol, the versions each reports) through moq-dev's relay.
@@ -32,6 +32,17 @@ struct IETFElementTests {
         try await Self.play(
             "url=\(relay.url()) tls-fingerprint=\(relay.fingerprint)", sink: sink, src: src,
             versions: (sinkVersion, srcVersion))
+    }
+
+    @Test(
+        "moqsink → moq-dev's relay → moqsrc, both over IETF on one draft: the catalog arrives by a joining FETCH, video and audio play",
+        arguments: [("ietf-16", "moqt-16"), ("ietf-14", "moq-00")])
+    func ietfThroughRust(choice: String, version: String) async throws {
+        let relay = try await RustRelay.start()
+        defer { relay.stop() }
+        try await Self.play(
+            "url=\(relay.url()) tls-fingerprint=\(relay.fingerprint)", sink: choice, src: choice,
+            versions: (version, version))
     }
 
     @Test(

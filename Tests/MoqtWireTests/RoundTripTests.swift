@@ -60,7 +60,22 @@ struct RoundTripTests {
             .goaway(newSessionURI: ""),
             .maxRequestID(ceiling),
             .requestsBlocked(maximum: ceiling),
-            .unsupported(type: 0x16, requestID: ceiling),
+            .unsupported(type: 0x0D, requestID: ceiling),
+            .fetch(
+                Fetch(
+                    requestID: ceiling, subscriberPriority: 255, groupOrder: .descending,
+                    kind: .standalone(
+                        namespace: .roomCam, trackName: Bytes("video"), start: Location(group: 1, object: ceiling),
+                        end: Location(group: ceiling, object: 0)), parameters: params)),
+            .fetch(Fetch(requestID: 2, kind: .relativeJoining(subscription: ceiling, groupOffset: ceiling))),
+            .fetch(Fetch(requestID: 4, subscriberPriority: 0, kind: .absoluteJoining(subscription: 0, startGroup: 7))),
+            .fetchOk(
+                FetchOk(
+                    requestID: ceiling, groupOrder: d14 ? .descending : .ascending, endOfTrack: true,
+                    end: Location(group: ceiling, object: ceiling), parameters: params,
+                    trackExtensions: d14 ? KeyValuePairs() : KeyValuePairs([.init(0x0E, .varint(7))]))),
+            .fetchCancel(requestID: ceiling),
+            .requestError(RequestError(kind: d14 ? .fetch : nil, requestID: 9, code: 0x3, reason: "no")),
         ]
             + (d14
                 ? [.unsubscribeNamespace(.namespace(.roomCam))]

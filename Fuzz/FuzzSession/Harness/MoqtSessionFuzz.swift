@@ -184,7 +184,10 @@ final class MoqtScript {
                     requestID: requestID(), namespace: namespace(),
                     trackName: Bytes(utf8: input.bool() ? "t" : input.name()), forward: input.bool(),
                     filter: filters[input.int(filters.count)]))
-        case 2: return .subscribeOk(SubscribeOk(requestID: ownRequest(), trackAlias: alias()))
+        case 2:
+            // A largest location makes a LargestObject subscription join inside a group (a joining FETCH).
+            let largest = input.bool() ? Location(group: UInt64(input.int(8)), object: UInt64(input.int(4))) : nil
+            return .subscribeOk(SubscribeOk(requestID: ownRequest(), trackAlias: alias(), largest: largest))
         case 3:
             return .requestError(
                 RequestError(
@@ -201,7 +204,22 @@ final class MoqtScript {
         case 8: return .unsubscribe(requestID: input.bool() ? peerRequestID &- 2 : input.value())
         case 9: return .maxRequestID(input.value())
         case 10: return .goaway(newSessionURI: input.bool() ? "" : "moqt://elsewhere")
-        case 11: return .unsupported(type: [0x16, 0x0D, 0x1D, 0x02, 0x18, 0x17][input.int(6)], requestID: requestID())
+        case 11:
+            switch input.int(4) {
+            case 0: return .unsupported(type: [0x0D, 0x1D, 0x02][input.int(3)], requestID: requestID())
+            case 1:
+                let kinds: [FetchKind] = [
+                    .relativeJoining(subscription: ownRequest(), groupOffset: input.value()),
+                    .absoluteJoining(subscription: ownRequest(), startGroup: input.value()),
+                    .standalone(
+                        namespace: namespace(), trackName: Bytes(utf8: "t"),
+                        start: Location(group: 0, object: input.value()), end: Location(group: input.value(), object: 0)
+                    ),
+                ]
+                return .fetch(MoqtWire.Fetch(requestID: requestID(), kind: kinds[input.int(kinds.count)]))
+            case 2: return .fetchOk(FetchOk(requestID: ownRequest(), end: Location(group: input.value(), object: 0)))
+            default: return .fetchCancel(requestID: ownRequest())
+            }
         case 12:
             return .requestOk(RequestOk(kind: version == .draft14 ? .publishNamespace : nil, requestID: ownRequest()))
         default: return .requestsBlocked(maximum: input.value())
@@ -220,6 +238,7 @@ final class MoqtScript {
             return deliver(open, objects(after: nil), fin: input.bool())
         }
         guard let id = openPeer(bidirectional: false) else { return }
+        if input.int(4) == 0 { return deliver(id, fetchStream(), fin: input.bool()) }
         let header = SubgroupHeader(
             trackAlias: alias(), group: input.int(4) == 0 ? input.value() : UInt64(input.int(8)),
             subgroup: input.int(4) == 0 ? .id(input.value()) : .zero, publisherPriority: input.bool() ? 0 : nil,
@@ -229,6 +248,18 @@ final class MoqtScript {
         var bytes = w.bytes + objects(after: header)
         if input.int(8) == 0 { bytes = input.bytes(max: 16) }
         deliver(id, bytes, fin: input.int(3) == 0)
+    }
+
+    /// A fetch stream answering one of our requests (or any): objects of a few groups from id 0.
+    private func fetchStream() -> [UInt8] {
+        let version = self.version
+        var w = WireWriter()
+        FetchHeader.encode(requestID: ownRequest(), into: &w)
+        for i in 0..<input.int(4) {
+            FetchObject(group: UInt64(input.int(8)), id: UInt64(i), payload: Bytes(input.bytes(max: 40)))
+                .encode(into: &w, version: version)
+        }
+        return input.int(8) == 0 ? w.bytes + input.bytes(max: 16) : w.bytes
     }
 
     /// A few objects (a plausible header when given, so their layout matches; raw bytes otherwise).

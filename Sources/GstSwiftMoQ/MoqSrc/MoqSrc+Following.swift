@@ -169,9 +169,11 @@ extension MoqSrc {
         case .notFound(let target):
             guard !run.foundOnce else { return }
             let url = run.connection.url.redacted
+            // Over MoQ Transport an exact broadcast is also subscribed by name, unannounced.
+            let missed = session.isIETF && target.exactPath != nil ? "neither announced nor served" : "not announced"
             reporter.error(
                 .resource(GST_RESOURCE_ERROR_NOT_FOUND),
-                "\(target) was not announced by \(url) within \(settings.withLock { $0.timeoutS }) s: check the name, "
+                "\(target) was \(missed) by \(url) within \(settings.withLock { $0.timeoutS }) s: check the name, "
                     + "and that the URL's path is the root it is published under (a broadcast room/cam published at "
                     + "moql://relay/anon is anon/room/cam at moql://relay/)")
         }

@@ -261,6 +261,30 @@ struct MoqtSessionTests {
     }
 
     @Test(
+        "a server that does not list namespaces (listsNamespaces false) accepts SUBSCRIBE_NAMESPACE, announces nothing, and still serves a subscription by name",
+        arguments: versions)
+    func unlisted(version: MoqtVersion) throws {
+        var config = MoqtSessionConfig(version: version)
+        config.listsNamespaces = false
+        let pair = MoqtPair(version, server: config)
+        let track = pair.serverBroadcast("room/a").createTrack("t")
+        var events: [MoqtNamespaceEvent] = []
+        pair.client.subscribeNamespace(prefix: "room") { events.append($0) }
+        pair.run()
+        let b = pair.serverBroadcast("room/b")
+        pair.run()
+        pair.serverOrigin.unpublish(b)
+        pair.run()
+        #expect(events.isEmpty, "\(events)")
+        track.writeSingleFrameGroup(Bytes("x"), timestamp: 0)
+        let remote = pair.remoteTrack("t")
+        pair.client.subscribe(broadcast: "room/a", track: "t", into: remote)
+        pair.run()
+        #expect(pair.contents(remote).map(\.1) == [["x"]])
+        #expect(pair.client.isReady && pair.server.isReady, "\(String(describing: pair.client.closeReason))")
+    }
+
+    @Test(
         "our client keeps to the window the server granted: a third subscription waits until one ends",
         arguments: versions)
     func requestWindow(version: MoqtVersion) throws {
@@ -354,8 +378,10 @@ struct MoqtSessionTests {
         raw.writeRaw(0, ControlMessage.serverSetup(ServerSetup(parameters: .setup(maxRequestID: 100))).bytes(.draft16))
         pair.run()
         #expect(pair.client.isReady)
-        // FETCH (0x16) with request id 1, its other fields not read.
-        raw.writeRaw(0, ControlFraming.frame(type: 0x16, payload: [0x01, 0x01, 0x00])!)
+        raw.writeRaw(
+            0,
+            ControlMessage.fetch(MoqtWire.Fetch(requestID: 1, kind: .relativeJoining(subscription: 0, groupOffset: 1)))
+                .bytes(.draft16))
         raw.writeRaw(0, ControlFraming.frame(type: 0x0D, payload: [0x03])!)
         // REQUEST_UPDATE (0x02) of request 1, with request id 5: draft-16 requires an answer.
         raw.writeRaw(0, ControlFraming.frame(type: 0x02, payload: [0x05, 0x01, 0x00])!)
