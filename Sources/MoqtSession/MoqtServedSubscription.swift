@@ -263,20 +263,12 @@ extension MoqtSessionCore {
     func serveSubscribe(_ request: MoqtWire.Subscribe) {
         func refuse(_ code: UInt64, _ reason: String) {
             counters.subscriptionsRefused += 1
-            send(
-                .requestError(
-                    RequestError(
-                        kind: version == .draft14 ? .subscribe : nil, requestID: request.requestID, code: code,
-                        reason: reason)))
-            peerRequestEnded()
+            refuseRequest(.subscribe, request.requestID, code: code, reason: reason)
         }
-        guard let path = request.namespace.path, let name = String(validating: request.trackName.array, as: UTF8.self)
-        else { return refuse(MoqtCode.doesNotExist(version), "not a SwiftMoQ path (binary fields)") }
-        guard let broadcast = publishOrigin?.broadcast(path) else {
-            return refuse(MoqtCode.doesNotExist(version), "no broadcast \(path)")
-        }
-        guard let track = broadcast.track(name) else {
-            return refuse(MoqtCode.doesNotExist(version), "no track \(name) in \(path)")
+        let track: TrackProducer
+        switch servedTrack(namespace: request.namespace, name: request.trackName) {
+        case .failure(let refusal): return refuse(refusal.code, refusal.reason)
+        case .success(let t): track = t
         }
         counters.subscriptionsServed += 1
         let subscription = MoqtServedSubscription(session: self, request: request, track: track)

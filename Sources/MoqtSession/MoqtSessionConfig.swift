@@ -31,6 +31,8 @@ public struct MoqtSessionConfig: Sendable {
     /// How long the group a late joiner came into the middle of waits for the joining FETCH that
     /// brings its first objects, before it is written as it came.
     public var joiningFetchWait: Duration = .seconds(2)
+    /// How long a standalone FETCH of ours waits for the end of its objects before it fails.
+    public var fetchTimeout: Duration = .seconds(10)
     /// Whether the peer hears what the origin publishes: SUBSCRIBE_NAMESPACE's listing, and the
     /// unsolicited PUBLISH_NAMESPACE to a peer that does not solicit (false: a SUBSCRIBE_NAMESPACE is
     /// accepted and lists nothing, as relays that route subscriptions without announcing do, Cloudflare's).

@@ -34,14 +34,15 @@ extension MoqtSessionCore {
         case .publishDone(let done):
             subscriptions[done.requestID]?.publishDone(done)
         case .fetch(let request):
-            refuseUnsupported(type: 0x16, requestID: request.requestID)
+            guard acceptPeerRequest(request.requestID) else { return }
+            serveFetch(request)
         case .fetchOk(let ok):
             // Its objects come on the fetch stream (moq-dev answers draft-16 with REQUEST_OK instead).
             guard fetches[ok.requestID] != nil || isOurEndedRequest(ok.requestID) else {
                 return close(.protocolViolation, reason: "FETCH_OK for request \(ok.requestID), never asked")
             }
-        case .fetchCancel:
-            break  // a FETCH we refused (the refusal may cross the cancel): nothing to do
+        case .fetchCancel(let id):
+            fetchCancelled(id)  // nothing to do for one already sent or refused (the answer may cross the cancel)
         case .publishNamespace(let request):
             guard acceptPeerRequest(request.requestID) else { return }
             peerPublishedNamespace(request)
@@ -220,11 +221,11 @@ extension MoqtSessionCore {
         }
     }
 
-    /// FETCH (for now), PUBLISH, TRACK_STATUS and REQUEST_UPDATE: refused with NOT_SUPPORTED (their id is
+    /// PUBLISH, TRACK_STATUS and REQUEST_UPDATE: refused with NOT_SUPPORTED (their id is
     /// checked as any request's). A reply to a request we never make is a protocol violation.
     func refuseUnsupported(type: UInt64, requestID: UInt64?) {
         let kinds: [UInt64: RequestKind] = [
-            0x16: .fetch, 0x1D: .publish, 0x0D: .trackStatus, 0x02: .requestUpdate,
+            0x1D: .publish, 0x0D: .trackStatus, 0x02: .requestUpdate,
         ]
         guard let kind = kinds[type], let id = requestID else {
             return close(.protocolViolation, reason: "message 0x\(String(type, radix: 16)) answers nothing we asked")

@@ -90,13 +90,15 @@ public final class MoqtSessionCore: TransportEventSink {
     var namespaceStreams: [Int64: NamespaceStream] = [:]
     var outgoingGroups: [Int64: MoqtServedSubscription] = [:]
     var incomingFetches: [Int64: IncomingFetch] = [:]
+    /// Fetch streams we are sending, and the request each answers (until the transport is done with it).
+    var servedFetchStreams: [Int64: UInt64] = [:]
 
     // Requests.
     var served: [UInt64: MoqtServedSubscription] = [:]
     var subscriptions: [UInt64: MoqtSubscription] = [:]
     var aliases: [UInt64: MoqtSubscription] = [:]
     /// Our joining FETCHes, by request id.
-    var fetches: [UInt64: JoiningFetch] = [:]
+    var fetches: [UInt64: OwnFetch] = [:]
     var servedNamespaces: [UInt64: ServedNamespaces] = [:]
     var namespaceRequests: [UInt64: NamespaceRequest] = [:]
     /// PUBLISH_NAMESPACE we sent, by path: the request id (draft-16's DONE names it).
@@ -217,7 +219,7 @@ public final class MoqtSessionCore: TransportEventSink {
             unknownAliasStreams.removeAll { $0 == stream }
             group.subscription?.streamEnded()
         } else if let fetch = incomingFetches.removeValue(forKey: stream) {
-            if let joining = fetch.joining { endJoiningFetch(joining, cancel: false) }
+            if let joining = fetch.joining { endJoiningFetch(joining, cancel: false, failure: .cancel) }
         } else if let ns = namespaceStreams[stream] {
             namespaceStreamEnded(ns)
         }
@@ -228,6 +230,8 @@ public final class MoqtSessionCore: TransportEventSink {
         if stream == controlStream { return close(.protocolViolation, reason: "STOP_SENDING on the control stream") }
         if let subscription = outgoingGroups[stream] {
             subscription.groupStopped(stream: stream)
+        } else if let id = servedFetchStreams[stream] {
+            fetchCancelled(id)
         } else if let ns = namespaceStreams[stream] {
             namespaceStreamEnded(ns)
         }
@@ -237,6 +241,7 @@ public final class MoqtSessionCore: TransportEventSink {
     /// its SUBSCRIBE_OK stays until then); ours, when the transport is done with it.
     public func streamClosed(stream: Int64) {
         outgoingGroups[stream] = nil
+        servedFetchStreams[stream] = nil
     }
 
     /// Datagrams are not used yet: every group travels on a stream.
@@ -289,7 +294,11 @@ public final class MoqtSessionCore: TransportEventSink {
             if let code = subscription.sessionClosedCode { subscription.track.abort(code) }
         }
         for group in incomingGroups.values { group.producer?.abort(.sessionClosed) }
-        for fetch in fetches.values { fetch.timer?.cancel() }
+        for fetch in fetches.values {
+            fetch.timer?.cancel()
+            fetch.completion?(.failure(.sessionClosed))
+            fetch.completion = nil
+        }
         for ns in servedNamespaces.values { ns.stop() }
         unsolicited?.stop()
         for request in namespaceRequests.values {
@@ -301,6 +310,7 @@ public final class MoqtSessionCore: TransportEventSink {
         incomingGroups = [:]
         fetches = [:]
         incomingFetches = [:]
+        servedFetchStreams = [:]
         servedNamespaces = [:]
         namespaceRequests = [:]
         unsolicited = nil
@@ -368,6 +378,9 @@ public struct MoqtCounters: Sendable, Equatable {
     /// objects fetch streams brought for them.
     public var joiningFetches: UInt64 = 0
     public var fetchedObjects: UInt64 = 0
+    /// FETCHes of the peer's we served (from the cache), and refused.
+    public var fetchesServed: UInt64 = 0
+    public var fetchesRefused: UInt64 = 0
 
     public init() {}
 }

@@ -30,7 +30,7 @@ final class MoqtSubscription {
     /// The group SUBSCRIBE_OK named as the largest, until its stream showed whether it came whole.
     var joinGroup: UInt64?
     /// The joining FETCH for it, while one runs.
-    var joining: JoiningFetch?
+    var joining: OwnFetch?
 
     init(
         session: MoqtSessionCore, requestID: UInt64, track: TrackProducer,
@@ -226,8 +226,12 @@ extension MoqtSessionCore {
         } else if let request = namespaceRequests.removeValue(forKey: error.requestID) {
             request.handler(.refused(code: error.code, reason: error.reason))
         } else if let fetch = fetches[error.requestID] {
-            // Not served (Cloudflare's relays have no FETCH): the group plays from where it came.
-            endJoiningFetch(fetch, cancel: false)
+            // Not served (Cloudflare's relays have no FETCH): a joined group plays from where it came.
+            // Does not exist, invalid range (nothing there), draft-14's no objects.
+            let notFound =
+                error.code == MoqtCode.doesNotExist(version) || error.code == FetchCode.invalidRange(version)
+                || (version == .draft14 && error.code == FetchCode.noObjects)
+            endJoiningFetch(fetch, cancel: false, failure: notFound ? .notFound : .internal)
         }
         // A refusal of a PUBLISH_NAMESPACE of ours: the peer will not ask for it; nothing waits.
     }

@@ -9,7 +9,7 @@ import MoqtWire
 /// Transport (``MoqProtocol``). Loop thread only.
 ///
 /// What moq-lite has and MoQ Transport lacks here: TRACK_INFO (a track gets the default info),
-/// PROBE (no reports), FETCH and SUBSCRIBE_UPDATE (not sent yet), a latency budget (the publisher
+/// PROBE (no reports), SUBSCRIBE_UPDATE (not sent yet), a latency budget (the publisher
 /// is not asked for one: the player's own reader keeps its budget, and a long-form player's
 /// backfill comes only from what a floor asks for), a frame end inside the last group of a
 /// bounded subscription (the whole group comes), and failover (`onLost` is not asked).
@@ -75,9 +75,16 @@ final class IETFClientCore: ClientCore {
         completion(.failure(.internal))
     }
 
-    /// Not asked: ``MoqSession/fetch(broadcast:track:group:frameStart:frameEnd:priority:)`` refuses first.
+    /// A standalone FETCH of the group's frames (moq-dev's relays refuse it; SwiftMoQ's serve it from
+    /// their cache). Frames arrive with timestamp 0, as over subscriptions.
     func fetch(_ request: MoqWire.Fetch, completion: @escaping (Result<[Frame], StreamErrorCode>) -> Void) {
-        completion(.failure(.internal))
+        let end = request.frameEnd.map { $0 == .max ? UInt64.max : $0 + 1 } ?? .max
+        core.fetch(
+            broadcast: BroadcastPath.normalize(request.broadcast), track: request.track, group: request.group,
+            objects: request.frameStart..<max(end, request.frameStart), priority: 255 &- request.priority
+        ) { result in
+            completion(result.map { $0.map { Frame(timestamp: 0, payload: $0) } })
+        }
     }
 
     func requestProbe(handler: @escaping (Probe) -> Void, finished: @escaping () -> Void) { finished() }

@@ -356,12 +356,12 @@ public final class MoqSession: @unchecked Sendable {
         return try result.mapError { MoqError.from($0, broadcast: broadcast, track: track) }.get()
     }
 
-    /// Fetches one group (or a frame range of it).
+    /// Fetches one group (or a frame range of it). Over MoQ Transport, a standalone FETCH (frames
+    /// come with timestamp 0; moq-dev's relays refuse it).
     public func fetch(
         broadcast: String, track: String, group: UInt64, frameStart: UInt64 = 0, frameEnd: UInt64? = nil,
         priority: UInt8 = 0
     ) async throws(MoqError) -> [Frame] {
-        try refuseOnIETF("FETCH")
         let conn = connection
         let request = Fetch(
             broadcast: broadcast, track: track, priority: priority, group: group, frameStart: frameStart,

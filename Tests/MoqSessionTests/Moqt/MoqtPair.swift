@@ -28,7 +28,7 @@ final class MoqtPair {
     init(
         _ version: MoqtVersion, client clientConfig: MoqtSessionConfig? = nil,
         server serverConfig: MoqtSessionConfig? = nil,
-        rawServer: Bool = false, connect: Bool = true
+        rawServer: Bool = false, rawClient: Bool = false, connect: Bool = true
     ) {
         link = MemoryLink(scheduler: scheduler)
         client = MoqtSessionCore(
@@ -39,10 +39,10 @@ final class MoqtPair {
             publishOrigin: serverOrigin)
         client.delegate = clientDelegate
         server.delegate = serverDelegate
-        link.client.core = client
+        link.client.core = rawClient ? nil : client
         link.server.core = rawServer ? nil : server
         if connect {
-            client.connected()
+            if !rawClient { client.connected() }
             if !rawServer { server.connected() }
             run()
         }
