@@ -105,6 +105,8 @@ public enum BroadcastFollower {
         // replaced by the next), never the process's memory.
         let (stream, continuation) = AsyncStream<FollowEvent>.makeStream(bufferingPolicy: .bufferingNewest(256))
         let found = Flag()
+        /// The broadcast followed by name was announced too (its catalog may still be on its way).
+        let announced = Flag()
         let start: @Sendable (String) -> Task<Void, Never> = { path in
             found.set()
             continuation.yield(.found(path: path))
@@ -123,7 +125,13 @@ public enum BroadcastFollower {
                 // this one (not a second follow); its withdrawal ends it as usual.
                 known.insert(path)
                 active.append(path)
-                current = (path, Task { await followDirectly(session, path: path, found: found, into: continuation) })
+                current = (
+                    path,
+                    Task {
+                        await followDirectly(
+                            session, path: path, found: found, announced: announced, into: continuation)
+                    }
+                )
             }
             /// Starts following the broadcast to play after the current one, once it is announced.
             func prepareNext() {
@@ -137,6 +145,7 @@ public enum BroadcastFollower {
             for await event in session.announced(prefix: target.announcePrefix) {
                 switch event {
                 case .active(let path, _):
+                    if path == direct { announced.set() }
                     guard target.matches(path), known.insert(path).inserted else { continue }
                     active.append(path)
                     if current == nil, target.next(after: nil, active: active) == path {
@@ -188,7 +197,7 @@ public enum BroadcastFollower {
         let timeoutTask = timeout.map { limit in
             Task {
                 try? await Task.sleep(for: limit)
-                if !Task.isCancelled, !found.isSet { continuation.yield(.notFound(target)) }
+                if !Task.isCancelled, !found.isSet, !announced.isSet { continuation.yield(.notFound(target)) }
             }
         }
         continuation.onTermination = { _ in
@@ -219,28 +228,39 @@ public enum BroadcastFollower {
 
     /// Follows the catalog of `path`, known only by name (not announced): nothing is reported until
     /// its first catalog, which comes after ``FollowEvent/found(path:)``. Failures before it are quiet
-    /// (the publisher may not be up yet; the subscription is made again every ``catalogRetryDelay``),
-    /// so a broadcast that never comes is reported by the follow's timeout.
+    /// unless the broadcast was announced (the publisher may not be up yet; the subscription is made
+    /// again, backing off from ``catalogRetryDelay`` to ``maxDirectRetryDelay``), so a broadcast that
+    /// never comes is reported by the follow's timeout. When its catalog track ends, so does the
+    /// broadcast (``FollowEvent/ended(path:)``): no announcement will say it.
     private static func followDirectly(
-        _ session: MoqSession, path: String, found: Flag, into continuation: AsyncStream<FollowEvent>.Continuation
+        _ session: MoqSession, path: String, found: Flag, announced: Flag,
+        into continuation: AsyncStream<FollowEvent>.Continuation
     ) async {
-        await followCatalog(session, path: path) { event in
+        await followCatalog(session, path: path, backOff: { !found.isSet }) { event in
             if !found.isSet {
                 switch event {
                 case .catalog:
                     found.set()
                     continuation.yield(.found(path: path))
-                case .catalogFailed: return
+                case .catalogFailed where !announced.isSet: return
                 default: break
                 }
             }
             continuation.yield(event)
         }
+        if !Task.isCancelled, found.isSet, session.closeReason == nil { continuation.yield(.ended(path: path)) }
     }
 
+    /// The longest wait between subscriptions to a catalog followed by name that does not exist yet.
+    static let maxDirectRetryDelay: Duration = .seconds(8)
+
+    /// - Parameter backOff: while true, each failed subscription doubles the wait before the next
+    ///   (up to ``maxDirectRetryDelay``); otherwise it is ``catalogRetryDelay``.
     private static func followCatalog(
-        _ session: MoqSession, path: String, report: @escaping @Sendable (FollowEvent) -> Void
+        _ session: MoqSession, path: String, backOff: @Sendable () -> Bool = { false },
+        report: @escaping @Sendable (FollowEvent) -> Void
     ) async {
+        var delay = catalogRetryDelay
         var reported = false
         while !Task.isCancelled, session.closeReason == nil {
             guard let (reason, gotCatalog) = await followCatalogOnce(session, path: path, report: report) else {
@@ -253,7 +273,8 @@ public enum BroadcastFollower {
                 reported = true
                 report(.catalogFailed(path: path, error: reason))
             }
-            try? await Task.sleep(for: catalogRetryDelay)
+            delay = backOff() ? min(delay * 2, maxDirectRetryDelay) : catalogRetryDelay
+            try? await Task.sleep(for: delay)
         }
     }
 

@@ -39,7 +39,8 @@ extension MoqtSessionCore {
         }
         for case .object(let object) in events {
             group.held.append(object)
-            group.heldBytes += object.payload.count
+            // What an object costs held, not only its payload (empty objects are 3 bytes on the wire).
+            group.heldBytes += object.payload.count + Self.heldObjectOverhead
         }
         guard let header = group.decoder.header else { return }
         if group.producer == nil {
@@ -97,8 +98,11 @@ extension MoqtSessionCore {
         }
     }
 
-    /// What a group stream may hold while its alias is unknown.
+    /// What a group stream may hold while its alias is unknown (or while its group waits for a
+    /// joining FETCH), objects counted with ``heldObjectOverhead``.
     static let maxHeldBytes = 1024 * 1024
+    /// What a held object costs beyond its payload.
+    static let heldObjectOverhead = 64
 
     /// A group stream whose alias no subscription has yet: held for SUBSCRIBE_OK, within bounds.
     func waitForAlias(_ group: IncomingSubgroup) {

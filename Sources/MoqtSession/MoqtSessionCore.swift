@@ -217,6 +217,10 @@ public final class MoqtSessionCore: TransportEventSink {
         if let group = incomingGroups.removeValue(forKey: stream) {
             group.producer?.abort(.cancel)
             unknownAliasStreams.removeAll { $0 == stream }
+            // A parked group's joining FETCH is no longer wanted.
+            if let joining = group.subscription?.joining, joining.stream === group {
+                endJoiningFetch(joining, cancel: true, resume: false)
+            }
             group.subscription?.streamEnded()
         } else if let fetch = incomingFetches.removeValue(forKey: stream) {
             if let joining = fetch.joining { endJoiningFetch(joining, cancel: false, failure: .cancel) }

@@ -93,8 +93,10 @@ final class MoqtSubscription {
         }
     }
 
-    /// Finishes (or aborts) the track and forgets the subscription.
+    /// Finishes (or aborts) the track and forgets the subscription. A group parked for its joining
+    /// FETCH is written first (with what the fetch brought) when the track finishes cleanly.
     func end(aborted code: StreamErrorCode?) {
+        if code == nil, let joining, let session { session.endJoiningFetch(joining, cancel: true) }
         if track.end == nil {
             if let code { track.abort(code) } else { track.finish() }
         }
@@ -106,7 +108,8 @@ final class MoqtSubscription {
         finishTimer?.cancel()
         finishTimer = nil
         guard let session else { return }
-        if let joining { session.endJoiningFetch(joining, cancel: true) }
+        // Detached (another source feeds the track now) or ended: a parked group is not written.
+        if let joining { session.endJoiningFetch(joining, cancel: true, resume: false) }
         session.subscriptions[requestID] = nil
         if let alias, session.aliases[alias] === self { session.aliases[alias] = nil }
     }

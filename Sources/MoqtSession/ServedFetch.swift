@@ -38,6 +38,9 @@ extension MoqtSessionCore {
             case .failure(let refusal): return refuse(refusal.code, refusal.reason)
             case .success(let t): track = t
             }
+            guard to.group >= from.group else {
+                return refuse(FetchCode.invalidRange(version), "a range ending at \(to) before \(from)")
+            }
             start = from
             end = to.object == 0 ? Location(group: to.group &+ 1, object: 0) : to
         case .relativeJoining(let id, _), .absoluteJoining(let id, _):

@@ -83,8 +83,7 @@ public struct Fetch: Sendable, Equatable {
             let namespace = try TrackNamespace.decode(from: &r)
             let name = try r.readTrackName(in: namespace)
             let start = try Location.decode(from: &r)
-            let end = try Location.decode(from: &r)
-            guard end.group >= start.group else { throw .invalidValue("a fetch ending at \(end) before \(start)") }
+            let end = try Location.decode(from: &r)  // an end before the start is INVALID_RANGE, not malformed
             kind = .standalone(namespace: namespace, trackName: name, start: start, end: end)
         case 0x2: kind = .relativeJoining(subscription: try r.readVarInt(), groupOffset: try r.readVarInt())
         case 0x3: kind = .absoluteJoining(subscription: try r.readVarInt(), startGroup: try r.readVarInt())

@@ -18,11 +18,11 @@ struct MoqtJoiningFetchTests {
     static func joined(
         _ version: MoqtVersion, stream objects: [(UInt64, String)] = [(2, "c"), (3, "d")], fin: Bool = false
     )
-        -> (MoqtPair, MemoryTransport, TrackProducer)
+        -> (MoqtPair, MemoryTransport, TrackProducer, MoqtSubscriptionHandle)
     {
         let (pair, raw) = MoqtHostileTests.readyClient(version)
         let remote = pair.remoteTrack("t")
-        pair.client.subscribe(broadcast: "b", track: "t", into: remote)
+        let handle = pair.client.subscribe(broadcast: "b", track: "t", into: remote)
         pair.run()
         raw.writeRaw(
             0,
@@ -30,7 +30,7 @@ struct MoqtJoiningFetchTests {
                 .bytes(version))
         raw.writeRaw(3, groupStream(group: 4, objects, version: version), fin: fin)
         pair.run()
-        return (pair, raw, remote)
+        return (pair, raw, remote, handle)
     }
 
     static func groupStream(group: UInt64, _ objects: [(UInt64, String)], version: MoqtVersion) -> [UInt8] {
@@ -71,7 +71,7 @@ struct MoqtJoiningFetchTests {
         "the group joined after its first objects is parked, fetched and written whole; later groups flow",
         arguments: versions)
     func fetchedWhole(version: MoqtVersion) throws {
-        let (pair, raw, remote) = Self.joined(version)
+        let (pair, raw, remote, _) = Self.joined(version)
         #expect(remote.latestSequence == nil, "the joined group waits for its first objects")
         let fetch = try #require(Self.fetches(pair, version).first)
         #expect(fetch.kind == .relativeJoining(subscription: 0, groupOffset: 0) && fetch.requestID == 2)
@@ -96,7 +96,7 @@ struct MoqtJoiningFetchTests {
         "a one-object group joined after its object (an empty stream) is written from the fetch: a catalog",
         arguments: versions)
     func emptyStream(version: MoqtVersion) throws {
-        let (pair, raw, remote) = Self.joined(version, stream: [], fin: true)
+        let (pair, raw, remote, _) = Self.joined(version, stream: [], fin: true)
         #expect(Self.fetches(pair, version).count == 1)
         raw.writeRaw(
             7,
@@ -111,7 +111,7 @@ struct MoqtJoiningFetchTests {
         "a refused FETCH (relays without FETCH), or a fetch with a hole, leaves the group as it came",
         arguments: versions)
     func refusedOrHoled(version: MoqtVersion) throws {
-        let (pair, raw, remote) = Self.joined(version)
+        let (pair, raw, remote, _) = Self.joined(version)
         raw.writeRaw(
             0,
             ControlMessage.requestError(
@@ -120,7 +120,7 @@ struct MoqtJoiningFetchTests {
         pair.run()
         #expect(pair.contents(remote).map(\.1) == [["c", "d"]])
 
-        let (holed, rawHoled, remoteHoled) = Self.joined(version)
+        let (holed, rawHoled, remoteHoled, _) = Self.joined(version)
         rawHoled.writeRaw(
             7, Self.fetchStream(requestID: 2, [FetchObject(group: 4, id: 1, payload: Bytes("b"))], version: version),
             fin: true)
@@ -133,7 +133,7 @@ struct MoqtJoiningFetchTests {
         "a FETCH never answered is given up after joiningFetchWait with FETCH_CANCEL; its late stream is stopped",
         arguments: versions)
     func givenUp(version: MoqtVersion) throws {
-        let (pair, raw, remote) = Self.joined(version)
+        let (pair, raw, remote, _) = Self.joined(version)
         pair.scheduler.advance(by: .seconds(2))
         #expect(pair.contents(remote).map(\.1) == [["c", "d"]])
         let cancels = pair.controlMessages(receivedBy: pair.link.server, version: version).filter {
@@ -152,7 +152,7 @@ struct MoqtJoiningFetchTests {
         "hostile fetches: a stream for a request never asked is stopped; one past the byte bound is given up; the group goes on",
         arguments: versions)
     func hostile(version: MoqtVersion) throws {
-        let (pair, raw, remote) = Self.joined(version)
+        let (pair, raw, remote, _) = Self.joined(version)
         raw.writeRaw(7, Self.fetchStream(requestID: 40, [], version: version), fin: true)
         pair.run()
         #expect(raw.log.contains { if case .stopSending(stream: 7, code: _) = $0 { true } else { false } })
@@ -167,6 +167,52 @@ struct MoqtJoiningFetchTests {
         #expect(
             pair.controlMessages(receivedBy: pair.link.server, version: version).contains(.fetchCancel(requestID: 2)))
         #expect(pair.client.isReady, "\(String(describing: pair.client.closeReason))")
+    }
+
+    @Test(
+        "a parked group: detached (another source feeds the track) it is not written; ended by PUBLISH_DONE's quiet second it is written first; reset, its FETCH is cancelled",
+        arguments: versions)
+    func parkedGroupEnds(version: MoqtVersion) throws {
+        let (detached, rawDetached, remoteDetached, handle) = Self.joined(version)
+        handle.detach()
+        detached.run()
+        #expect(detached.contents(remoteDetached).isEmpty && remoteDetached.end == nil)
+        #expect(rawDetached.log.contains { if case .stopSending(stream: 3, code: _) = $0 { true } else { false } })
+
+        let (done, rawDone, remoteDone, _) = Self.joined(version)
+        rawDone.writeRaw(
+            0, ControlMessage.publishDone(PublishDone(requestID: 0, statusCode: 2, streamCount: 0)).bytes(version))
+        done.run()
+        done.scheduler.advance(by: .seconds(1))
+        #expect(done.contents(remoteDone).map(\.1) == [["c", "d"]])
+        #expect(remoteDone.end != nil)
+
+        let (reset, rawReset, _, _) = Self.joined(version)
+        rawReset.resetStream(3, code: 0)
+        reset.run()
+        let cancels = reset.controlMessages(receivedBy: reset.link.server, version: version).filter {
+            $0 == .fetchCancel(requestID: 2)
+        }
+        #expect(cancels.count == 1 && reset.client.isReady)
+    }
+
+    @Test(
+        "a parked group flooded with empty objects is bounded by what they cost held, not their payload",
+        arguments: versions)
+    func emptyObjectFlood(version: MoqtVersion) throws {
+        let (pair, raw, remote, _) = Self.joined(version)
+        let header = SubgroupHeader(trackAlias: 1, group: 4)
+        var w = WireWriter()
+        for i in 0..<20_000 {
+            SubgroupObject(id: UInt64(4 + i), payload: Bytes()).encode(
+                into: &w, after: UInt64(3 + i), header: header, version: version)
+        }
+        raw.writeRaw(3, w.bytes)
+        pair.run()
+        #expect(pair.contents(remote).map { $0.1.count } == [20_002], "given up: the group goes on as it came")
+        #expect(
+            pair.controlMessages(receivedBy: pair.link.server, version: version).contains(.fetchCancel(requestID: 2)))
+        #expect(pair.client.isReady)
     }
 
     @Test("a group that comes whole (SwiftMoQ's servers start at the group) asks no FETCH", arguments: versions)
