@@ -7,8 +7,9 @@ public import MoqtWire
 ///
 /// The server picks among what is offered (TLS ALPN): moq-dev's relays and ours prefer moq-lite
 /// when both are offered, so ``auto`` keeps moq-lite wherever it is spoken and reaches IETF-only
-/// relays too. MoQ Transport runs on raw QUIC (`moql://`, `moqt://`) here; WebTransport and
-/// WebSocket URLs carry moq-lite only.
+/// relays too. Over WebTransport (`https://`) the same list goes in the CONNECT's
+/// `wt-available-protocols` and the server's `wt-protocol` answers it (moq-dev's and Cloudflare's
+/// rule); WebSocket URLs carry moq-lite only.
 public enum MoqProtocol: String, Sendable, CaseIterable, CustomStringConvertible {
     /// moq-lite-06 first, then MoQ Transport draft-16 and draft-14 (the default).
     case auto
@@ -40,7 +41,7 @@ public enum MoqProtocol: String, Sendable, CaseIterable, CustomStringConvertible
         }
     }
 
-    /// The ALPN list a raw-QUIC client offers, in order.
+    /// The ALPN list a raw-QUIC client offers (and a WebTransport client's protocols), in order.
     var alpns: [String] { (offersMoqLite ? MoqVersion.alpn : []) + ietfVersions.map(\.alpn) }
 
     /// What a user may write, for error messages.

@@ -99,16 +99,17 @@ public final class MoqSession: @unchecked Sendable {
         answered: Lock<Bool>?
     ) async throws(MoqError) -> MoqSession {
         let target = options.authToken.map { url.addingToken($0) } ?? url
-        if !options.moqProtocol.offersMoqLite, target.isWebSocket || target.isWebTransport {
+        if !options.moqProtocol.offersMoqLite, target.isWebSocket {
             throw .configuration(
-                "protocol \(options.moqProtocol) (IETF MoQ Transport) runs on raw QUIC here: use a moql:// URL, or protocol auto or moq-lite for \(url.scheme)://"
+                "protocol \(options.moqProtocol) (IETF MoQ Transport) runs on QUIC and WebTransport here: use a moql:// or https:// URL, or protocol auto or moq-lite for \(url.scheme)://"
             )
         }
         if target.isWebSocket {
             return try await connectWebSocket(
                 target, options: options, origin: origin, serving: serving, answered: answered)
         }
-        if target.isWebTransport, let delay = options.webSocketDelay {
+        // The WebSocket fallback carries moq-lite only: an IETF-only client does not race it.
+        if target.isWebTransport, options.moqProtocol.offersMoqLite, let delay = options.webSocketDelay {
             return try await connectRacing(
                 target, delay: delay, options: options, origin: origin, serving: serving, answered: answered)
         }
@@ -140,7 +141,7 @@ public final class MoqSession: @unchecked Sendable {
         let webRequest =
             target.isWebTransport
             ? WebTransportConnect.Request(
-                authority: target.authority, path: target.setupPath, protocols: [MoqVersion.lite06.rawValue]) : nil
+                authority: target.authority, path: target.setupPath, protocols: options.moqProtocol.alpns) : nil
         let quicSettings = settings
         // Over WebTransport the path travels in the CONNECT, never in SETUP (moq-dev's rule).
         return try await establish(
@@ -149,10 +150,8 @@ public final class MoqSession: @unchecked Sendable {
             serving: serving, answered: answered
         ) { endpoint in
             endpoint.webTransportRequest = webRequest
-            if webRequest == nil {
-                endpoint.ietfVersions = options.moqProtocol.ietfVersions
-                endpoint.offersMoqLite = options.moqProtocol.offersMoqLite
-            }
+            endpoint.ietfVersions = options.moqProtocol.ietfVersions
+            endpoint.offersMoqLite = options.moqProtocol.offersMoqLite
             endpoint.attach(
                 QUICClient.connect(
                     host: target.host, port: target.port, tls: tls, settings: quicSettings, loop: endpoint.loop,

@@ -79,7 +79,8 @@ public struct ClientOptions: Sendable {
     /// this process, later connections to it start both at once.
     public var webSocketDelay: Duration? = .milliseconds(200)
     /// The protocol family offered (``MoqProtocol/auto``: moq-lite first, then IETF MoQ Transport
-    /// drafts 16 and 14, on raw QUIC). The server chooses; ``MoqSession/version`` says what it chose.
+    /// drafts 16 and 14, on raw QUIC and WebTransport). The server chooses; ``MoqSession/version``
+    /// says what it chose.
     public var moqProtocol: MoqProtocol = .auto
 
     public init(

@@ -3,6 +3,7 @@ import MoqQUIC
 import MoqSession
 import MoqWebTransport
 import MoqWire
+import MoqtWire
 
 /// The WebTransport half of ``SessionConnection``: the HTTP/3 handshake before the session
 /// core starts, and the events of the HTTP/3 side afterwards.
@@ -19,7 +20,8 @@ extension SessionConnection {
         let router = WebTransportRouter(connection: io, role: role)
         webIO = io
         web = router
-        makeCore(WebTransportSessionTransport(connection, endpoint: router.endpoint))
+        // A server speaks moq-lite here; a client's core waits for the protocol the server chooses.
+        if !connection.isClient { makeCore(WebTransportSessionTransport(connection, endpoint: router.endpoint)) }
         do { handle(try router.endpoint.start()) } catch { webTransportFailed(error) }
     }
 
@@ -41,22 +43,26 @@ extension SessionConnection {
                 webTransportPath = request.path
                 handle(web.accept(protocol: protocols.isEmpty ? nil : MoqVersion.lite06.rawValue))
             case .ready(let selected):
-                if let selected, selected != MoqVersion.lite06.rawValue {
-                    webTransportFailed(
-                        HTTP3Error(HTTP3Error.connectError, "the server chose \(selected), not \(MoqVersion.lite06)"))
-                    return
+                guard let connection else { return }
+                if connection.isClient {
+                    guard startWebTransportCore(connection, selected: selected) else { return }
+                } else {
+                    core?.connected()
                 }
-                core?.connected()
             case .sessionStream(let id, let initial, let fin):
-                guard let core else { continue }
-                core.streamOpened(id)
+                guard let sink else { continue }
+                sink.streamOpened(id)
                 if !initial.isEmpty || fin {
-                    initial.withUnsafeBytes { core.received(stream: id, data: $0, fin: fin) }
+                    initial.withUnsafeBytes { sink.received(stream: id, data: $0, fin: fin) }
                 }
             case .closed(let code, let reason):
                 let why = SessionCloseReason.remote(SessionErrorCode(rawValue: UInt64(code)), reason)
                 if onReady != nil { fail(.refused(code: UInt64(code), reason: reason)) }
-                core?.transportClosed(why)
+                if let ietf {
+                    ietf.core.peerClosed(code: UInt64(code), reason: reason)  // its termination code, as sent
+                } else {
+                    sink?.transportClosed(why)
+                }
                 finishClose(why)
                 connection?.close(code: HTTP3Error.noError, reason: "")
                 return
@@ -75,7 +81,7 @@ extension SessionConnection {
                     )
                 fail(error)
                 let why = SessionCloseReason.transport("WebTransport CONNECT refused with HTTP \(status)")
-                core?.transportClosed(why)
+                sink?.transportClosed(why)
                 finishClose(why)
                 connection?.close(code: HTTP3Error.noError, reason: "")
                 return
@@ -88,9 +94,34 @@ extension SessionConnection {
     func webTransportFailed(_ error: HTTP3Error) {
         let why = SessionCloseReason.transport("HTTP/3 error with \(peerDescription): \(error)")
         if onReady != nil { fail(.unreachable("WebTransport with \(peerDescription) failed: \(error)")) }
-        core?.transportClosed(why)
+        sink?.transportClosed(why)
         finishClose(why)
         connection?.close(code: error.code, reason: error.reason)
+    }
+
+    /// A client's CONNECT was answered: the core of the family the server chose (`wt-protocol`)
+    /// takes the session. No answer is moq-lite when it was offered (a server from before the
+    /// header), else draft-14 (whose version travels in SETUP: Cloudflare's draft-14 relays answer
+    /// none). False when the choice is none of ours (the connection is closed).
+    private func startWebTransportCore(_ connection: QUICConnection, selected: String?) -> Bool {
+        guard let web else { return false }
+        let transport = WebTransportSessionTransport(connection, endpoint: web.endpoint)
+        switch selected {
+        case MoqVersion.lite06.rawValue? where offersMoqLite, nil where offersMoqLite:
+            makeCore(transport).connected()
+        case nil where ietfVersions.contains(.draft14):
+            startIETF(connection, version: .draft14, transport: transport)
+        case let protocolName? where ietfVersions.contains(where: { $0.alpn == protocolName }):
+            startIETF(connection, version: MoqtVersion(alpn: protocolName) ?? .draft16, transport: transport)
+        default:
+            let offered = ((offersMoqLite ? [MoqVersion.lite06.rawValue] : []) + ietfVersions.map(\.alpn))
+            webTransportFailed(
+                HTTP3Error(
+                    HTTP3Error.connectError,
+                    "the server chose \(selected ?? "no protocol"), not \(offered.joined(separator: " or "))"))
+            return false
+        }
+        return true
     }
 
     static func statusHint(_ status: Int) -> String {

@@ -49,7 +49,7 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate, Moqt
     /// The core behind the session's API, either family.
     private(set) var client: (any ClientCore)?
     /// Where the transport's events go (the core of either family).
-    private var sink: (any TransportEventSink)?
+    private(set) var sink: (any TransportEventSink)?
     /// Client: the MoQ Transport drafts offered (beside moq-lite or instead of it).
     var ietfVersions: [MoqtVersion] = []
     /// Client: whether moq-lite was offered (for the message when the peer agreed on none).
@@ -108,11 +108,13 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate, Moqt
         return core
     }
 
-    /// The server chose MoQ Transport `version` (raw QUIC): its core takes the connection.
-    private func startIETF(_ connection: QUICConnection, version: MoqtVersion) {
+    /// The server chose MoQ Transport `version`: its core takes the connection (raw QUIC), or the
+    /// WebTransport session (`transport`; then no PATH setup parameter: the CONNECT carried it).
+    func startIETF(_ connection: QUICConnection, version: MoqtVersion, transport: (any SessionTransport)? = nil) {
         let core = MoqtSessionCore(
-            config: MoqtSessionConfig(version: version, path: config.path), transport: QUICSessionTransport(connection),
-            scheduler: LoopScheduler(loop: loop), publishOrigin: directory)
+            config: MoqtSessionConfig(version: version, path: transport == nil ? config.path : nil),
+            transport: transport ?? QUICSessionTransport(connection), scheduler: LoopScheduler(loop: loop),
+            publishOrigin: directory)
         core.delegate = self
         let adapter = IETFClientCore(core)
         ietf = adapter
@@ -216,7 +218,7 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate, Moqt
             sink?.streamClosed(stream: stream)
             return
         }
-        if web.route(stream) == .core { core?.streamClosed(stream: stream) }
+        if web.route(stream) == .core { sink?.streamClosed(stream: stream) }
         web.closed(stream)
     }
 
@@ -226,7 +228,7 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate, Moqt
             return
         }
         // A datagram of another (or no) session is dropped, as RFC 9297 allows.
-        if let payload = web.datagramPayload(data) { core?.datagramReceived(payload) }
+        if let payload = web.datagramPayload(data) { sink?.datagramReceived(payload) }
     }
 
     func quicConnection(_ connection: QUICConnection, streamCreditAvailable bidirectional: Bool) {

@@ -77,10 +77,20 @@ struct IETFElementTests {
         #expect(stringProperty(srcElement, "protocol") == src)
     }
 
-    @Test("protocol=ietf on a WebTransport URL is an ERROR that says to use moql://")
-    func ietfNeedsRawQUIC() async throws {
+    @Test(
+        "moqsink → moq-dev's relay → moqsrc over WebTransport (https://), both on IETF draft-16: video and audio play")
+    func ietfOverWebTransport() async throws {
+        let relay = try await RustRelay.start()
+        defer { relay.stop() }
+        try await Self.play(
+            "url=https://127.0.0.1:\(relay.port)/anon tls-fingerprint=\(relay.fingerprint)", sink: "ietf-16",
+            src: "ietf-16", versions: ("moqt-16", "moqt-16"))
+    }
+
+    @Test("protocol=ietf on a WebSocket URL is an ERROR that says to use moql:// or https://")
+    func ietfNeedsQUIC() async throws {
         let player = try TestPipeline(
-            "moqsrc name=s url=https://127.0.0.1:1/anon protocol=ietf broadcast=b s.video_0 ! fakesink")
+            "moqsrc name=s url=ws://127.0.0.1:1/anon protocol=ietf broadcast=b s.video_0 ! fakesink")
         _ = player.play()
         defer { player.setState(GST_STATE_NULL) }
         let error = try await player.waitFor(.seconds(10)) { $0.isError }

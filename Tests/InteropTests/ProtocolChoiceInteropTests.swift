@@ -22,13 +22,17 @@ struct ProtocolChoiceInteropTests {
     /// The ALPN a single-draft choice negotiates.
     static func alpn(_ choice: MoqProtocol) -> String { choice.ietfVersions.first?.alpn ?? "" }
 
-    @Test("auto: moq-dev's relay keeps moq-lite, an IETF-only server gets MoQ Transport draft-16")
+    @Test(
+        "auto: moq-dev's relay keeps moq-lite (raw QUIC and WebTransport), an IETF-only server gets MoQ Transport draft-16"
+    )
     func autoNegotiates() async throws {
         let relay = try await RustRelay.start()
         defer { relay.stop() }
-        let lite = try await MoqSession.connect(relay.url(), options: Self.options(relay, .auto))
-        #expect(lite.version == "moq-lite-06" && !lite.isIETF)
-        lite.close()
+        for url in [relay.url(), "https://127.0.0.1:\(relay.port)/anon"] {
+            let lite = try await MoqSession.connect(url, options: Self.options(relay, .auto))
+            #expect(lite.version == "moq-lite-06" && !lite.isIETF, "\(url)")
+            lite.close()
+        }
 
         let origin = Origin()
         let server = try IETFServer.listen(versions: [.draft16, .draft14], origin: origin)
@@ -57,15 +61,16 @@ struct ProtocolChoiceInteropTests {
     }
 
     @Test(
-        "MoqSession over IETF publishes through moq-dev's relay: a Rust moq-lite subscriber reads it frame for frame",
-        arguments: choices)
-    func publishes(choice: MoqProtocol) async throws {
+        "MoqSession over IETF (raw QUIC, or WebTransport: wt-available-protocols) publishes through moq-dev's relay: a Rust moq-lite subscriber reads it frame for frame",
+        arguments: choices.map { ($0, false) } + choices.map { ($0, true) })
+    func publishes(choice: MoqProtocol, webTransport: Bool) async throws {
         let relay = try await RustRelay.start()
         defer { relay.stop() }
         let name = RustPeer.uniqueName("ietf-session-pub")
-        let session = try await MoqSession.connect(relay.url(), options: Self.options(relay, choice))
+        let url = webTransport ? "https://127.0.0.1:\(relay.port)/anon" : relay.url()
+        let session = try await MoqSession.connect(url, options: Self.options(relay, choice))
         defer { session.close() }
-        #expect(session.version == Self.alpn(choice))
+        #expect(session.isIETF && session.version == Self.alpn(choice))
         let broadcast = BroadcastProducer(path: name)
         let track = broadcast.createTrack("data")
         session.publish(broadcast)
@@ -125,17 +130,17 @@ struct ProtocolChoiceInteropTests {
     }
 
     @Test(
-        "IETF on a WebTransport or WebSocket URL and moq-lite's TRACK_INFO over IETF say what to do; moq-dev's relay refuses a standalone FETCH"
+        "IETF on a WebSocket URL and moq-lite's TRACK_INFO over IETF say what to do; moq-dev's relay refuses a standalone FETCH"
     )
     func refusals() async throws {
         var options = ClientOptions()
         options.moqProtocol = .ietf
-        for url in ["https://127.0.0.1:1/anon", "ws://127.0.0.1:1/anon"] {
+        for url in ["ws://127.0.0.1:1/anon"] {
             do {
                 _ = try await MoqSession.connect(url, options: options)
                 Issue.record("\(url) connected over IETF")
             } catch {
-                #expect(error.description.contains("raw QUIC") && error.description.contains("moql://"), "\(error)")
+                #expect(error.description.contains("WebTransport") && error.description.contains("moql://"), "\(error)")
             }
         }
         let relay = try await RustRelay.start()

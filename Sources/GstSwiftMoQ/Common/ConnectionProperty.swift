@@ -45,7 +45,7 @@ enum ConnectionProperty: String, CaseIterable {
         case .moqProtocol:
             return Property.enumeration(
                 "protocol", "Protocol",
-                "Protocol family offered to the relay, which chooses: auto (moq-lite first, then IETF MoQ Transport drafts 16 and 14: moq-dev's relays keep moq-lite, IETF-only relays such as Cloudflare's get MoQ Transport), moq-lite, ietf (drafts 16 and 14), ietf-16, ietf-14. MoQ Transport runs on raw QUIC (moql://); moq-version says what was chosen",
+                "Protocol family offered to the relay, which chooses: auto (moq-lite first, then IETF MoQ Transport drafts 16 and 14: moq-dev's relays keep moq-lite, IETF-only relays such as Cloudflare's get MoQ Transport), moq-lite, ietf (drafts 16 and 14), ietf-16, ietf-14. MoQ Transport runs on raw QUIC (moql://) and WebTransport (https://, offered in the CONNECT); moq-version says what was chosen",
                 type: MoqProtocolType.type, default: 0, flags: rw)
         }
     }

@@ -24,10 +24,10 @@ struct ConnectionSettings: Sendable {
         }
         let parsed: MoqURL
         do { parsed = try MoqURL(text) } catch { return .failure(SettingsError("invalid url property: \(error)")) }
-        if !moqProtocol.offersMoqLite, parsed.isWebTransport || parsed.isWebSocket {
+        if !moqProtocol.offersMoqLite, parsed.isWebSocket {
             return .failure(
                 SettingsError(
-                    "protocol=\(moqProtocol) (IETF MoQ Transport) runs on raw QUIC: use a moql:// URL, or protocol=auto for \(parsed.scheme)://"
+                    "protocol=\(moqProtocol) (IETF MoQ Transport) runs on QUIC and WebTransport: use a moql:// or https:// URL, or protocol=auto for \(parsed.scheme)://"
                 ))
         }
         var options = ClientOptions()
