@@ -133,6 +133,9 @@ public final class MoqtSessionCore: TransportEventSink {
     /// A core dropped without a close still lets go of the tracks it served: each served subscription
     /// observes its track, and the track would keep it (and itself) alive (the stateful fuzzer's find).
     deinit {
+        // A fetch still waiting is answered (its caller may be suspended on it).
+        for fetch in fetches.values { fetch.completion?(.failure(.sessionClosed)) }
+        for request in waitingForRequestID where request.wanted() { request.refused() }
         for subscription in served.values { subscription.stop() }
         for namespaces in servedNamespaces.values { namespaces.stop() }
         unsolicited?.stop()

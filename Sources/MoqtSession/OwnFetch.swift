@@ -216,6 +216,11 @@ extension MoqtSessionCore {
     ) {
         let range = objects ?? 0..<UInt64.max
         guard !range.isEmpty else { return completion(.success([])) }
+        // A name past the bounds would close the session at the peer (or not be sent, its id spent).
+        let namespace = TrackNamespace(path: broadcast)
+        guard namespace.fields.count <= MoqtLimits.maxNamespaceFields,
+            namespace.byteCount + track.utf8.count <= MoqtLimits.maxFullTrackName
+        else { return completion(.failure(.notFound)) }
         let own = OwnFetch(
             subscription: nil, group: group, from: range.lowerBound, before: range.upperBound, stream: nil,
             completion: completion)
@@ -240,11 +245,17 @@ extension MoqtSessionCore {
                         Fetch(
                             requestID: id, subscriberPriority: priority, groupOrder: .ascending,
                             kind: .standalone(
-                                namespace: TrackNamespace(path: broadcast), trackName: Bytes(utf8: track),
+                                namespace: namespace, trackName: Bytes(utf8: track),
                                 start: Location(group: group, object: range.lowerBound), end: end))))
             }, wanted: { !own.ended },
             refused: { [weak self] in
-                self?.endJoiningFetch(own, cancel: false, failure: self?.phase == .closed ? .sessionClosed : .internal)
+                guard let self else {
+                    // The core is going away (its deinit refuses what waits).
+                    own.completion?(.failure(.sessionClosed))
+                    own.completion = nil
+                    return
+                }
+                self.endJoiningFetch(own, cancel: false, failure: self.phase == .closed ? .sessionClosed : .internal)
             })
     }
 }

@@ -34,15 +34,17 @@ extension MoqtSessionCore {
         let end: Location  // exclusive; object 0: up to the end of the group before
         switch request.kind {
         case .standalone(let namespace, let name, let from, let to):
-            switch servedTrack(namespace: namespace, name: name) {
+            // Only a track that exists: a relay's on-demand track would subscribe upstream for good
+            // (a FETCH adds no observer whose leaving would end it).
+            switch servedTrack(namespace: namespace, name: name, existingOnly: true) {
             case .failure(let refusal): return refuse(refusal.code, refusal.reason)
             case .success(let t): track = t
             }
-            guard to.group >= from.group else {
-                return refuse(FetchCode.invalidRange(version), "a range ending at \(to) before \(from)")
-            }
             start = from
             end = to.object == 0 ? Location(group: to.group &+ 1, object: 0) : to
+            guard start < end else {
+                return refuse(FetchCode.invalidRange(version), "a range ending at \(to) before \(from)")
+            }
         case .relativeJoining(let id, _), .absoluteJoining(let id, _):
             guard let joined = served[id] else {
                 return refuse(FetchCode.invalidJoiningRequest(version), "no subscription \(id) to join")
@@ -61,8 +63,17 @@ extension MoqtSessionCore {
             case .standalone: return
             }
             end = Location(group: first, object: joined.startObject)
+            guard start <= end else {
+                return refuse(
+                    FetchCode.invalidRange(version), "a joining start \(start) after the subscription's \(end)")
+            }
         }
-        guard let latest = track.latestSequence, start.group <= latest else {
+        // Past the largest object published (exclusive): {Largest.Group, Largest.Object + 1}.
+        guard let newest = track.latestGroup else {
+            return refuse(FetchCode.invalidRange(version), "nothing published yet")
+        }
+        let largestEnd = Location(group: newest.sequence, object: UInt64(track.frameCount(of: newest)))
+        guard start < largestEnd else {
             return refuse(FetchCode.invalidRange(version), "nothing published from \(start) on")
         }
         guard transport.totalUnsentBytes < config.maxUnsentBytes else {
@@ -70,14 +81,20 @@ extension MoqtSessionCore {
         }
         var objects: [FetchObject] = []
         var bytes = 0
+        var cut = false
         collect: for group in track.groups(from: start.group) {
             guard group.sequence <= end.group else { break }
             let frames = track.frames(of: group, from: 0).frames
             for (index, frame) in frames.enumerated() {
                 let location = Location(group: group.sequence, object: UInt64(index))
                 guard location >= start, location < end else { continue }
-                guard bytes + frame.payload.count <= config.maxUnsentBytes else { break collect }
-                bytes += frame.payload.count
+                // At least one object comes, whatever its size (a range that never fits would never be fetched).
+                let cost = frame.payload.count + Self.fetchObjectOverhead
+                guard objects.isEmpty || bytes + cost <= config.maxUnsentBytes else {
+                    cut = true
+                    break collect
+                }
+                bytes += cost
                 objects.append(FetchObject(group: location.group, id: location.object, payload: frame.payload))
             }
         }
@@ -88,12 +105,26 @@ extension MoqtSessionCore {
             return refuse(MoqtCode.internalError, "no stream credit: retry later")
         }
         counters.fetchesServed += 1
-        let last = objects.last.map { Location(group: $0.group, object: $0.id) } ?? start
+        // FETCH_OK's End Location, "+1" as the request's: what the response covers (cut short, or up to
+        // the largest object published, or the range asked); object 0 says "the whole group before".
+        let covered =
+            cut
+            ? objects.last.map { Location(group: $0.group, object: $0.id &+ 1) } ?? start : min(end, largestEnd)
+        let wireEnd =
+            objects.isEmpty
+            ? start : covered.object == 0 ? Location(group: covered.group &- 1, object: 0) : covered
         let endOfTrack: Bool =
-            if case .finished? = track.end, last.group == track.latestSequence { true } else { false }
+            if case .finished? = track.end, !cut, covered == largestEnd { true } else { false }
+        if request.groupOrder == .descending {
+            // Groups newest first, objects in order within each.
+            objects = Dictionary(grouping: objects, by: \.group).sorted { $0.key > $1.key }.flatMap(\.value)
+        }
         send(
             .fetchOk(
-                FetchOk(requestID: request.requestID, groupOrder: .ascending, endOfTrack: endOfTrack, end: last)))
+                FetchOk(
+                    requestID: request.requestID,
+                    groupOrder: request.groupOrder == .descending ? .descending : .ascending,
+                    endOfTrack: endOfTrack, end: wireEnd)))
         transport.setSendOrder(stream, Int64(request.subscriberPriority ^ 0xFF) << 48)
         var w = WireWriter()
         FetchHeader.encode(requestID: request.requestID, into: &w)
@@ -120,8 +151,15 @@ extension MoqtSessionCore {
         peerRequestEnded()
     }
 
+    /// What a fetched object costs in the byte budget beyond its payload.
+    static let fetchObjectOverhead = 16
+
     /// A track of the origin for the peer's request, or the refusal (code and reason) it gets.
-    func servedTrack(namespace: TrackNamespace, name: Bytes) -> Result<TrackProducer, Refusal> {
+    /// `existingOnly`: a track the broadcast does not hold yet is not made (a relay would subscribe
+    /// upstream for it).
+    func servedTrack(namespace: TrackNamespace, name: Bytes, existingOnly: Bool = false)
+        -> Result<TrackProducer, Refusal>
+    {
         guard let path = namespace.path, let text = String(validating: name.array, as: UTF8.self) else {
             return .failure(
                 Refusal(code: MoqtCode.doesNotExist(version), reason: "not a SwiftMoQ path (binary fields)"))
@@ -129,7 +167,7 @@ extension MoqtSessionCore {
         guard let broadcast = publishOrigin?.broadcast(path) else {
             return .failure(Refusal(code: MoqtCode.doesNotExist(version), reason: "no broadcast \(path)"))
         }
-        guard let track = broadcast.track(text) else {
+        guard let track = existingOnly ? broadcast.existingTrack(text) : broadcast.track(text) else {
             return .failure(Refusal(code: MoqtCode.doesNotExist(version), reason: "no track \(text) in \(path)"))
         }
         return .success(track)

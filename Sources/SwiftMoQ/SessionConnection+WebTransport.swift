@@ -110,8 +110,10 @@ extension SessionConnection {
         case MoqVersion.lite06.rawValue? where offersMoqLite, nil where offersMoqLite:
             makeCore(transport).connected()
         case nil where ietfVersions.contains(.draft14):
+            transport.mapsStreamCodes = true
             startIETF(connection, version: .draft14, transport: transport)
         case let protocolName? where ietfVersions.contains(where: { $0.alpn == protocolName }):
+            transport.mapsStreamCodes = true
             startIETF(connection, version: MoqtVersion(alpn: protocolName) ?? .draft16, transport: transport)
         default:
             let offered = ((offersMoqLite ? [MoqVersion.lite06.rawValue] : []) + ietfVersions.map(\.alpn))

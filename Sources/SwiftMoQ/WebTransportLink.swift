@@ -49,6 +49,18 @@ final class WebTransportSessionTransport: QUICSessionTransport {
 
     override var maxDatagramPayload: Int { max(0, connection.maxDatagramPayload - datagramPrefix.count) }
 
+    /// True for a MoQ Transport core, whose stream codes are its own: they are mapped into
+    /// WebTransport's application range here (moq-lite's core maps its own).
+    var mapsStreamCodes = false
+
+    override func resetStream(_ stream: Int64, code: UInt64) {
+        super.resetStream(stream, code: mapsStreamCodes ? StreamErrorCode(rawValue: code).wireValue : code)
+    }
+
+    override func stopSending(_ stream: Int64, code: UInt64) {
+        super.stopSending(stream, code: mapsStreamCodes ? StreamErrorCode(rawValue: code).wireValue : code)
+    }
+
     override func close(code: UInt64, reason: String) {
         endpoint.close(code: UInt32(clamping: code), reason: reason)
         connection.close(code: StreamErrorCode(rawValue: code).wireValue, reason: reason)

@@ -93,7 +93,7 @@ struct MoqtServedFetchTests {
             let ok = pair.controlMessages(receivedBy: raw, version: version).compactMap {
                 if case .fetchOk(let ok) = $0 { ok } else { nil }
             }
-            #expect(ok.map(\.end) == [Location(group: 2, object: 2)])
+            #expect(ok.map(\.end) == [Location(group: 2, object: 0)], "the whole of group 2 (\"+1\": object 0)")
             #expect(pair.server.isReady)
         }
     }
@@ -129,14 +129,21 @@ struct MoqtServedFetchTests {
         }
     }
 
-    @Test("a FETCH past the byte bound stops at the bound (the objects before it come)", arguments: versions)
+    @Test(
+        "a FETCH past the byte bound stops at the bound (the objects before it come, the first always)",
+        arguments: versions)
     func bounded(version: MoqtVersion) throws {
         var config = MoqtSessionConfig(version: version)
-        config.maxUnsentBytes = 4
+        config.maxUnsentBytes = 40
         let pair = MoqtPair(version, server: config)
         _ = Self.fill(pair)
-        // Two objects of 2 bytes each fit in 4; the third would not.
+        // Two objects of 2 bytes (and 16 of overhead) each fit in 40; the third would not.
         #expect(try Self.fetch(pair, group: 1)?.get() == ["1a", "1b"])
+        // The first object always comes, whatever its size.
+        config.maxUnsentBytes = 1
+        let tiny = MoqtPair(version, server: config)
+        _ = Self.fill(tiny)
+        #expect(try Self.fetch(tiny, group: 2)?.get() == ["2a"])
         #expect(pair.client.isReady && pair.server.isReady)
     }
 }
