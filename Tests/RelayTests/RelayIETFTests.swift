@@ -171,6 +171,17 @@ struct RelayIETFTests {
             let remote = player.subscribe(broadcast: "room/both", track: "data")
             let tags = try await Self.tags(remote.consumer(), count: 6)
             #expect(Self.consecutive(tags), "\(tags)")
+            // FETCH over IETF through the relay: a group from its cache; a track nobody made is not made.
+            let group = try #require(tags.first.flatMap { UInt64($0.dropFirst().prefix { $0 != "f" }) })
+            let fetched = try await player.fetch(broadcast: "room/both", track: "data", group: group)
+            #expect(
+                fetched.map { String(decoding: $0.payload.array, as: UTF8.self) } == ["g\(group)f0", "g\(group)f1"])
+            await #expect(throws: MoqError.self) {
+                try await player.fetch(broadcast: "room/both", track: "nope", group: 0)
+            }
+            let relayed = try #require(relay.origin.broadcast("anon/room/both"), "\(relay.origin.paths)")
+            #expect(relayed.existingTrack("data") != nil && relayed.existingTrack("nope") == nil)
+            #expect(player.closeReason == nil)
             remote.cancel()
             let stats = try await player.stats()
             #expect(stats.counters.framesReceived >= 6, "\(stats.counters)")
