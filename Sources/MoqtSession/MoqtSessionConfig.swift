@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+public import MoqSession
 public import MoqtWire
 
 /// How a MoQ Transport session behaves.
@@ -55,6 +56,21 @@ public struct MoqtSessionConfig: Sendable {
         self.maxAnnounced = maxAnnounced
         self.setupTimeout = setupTimeout
         self.implementation = implementation
+    }
+}
+
+extension MoqtSessionConfig {
+    /// The same bounds tightened to a server's per-session ``SessionLimits`` (moq-lite's): a limit
+    /// set below this family's default applies to it too; the defaults themselves stay (a window of
+    /// 256 requests, 4 MiB unsent, 64 streams waiting for their alias, 10,000 announcements).
+    public func tightened(to limits: SessionLimits) -> MoqtSessionConfig {
+        var config = self
+        let requests = limits.maxServedSubscriptions + limits.maxServedFetches + limits.maxServedAnnounces
+        config.maxPeerRequests = min(config.maxPeerRequests, UInt64(max(1, requests)))
+        config.maxAnnounced = min(config.maxAnnounced, limits.maxAnnouncements)
+        config.maxUnknownAliasStreams = min(config.maxUnknownAliasStreams, limits.maxPendingStreams)
+        config.maxUnsentBytes = min(config.maxUnsentBytes, limits.maxUnsentBytes)
+        return config
     }
 }
 

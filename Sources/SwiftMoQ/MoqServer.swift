@@ -152,8 +152,8 @@ public final class MoqServer: @unchecked Sendable {
                 guard !options.ietfVersions.isEmpty else { return endpoint }
                 return FamilyRouter(lite: endpoint, versions: options.ietfVersions) { connection, version in
                     Self.ietfEndpoint(
-                        connection, version: version, loop: loop, origin: origin, holder: holder,
-                        onSession: onIETFSession)
+                        connection, version: version, limits: options.limits, loop: loop, origin: origin,
+                        holder: holder, onSession: onIETFSession)
                 }
             }
         } catch {
@@ -179,14 +179,15 @@ public final class MoqServer: @unchecked Sendable {
     /// The sessions currently open.
     public var openSessions: [MoqSession] { sessions.withLock { Array($0.values) } }
 
-    /// An IETF connection on `loop`: its session serves `origin` until `onSession` (called on the
+    /// An IETF connection on `loop`, bounded by the server's per-session `limits` where they are
+    /// tighter than MoQ Transport's defaults: its session serves `origin` until `onSession` (called on the
     /// loop once SETUP completed, before anything is advertised) scopes or closes it.
     private static func ietfEndpoint(
-        _ connection: QUICConnection, version: MoqtVersion, loop: QUICEventLoop, origin: Origin,
-        holder: ServerHolder, onSession: @escaping @Sendable (IETFSession) -> Void
+        _ connection: QUICConnection, version: MoqtVersion, limits: SessionLimits, loop: QUICEventLoop,
+        origin: Origin, holder: ServerHolder, onSession: @escaping @Sendable (IETFSession) -> Void
     ) -> IETFConnection {
         let endpoint = IETFConnection(
-            loop: loop, config: MoqtSessionConfig(version: version), origin: origin,
+            loop: loop, config: MoqtSessionConfig(version: version).tightened(to: limits), origin: origin,
             peerDescription: connection.remoteAddress)
         endpoint.connection = connection
         endpoint.startConnectTimer(.seconds(15))

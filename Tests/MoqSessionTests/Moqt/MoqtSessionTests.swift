@@ -285,6 +285,27 @@ struct MoqtSessionTests {
     }
 
     @Test(
+        "a server's per-session limits tighter than MoQ Transport's defaults bound its IETF sessions; looser ones leave the defaults"
+    )
+    func limitsTighten() {
+        let defaults = MoqtSessionConfig(version: .draft16)
+        var limits = SessionLimits()
+        limits.maxServedSubscriptions = 1
+        limits.maxServedFetches = 0
+        limits.maxServedAnnounces = 1
+        limits.maxAnnouncements = 5
+        limits.maxPendingStreams = 3
+        limits.maxUnsentBytes = 1000
+        let tight = defaults.tightened(to: limits)
+        #expect(tight.maxPeerRequests == 2 && tight.maxAnnounced == 5)
+        #expect(tight.maxUnknownAliasStreams == 3 && tight.maxUnsentBytes == 1000)
+        let loose = defaults.tightened(to: SessionLimits())
+        #expect(loose.maxPeerRequests == defaults.maxPeerRequests && loose.maxAnnounced == defaults.maxAnnounced)
+        #expect(loose.maxUnknownAliasStreams == defaults.maxUnknownAliasStreams)
+        #expect(loose.maxUnsentBytes == defaults.maxUnsentBytes)
+    }
+
+    @Test(
         "our client keeps to the window the server granted: a third subscription waits until one ends",
         arguments: versions)
     func requestWindow(version: MoqtVersion) throws {
