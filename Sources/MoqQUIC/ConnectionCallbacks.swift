@@ -56,16 +56,6 @@ extension QUICConnection {
         }
     }
 
-    func onStopSending(_ id: Int64, code: UInt64) {
-        if let s = streams[id] {
-            s.dropSendBuffer()
-            sendable.remove(id)
-        }
-        // Answer with RESET_STREAM, as RFC 9000 §3.5 requires.
-        if let conn { _ = ngtcp2_conn_shutdown_stream_write(conn, 0, id, code) }
-        delegate?.quicConnection(self, didStopSending: id, code: code)
-    }
-
     func onStreamClose(_ id: Int64) {
         if resetCreditReturned.remove(id) != nil { return }  // already retired by the 1.11 workaround
         guard let state = streams.removeValue(forKey: id) else { return }

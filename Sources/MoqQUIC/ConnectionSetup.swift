@@ -70,10 +70,11 @@ extension QUICConnection {
             QUICConnection.from(ud).onStreamReset(id, code: code)
             return 0
         }
-        cb.stream_stop_sending = { _, id, code, ud, _ in
-            QUICConnection.from(ud).onStopSending(id, code: code)
-            return 0
-        }
+        // ngtcp2 1.11's `stream_stop_sending` reports that *we* stopped reading (it fires while the
+        // STOP_SENDING frame is being written), not the peer's STOP_SENDING: taking it for the
+        // peer's dropped our own unsent bytes while ngtcp2 still held pointers to them, and freed
+        // heap memory went out as stream data (a stream written, finished and stopped in one turn).
+        // It is not set; a peer's STOP_SENDING shows as the write side shut (ConnectionWritePath).
         cb.extend_max_local_streams_bidi = { _, _, ud in
             QUICConnection.from(ud).onStreamCredit(bidirectional: true)
             return 0

@@ -57,6 +57,37 @@ struct QUICTransportTests {
         #expect(echo.snapshot.bytes == payload.count)
     }
 
+    @Test(
+        "stopping to read a stream leaves our sending on it alone: after the peer's answer, a FIN and STOP_SENDING in one turn reach it as a FIN, the bytes intact, no reset"
+    )
+    func stopReadingKeepsWhatWeSend() async throws {
+        // The server answers each stream's first bytes; the client then finishes the stream and
+        // stops reading it in one turn (draft-16's cancelled SUBSCRIBE_NAMESPACE).
+        let answered = Lock(Set<Int64>())
+        let echo = Recorder(onData: { connection, stream, _, _ in
+            if answered.withLock({ $0.insert(stream).inserted }) { connection.write(stream, Bytes(utf8: "ok")) }
+        })
+        let f = try Fixture(serverSide: echo)
+        defer { f.shutdown() }
+        let payload = pattern(100, seed: 7)
+        let client = Recorder(
+            onConnect: { connection in
+                for _ in 0..<8 {
+                    guard let id = connection.openStream(bidirectional: true) else { return }
+                    connection.write(id, Bytes(Array(payload)))
+                }
+            },
+            onData: { connection, stream, _, _ in
+                connection.finish(stream)
+                connection.stopSending(stream, code: 0x1)
+            })
+        _ = f.connect(client)
+        #expect(await echo.wait(.seconds(30)) { $0.fins.count + $0.resets.count == 8 })
+        let got = echo.snapshot
+        #expect(got.resets.isEmpty, "\(got.resets)")
+        #expect(got.fins.count == 8 && got.data.values.allSatisfy { $0 == payload })
+    }
+
     @Test func twentyThousandUniStreamsWithStreamLimit100() async throws {
         var limited = QUICSettings()
         limited.maxUniStreams = 100
