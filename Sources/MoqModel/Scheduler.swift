@@ -22,8 +22,9 @@ public protocol SessionScheduler: Sendable {
 /// captured by work handed to ``SessionScheduler/execute(_:)``.
 ///
 /// The wrapper is `Sendable` by construction of the threading rule, not by the type
-/// system: every access must happen on the scheduler's thread.
-public struct LoopBound<Value: AnyObject>: @unchecked Sendable {
+/// system: every access must happen on the scheduler's thread. The value is an object (or an
+/// existential of a class-bound protocol).
+public struct LoopBound<Value>: @unchecked Sendable {
     /// The wrapped value; touch it only on the session thread.
     public let value: Value
     public init(_ value: Value) { self.value = value }

@@ -29,6 +29,9 @@ public struct MoqtSessionConfig: Sendable {
     public var setupTimeout: Duration
     /// The IMPLEMENTATION setup parameter.
     public var implementation: String
+    /// Servers over WebTransport: the CONNECT's path, which is the session's path (``MoqtSessionCore/peerPath``);
+    /// a PATH setup parameter is then ignored (it could not widen what the CONNECT was admitted for).
+    public var connectPath: String?
     /// How long the group a late joiner came into the middle of waits for the joining FETCH that
     /// brings its first objects, before it is written as it came.
     public var joiningFetchWait: Duration = .seconds(2)

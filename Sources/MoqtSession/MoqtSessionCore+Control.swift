@@ -88,7 +88,9 @@ extension MoqtSessionCore {
                 return close(.versionNegotiationFailed, reason: "the client offers none of \(version)")
             }
             readPeerSetup(setup.parameters)
-            if let path = setup.parameters.bytes(SetupParameter.path) {
+            if let path = config.connectPath {
+                peerPath = path
+            } else if let path = setup.parameters.bytes(SetupParameter.path) {
                 guard let text = String(validating: path.array, as: UTF8.self) else {
                     return close(.malformedPath, reason: "PATH is not UTF-8")
                 }

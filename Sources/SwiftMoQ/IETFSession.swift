@@ -16,23 +16,26 @@ public import MoqtWire
 /// moq-dev's servers prefer moq-lite when a client offers both families.
 ///
 /// ``MoqSession`` speaks MoQ Transport too (``ClientOptions/moqProtocol``), and so do the GStreamer
-/// elements; this is the lower-level client of one draft. Not yet: WebTransport and WebSocket
-/// carriers, FETCH, datagrams (docs/ietf/plan.md).
+/// elements; this is the lower-level client of one draft (raw QUIC). A server's IETF sessions are
+/// of this type too, over raw QUIC or WebTransport. Not yet: WebSocket, datagrams (docs/ietf/plan.md).
 public final class IETFSession: @unchecked Sendable {  // the core and connection are touched on `loop` only
     let loop: QUICEventLoop
-    let connection: IETFConnection
+    let connection: any IETFEndpoint
     /// What the session publishes.
     public let origin: Origin
     /// The draft spoken.
     public let version: MoqtVersion
+    /// Raw QUIC, or WebTransport (a session a server accepted over WebTransport).
+    let binding: SessionBinding
 
     /// The statistics it closed with, recorded on the loop when it closed.
     private let final = Lock<SessionStats?>(nil)
 
     /// Made on `loop` (its close handler is registered there).
-    init(loop: QUICEventLoop, connection: IETFConnection, origin: Origin, version: MoqtVersion) {
+    init(loop: QUICEventLoop, connection: any IETFEndpoint, origin: Origin, version: MoqtVersion) {
         self.loop = loop
         self.connection = connection
+        binding = connection.binding
         self.origin = origin
         self.version = version
         let box = WeakReference(self)
@@ -53,14 +56,14 @@ public final class IETFSession: @unchecked Sendable {  // the core and connectio
     public var finalStats: SessionStats? { final.withLock { $0 } }
 
     /// The figures now (loop thread).
-    static func snapshot(_ endpoint: IETFConnection) -> SessionStats {
+    static func snapshot(_ endpoint: any IETFEndpoint) -> SessionStats {
         let q = endpoint.connection?.stats
         return SessionStats(
-            counters: endpoint.core.map { IETFClientCore.counters($0) } ?? SessionCounters(),
+            counters: endpoint.moqtCore.map { IETFClientCore.counters($0) } ?? SessionCounters(),
             rttMicros: (q?.smoothedRTT.nanoseconds ?? 0) / 1000, sendRateBps: q?.estimatedSendRate ?? 0,
             packetsLost: q?.packetsLost ?? 0, bytesSent: q?.bytesSent ?? 0, bytesReceived: q?.bytesReceived ?? 0,
             packetsSent: q?.packetsSent ?? 0, packetsReceived: q?.packetsReceived ?? 0,
-            receiveRateBps: q?.estimatedReceiveRate ?? 0, binding: .quic)
+            receiveRateBps: q?.estimatedReceiveRate ?? 0, binding: endpoint.binding)
     }
 
     /// Connects to `url` (`moql://host:port/path`: raw QUIC; the path goes in SETUP's PATH) and
@@ -116,7 +119,9 @@ public final class IETFSession: @unchecked Sendable {  // the core and connectio
         let endpoint = LoopBound(connection)
         let box = LoopBound(remote)
         loop.execute {
-            guard let core = endpoint.value.core, !core.isClosed else { return box.value.track.abort(.sessionClosed) }
+            guard let core = endpoint.value.moqtCore, !core.isClosed else {
+                return box.value.track.abort(.sessionClosed)
+            }
             box.value.started(core.subscribe(broadcast: path, track: track, into: box.value.track, filter: filter))
         }
         return remote
@@ -128,7 +133,7 @@ public final class IETFSession: @unchecked Sendable {  // the core and connectio
         let endpoint = LoopBound(connection)
         let loop = self.loop
         loop.execute {
-            guard let core = endpoint.value.core, !core.isClosed else { return continuation.finish() }
+            guard let core = endpoint.value.moqtCore, !core.isClosed else { return continuation.finish() }
             let handle = LoopBound(
                 core.subscribeNamespace(prefix: BroadcastPath.normalize(prefix)) { event in
                     continuation.yield(event)
@@ -176,7 +181,7 @@ public final class IETFSession: @unchecked Sendable {  // the core and connectio
         get async {
             let endpoint = LoopBound(connection)
             return await withCheckedContinuation { continuation in
-                loop.execute { continuation.resume(returning: endpoint.value.core?.closeReason) }
+                loop.execute { continuation.resume(returning: endpoint.value.moqtCore?.closeReason) }
             }
         }
     }
@@ -185,13 +190,13 @@ public final class IETFSession: @unchecked Sendable {  // the core and connectio
     /// (a server's; a client sends it with no URI).
     public func goaway(uri: String = "") {
         let endpoint = LoopBound(connection)
-        loop.execute { endpoint.value.core?.sendGoaway(uri: uri) }
+        loop.execute { endpoint.value.moqtCore?.sendGoaway(uri: uri) }
     }
 
     /// Closes the session (NO_ERROR unless `code` says otherwise).
     public func close(_ code: MoqtSessionError = .noError, reason: String = "") {
         let endpoint = LoopBound(connection)
-        loop.execute { endpoint.value.core?.close(code, reason: reason) }
+        loop.execute { endpoint.value.moqtCore?.close(code, reason: reason) }
     }
 }
 

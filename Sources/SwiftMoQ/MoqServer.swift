@@ -138,8 +138,16 @@ public final class MoqServer: @unchecked Sendable {
                 endpoint.attach(connection)
                 if let admit = options.admitWebTransportPath { endpoint.admitWebTransport = { admit($0.path) } }
                 endpoint.startConnectTimer(.seconds(15))
+                endpoint.ietfVersions = options.ietfVersions  // over WebTransport, the CONNECT chooses
                 endpoint.onReady = { result in
-                    guard case .success = result, let server = holder.server, let core = endpoint.core else { return }
+                    guard case .success = result, let server = holder.server else { return }
+                    if let ietf = endpoint.moqtCore {
+                        // MoQ Transport over WebTransport.
+                        return server.hand(
+                            IETFSession(loop: loop, connection: endpoint, origin: origin, version: ietf.version),
+                            to: onIETFSession)
+                    }
+                    guard let core = endpoint.core else { return }
                     let session = MoqSession(
                         loop: loop, connection: endpoint, origin: origin, url: nil,
                         binding: endpoint.web == nil ? .quic : .webTransport)
@@ -193,15 +201,20 @@ public final class MoqServer: @unchecked Sendable {
         endpoint.startConnectTimer(.seconds(15))
         endpoint.onReady = { result in
             guard case .success = result, let server = holder.server else { return }
-            let session = IETFSession(loop: loop, connection: endpoint, origin: origin, version: version)
-            let id = ObjectIdentifier(session)
-            server.ietfSessions.withLock { $0[id] = session }
-            _ = endpoint.addCloseHandler { [weak server] in
-                server?.ietfSessions.withLock { _ = $0.removeValue(forKey: id) }
-            }
-            onSession(session)
+            server.hand(IETFSession(loop: loop, connection: endpoint, origin: origin, version: version), to: onSession)
         }
         return endpoint
+    }
+
+    /// An IETF session whose SETUP completed (raw QUIC or WebTransport): listed while open, then handed
+    /// over (on its loop, before anything is advertised to it).
+    private func hand(_ session: IETFSession, to onSession: @Sendable (IETFSession) -> Void) {
+        let id = ObjectIdentifier(session)
+        ietfSessions.withLock { $0[id] = session }
+        _ = session.connection.addCloseHandler { [weak self] in
+            self?.ietfSessions.withLock { _ = $0.removeValue(forKey: id) }
+        }
+        onSession(session)
     }
 
     /// Sends GOAWAY to every session, of both families (optionally pointing elsewhere).

@@ -20,8 +20,7 @@ extension SessionConnection {
         let router = WebTransportRouter(connection: io, role: role)
         webIO = io
         web = router
-        // A server speaks moq-lite here; a client's core waits for the protocol the server chooses.
-        if !connection.isClient { makeCore(WebTransportSessionTransport(connection, endpoint: router.endpoint)) }
+        // The core waits for the protocol: the client's for the server's answer, the server's for the CONNECT.
         do { handle(try router.endpoint.start()) } catch { webTransportFailed(error) }
     }
 
@@ -34,18 +33,33 @@ extension SessionConnection {
                     web.endpoint.reject(status: status)
                     continue
                 }
+                // The first of the client's protocols we speak (moq-dev's rule over WebTransport: the
+                // client's order decides); none offered is moq-lite (a client from before the header).
                 let protocols = request.protocols
-                if !protocols.isEmpty && !protocols.contains(MoqVersion.lite06.rawValue) {
+                let chosen = protocols.first { name in
+                    name == MoqVersion.lite06.rawValue || ietfVersions.contains { $0.alpn == name }
+                }
+                if !protocols.isEmpty && chosen == nil {
                     // A client that offers protocols speaks one of them: none is ours.
                     web.endpoint.reject(status: 400)
                     continue
                 }
                 webTransportPath = request.path
-                handle(web.accept(protocol: protocols.isEmpty ? nil : MoqVersion.lite06.rawValue))
+                guard let connection else { return }
+                let transport = WebTransportSessionTransport(connection, endpoint: web.endpoint)
+                if let chosen, let version = MoqtVersion(alpn: chosen) {
+                    transport.mapsStreamCodes = true
+                    startIETF(connection, version: version, transport: transport)
+                } else {
+                    makeCore(transport)
+                }
+                handle(web.accept(protocol: chosen))
             case .ready(let selected):
                 guard let connection else { return }
                 if connection.isClient {
                     guard startWebTransportCore(connection, selected: selected) else { return }
+                } else if let ietf {
+                    ietf.core.connected()
                 } else {
                     core?.connected()
                 }

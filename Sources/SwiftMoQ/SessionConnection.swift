@@ -50,7 +50,8 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate, Moqt
     private(set) var client: (any ClientCore)?
     /// Where the transport's events go (the core of either family).
     private(set) var sink: (any TransportEventSink)?
-    /// Client: the MoQ Transport drafts offered (beside moq-lite or instead of it).
+    /// Client: the MoQ Transport drafts offered (beside moq-lite or instead of it). Server: those it
+    /// accepts over WebTransport (raw QUIC's are chosen by ALPN before this connection exists).
     var ietfVersions: [MoqtVersion] = []
     /// Client: whether moq-lite was offered (for the message when the peer agreed on none).
     var offersMoqLite = true
@@ -83,6 +84,9 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate, Moqt
     var onLimit: ((SessionLimitEvent) -> Void)?
     private(set) var closeReason: SessionCloseReason?
     private var connectTimer: QUICTimer?
+    /// Run once when the session ends (an ``IETFSession``'s, over WebTransport).
+    private var closeHandlers: [UInt64: () -> Void] = [:]
+    private var nextCloseHandler: UInt64 = 0
     /// What the peer is (for messages).
     let peerDescription: String
 
@@ -108,19 +112,22 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate, Moqt
         return core
     }
 
-    /// The server chose MoQ Transport `version`: its core takes the connection (raw QUIC), or the
-    /// WebTransport session (`transport`; then no PATH setup parameter: the CONNECT carried it).
+    /// MoQ Transport `version` was chosen: its core takes the connection (raw QUIC), or the
+    /// WebTransport session (`transport`; then no PATH setup parameter: the CONNECT carries the path,
+    /// which is the session's path on a server). A server's core starts when the CONNECT is answered.
     func startIETF(_ connection: QUICConnection, version: MoqtVersion, transport: (any SessionTransport)? = nil) {
+        var moqtConfig = MoqtSessionConfig(version: version, path: transport == nil ? config.path : nil)
+            .tightened(to: config.limits)
+        if !connection.isClient { moqtConfig.connectPath = webTransportPath }
         let core = MoqtSessionCore(
-            config: MoqtSessionConfig(version: version, path: transport == nil ? config.path : nil),
-            transport: transport ?? QUICSessionTransport(connection), scheduler: LoopScheduler(loop: loop),
-            publishOrigin: directory)
+            config: moqtConfig, transport: transport ?? QUICSessionTransport(connection),
+            scheduler: LoopScheduler(loop: loop), publishOrigin: directory)
         core.delegate = self
         let adapter = IETFClientCore(core)
         ietf = adapter
         client = adapter
         sink = core
-        core.connected()
+        if connection.isClient { core.connected() }
     }
 
     /// The protocol the session speaks: `moq-lite-06`, or the MoQ Transport draft's ALPN.
@@ -342,5 +349,26 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate, Moqt
         let handler = onClose
         onClose = nil
         handler?(reason)
+        let handlers = closeHandlers.sorted { $0.key < $1.key }.map(\.value)
+        closeHandlers = [:]
+        for handler in handlers { handler() }
     }
+}
+
+/// A server's MoQ Transport session over WebTransport is an ``IETFSession`` on this connection.
+extension SessionConnection: IETFEndpoint {
+    var moqtCore: MoqtSessionCore? { ietf?.core }
+    var binding: SessionBinding { web == nil ? .quic : .webTransport }
+
+    func addCloseHandler(_ handler: @escaping () -> Void) -> UInt64 {
+        nextCloseHandler += 1
+        if closeReason != nil {
+            handler()
+        } else {
+            closeHandlers[nextCloseHandler] = handler
+        }
+        return nextCloseHandler
+    }
+
+    func removeCloseHandler(_ key: UInt64) { closeHandlers[key] = nil }
 }

@@ -69,9 +69,10 @@ enum RelayCommand {
           --no-websocket            do not accept moq-lite over WebSocket on the HTTP port (by default, as
                                     moq-relay: clients whose UDP is blocked fall back to it, subprotocol
                                     qmux-01.moq-lite-06; wss:// from anyone, plain ws:// from loopback only)
-          --no-ietf                 do not accept IETF MoQ Transport (drafts 16 and 14, raw QUIC) beside
-                                    moq-lite on the UDP port (by default such sessions are authorised by their
-                                    SETUP path and relayed to and from moq-lite ones)
+          --no-ietf                 do not accept IETF MoQ Transport (drafts 16 and 14, raw QUIC and
+                                    WebTransport) beside moq-lite on the UDP port (by default such sessions are
+                                    authorised by their SETUP path, or their CONNECT's over WebTransport, and
+                                    relayed to and from moq-lite ones)
           --websocket-any-address   accept plain ws:// sessions from any address too (a trusted network, or
                                     TLS terminated in front of the relay): they are not encrypted
           --metrics                 also answer GET /metrics (Prometheus text: sessions, broadcasts, routes,

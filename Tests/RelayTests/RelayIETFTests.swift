@@ -142,11 +142,12 @@ struct RelayIETFTests {
     }
 
     @Test(
-        "MoqSession over IETF (protocol ietf-16 / ietf-14) publishes and plays through the Swift relay beside moq-lite clients",
-        arguments: [MoqProtocol.ietf16, .ietf14])
-    func moqSessionOverIETF(choice: MoqProtocol) async throws {
+        "MoqSession over IETF (protocol ietf-16 / ietf-14, raw QUIC or WebTransport) publishes and plays through the Swift relay beside moq-lite clients",
+        arguments: [MoqProtocol.ietf16, .ietf14].flatMap { choice in ["moql", "https"].map { (choice, $0) } })
+    func moqSessionOverIETF(choice: MoqProtocol, scheme: String) async throws {
         try await withRelay(try Self.relay()) { relay in
-            let publisher = try await relay.connectClient { $0.moqProtocol = choice }
+            // Over https:// the families go in the CONNECT (wt-available-protocols) and the relay answers one.
+            let publisher = try await relay.connectClient(scheme: scheme) { $0.moqProtocol = choice }
             defer { publisher.close() }
             #expect(publisher.isIETF && publisher.version == choice.ietfVersions.first?.alpn)
             let broadcast = BroadcastProducer(path: "room/both")
@@ -157,16 +158,17 @@ struct RelayIETFTests {
             // Its own broadcast is announced to it, as over moq-lite.
             try await publisher.waitForBroadcast("room/both", timeout: .seconds(10))
 
-            let lite = try await relay.connectClient { $0.moqProtocol = .auto }
+            let lite = try await relay.connectClient(scheme: scheme) { $0.moqProtocol = .auto }
             defer { lite.close() }
-            #expect(lite.version == "moq-lite-06")  // the relay prefers moq-lite when both are offered
+            #expect(lite.version == "moq-lite-06")  // moq-lite when both are offered (ALPN, or the client's order)
             try await lite.waitForBroadcast("room/both", timeout: .seconds(10))
             let liteTags = try await Self.tags(
                 lite.subscribe(broadcast: "room/both", track: "data", range: Self.wholeGroups).consumer(), count: 6)
             #expect(Self.consecutive(liteTags), "\(liteTags)")
 
-            let player = try await relay.connectClient { $0.moqProtocol = choice }
+            let player = try await relay.connectClient(scheme: scheme) { $0.moqProtocol = choice }
             defer { player.close() }
+            #expect(player.isIETF)
             try await player.waitForBroadcast("room/both", timeout: .seconds(10))
             let remote = player.subscribe(broadcast: "room/both", track: "data")
             let tags = try await Self.tags(remote.consumer(), count: 6)
@@ -189,6 +191,12 @@ struct RelayIETFTests {
             let json = relay.sessionsJSON()
             let ietfEntry = "\"protocol\":\"\(choice.ietfVersions.first?.alpn ?? "")\""
             #expect(json.contains(ietfEntry) && json.contains("\"protocol\":\"moq-lite-06\""), "\(json)")
+            // Each IETF entry says its carrier.
+            let transport = scheme == "https" ? "WebTransport" : "QUIC"
+            let entries = (try? JSONSerialization.jsonObject(with: Data(json.utf8))) as? [[String: Any]] ?? []
+            let ietfCarriers = entries.filter { ($0["protocol"] as? String) == choice.ietfVersions.first?.alpn }
+                .compactMap { $0["transport"] as? String }
+            #expect(ietfCarriers == [transport, transport], "\(json)")
             player.close()
             // What an IETF session did stays in the relay's totals when it goes (/metrics).
             try await eventually("the player's figures kept", detail: { "\(relay.closedTotals.counters)" }) {

@@ -62,7 +62,7 @@ final class AnnounceIngest: @unchecked Sendable {
             upstream: session, routes: routes, hopID: hopID, logger: logger, label: label, owner: owner,
             takeoverRefused: takeoverRefused, map: map
         ) { handler in
-            guard let core = endpoint.core, !core.isClosed else { return handler(.closed(nil)) }
+            guard let core = endpoint.moqtCore, !core.isClosed else { return handler(.closed(nil)) }
             _ = endpoint.addCloseHandler { handler(.closed(nil)) }
             // A refused or ended namespace subscription: what it publishes unsolicited still comes.
             let report: (MoqtNamespaceEvent) -> Void = { event in if let a = event.announcement { handler(a) } }

@@ -479,7 +479,7 @@ public final class MoqRelay: @unchecked Sendable {
         let logger = configuration.logger
         let endpoint = session.connection
         let id = counter.add(1, ordering: .relaxed).newValue
-        guard let core = endpoint.core,
+        guard let core = endpoint.moqtCore,
             let permissions = authorize(
                 core.peerPath, id: id, peer: "\(endpoint.peerDescription) (IETF)",
                 refuse: { core.close(.unauthorized, reason: $0) })
@@ -496,7 +496,7 @@ public final class MoqRelay: @unchecked Sendable {
                 root: permissions.root, hop: nil, since: .now))
         _ = endpoint.addCloseHandler { [weak self] in
             self?.untrack(id, session)
-            logger.info("\(label): closed (\(endpoint.core?.closeReason.map { "\($0)" } ?? "ended"))")
+            logger.info("\(label): closed (\(endpoint.moqtCore?.closeReason.map { "\($0)" } ?? "ended"))")
         }
         if !permissions.publish.isEmpty {
             // What it publishes (PUBLISH_NAMESPACE, or NAMESPACE answers) becomes routes through it, owned by its grant.

@@ -27,6 +27,5 @@ extension MoqSession: ObservedSession {
 }
 
 extension IETFSession: ObservedSession {
-    var binding: SessionBinding { .quic }
     var protocolVersion: String { version.alpn }
 }

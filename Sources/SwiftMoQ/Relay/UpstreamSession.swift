@@ -56,7 +56,7 @@ extension IETFSession: UpstreamSession {
         let box = LoopBound(remote)
         let priority = 255 &- range.priority
         loop.execute {
-            guard let core = endpoint.value.core, !core.isClosed else { return box.value.track.abort(.internal) }
+            guard let core = endpoint.value.moqtCore, !core.isClosed else { return box.value.track.abort(.internal) }
             box.value.started(
                 core.subscribe(
                     broadcast: box.value.broadcast, track: box.value.track.name, into: box.value.track,

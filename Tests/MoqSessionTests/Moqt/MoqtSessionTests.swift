@@ -284,6 +284,14 @@ struct MoqtSessionTests {
         #expect(pair.client.isReady && pair.server.isReady, "\(String(describing: pair.client.closeReason))")
     }
 
+    @Test("over WebTransport the CONNECT's path is the session's: a PATH setup parameter cannot change it")
+    func connectPathWins() {
+        var server = MoqtSessionConfig(version: .draft16)
+        server.connectPath = "/anon/room"
+        let pair = MoqtPair(.draft16, client: MoqtSessionConfig(version: .draft16, path: "/secret"), server: server)
+        #expect(pair.server.isReady && pair.server.peerPath == "/anon/room")
+    }
+
     @Test(
         "a server's per-session limits tighter than MoQ Transport's defaults bound its IETF sessions; looser ones leave the defaults"
     )
