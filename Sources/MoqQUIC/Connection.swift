@@ -197,10 +197,19 @@ public final class QUICConnection: @unchecked Sendable, DatagramReceiver {
     }
 
     /// Asks the peer to stop sending on `stream` (STOP_SENDING(`code`)); further data is discarded.
+    /// A bidirectional stream we have not finished is abandoned both ways (our side is reset with the
+    /// same code, as a refused request expects); one whose FIN is queued keeps sending what it queued
+    /// (a half-close: the request said all it had to).
     public func stopSending(_ stream: Int64, code: UInt64) {
         loop.assertOnLoop()
-        guard isOpen, let conn, streams[stream] != nil else { return }
+        guard isOpen, let conn, let s = streams[stream] else { return }
         _ = ngtcp2_conn_shutdown_stream_read(conn, 0, stream, code)
+        if isBidirectional(stream), !s.finQueued, !s.sendClosed {
+            // Here, outside any packet being written: nothing of ngtcp2's points into what is dropped.
+            s.dropSendBuffer()
+            sendable.remove(stream)
+            _ = ngtcp2_conn_shutdown_stream_write(conn, 0, stream, code)
+        }
         loop.markDirty(self)
     }
 

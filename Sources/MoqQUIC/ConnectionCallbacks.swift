@@ -59,6 +59,8 @@ extension QUICConnection {
     func onStreamClose(_ id: Int64) {
         if resetCreditReturned.remove(id) != nil { return }  // already retired by the 1.11 workaround
         guard let state = streams.removeValue(forKey: id) else { return }
+        // What it still held (a stream the peer stopped while it waited for credit) leaves the unsent total.
+        state.dropSendBuffer()
         sendable.remove(id)
         if let conn {
             lostOnClosedStreams += UInt64(ngtcp2_conn_get_stream_loss_count(conn, id))

@@ -64,7 +64,8 @@ public final class MoqServer: @unchecked Sendable {
         /// grant): returns the HTTP status that refuses it (401, 403, 404), or nil to accept.
         /// Raw QUIC clients are judged after SETUP instead, where their path travels.
         public var admitWebTransportPath: (@Sendable (String) -> Int?)?
-        /// The IETF MoQ Transport versions accepted on raw QUIC beside moq-lite (none: moq-lite only).
+        /// The IETF MoQ Transport versions accepted beside moq-lite, on raw QUIC (by ALPN) and over
+        /// WebTransport (by the CONNECT's protocols) (none: moq-lite only).
         public var ietfVersions: [MoqtVersion] = []
 
         public init(

@@ -281,8 +281,9 @@ final class SessionConnection: QUICConnectionDelegate, SessionCoreDelegate, Moqt
             error = .unreachable("QUIC error with \(peerDescription): \(text) (0x\(String(code, radix: 16)))")
         }
         if onReady != nil { fail(error) }
-        if let ietf, case .application(let code, let text, true) = reason {
-            ietf.core.peerClosed(code: code, reason: text)  // the peer's termination code, as it sent it
+        if let ietf, case .remote(let code, let text) = sessionReason {
+            // The peer's termination code (unmapped over WebTransport).
+            ietf.core.peerClosed(code: code.rawValue, reason: text)
         } else {
             sink?.transportClosed(sessionReason)
         }

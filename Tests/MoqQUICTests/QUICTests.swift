@@ -88,6 +88,20 @@ struct QUICTransportTests {
         #expect(got.fins.count == 8 && got.data.values.allSatisfy { $0 == payload })
     }
 
+    @Test("stopping to read a stream we have not finished abandons it both ways: the peer sees our side reset")
+    func stopReadingUnfinishedResets() async throws {
+        let f = try Fixture()
+        defer { f.shutdown() }
+        let client = Recorder(onConnect: { connection in
+            guard let id = connection.openStream(bidirectional: true) else { return }
+            connection.write(id, Bytes(utf8: "a request"))
+            connection.stopSending(id, code: 0x7)
+        })
+        _ = f.connect(client)
+        #expect(await f.serverSide.wait(.seconds(30)) { !$0.resets.isEmpty })
+        #expect(f.serverSide.snapshot.resets.values.first == 0x7 && f.serverSide.snapshot.fins.isEmpty)
+    }
+
     @Test func twentyThousandUniStreamsWithStreamLimit100() async throws {
         var limited = QUICSettings()
         limited.maxUniStreams = 100
