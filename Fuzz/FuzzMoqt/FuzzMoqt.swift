@@ -3,8 +3,9 @@
 // with MoqtWire built as an instrumented module.
 //
 // The first input byte picks the draft (bit 0) and what is decoded (bits 1…): a control stream of
-// framed messages, or a subgroup or fetch stream fed in pieces whose sizes the input chooses. Decoding may
-// fail with a typed error (expected); it must never crash, hang or allocate from a declared size.
+// framed messages, a subgroup or fetch stream fed in pieces whose sizes the input chooses, key-value
+// pairs, or one OBJECT_DATAGRAM. Decoding may fail with a typed error (expected); it must never
+// crash, hang or allocate from a declared size.
 // A message that decodes re-encodes to bytes that decode to the same message once normalised
 // (a reason phrase's invalid UTF-8 is replaced, so the first re-encoding may differ from the input).
 import MoqBase
@@ -17,11 +18,12 @@ public func fuzzMoqt(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let selector = start.load(as: UInt8.self)
     let version: MoqtVersion = selector & 1 == 0 ? .draft14 : .draft16
     let input = Array(UnsafeRawBufferPointer(start: start + 1, count: count - 1))
-    switch (selector >> 1) % 4 {
+    switch (selector >> 1) % 5 {
     case 0: controlStream(input, version)
     case 1: _ = piecewise(SubgroupStreamDecoder(version: version), input)
     case 2: fetchStream(input, version)
-    default: keyValuePairs(input, version)
+    case 3: keyValuePairs(input, version)
+    default: objectDatagram(input, version)
     }
     return 0
 }
@@ -112,4 +114,12 @@ func keyValuePairs(_ input: [UInt8], _ version: MoqtVersion) {
         // Draft-16 sorts by key on the wire: the decoded order is already sorted.
         precondition(decoded == pairs, "key-value pairs round trip")
     }
+}
+
+/// One OBJECT_DATAGRAM: what decodes re-encodes to a datagram that decodes to the same value (the
+/// bytes may differ: an explicit object id 0 is written omitted).
+func objectDatagram(_ input: [UInt8], _ version: MoqtVersion) {
+    guard let datagram = try? ObjectDatagram.decode(Bytes(input), version: version) else { return }
+    let again = try? ObjectDatagram.decode(Bytes(datagram.encoded(version: version)), version: version)
+    precondition(again == datagram, "datagram round trip of \(datagram)")
 }

@@ -6,7 +6,8 @@ import MoqWire
 import MoqtWire
 
 /// A SUBSCRIBE the peer made and we serve from a track of ``MoqtSessionCore/publishOrigin``: one
-/// unidirectional stream per group (subgroup 0; object id = frame index), FIN at its end.
+/// unidirectional stream per group (subgroup 0; object id = frame index), FIN at its end; a datagram
+/// group that fits goes as one OBJECT_DATAGRAM instead.
 ///
 /// Start: LargestObject starts at object 0 of the latest group, as moq-dev's publisher does — by the
 /// letter of the draft it would begin after the largest object, and a one-object catalog group would
@@ -130,6 +131,10 @@ final class MoqtServedSubscription: TrackObserver, @unchecked Sendable {  // tou
             due.removeFirst(skipped)
         }
         for group in due {
+            if sendAsDatagram(group) {
+                markHandled(group.sequence)
+                continue
+            }
             guard session.transport.totalUnsentBytes < session.config.maxUnsentBytes else {
                 return session.waitForRoom(self, drain: true)
             }
@@ -153,6 +158,26 @@ final class MoqtServedSubscription: TrackObserver, @unchecked Sendable {  // tou
             if !write(&send) { active.append(send) }
         }
         finishIfEnded(snapshot)
+    }
+
+    /// A datagram group (one finished frame) as an OBJECT_DATAGRAM when the peer takes datagrams and
+    /// it fits: object 0, END_OF_GROUP, no object id on the wire, the timestamp as property `0x10`
+    /// (type `0x07`, moq-ffi's form). False: it goes on a stream like any group.
+    func sendAsDatagram(_ group: GroupState) -> Bool {
+        guard group.isDatagram, let session, group.sequence != start || startObject == 0 else { return false }
+        let (frames, status) = track.frames(of: group, from: 0)
+        guard status == .finished, frames.count == 1, let frame = frames.first else { return false }
+        let datagram = ObjectDatagram(
+            trackAlias: alias, group: group.sequence,
+            extensions: KeyValuePairs([.init(ObjectDatagram.timestampKey, .varint(frame.timestamp))]),
+            body: .payload(frame.payload)
+        ).encoded(version: session.version)
+        guard datagram.count <= session.transport.maxDatagramPayload,
+            session.transport.sendDatagram(Bytes(datagram))
+        else { return false }
+        session.counters.datagramsSent += 1
+        session.counters.objectsSent += 1
+        return true
     }
 
     func markHandled(_ sequence: UInt64) {

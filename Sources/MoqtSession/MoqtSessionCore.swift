@@ -251,9 +251,28 @@ public final class MoqtSessionCore: TransportEventSink {
         servedFetchStreams[stream] = nil
     }
 
-    /// Datagrams are not used yet: every group travels on a stream.
+    /// An OBJECT_DATAGRAM: object 0 of a group, written into the subscription its alias names as a
+    /// one-frame datagram group stamped with its Timestamp property (moq-dev's mapping). Anything
+    /// else is dropped and counted; one that does not decode closes nothing (moq-dev drops those too).
     public func datagramReceived(_ data: UnsafeRawBufferPointer) {
-        counters.datagramsIgnored += 1
+        guard phase == .ready else { return }
+        let datagram: ObjectDatagram
+        do {
+            datagram = try ObjectDatagram.decode(Bytes(copying: data), version: version)
+        } catch {
+            counters.malformedDatagrams += 1
+            return
+        }
+        guard let subscription = aliases[datagram.trackAlias], datagram.object == 0,
+            case .payload(let payload) = datagram.body,
+            subscription.track.receiveDatagram(
+                sequence: datagram.group, Frame(timestamp: datagram.timestamp ?? 0, payload: payload))
+        else {
+            counters.datagramsIgnored += 1
+            return
+        }
+        counters.datagramsReceived += 1
+        counters.objectsReceived += 1
     }
 
     public func streamCreditAvailable(bidirectional: Bool) { resumeWaiting() }
@@ -379,8 +398,14 @@ public struct MoqtCounters: Sendable, Equatable {
     public var unknownAliasStreamsStopped: UInt64 = 0
     /// Requests the peer made that this core does not implement (answered NOT_SUPPORTED).
     public var unsupportedRequests: UInt64 = 0
-    /// Datagrams received (not used: every group travels on a stream).
+    /// OBJECT_DATAGRAMs sent (datagram groups that fit) and received (written into a track).
+    public var datagramsSent: UInt64 = 0
+    public var datagramsReceived: UInt64 = 0
+    /// Datagrams dropped: for an alias no subscription holds, a status, an object past 0, or a group
+    /// the track already has.
     public var datagramsIgnored: UInt64 = 0
+    /// Datagrams that did not decode (dropped: a datagram belongs to no stream to close).
+    public var malformedDatagrams: UInt64 = 0
     /// Joining FETCHes we asked (a subscription that came into the middle of a group), and the
     /// objects fetch streams brought for them.
     public var joiningFetches: UInt64 = 0

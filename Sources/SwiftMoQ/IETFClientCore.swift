@@ -111,6 +111,9 @@ final class IETFClientCore: ClientCore {
         counters.groupsReceived = c.groupsReceived
         counters.framesReceived = c.objectsReceived
         counters.refusedRequests = c.subscriptionsRefused
+        counters.datagramsSent = c.datagramsSent
+        counters.datagramsReceived = c.datagramsReceived
+        counters.malformedDatagrams = c.malformedDatagrams
         return counters
     }
 

@@ -17,7 +17,7 @@ public import MoqtWire
 ///
 /// ``MoqSession`` speaks MoQ Transport too (``ClientOptions/moqProtocol``), and so do the GStreamer
 /// elements; this is the lower-level client of one draft (raw QUIC). A server's IETF sessions are
-/// of this type too, over raw QUIC or WebTransport. Not yet: WebSocket, datagrams (docs/ietf/plan.md).
+/// of this type too, over raw QUIC or WebTransport. Not yet: WebSocket (docs/ietf/plan.md).
 public final class IETFSession: @unchecked Sendable {  // the core and connection are touched on `loop` only
     let loop: QUICEventLoop
     let connection: any IETFEndpoint

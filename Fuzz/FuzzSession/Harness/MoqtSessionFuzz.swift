@@ -8,8 +8,8 @@ import MoqtWire
 /// against one ``MoqtSessionCore`` (either role, draft-14 or 16) over the same in-memory transport
 /// and virtual clock as ``SessionFuzz`` — SETUP right, wrong, twice or never; control messages
 /// with request ids in order, out of order or at the ceiling; group streams for aliases known or
-/// not, split, cut short, reset; namespace streams; the core's own requests answered with
-/// anything; publishing on the served track; time jumps; a stalled link.
+/// not, split, cut short, reset; namespace streams; datagrams; the core's own requests answered
+/// with anything; publishing on the served track (datagram groups too); time jumps; a stalled link.
 ///
 /// After every step: every received byte returned as flow-control credit (the core copies what
 /// it keeps), and every count a peer feeds within its bound; at the end, a close (if any) with a
@@ -67,7 +67,7 @@ final class MoqtScript {
         isClient = input.bool()
         version = input.bool() ? .draft16 : .draft14
         transport = FuzzTransport(
-            isClient: isClient, scheduler: scheduler, maxStreams: 4 + input.int(8), datagrams: false)
+            isClient: isClient, scheduler: scheduler, maxStreams: 4 + input.int(8), datagrams: true)
         config = MoqtSessionFuzz.config(version, isClient: isClient)
         broadcast = BroadcastProducer(path: "room/b", clock: scheduler.clock)
         media = broadcast.createTrack(
@@ -97,7 +97,7 @@ final class MoqtScript {
     }
 
     private func step() {
-        switch input.int(14) {
+        switch input.int(15) {
         case 0, 1, 2: control(message())
         case 3: control(input.bytes(max: 24))
         case 4, 5: groupStream()
@@ -113,6 +113,7 @@ final class MoqtScript {
             transport.stalled = input.bool()
             if !transport.stalled { transport.drain() }
             core.streamCreditAvailable(bidirectional: input.bool())
+        case 14: peerDatagram()
         default:
             if input.int(16) == 0 {
                 core.transportClosed(.transport("gone"))
@@ -278,6 +279,19 @@ final class MoqtScript {
         return w.bytes
     }
 
+    /// An OBJECT_DATAGRAM for an alias known or not: object 0 or any, a status, extensions, or raw bytes.
+    private func peerDatagram() {
+        let statuses: [ObjectStatus] = [.normal, .endOfGroup, .endOfTrack, .doesNotExist]
+        let datagram = ObjectDatagram(
+            trackAlias: alias(), group: input.int(4) == 0 ? input.value() : UInt64(input.int(8)),
+            object: input.int(4) == 0 ? input.value() : 0, publisherPriority: input.bool() ? 0 : nil,
+            endOfGroup: input.bool(),
+            extensions: input.int(4) == 0 ? KeyValuePairs([.init(0x3C, .varint(input.value()))]) : nil,
+            body: input.int(4) == 0 ? .status(statuses[input.int(4)]) : .payload(Bytes(input.bytes(max: 64))))
+        let bytes = input.int(8) == 0 ? input.bytes(max: 24) : datagram.encoded(version: version)
+        bytes.withUnsafeBytes { core.datagramReceived($0) }
+    }
+
     private func namespaceStream() {
         guard let id = openPeer(bidirectional: true) else { return }
         let message = ControlMessage.subscribeNamespace(SubscribeNamespace(requestID: requestID(), prefix: namespace()))
@@ -331,9 +345,10 @@ final class MoqtScript {
     }
 
     private func localWrite() {
-        switch input.int(6) {
+        switch input.int(7) {
         case 0: media.finish()
         case 1: media.abort(.internal)
+        case 6: media.writeDatagram(Bytes(input.bytes(max: 64)), timestamp: 0)
         default:
             let group = media.appendGroup()
             for _ in 0..<input.int(4) { group.write(Bytes(input.bytes(max: 64)), timestamp: 0) }

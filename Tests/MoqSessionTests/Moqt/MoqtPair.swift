@@ -28,9 +28,9 @@ final class MoqtPair {
     init(
         _ version: MoqtVersion, client clientConfig: MoqtSessionConfig? = nil,
         server serverConfig: MoqtSessionConfig? = nil,
-        rawServer: Bool = false, rawClient: Bool = false, connect: Bool = true
+        rawServer: Bool = false, rawClient: Bool = false, connect: Bool = true, datagrams: Bool = true
     ) {
-        link = MemoryLink(scheduler: scheduler)
+        link = MemoryLink(scheduler: scheduler, datagrams: datagrams)
         client = MoqtSessionCore(
             config: clientConfig ?? MoqtSessionConfig(version: version, path: "/anon"), transport: link.client,
             scheduler: scheduler, publishOrigin: clientOrigin)
