@@ -16,7 +16,7 @@ import MoqtWire
 /// ``MoqtSessionConfig/maxQueuedGroups`` (the oldest are skipped past that). When the track ends,
 /// PUBLISH_DONE (TRACK_ENDED) follows the last group's FIN; after UNSUBSCRIBE, PUBLISH_DONE
 /// (SUBSCRIPTION_ENDED) and the open streams are reset. FORWARD 0: SUBSCRIBE_OK, then nothing but
-/// the PUBLISH_DONE at the track's end (no update can turn it on: SwiftMoQ refuses them).
+/// the PUBLISH_DONE at the track's end, until an update turns it on (``update(_:)``).
 final class MoqtServedSubscription: TrackObserver, @unchecked Sendable {  // touched on the session thread only
     /// One group being written.
     struct Send {
@@ -34,7 +34,12 @@ final class MoqtServedSubscription: TrackObserver, @unchecked Sendable {  // tou
     /// The first group to send and the object to start it at; nil until the track has a group.
     var start: UInt64?
     var startObject: UInt64 = 0
-    let endGroup: UInt64?
+    /// The last group to send (inclusive); an update may lower it.
+    var endGroup: UInt64?
+    /// The subscriber's priority (lower is more urgent) and whether objects are forwarded: from
+    /// SUBSCRIBE, then each update.
+    var priority: UInt8
+    var forward: Bool
     var active: [Send] = []
     /// The highest group started (or skipped).
     var highest: UInt64?
@@ -53,6 +58,8 @@ final class MoqtServedSubscription: TrackObserver, @unchecked Sendable {  // tou
         self.request = request
         self.track = track
         alias = request.requestID
+        priority = request.subscriberPriority
+        forward = request.forward
         let latest = track.latestSequence
         switch request.filter {
         case .largestObject: start = latest
@@ -75,12 +82,11 @@ final class MoqtServedSubscription: TrackObserver, @unchecked Sendable {  // tou
             .subscribeOk(
                 SubscribeOk(requestID: request.requestID, trackAlias: alias, groupOrder: .ascending, largest: largest)))
         // FORWARD 0: accepted, but nothing is sent and no demand is expressed (a relay's track may
-        // still be pulled for others); SwiftMoQ takes no update that could turn it on, so such a
-        // subscription only waits for its end.
+        // still be pulled for others) until an update turns forwarding on.
         // IETF subscriptions carry no latency budget: no preference is expressed (a relay keeps its
         // default upstream). A range here asked for budget 0, and a moq-lite publisher behind the
         // relay then dropped a group still being written as soon as the next began.
-        if request.forward { track.demand(nil) }
+        if forward { track.demand(nil) }
         observer = track.addObserver(self)
         pump()
     }
@@ -119,7 +125,7 @@ final class MoqtServedSubscription: TrackObserver, @unchecked Sendable {  // tou
             floor = max(floor, oldest)
         }
         var due = snapshot.groups.filter { g in
-            guard request.forward else { return false }
+            guard forward else { return false }
             return
                 g.sequence >= max(start ?? 0, floor) && !handled.contains(g.sequence)
                 && (endGroup.map { g.sequence <= $0 } ?? true)
@@ -147,8 +153,7 @@ final class MoqtServedSubscription: TrackObserver, @unchecked Sendable {  // tou
             session.counters.groupsSent += 1
             session.outgoingGroups[stream] = self
             // Newer groups first among the open ones, under the subscriber's priority.
-            session.transport.setSendOrder(
-                stream, Int64(request.subscriberPriority ^ 0xFF) << 48 | Int64(group.sequence & 0xFFFF_FFFF_FFFF))
+            session.transport.setSendOrder(stream, sendOrder(group.sequence))
             var header = WireWriter()
             SubgroupHeader(trackAlias: alias, group: group.sequence, publisherPriority: 0)
                 .encode(into: &header, version: session.version)
@@ -178,6 +183,41 @@ final class MoqtServedSubscription: TrackObserver, @unchecked Sendable {  // tou
         session.counters.datagramsSent += 1
         session.counters.objectsSent += 1
         return true
+    }
+
+    /// Newer groups first among the open ones, under the subscriber's priority.
+    func sendOrder(_ sequence: UInt64) -> Int64 {
+        Int64(priority ^ 0xFF) << 48 | Int64(sequence & 0xFFFF_FFFF_FFFF)
+    }
+
+    /// SUBSCRIBE_UPDATE / REQUEST_UPDATE. A new priority re-orders the open streams. FORWARD 0 stops
+    /// opening groups (the open ones finish); FORWARD 1 resumes at the latest group (what came while
+    /// paused is not sent). A range only narrows: a later start skips the groups before it that were
+    /// not started, a lower end bounds the subscription (which ends once that group is sent), and an
+    /// earlier start, a higher end or none keep what there is.
+    func update(_ update: RequestUpdate) {
+        guard !done, let session else { return }
+        if let p = update.subscriberPriority, p != priority {
+            priority = p
+            for send in active { session.transport.setSendOrder(send.stream, sendOrder(send.group.sequence)) }
+        }
+        if let f = update.forward, f != forward {
+            forward = f
+            if f {
+                if let latest = track.latestSequence { floor = max(floor, latest) }
+                track.demand(nil)
+            }
+        }
+        switch update.filter {
+        case .absoluteStart(let s)?:
+            floor = max(floor, s.group)
+        case .absoluteRange(let s, let e)?:
+            floor = max(floor, s.group)
+            endGroup = min(endGroup ?? e, e)
+        default:
+            break
+        }
+        pump()
     }
 
     func markHandled(_ sequence: UInt64) {
@@ -220,7 +260,7 @@ final class MoqtServedSubscription: TrackObserver, @unchecked Sendable {  // tou
     func finishIfEnded(_ snapshot: TrackProducer.Snapshot) {
         guard let session, active.isEmpty else { return }
         let ended: Bool
-        if let end = endGroup, let highest, highest >= end {
+        if let end = endGroup, (highest.map { $0 >= end } ?? false) || end < max(start ?? 0, floor) {
             // Every group of the range the track holds was sent (one that overtook another waits for it).
             ended = snapshot.groups.allSatisfy { g in
                 g.sequence < max(start ?? 0, floor) || g.sequence > end || handled.contains(g.sequence)
@@ -299,5 +339,26 @@ extension MoqtSessionCore {
         let subscription = MoqtServedSubscription(session: self, request: request, track: track)
         served[request.requestID] = subscription
         subscription.begin()
+    }
+}
+
+extension MoqtSessionCore {
+    /// The peer's SUBSCRIBE_UPDATE / REQUEST_UPDATE (its own request id already accepted and ended):
+    /// applied to the subscription it names. Draft-16 answers REQUEST_OK, or REQUEST_ERROR
+    /// (DOES_NOT_EXIST) for a subscription that is not served (ended, or never asked: an update can
+    /// cross a PUBLISH_DONE); draft-14 has no answer, and such an update is only counted.
+    func serveUpdate(_ update: RequestUpdate) {
+        guard let subscription = served[update.existingRequestID], !subscription.done else {
+            counters.updatesRefused += 1
+            guard version == .draft16 else { return }
+            return send(
+                .requestError(
+                    RequestError(
+                        kind: nil, requestID: update.requestID, code: MoqtCode.doesNotExist(version),
+                        reason: "no subscription \(update.existingRequestID)")))
+        }
+        counters.updatesApplied += 1
+        if version == .draft16 { send(.requestOk(RequestOk(kind: nil, requestID: update.requestID))) }
+        subscription.update(update)
     }
 }

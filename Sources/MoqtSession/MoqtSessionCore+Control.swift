@@ -27,10 +27,19 @@ extension MoqtSessionCore {
             served[id]?.unsubscribed()
         case .subscribeOk(let ok):
             subscriptionAccepted(ok)
+        case .requestUpdate(let update):
+            // It takes a request id of its own, done with at once.
+            guard acceptPeerRequest(update.requestID) else { return }
+            peerRequestEnded()
+            serveUpdate(update)
         case .requestError(let error):
             requestRefused(error)
-        case .requestOk:
-            break  // PUBLISH_NAMESPACE_OK / SUBSCRIBE_NAMESPACE_OK on the control stream: nothing waits on them
+        case .requestOk(let ok):
+            // PUBLISH_NAMESPACE_OK / SUBSCRIBE_NAMESPACE_OK on the control stream: nothing waits on them.
+            if let i = updatesAwaitingAnswer.firstIndex(of: ok.requestID) {
+                updatesAwaitingAnswer.remove(at: i)
+                counters.updatesAccepted += 1
+            }
         case .publishDone(let done):
             subscriptions[done.requestID]?.publishDone(done)
         case .fetch(let request):
@@ -223,21 +232,16 @@ extension MoqtSessionCore {
         }
     }
 
-    /// PUBLISH, TRACK_STATUS and REQUEST_UPDATE: refused with NOT_SUPPORTED (their id is
-    /// checked as any request's). A reply to a request we never make is a protocol violation.
+    /// PUBLISH and TRACK_STATUS: refused with NOT_SUPPORTED (their id is checked as any
+    /// request's). A reply to a request we never make is a protocol violation.
     func refuseUnsupported(type: UInt64, requestID: UInt64?) {
-        let kinds: [UInt64: RequestKind] = [
-            0x1D: .publish, 0x0D: .trackStatus, 0x02: .requestUpdate,
-        ]
+        let kinds: [UInt64: RequestKind] = [0x1D: .publish, 0x0D: .trackStatus]
         guard let kind = kinds[type], let id = requestID else {
             return close(.protocolViolation, reason: "message 0x\(String(type, radix: 16)) answers nothing we asked")
         }
-        // SUBSCRIBE_UPDATE (14) and REQUEST_UPDATE (16) take a request id of their own too.
         guard acceptPeerRequest(id) else { return }
         peerRequestEnded()
         counters.unsupportedRequests += 1
-        // Draft-14's SUBSCRIBE_UPDATE has no answer; draft-16's REQUEST_UPDATE must have one.
-        guard kind != .requestUpdate || version == .draft16 else { return }
         send(
             .requestError(
                 RequestError(

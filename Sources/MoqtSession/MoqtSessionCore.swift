@@ -101,6 +101,10 @@ public final class MoqtSessionCore: TransportEventSink {
     var fetches: [UInt64: OwnFetch] = [:]
     var servedNamespaces: [UInt64: ServedNamespaces] = [:]
     var namespaceRequests: [UInt64: NamespaceRequest] = [:]
+    /// Draft-16 REQUEST_UPDATEs of ours not answered yet, oldest first (at most
+    /// ``maxUpdatesAwaitingAnswer``: an answer that never comes costs nothing past that).
+    var updatesAwaitingAnswer: [UInt64] = []
+    static let maxUpdatesAwaitingAnswer = 64
     /// PUBLISH_NAMESPACE we sent, by path: the request id (draft-16's DONE names it).
     var published: [String: UInt64] = [:]
     /// What PUBLISH_NAMESPACE advertises unsolicited (a peer that did not declare SOLICIT).
@@ -398,6 +402,14 @@ public struct MoqtCounters: Sendable, Equatable {
     public var unknownAliasStreamsStopped: UInt64 = 0
     /// Requests the peer made that this core does not implement (answered NOT_SUPPORTED).
     public var unsupportedRequests: UInt64 = 0
+    /// SUBSCRIBE_UPDATE / REQUEST_UPDATEs we sent, the peer's we applied, and the peer's for a
+    /// subscription we do not serve.
+    public var updatesSent: UInt64 = 0
+    public var updatesApplied: UInt64 = 0
+    public var updatesRefused: UInt64 = 0
+    /// The peer's answers to our draft-16 REQUEST_UPDATEs: REQUEST_OK, REQUEST_ERROR.
+    public var updatesAccepted: UInt64 = 0
+    public var updatesRefusedByPeer: UInt64 = 0
     /// OBJECT_DATAGRAMs sent (datagram groups that fit) and received (written into a track).
     public var datagramsSent: UInt64 = 0
     public var datagramsReceived: UInt64 = 0

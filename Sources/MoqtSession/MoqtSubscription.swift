@@ -26,7 +26,16 @@ final class MoqtSubscription {
     /// What SUBSCRIBE asked: a LargestObject subscription may start inside a group (moq-dev's relay
     /// starts after the object it holds), whose first objects a joining FETCH brings.
     let filter: SubscriptionFilter
-    let priority: UInt8
+    /// The priority and forwarding the publisher has (from SUBSCRIBE, then each update sent).
+    var priority: UInt8
+    var forward: Bool
+    /// Where the publisher starts it, once SUBSCRIBE_OK said (draft-14's update repeats it).
+    var start: Location?
+    /// An update asked for before SUBSCRIBE_OK: sent when it comes (the latest of each field wins).
+    var pendingPriority: UInt8?
+    var pendingForward: Bool?
+    /// An update waits for a request id (one at a time: each id taken is used).
+    var updateQueued = false
     /// The group SUBSCRIBE_OK named as the largest, until its stream showed whether it came whole.
     var joinGroup: UInt64?
     /// The joining FETCH for it, while one runs.
@@ -35,7 +44,7 @@ final class MoqtSubscription {
     init(
         session: MoqtSessionCore, requestID: UInt64, track: TrackProducer,
         sessionClosedCode: StreamErrorCode? = .sessionClosed, filter: SubscriptionFilter = .largestObject,
-        priority: UInt8 = 128
+        priority: UInt8 = 128, forward: Bool = true
     ) {
         self.session = session
         self.requestID = requestID
@@ -43,6 +52,7 @@ final class MoqtSubscription {
         self.sessionClosedCode = sessionClosedCode
         self.filter = filter
         self.priority = priority
+        self.forward = forward
     }
 
     /// How long the track waits after PUBLISH_DONE, when its stream count cannot be trusted, for
@@ -135,6 +145,24 @@ public struct MoqtSubscriptionHandle {
         subscription.end(aborted: nil)
     }
 
+    /// SUBSCRIBE_UPDATE (draft-14) / REQUEST_UPDATE (draft-16): a new priority (lower is more urgent)
+    /// and/or forwarding. Nothing is sent when neither changes; an update asked before SUBSCRIBE_OK
+    /// goes once it came (draft-14's must repeat the start the publisher gave). It takes a request id
+    /// (and waits for one like any request). moq-ffi 0.4.18 applies a priority; on draft-16 it ends
+    /// the subscription for any other field.
+    public func update(priority: UInt8? = nil, forward: Bool? = nil) {
+        guard !request.cancelled, let id = request.id, let session, let subscription = session.subscriptions[id]
+        else { return }
+        let wantsPriority = priority.flatMap {
+            $0 != (subscription.pendingPriority ?? subscription.priority) ? $0 : nil
+        }
+        let wantsForward = forward.flatMap { $0 != (subscription.pendingForward ?? subscription.forward) ? $0 : nil }
+        guard wantsPriority != nil || wantsForward != nil else { return }
+        if let wantsPriority { subscription.pendingPriority = wantsPriority }
+        if let wantsForward { subscription.pendingForward = wantsForward }
+        if subscription.start != nil { session.sendUpdate(subscription) }
+    }
+
     /// UNSUBSCRIBE, leaving the track open (another source feeds it now).
     public func detach() {
         guard !request.cancelled else { return }
@@ -174,7 +202,7 @@ extension MoqtSessionCore {
                 request.id = id
                 self.subscriptions[id] = MoqtSubscription(
                     session: self, requestID: id, track: into, sessionClosedCode: sessionClosedCode, filter: filter,
-                    priority: priority)
+                    priority: priority, forward: forward)
                 self.send(
                     .subscribe(
                         MoqtWire.Subscribe(
@@ -206,6 +234,8 @@ extension MoqtSessionCore {
         subscription.alias = ok.trackAlias
         aliases[ok.trackAlias] = subscription
         if subscription.filter == .largestObject { subscription.joinGroup = ok.largest?.group }
+        subscription.start = Self.start(of: subscription.filter, largest: ok.largest)
+        if subscription.pendingPriority != nil || subscription.pendingForward != nil { sendUpdate(subscription) }
         // The streams of this alias that came before the OK are read now.
         let matching = unknownAliasStreams.filter { incomingGroups[$0]?.decoder.header?.trackAlias == ok.trackAlias }
         unknownAliasStreams.removeAll { matching.contains($0) }
@@ -216,6 +246,62 @@ extension MoqtSessionCore {
         }
     }
 
+    /// Where a publisher starts a subscription with `filter`, given SUBSCRIBE_OK's largest location:
+    /// after the largest object, at the next group, or where the filter says.
+    static func start(of filter: SubscriptionFilter, largest: Location?) -> Location {
+        switch filter {
+        case .largestObject:
+            largest.map { Location(group: $0.group, object: VarInt.saturatingAdd($0.object, 1)) }
+                ?? Location(group: 0, object: 0)
+        case .nextGroupStart: Location(group: largest.map { VarInt.saturatingAdd($0.group, 1) } ?? 0, object: 0)
+        case .absoluteStart(let start), .absoluteRange(let start, _): start
+        }
+    }
+
+    /// Sends the subscription's pending update once a request id is granted: on draft-14 every
+    /// field (the start SUBSCRIBE_OK implied, the filter's end, the priority and forwarding now); on
+    /// draft-16 only what changes.
+    func sendUpdate(_ subscription: MoqtSubscription) {
+        guard !subscription.updateQueued else { return }
+        subscription.updateQueued = true
+        let id = subscription.requestID
+        withRequestID(
+            { [weak self, weak subscription] updateID in
+                // `wanted` was checked just before: the subscription is there, with its start.
+                guard let self, let subscription, let start = subscription.start else { return }
+                subscription.updateQueued = false
+                let priority = subscription.pendingPriority
+                let forward = subscription.pendingForward
+                subscription.pendingPriority = nil
+                subscription.pendingForward = nil
+                subscription.priority = priority ?? subscription.priority
+                subscription.forward = forward ?? subscription.forward
+                var update = RequestUpdate(
+                    requestID: updateID, existingRequestID: id, subscriberPriority: priority, forward: forward)
+                if self.version == .draft14 {
+                    update.subscriberPriority = subscription.priority
+                    update.forward = subscription.forward
+                    if case .absoluteRange(_, let end) = subscription.filter {
+                        update.filter = .absoluteRange(start, endGroup: max(end, start.group))
+                    } else {
+                        update.filter = .absoluteStart(start)
+                    }
+                }
+                self.counters.updatesSent += 1
+                if self.version == .draft16 {
+                    if self.updatesAwaitingAnswer.count >= Self.maxUpdatesAwaitingAnswer {
+                        self.updatesAwaitingAnswer.removeFirst()
+                    }
+                    self.updatesAwaitingAnswer.append(updateID)
+                }
+                self.send(.requestUpdate(update))
+            },
+            wanted: { [weak self, weak subscription] in
+                guard let self, let subscription else { return false }
+                return self.subscriptions[id] === subscription
+            }, refused: {})
+    }
+
     /// True for one of our request ids (our parity, already used) whose request has ended.
     func isOurEndedRequest(_ id: UInt64) -> Bool {
         id % 2 == nextRequestID % 2 && id < nextRequestID && subscriptions[id] == nil && namespaceRequests[id] == nil
@@ -223,7 +309,11 @@ extension MoqtSessionCore {
     }
 
     func requestRefused(_ error: RequestError) {
-        if let subscription = subscriptions[error.requestID] {
+        if let i = updatesAwaitingAnswer.firstIndex(of: error.requestID) {
+            // The subscription goes on as it was (moq-ffi then ends it with PUBLISH_DONE).
+            updatesAwaitingAnswer.remove(at: i)
+            counters.updatesRefusedByPeer += 1
+        } else if let subscription = subscriptions[error.requestID] {
             let notFound = error.code == MoqtCode.doesNotExist(version) || error.code == 404
             subscription.end(aborted: notFound ? .notFound : .internal)
         } else if let request = namespaceRequests.removeValue(forKey: error.requestID) {

@@ -7,14 +7,16 @@ public import MoqWire
 ///
 /// Types whose meaning differs between the drafts (`0x05`, `0x07`, `0x08`, `0x0E`) decode by the
 /// version; draft-16's NAMESPACE and NAMESPACE_DONE belong on a SUBSCRIBE_NAMESPACE stream, which the
-/// session checks. Requests this codec does not model yet (PUBLISH, TRACK_STATUS, REQUEST_UPDATE
-/// and their replies) decode as ``unsupported(type:requestID:)`` with their request id,
+/// session checks. Requests this codec does not model yet (PUBLISH, TRACK_STATUS and their replies)
+/// decode as ``unsupported(type:requestID:)`` with their request id,
 /// so that a session can refuse them; an unknown type is a ``DecodeError/unknownType(_:)``.
 public enum ControlMessage: Sendable, Equatable {
     case clientSetup(ClientSetup)
     case serverSetup(ServerSetup)
     case subscribe(Subscribe)
     case subscribeOk(SubscribeOk)
+    /// SUBSCRIBE_UPDATE (draft-14) / REQUEST_UPDATE (draft-16).
+    case requestUpdate(RequestUpdate)
     case requestError(RequestError)
     case requestOk(RequestOk)
     case unsubscribe(requestID: UInt64)
@@ -46,6 +48,7 @@ public enum ControlMessage: Sendable, Equatable {
         case .serverSetup: 0x21
         case .subscribe: 0x03
         case .subscribeOk: 0x04
+        case .requestUpdate: 0x02
         case .requestError(let e): version == .draft16 ? 0x05 : RequestError.draft14Type(e.kind)
         case .requestOk(let ok): version == .draft16 ? 0x07 : RequestOk.draft14Type(ok.kind)
         case .unsubscribe: 0x0A
@@ -77,6 +80,7 @@ public enum ControlMessage: Sendable, Equatable {
         case .serverSetup(let m): m.encode(into: &body, version: version)
         case .subscribe(let m): m.encode(into: &body, version: version)
         case .subscribeOk(let m): m.encode(into: &body, version: version)
+        case .requestUpdate(let m): m.encode(into: &body, version: version)
         case .requestError(let m): m.encode(into: &body, version: version)
         case .requestOk(let m): m.encode(into: &body, version: version)
         case .unsubscribe(let id), .maxRequestID(let id), .requestsBlocked(let id), .fetchCancel(let id):
@@ -115,6 +119,7 @@ public enum ControlMessage: Sendable, Equatable {
         case 0x21: return .serverSetup(try ServerSetup.decode(from: &r, version: version))
         case 0x03: return .subscribe(try Subscribe.decode(from: &r, version: version))
         case 0x04: return .subscribeOk(try SubscribeOk.decode(from: &r, version: version))
+        case 0x02: return .requestUpdate(try RequestUpdate.decode(from: &r, version: version))
         case 0x05:
             return .requestError(try RequestError.decode(from: &r, kind: d14 ? .subscribe : nil, version: version))
         case 0x07:
@@ -148,7 +153,7 @@ public enum ControlMessage: Sendable, Equatable {
         case 0x16: return .fetch(try Fetch.decode(from: &r, version: version))
         case 0x18: return .fetchOk(try FetchOk.decode(from: &r, version: version))
         case 0x17: return .fetchCancel(requestID: try r.readVarInt())
-        case 0x02, 0x0D, 0x1D, 0x1E:
+        case 0x0D, 0x1D, 0x1E:
             return .unsupported(type: type, requestID: try r.readVarInt())
         default: throw .unknownType(type)
         }

@@ -63,6 +63,51 @@ public enum MessageParameter {
     public static let newGroupRequest: UInt64 = 0x32
 }
 
+/// FORWARD, SUBSCRIBER_PRIORITY and SUBSCRIPTION_FILTER as draft-16 parameters, which SUBSCRIBE and
+/// REQUEST_UPDATE share (nil: absent).
+struct SubscriptionParameters {
+    static let keys: Set<UInt64> = [
+        MessageParameter.forward, MessageParameter.subscriberPriority, MessageParameter.subscriptionFilter,
+    ]
+
+    var forward: Bool?
+    var priority: UInt8?
+    var filter: SubscriptionFilter?
+
+    /// Sets those present in `all`.
+    func write(into all: inout KeyValuePairs) {
+        if let forward { all.set(MessageParameter.forward, .varint(forward ? 1 : 0)) }
+        if let priority { all.set(MessageParameter.subscriberPriority, .varint(UInt64(priority))) }
+        if let filter {
+            var f = WireWriter()
+            filter.encode(into: &f)
+            all.set(MessageParameter.subscriptionFilter, .bytes(Bytes(f.bytes)))
+        }
+    }
+
+    /// Reads them from `parameters` (whose duplicates the caller refused).
+    ///
+    /// - Throws: ``DecodeError/invalidValue(_:)`` for a forward past 1, a priority past 255 or a
+    ///   filter that does not decode exactly.
+    static func read(_ parameters: KeyValuePairs) throws(DecodeError) -> SubscriptionParameters {
+        var read = SubscriptionParameters()
+        if let forward = parameters.varint(MessageParameter.forward) {
+            guard forward <= 1 else { throw .invalidValue("forward \(forward)") }
+            read.forward = forward == 1
+        }
+        if let priority = parameters.varint(MessageParameter.subscriberPriority) {
+            guard priority <= 255 else { throw .invalidValue("subscriber priority \(priority)") }
+            read.priority = UInt8(priority)
+        }
+        if let raw = parameters.bytes(MessageParameter.subscriptionFilter) {
+            var f = WireReader(raw)
+            read.filter = try SubscriptionFilter.decode(from: &f)
+            try f.expectEnd()
+        }
+        return read
+    }
+}
+
 /// SUBSCRIBE (`0x03`). The same fields on both drafts; draft-14 writes priority, order, forward and
 /// filter inline, draft-16 as parameters (moq-dev refuses any other SUBSCRIBE parameter on 16).
 public struct Subscribe: Sendable, Equatable {
@@ -106,11 +151,7 @@ public struct Subscribe: Sendable, Equatable {
             parameters.encode(into: &w, version: version)
         case .draft16:
             var all = parameters
-            var f = WireWriter()
-            filter.encode(into: &f)
-            all.set(MessageParameter.forward, .varint(forward ? 1 : 0))
-            all.set(MessageParameter.subscriberPriority, .varint(UInt64(subscriberPriority)))
-            all.set(MessageParameter.subscriptionFilter, .bytes(Bytes(f.bytes)))
+            SubscriptionParameters(forward: forward, priority: subscriberPriority, filter: filter).write(into: &all)
             all.set(MessageParameter.groupOrder, .varint(UInt64(groupOrder.rawValue)))
             all.encode(into: &w, version: version)
         }
@@ -132,30 +173,18 @@ public struct Subscribe: Sendable, Equatable {
                 parameters: try KeyValuePairs.decode(from: &r, version: version))
         case .draft16:
             var parameters = try KeyValuePairs.decode(from: &r, version: version)
-            let known: Set<UInt64> = [
-                MessageParameter.forward, MessageParameter.subscriberPriority, MessageParameter.subscriptionFilter,
-                MessageParameter.groupOrder,
-            ]
+            let known = SubscriptionParameters.keys.union([MessageParameter.groupOrder])
             if let key = parameters.duplicate(among: known) { throw .duplicate(key) }
+            let read = try SubscriptionParameters.read(parameters)
             var s = Subscribe(requestID: requestID, namespace: namespace, trackName: name)
-            if let forward = parameters.varint(MessageParameter.forward) {
-                guard forward <= 1 else { throw .invalidValue("forward \(forward)") }
-                s.forward = forward == 1
-            }
-            if let priority = parameters.varint(MessageParameter.subscriberPriority) {
-                guard priority <= 255 else { throw .invalidValue("subscriber priority \(priority)") }
-                s.subscriberPriority = UInt8(priority)
-            }
+            s.forward = read.forward ?? s.forward
+            s.subscriberPriority = read.priority ?? s.subscriberPriority
+            s.filter = read.filter ?? s.filter
             if let order = parameters.varint(MessageParameter.groupOrder) {
                 guard let o = GroupOrder(rawValue: UInt8(clamping: order)), o != .publisher, order <= 2 else {
                     throw .invalidValue("group order \(order)")
                 }
                 s.groupOrder = o
-            }
-            if let raw = parameters.bytes(MessageParameter.subscriptionFilter) {
-                var f = WireReader(raw)
-                s.filter = try SubscriptionFilter.decode(from: &f)
-                try f.expectEnd()
             }
             parameters.pairs.removeAll { known.contains($0.key) }
             s.parameters = parameters

@@ -149,8 +149,9 @@ private struct NamespaceCancel: RequestCancelling {
 /// A MoQ Transport subscription behind ``RemoteTrack``.
 private struct IETFSubscriptionControl: SubscriptionControl {
     let handle: MoqtSubscriptionHandle
-    /// SUBSCRIBE_UPDATE is not sent yet: the first range stays.
-    func update(_ range: SubscriptionRange) {}
+    /// Only the priority travels (SUBSCRIBE_UPDATE / REQUEST_UPDATE, when it changed): MoQ Transport has
+    /// no latency budget, and moq-ffi 0.4.18 ends a draft-16 subscription whose update carries a range.
+    func update(_ range: SubscriptionRange) { handle.update(priority: 255 &- range.priority) }
     func cancel() { handle.cancel() }
     func detach() { handle.detach() }
 }

@@ -28,6 +28,14 @@ public final class IETFRemoteTrack: @unchecked Sendable {  // `handle` is touche
         TrackConsumer(track: track, startAt: startAt, maxLatencyMs: maxLatencyMs, timers: LoopScheduler(loop: loop))
     }
 
+    /// SUBSCRIBE_UPDATE / REQUEST_UPDATE: a new priority (lower is more urgent) and/or forwarding,
+    /// sent when it changes something (see ``MoqtSubscriptionHandle/update(priority:forward:)``).
+    /// moq-ffi 0.4.18 applies a priority; on draft-16 it ends the subscription for anything else.
+    public func update(priority: UInt8? = nil, forward: Bool? = nil) {
+        let box = LoopBound(self)
+        loop.execute { box.value.handle?.update(priority: priority, forward: forward) }
+    }
+
     /// Ends the subscription (UNSUBSCRIBE); the track finishes.
     public func cancel() { end(.cancel) }
 

@@ -52,6 +52,13 @@ public final class IETFSession: @unchecked Sendable {  // the core and connectio
         loop.execute { completion(Self.snapshot(endpoint.value)) }
     }
 
+    /// MoQ Transport's own counters (updates, datagrams, fetches, refusals…), handed to `completion`
+    /// on the session's loop; zero once the session's core is gone.
+    public func moqtCounters(_ completion: @escaping @Sendable (MoqtCounters) -> Void) {
+        let endpoint = LoopBound(connection)
+        loop.execute { completion(endpoint.value.moqtCore?.counters ?? MoqtCounters()) }
+    }
+
     /// The statistics it closed with (nil while open).
     public var finalStats: SessionStats? { final.withLock { $0 } }
 

@@ -61,6 +61,19 @@ struct RoundTripTests {
             .maxRequestID(ceiling),
             .requestsBlocked(maximum: ceiling),
             .unsupported(type: 0x0D, requestID: ceiling),
+            // SUBSCRIBE_UPDATE / REQUEST_UPDATE: draft-14 has every field (its end is +1: the ceiling's
+            // predecessor is the largest that round-trips); draft-16 only those given.
+            .requestUpdate(
+                RequestUpdate(
+                    requestID: ceiling, existingRequestID: ceiling, subscriberPriority: 255, forward: false,
+                    filter: .absoluteRange(Location(group: 1, object: ceiling), endGroup: ceiling - 1),
+                    parameters: params)),
+            .requestUpdate(
+                d14
+                    ? RequestUpdate(
+                        requestID: 1, existingRequestID: 0, subscriberPriority: 0, forward: true,
+                        filter: .absoluteStart(Location(group: 0, object: 0)))
+                    : RequestUpdate(requestID: 1, existingRequestID: 0, subscriberPriority: 0)),
             .fetch(
                 Fetch(
                     requestID: ceiling, subscriberPriority: 255, groupOrder: .descending,
@@ -85,6 +98,25 @@ struct RoundTripTests {
     @Test("every modelled message", arguments: MoqtVersion.allCases)
     func everyMessage(_ version: MoqtVersion) throws {
         for message in Self.messages(version) { try expectRoundTrip(message, version) }
+    }
+
+    @Test(
+        "SUBSCRIBE_UPDATE (draft-14) and REQUEST_UPDATE (draft-16), byte for byte; a range that ends before it starts")
+    func requestUpdate() throws {
+        let update = RequestUpdate(requestID: 3, existingRequestID: 0, subscriberPriority: 10)
+        // Draft-14: every field, a priority alone still writes the start (0, 0), open end, forward 1.
+        #expect(
+            ControlMessage.requestUpdate(update).encoded(version: .draft14) == wire("02 00 08 03 00 00 00 00 0A 01 00"))
+        // Draft-16: the parameter alone (SUBSCRIBER_PRIORITY 0x20), what moq-ffi applies.
+        #expect(ControlMessage.requestUpdate(update).encoded(version: .draft16) == wire("02 00 05 03 00 01 20 0A"))
+        #expect(throws: DecodeError.self) {
+            // Start group 5, end group 3 (+1 = 4).
+            try ControlMessage.decode(type: 0x02, payload: Bytes(wire("03 00 05 00 04 0A 01 00")), version: .draft14)
+        }
+        #expect(throws: DecodeError.self) {
+            // FORWARD 2.
+            try ControlMessage.decode(type: 0x02, payload: Bytes(wire("03 00 01 10 02")), version: .draft16)
+        }
     }
 
     @Test("messages that exist on one draft only are not encoded on the other")

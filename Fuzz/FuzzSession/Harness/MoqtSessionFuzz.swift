@@ -8,8 +8,8 @@ import MoqtWire
 /// against one ``MoqtSessionCore`` (either role, draft-14 or 16) over the same in-memory transport
 /// and virtual clock as ``SessionFuzz`` — SETUP right, wrong, twice or never; control messages
 /// with request ids in order, out of order or at the ceiling; group streams for aliases known or
-/// not, split, cut short, reset; namespace streams; datagrams; the core's own requests answered
-/// with anything; publishing on the served track (datagram groups too); time jumps; a stalled link.
+/// not, split, cut short, reset; namespace streams; datagrams; updates of subscriptions both ways;
+/// the core's own requests answered with anything; publishing on the served track (datagram groups too); time jumps; a stalled link.
 ///
 /// After every step: every received byte returned as flow-control credit (the core copies what
 /// it keeps), and every count a peer feeds within its bound; at the end, a close (if any) with a
@@ -207,7 +207,21 @@ final class MoqtScript {
         case 10: return .goaway(newSessionURI: input.bool() ? "" : "moqt://elsewhere")
         case 11:
             switch input.int(4) {
-            case 0: return .unsupported(type: [0x0D, 0x1D, 0x02][input.int(3)], requestID: requestID())
+            case 0:
+                guard input.bool() else {
+                    return .unsupported(type: [0x0D, 0x1D][input.int(2)], requestID: requestID())
+                }
+                let start = Location(group: UInt64(input.int(8)), object: input.value())
+                let filters: [SubscriptionFilter?] = [
+                    nil, .largestObject, .absoluteStart(start),
+                    .absoluteRange(start, endGroup: start.group &+ UInt64(input.int(4))),
+                ]
+                return .requestUpdate(
+                    RequestUpdate(
+                        requestID: requestID(),
+                        existingRequestID: input.bool() ? peerRequestID &- 2 : input.value(),
+                        subscriberPriority: input.bool() ? UInt8(input.int(256)) : nil,
+                        forward: input.bool() ? input.bool() : nil, filter: filters[input.int(filters.count)]))
             case 1:
                 let kinds: [FetchKind] = [
                     .relativeJoining(subscription: ownRequest(), groupOffset: input.value()),
@@ -332,7 +346,12 @@ final class MoqtScript {
     // MARK: Ours
 
     private func apiCall() {
-        switch input.int(4) {
+        switch input.int(5) {
+        case 4:
+            if !handles.isEmpty {
+                handles[input.int(handles.count)].update(
+                    priority: input.bool() ? UInt8(input.int(256)) : nil, forward: input.bool() ? input.bool() : nil)
+            }
         case 0, 1:
             let track = TrackProducer(name: "t", info: nil, clock: scheduler.clock, limits: SessionFuzz.cacheLimits)
             received.append(track)
