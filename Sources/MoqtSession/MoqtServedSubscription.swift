@@ -46,7 +46,8 @@ final class MoqtServedSubscription: TrackObserver, @unchecked Sendable {  // tou
     /// The groups started or skipped at or below ``highest`` that the track still holds: a group
     /// that reaches the track after a newer one (a relay's upstream streams race) is still sent.
     var handled: Set<UInt64> = []
-    /// Groups below this were handled and left the cache: not sent again.
+    /// Groups below this are not sent: they were handled and left the cache, or an update moved the
+    /// start past them (a later start, or FORWARD 1 resuming at the latest group).
     var floor: UInt64 = 0
     var streamsOpened: UInt64 = 0
     var observer: UInt64?
@@ -259,11 +260,14 @@ final class MoqtServedSubscription: TrackObserver, @unchecked Sendable {  // tou
     /// After the track's end, once every group is written: PUBLISH_DONE (TRACK_ENDED).
     func finishIfEnded(_ snapshot: TrackProducer.Snapshot) {
         guard let session, active.isEmpty else { return }
+        let lowest = max(start ?? 0, floor)
+        // The range's last group was started, or an update left nothing in it.
+        let rangeReached = endGroup.map { end in (highest.map { $0 >= end } ?? false) || end < lowest } ?? false
         let ended: Bool
-        if let end = endGroup, (highest.map { $0 >= end } ?? false) || end < max(start ?? 0, floor) {
+        if rangeReached, let end = endGroup {
             // Every group of the range the track holds was sent (one that overtook another waits for it).
             ended = snapshot.groups.allSatisfy { g in
-                g.sequence < max(start ?? 0, floor) || g.sequence > end || handled.contains(g.sequence)
+                g.sequence < lowest || g.sequence > end || handled.contains(g.sequence)
             }
         } else if let end = snapshot.end {
             if case .finished(let next) = end, let highest, next > highest &+ 1, snapshot.latest != nil {
@@ -275,7 +279,15 @@ final class MoqtServedSubscription: TrackObserver, @unchecked Sendable {  // tou
             ended = false
         }
         guard ended else { return }
-        let code: UInt64 = if case .aborted? = snapshot.end { MoqtCode.internalError } else { MoqtCode.trackEnded }
+        // The end of the range is SUBSCRIPTION_ENDED ("the end of the filter"); the track's, TRACK_ENDED.
+        let code: UInt64 =
+            if case .aborted? = snapshot.end {
+                MoqtCode.internalError
+            } else if rangeReached {
+                MoqtCode.subscriptionEnded
+            } else {
+                MoqtCode.trackEnded
+            }
         session.send(
             .publishDone(
                 PublishDone(requestID: request.requestID, statusCode: code, streamCount: streamsOpened, reason: "")))

@@ -255,9 +255,10 @@ public final class MoqtSessionCore: TransportEventSink {
         servedFetchStreams[stream] = nil
     }
 
-    /// An OBJECT_DATAGRAM: object 0 of a group, written into the subscription its alias names as a
-    /// one-frame datagram group stamped with its Timestamp property (moq-dev's mapping). Anything
-    /// else is dropped and counted; one that does not decode closes nothing (moq-dev drops those too).
+    /// An OBJECT_DATAGRAM: object 0 that ends its group, written into the subscription its alias names
+    /// as a one-frame datagram group stamped with its Timestamp property (moq-dev's mapping; a group of
+    /// several objects sent as datagrams has no such form here). Anything else is dropped and counted;
+    /// one that does not decode closes nothing (moq-dev drops those too).
     public func datagramReceived(_ data: UnsafeRawBufferPointer) {
         guard phase == .ready else { return }
         let datagram: ObjectDatagram
@@ -267,7 +268,7 @@ public final class MoqtSessionCore: TransportEventSink {
             counters.malformedDatagrams += 1
             return
         }
-        guard let subscription = aliases[datagram.trackAlias], datagram.object == 0,
+        guard let subscription = aliases[datagram.trackAlias], datagram.object == 0, datagram.endOfGroup,
             case .payload(let payload) = datagram.body,
             subscription.track.receiveDatagram(
                 sequence: datagram.group, Frame(timestamp: datagram.timestamp ?? 0, payload: payload))
@@ -407,14 +408,16 @@ public struct MoqtCounters: Sendable, Equatable {
     public var updatesSent: UInt64 = 0
     public var updatesApplied: UInt64 = 0
     public var updatesRefused: UInt64 = 0
+    /// Our updates dropped because too many requests waited for an id.
+    public var updatesDropped: UInt64 = 0
     /// The peer's answers to our draft-16 REQUEST_UPDATEs: REQUEST_OK, REQUEST_ERROR.
     public var updatesAccepted: UInt64 = 0
     public var updatesRefusedByPeer: UInt64 = 0
     /// OBJECT_DATAGRAMs sent (datagram groups that fit) and received (written into a track).
     public var datagramsSent: UInt64 = 0
     public var datagramsReceived: UInt64 = 0
-    /// Datagrams dropped: for an alias no subscription holds, a status, an object past 0, or a group
-    /// the track already has.
+    /// Datagrams dropped: for an alias no subscription holds, a status, an object past 0 or one that
+    /// does not end its group, a group the track already has, or a track that ended.
     public var datagramsIgnored: UInt64 = 0
     /// Datagrams that did not decode (dropped: a datagram belongs to no stream to close).
     public var malformedDatagrams: UInt64 = 0

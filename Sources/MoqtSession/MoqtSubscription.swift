@@ -146,13 +146,19 @@ public struct MoqtSubscriptionHandle {
     }
 
     /// SUBSCRIBE_UPDATE (draft-14) / REQUEST_UPDATE (draft-16): a new priority (lower is more urgent)
-    /// and/or forwarding. Nothing is sent when neither changes; an update asked before SUBSCRIBE_OK
-    /// goes once it came (draft-14's must repeat the start the publisher gave). It takes a request id
-    /// (and waits for one like any request). moq-ffi 0.4.18 applies a priority; on draft-16 it ends
-    /// the subscription for any other field.
+    /// and/or forwarding. Nothing is sent when neither changes. Asked while the SUBSCRIBE itself waits
+    /// for a request id, it changes that SUBSCRIBE instead; asked before SUBSCRIBE_OK, it goes once
+    /// that came (draft-14's must repeat the start the publisher gave). It takes a request id of its
+    /// own (and waits for one like any request). moq-ffi 0.4.18's relay takes a priority update
+    /// without answering (measured).
     public func update(priority: UInt8? = nil, forward: Bool? = nil) {
-        guard !request.cancelled, let id = request.id, let session, let subscription = session.subscriptions[id]
-        else { return }
+        guard !request.cancelled else { return }
+        guard let id = request.id else {
+            request.priority = priority ?? request.priority
+            request.forward = forward ?? request.forward
+            return
+        }
+        guard let session, let subscription = session.subscriptions[id] else { return }
         let wantsPriority = priority.flatMap {
             $0 != (subscription.pendingPriority ?? subscription.priority) ? $0 : nil
         }
@@ -178,6 +184,9 @@ final class PendingSubscription {
     let track: TrackProducer
     var id: UInt64?
     var cancelled = false
+    /// An update asked before the id came: the SUBSCRIBE goes with it.
+    var priority: UInt8?
+    var forward: Bool?
 
     init(track: TrackProducer) { self.track = track }
 }
@@ -200,6 +209,8 @@ extension MoqtSessionCore {
             { [weak self] id in
                 guard let self else { return }
                 request.id = id
+                let priority = request.priority ?? priority
+                let forward = request.forward ?? forward
                 self.subscriptions[id] = MoqtSubscription(
                     session: self, requestID: id, track: into, sessionClosedCode: sessionClosedCode, filter: filter,
                     priority: priority, forward: forward)
@@ -262,13 +273,15 @@ extension MoqtSessionCore {
     /// field (the start SUBSCRIBE_OK implied, the filter's end, the priority and forwarding now); on
     /// draft-16 only what changes.
     func sendUpdate(_ subscription: MoqtSubscription) {
-        guard !subscription.updateQueued else { return }
+        guard !subscription.updateQueued, let start = subscription.start else { return }
         subscription.updateQueued = true
         let id = subscription.requestID
         withRequestID(
-            { [weak self, weak subscription] updateID in
-                // `wanted` was checked just before: the subscription is there, with its start.
-                guard let self, let subscription, let start = subscription.start else { return }
+            { [weak self] updateID in
+                // Nothing here may fail once the id is taken (a gap in our ids is a protocol violation):
+                // the subscription is held, its start captured, and a queued update runs only while
+                // `wanted` (the subscription is still ours).
+                guard let self else { return }
                 subscription.updateQueued = false
                 let priority = subscription.pendingPriority
                 let forward = subscription.pendingForward
@@ -299,7 +312,14 @@ extension MoqtSessionCore {
             wanted: { [weak self, weak subscription] in
                 guard let self, let subscription else { return false }
                 return self.subscriptions[id] === subscription
-            }, refused: {})
+            },
+            refused: { [weak self] in
+                // Too many requests wait (or the session closed): this update is lost, later ones may go.
+                subscription.updateQueued = false
+                subscription.pendingPriority = nil
+                subscription.pendingForward = nil
+                self?.counters.updatesDropped += 1
+            })
     }
 
     /// True for one of our request ids (our parity, already used) whose request has ended.

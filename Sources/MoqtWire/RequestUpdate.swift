@@ -10,7 +10,10 @@ import MoqWire
 ///   decoded draft-14 update always has a priority, a forward flag and a range.
 /// - Draft-16: `request id | existing request id | parameters`, answered REQUEST_OK or REQUEST_ERROR;
 ///   FORWARD `0x10`, SUBSCRIBER_PRIORITY `0x20` and SUBSCRIPTION_FILTER `0x21` are read here, the
-///   rest kept in ``parameters``. A field left nil is not changed.
+///   rest kept in ``parameters``. A field left nil is not sent, and the publisher keeps it.
+///
+/// On draft-14 a nil field is still written (see ``encode(into:version:)``): give such an update the
+/// subscription's priority, forwarding and an absolute filter holding its start.
 public struct RequestUpdate: Sendable, Equatable {
     public var requestID: UInt64
     /// The subscription this changes.
@@ -37,7 +40,8 @@ public struct RequestUpdate: Sendable, Equatable {
     }
 
     /// Draft-14 cannot leave a field out: a nil priority is written as 128 (the default), a nil forward
-    /// as 1, and a range that is not absolute as start (0, 0), open.
+    /// as 1, and a range that is not absolute as start (0, 0), open — a start below the subscription's
+    /// is a decrease, which a publisher may close the session for.
     func encode(into w: inout WireWriter, version: MoqtVersion) {
         w.writeVarInt(requestID)
         w.writeVarInt(existingRequestID)

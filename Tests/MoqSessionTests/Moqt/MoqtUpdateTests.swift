@@ -79,6 +79,40 @@ struct MoqtUpdateTests {
         }
     }
 
+    @Test("an update asked while the SUBSCRIBE waits for a request id changes that SUBSCRIBE", arguments: versions)
+    func beforeTheRequestID(version: MoqtVersion) throws {
+        let pair = MoqtPair.serving(version, window: 1)
+        let (first, _) = pair.subscribeT()
+        let (second, _) = pair.subscribeT()  // no id left: it waits
+        second.update(priority: 5, forward: true)
+        pair.run()
+        #expect(second.requestID == nil)
+        first.cancel()  // its id goes back, and the second SUBSCRIBE takes the next
+        pair.run()
+        let subscribes = pair.controlMessages(receivedBy: pair.link.server, version: version).compactMap {
+            if case .subscribe(let s) = $0 { s } else { nil }
+        }
+        #expect(subscribes.map(\.subscriberPriority) == [128, 5])
+        #expect(Self.updates(pair, receivedBy: pair.link.server, version).isEmpty)
+    }
+
+    @Test(
+        "an update that cannot wait for a request id (the queue is full) is dropped and counted, not stuck",
+        arguments: versions)
+    func dropped(version: MoqtVersion) throws {
+        let pair = MoqtPair(
+            version, client: MoqtSessionConfig(version: version, path: "/anon", maxQueuedRequests: 0),
+            server: MoqtSessionConfig(version: version, maxPeerRequests: 1))
+        _ = pair.serverBroadcast("b").createTrack("t")
+        let (handle, _) = pair.subscribeT()
+        pair.run()
+        handle.update(priority: 5)
+        handle.update(priority: 6)  // tried again, not held back by the first
+        pair.run()
+        #expect(pair.client.counters.updatesDropped == 2 && pair.client.counters.updatesSent == 0)
+        #expect(pair.client.isReady)
+    }
+
     @Test("FORWARD 0 then 1: nothing while paused, then from the latest group on", arguments: versions)
     func forward(version: MoqtVersion) {
         let pair = MoqtPair(version)
@@ -104,7 +138,7 @@ struct MoqtUpdateTests {
     }
 
     @Test(
-        "a narrower end ends the subscription (PUBLISH_DONE) once its last group went; a later start skips groups; a wider end is ignored",
+        "a narrower end ends the subscription (PUBLISH_DONE SUBSCRIPTION_ENDED) once its last group went; a later start skips groups; a wider end is ignored",
         arguments: versions)
     func narrowing(version: MoqtVersion) throws {
         let pair = MoqtPair(version)
@@ -133,7 +167,7 @@ struct MoqtUpdateTests {
         let done = pair.controlMessages(receivedBy: pair.link.client, version: version).compactMap {
             if case .publishDone(let d) = $0 { d } else { nil }
         }
-        #expect(done.map(\.statusCode) == [MoqtCode.trackEnded])
+        #expect(done.map(\.statusCode) == [MoqtCode.subscriptionEnded])  // the end of the filter
         #expect(remote.end != nil)
         #expect(pair.client.isReady && pair.server.isReady)
     }
