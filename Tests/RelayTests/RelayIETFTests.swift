@@ -89,6 +89,11 @@ struct RelayIETFTests {
     /// lets the relay drop a group's last frame when the next group begins first (an IETF publisher's group
     /// streams race one another; seen once in `make test`: g2f0 then g3f0).
     static let wholeGroups = SubscriptionRange(maxLatencyMs: 5_000)
+    /// How long a reader waits for a group missing between two others. A publisher task held back
+    /// under the parallel suite writes its groups in a burst, and the relay sends the newest first:
+    /// with the default reorder window the reader moved past the older ones (CI saw g12 then g43,
+    /// draft-14). Groups lost for good would still fail `consecutive` (after this wait).
+    static let readerWait: UInt64 = 10_000
 
     /// The first `count` frames from `consumer` as text, whole groups in order.
     static func tags(_ consumer: TrackConsumer, count: Int) async throws -> [String] {
@@ -125,14 +130,15 @@ struct RelayIETFTests {
             defer { lite.close() }
             try await lite.waitForBroadcast("room/live", timeout: .seconds(10))
             let liteTags = try await Self.tags(
-                lite.subscribe(broadcast: "room/live", track: "data", range: Self.wholeGroups).consumer(), count: 6)
+                lite.subscribe(broadcast: "room/live", track: "data", range: Self.wholeGroups).consumer(
+                    maxLatencyMs: Self.readerWait), count: 6)
             #expect(Self.consecutive(liteTags), "\(liteTags)")
 
             let ietf = try await Self.connectIETF(relay, .draft16)
             defer { ietf.close() }
             try await ietf.waitForBroadcast("room/live", timeout: .seconds(10))
             let ietfTags = try await Self.tags(
-                ietf.subscribe(broadcast: "room/live", track: "data").consumer(), count: 6)
+                ietf.subscribe(broadcast: "room/live", track: "data").consumer(maxLatencyMs: Self.readerWait), count: 6)
             #expect(Self.consecutive(ietfTags), "\(ietfTags)")
 
             // The publisher goes: its broadcast is withdrawn from the relay.
@@ -163,7 +169,8 @@ struct RelayIETFTests {
             #expect(lite.version == "moq-lite-06")  // moq-lite when both are offered (ALPN, or the client's order)
             try await lite.waitForBroadcast("room/both", timeout: .seconds(10))
             let liteTags = try await Self.tags(
-                lite.subscribe(broadcast: "room/both", track: "data", range: Self.wholeGroups).consumer(), count: 6)
+                lite.subscribe(broadcast: "room/both", track: "data", range: Self.wholeGroups).consumer(
+                    maxLatencyMs: Self.readerWait), count: 6)
             #expect(Self.consecutive(liteTags), "\(liteTags)")
 
             let player = try await relay.connectClient(scheme: scheme) { $0.moqProtocol = choice }
@@ -171,7 +178,7 @@ struct RelayIETFTests {
             #expect(player.isIETF)
             try await player.waitForBroadcast("room/both", timeout: .seconds(10))
             let remote = player.subscribe(broadcast: "room/both", track: "data")
-            let tags = try await Self.tags(remote.consumer(), count: 6)
+            let tags = try await Self.tags(remote.consumer(maxLatencyMs: Self.readerWait), count: 6)
             #expect(Self.consecutive(tags), "\(tags)")
             // FETCH over IETF through the relay: a group from its cache; a track nobody made is not made.
             let group = try #require(tags.first.flatMap { UInt64($0.dropFirst().prefix { $0 != "f" }) })
