@@ -69,6 +69,7 @@ extension IETFSession: UpstreamSession {
 }
 
 extension IETFRemoteTrack: UpstreamSubscription {
-    /// IETF's SUBSCRIBE_UPDATE is not sent yet: the first range stays.
+    /// The first range stays: MoQ Transport carries no latency budget, and the relay's upstream
+    /// priority does not follow its subscribers yet (``update(priority:forward:)`` could send it).
     func update(_ range: SubscriptionRange) {}
 }
