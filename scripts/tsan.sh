@@ -62,7 +62,8 @@ run() {
     fi
 }
 
-run parallel --skip "$MEDIA|$SOLO"
+# At most 8 tests at once, as in `make test` (the Makefile's PARALLEL_WIDTH says why).
+SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=${PARALLEL_WIDTH:-8} run parallel --skip "$MEDIA|$SOLO"
 run media --filter "$MEDIA" --skip "$SOLO" --no-parallel
 
 if [ $status -ne 0 ]; then

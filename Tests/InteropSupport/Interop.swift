@@ -51,6 +51,27 @@ package func rustPayload(group: Int, frame: Int, size: Int) -> [UInt8] {
     return (0..<size).map { tag[$0 % tag.count] }
 }
 
+/// The `frame` events of a Rust subscriber that reads in arrival order (`moqpeer subscribe
+/// --order arrival`) as `[group, index]` pairs, sorted by group; the sort is stable, so each
+/// group's frames keep the order they arrived in. moq-lite sends the newest group first when a path
+/// is busy (a loaded machine), and moq-ffi's sequence-order reader then skips the older group: a
+/// test of "every frame arrives" reads in arrival order and compares this with the whole range.
+package func framesByGroup(_ events: [PeerEvent]) -> [[Int]] {
+    let pairs: [[Int]] = events.filter { $0.name == "frame" }.map { [$0.int("group") ?? -1, $0.int("index") ?? -1] }
+    return pairs.enumerated().sorted { ($0.element[0], $0.offset) < ($1.element[0], $1.offset) }.map(\.element)
+}
+
+/// The `frame` events as they arrived, `group/index` each, for a failure's message.
+package func arrivalOrder(_ events: [PeerEvent]) -> String {
+    events.filter { $0.name == "frame" }.map { "\($0.int("group") ?? -1)/\($0.int("index") ?? -1)" }
+        .joined(separator: " ")
+}
+
+/// Every frame of `groups`, `frames` per group, as ``framesByGroup(_:)`` lists them.
+package func wholeGroups(_ groups: Range<Int>, frames: Int) -> [[Int]] {
+    groups.flatMap { g in (0..<frames).map { [g, $0] } }
+}
+
 /// Reads every frame of a track until it ends, as (group, index, timestamp, payload).
 package func readAll(_ consumer: TrackConsumer, limit: Int = .max, timeout: Duration = .seconds(30)) async throws
     -> [(UInt64, Int, UInt64, [UInt8])]

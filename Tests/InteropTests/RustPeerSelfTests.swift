@@ -41,7 +41,9 @@ struct RustPeerSelfTests {
         let name = RustPeer.uniqueName("peer-selftest")
         let (groups, framesPerGroup, size) = (6, 4, 300)
 
-        let subscriber = try RustPeer.launch(["subscribe"] + client + ["--broadcast", name, "--track", "data"])
+        // In arrival order: see framesByGroup.
+        let subscriber = try RustPeer.launch(
+            ["subscribe"] + client + ["--broadcast", name, "--track", "data", "--order", "arrival"])
         let publisher = try RustPeer.launch(
             ["publish"] + client + [
                 "--broadcast", name, "--track", "data", "--groups", "\(groups)",
@@ -51,8 +53,9 @@ struct RustPeerSelfTests {
 
         let events = try await subscriber.collect(until: "end", timeout: .seconds(30))
         let frames = events.filter { $0.name == "frame" }
-        let expected = (0..<groups).flatMap { g in (0..<framesPerGroup).map { [g, $0] } }
-        #expect(frames.map { [$0.int("group") ?? -1, $0.int("index") ?? -1] } == expected)
+        #expect(
+            framesByGroup(frames) == wholeGroups(0..<groups, frames: framesPerGroup), "arrived: \(arrivalOrder(frames))"
+        )
         for frame in frames {
             let (group, index) = (frame.int("group") ?? -1, frame.int("index") ?? -1)
             #expect(frame.bytes("payload") == Self.payload(group: group, frame: index, size: size), "\(frame)")

@@ -51,7 +51,7 @@ struct ServerRoleInteropTests {
         let subscriber = try RustPeer.launch(
             [
                 "subscribe", "--url", "moql://127.0.0.1:\(server.port)/", "--fingerprint", server.fingerprint,
-                "--broadcast", name, "--track", "data",
+                "--broadcast", name, "--track", "data", "--order", "arrival",
             ])
         defer { subscriber.terminateInBackground() }
         try await eventually("the Rust subscriber") { track.observerCount > 0 }
@@ -63,9 +63,8 @@ struct ServerRoleInteropTests {
         }
         track.finish()
         let frames = try await subscriber.collect(until: "end", timeout: .seconds(20)).filter { $0.name == "frame" }
-        #expect(
-            frames.compactMap { $0.bytes("payload").map { String(decoding: $0, as: UTF8.self) } }
-                == (0..<5).map { "direct \($0)" })
+        #expect(framesByGroup(frames) == wholeGroups(0..<5, frames: 1), "arrived: \(arrivalOrder(frames))")
+        #expect(frames.allSatisfy { $0.bytes("payload") == Array("direct \($0.int("group") ?? -1)".utf8) })
     }
 
     @Test("the Swift server subscribes to what a Rust client publishes")

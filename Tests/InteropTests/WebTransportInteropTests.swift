@@ -10,11 +10,11 @@ import Testing
 /// the Swift relay, and the Swift client over https:// to the Rust server.
 @Suite("Interop: WebTransport with the Rust peer", .serialized, .timeLimit(.minutes(4)), .peersStopped)
 struct WebTransportInteropTests {
-    /// A Rust publisher's groups as a Rust subscriber saw them.
+    /// A Rust publisher's groups as a Rust subscriber reading in arrival order saw them (see
+    /// ``framesByGroup(_:)``): every group whole, each group's frames in order.
     static func expectRustData(_ subscriber: RustPeer, groups: Int, frames: Int, size: Int) async throws {
         let events = try await subscriber.collect(until: "end", timeout: .seconds(30)).filter { $0.name == "frame" }
-        let order: [[Int]] = events.map { [$0.int("group") ?? -1, $0.int("index") ?? -1] }
-        #expect(order == (0..<groups).flatMap { g in (0..<frames).map { [g, $0] } })
+        #expect(framesByGroup(events) == wholeGroups(0..<groups, frames: frames), "arrived: \(arrivalOrder(events))")
         #expect(
             events.allSatisfy {
                 $0.bytes("payload")
@@ -38,6 +38,7 @@ struct WebTransportInteropTests {
             defer { publisher.terminateInBackground() }
             let subscriber = try RustPeer.launch([
                 "subscribe", "--url", "http://127.0.0.1:\(port)/anon", "--broadcast", name, "--track", "data",
+                "--order", "arrival",
             ])
             defer { subscriber.terminateInBackground() }
             try await eventually("the subscription at the relay", timeout: .seconds(30)) {
@@ -82,7 +83,7 @@ struct WebTransportInteropTests {
             swift.publish(broadcast)
             let subscriber = try RustPeer.launch([
                 "subscribe", "--url", "https://127.0.0.1:\(port)/anon", "--fingerprint", relay.relay.fingerprint,
-                "--broadcast", mine, "--track", "data",
+                "--broadcast", mine, "--track", "data", "--order", "arrival",
             ])
             defer { subscriber.terminateInBackground() }
             try await eventually("the Rust subscriber to subscribe", timeout: .seconds(30)) { track.observerCount > 0 }
@@ -92,9 +93,8 @@ struct WebTransportInteropTests {
             }
             track.finish()
             let frames = try await subscriber.collect(until: "end", timeout: .seconds(30)).filter { $0.name == "frame" }
-            #expect(
-                frames.map { String(decoding: $0.bytes("payload") ?? [], as: UTF8.self) }
-                    == (0..<5).map { "swift \($0)" })
+            #expect(framesByGroup(frames) == wholeGroups(0..<5, frames: 1), "arrived: \(arrivalOrder(frames))")
+            #expect(frames.allSatisfy { $0.bytes("payload") == Array("swift \($0.int("group") ?? -1)".utf8) })
         }
     }
 
