@@ -20,11 +20,11 @@ log="$LOGS/$name.log"
 echo "== test: $name (log: $log)"
 # Suites' results as they end (progress on a 2-core machine that takes minutes per phase).
 set +e
-"$SWIFT" test --skip-build "$@" 2>&1 | tee "$log" | grep --line-buffered -E '^(✘|✔) Suite |^✘ Test ("|[A-Za-z_]+\().* failed after' |
+"$SWIFT" test --skip-build "$@" 2>&1 | tee "$log" | grep --line-buffered -E '^(✘|✔|━) Suite |^✘ Test ("|[A-Za-z_]+\().* failed after' |
     cut -c1-300
 status=${PIPESTATUS[0]}
 set -e
-grep -E '^[✔✘] Test run with|^Test Suite .* (passed|failed)|Executed [0-9]+ tests?' "$log" | cut -c1-300 || true
+grep -E '^[✔✘━] Test run with' "$log" | cut -c1-300 || true
 if [ "$status" -ne 0 ]; then
     echo "== test: $name FAILED (exit $status); the failing tests' issues with what follows them (log lines left out):"
     grep -E -A8 '^✘ Test .*recorded an issue' "$log" | grep -vE '^20[0-9]{2}-[0-9]{2}-[0-9]{2}T|^◇ |^✔ ' |
