@@ -110,15 +110,16 @@ MEDIA_TESTS := GstTests\.|MoqKitTests\.|MoqTestKitTests\.|ClusterInteropTests
 # Testing's default), half of them took over 16 s however short they were, and whichever test had a
 # deadline in that crush failed (a different one in each of stop 42's CI runs). At 8 the median test
 # takes 9 s less and the phase is no longer (67 s against 71 s).
-# Each phase's whole output is in build/test/<phase>.log (scripts/test-phase.sh).
+# Each phase's whole output is in build/test/<phase>.log (scripts/test-phase.sh). The real-time
+# phases after it run a test that failed once more, alone (RERUN_FAILED: the script says why).
 PARALLEL_WIDTH ?= 8
 unit-test: setup
 	$(SWIFT) build --build-tests -j $(JOBS)
 	SWIFTMOQ_CHECK_EXPIRIES=1 SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(PARALLEL_WIDTH) SWIFT=$(SWIFT) \
 		./scripts/test-phase.sh parallel --skip '$(SOLO_TESTS)|$(MEDIA_TESTS)'
-	SWIFT=$(SWIFT) ./scripts/test-phase.sh media --filter '$(MEDIA_TESTS)' --skip '$(SOLO_TESTS)|$(ISOLATED_TESTS)' --no-parallel
-	SWIFT=$(SWIFT) ./scripts/test-phase.sh solo --filter '$(SOLO_TESTS)' --no-parallel
-	SWIFT=$(SWIFT) ./scripts/test-phase.sh isolated --filter '$(ISOLATED_TESTS)' --no-parallel
+	SWIFT=$(SWIFT) RERUN_FAILED=1 ./scripts/test-phase.sh media --filter '$(MEDIA_TESTS)' --skip '$(SOLO_TESTS)|$(ISOLATED_TESTS)' --no-parallel
+	SWIFT=$(SWIFT) RERUN_FAILED=1 ./scripts/test-phase.sh solo --filter '$(SOLO_TESTS)' --no-parallel
+	SWIFT=$(SWIFT) RERUN_FAILED=1 ./scripts/test-phase.sh isolated --filter '$(ISOLATED_TESTS)' --no-parallel
 
 # The watch page's protocol and catalog modules without a browser (the browser test is in the suite).
 web-test:
