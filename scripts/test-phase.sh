@@ -46,18 +46,7 @@ read -r steal1 io1 <<<"$(host_stalls)"
 echo "   host: $((steal1 - steal0)) ms of CPU stolen, $((io1 - io0)) ms with every task waiting on I/O"
 if [ "$status" -ne 0 ] && [ "${RERUN_FAILED:-0}" = 1 ]; then
     # The failed tests' identifiers (Module.Suite/function()) from the xUnit report, as --filter patterns.
-    failed=$(python3 - "$LOGS/$name-swift-testing.xml" <<'PY' || true
-import re, sys, xml.etree.ElementTree as ET
-try:
-    root = ET.parse(sys.argv[1]).getroot()
-except (OSError, ET.ParseError):
-    sys.exit(0)
-for case in root.iter("testcase"):
-    if case.find("failure") is not None or case.find("error") is not None:
-        suite = case.get("classname", "").split(".")[-1]
-        print(f"(^|[./]){re.escape(suite)}/{re.escape(case.get('name', ''))}")
-PY
-    )
+    failed=$(python3 scripts/failed-tests.py "$LOGS/$name-swift-testing.xml" || true)
     count=$(printf '%s' "$failed" | grep -c . || true)
     if [ "$count" -gt 0 ] && [ "$count" -le "${RERUN_MAX:-3}" ]; then
         echo "== test: $name: $count failed; each is run once more, alone (real-time tests; see scripts/test-phase.sh):"
