@@ -111,7 +111,7 @@ MEDIA_TESTS := GstTests\.|MoqKitTests\.|MoqTestKitTests\.|ClusterInteropTests
 # deadline in that crush failed (a different one in each of stop 42's CI runs). At 8 the median test
 # takes 9 s less and the phase is no longer (67 s against 71 s).
 # Each phase's whole output is in build/test/<phase>.log (scripts/test-phase.sh). The real-time
-# phases after it run a test that failed once more, alone (RERUN_FAILED: the script says why).
+# phases after it run a test that failed again, alone (RERUN_FAILED: scripts/rerun-real-time.sh says why).
 PARALLEL_WIDTH ?= 8
 unit-test: setup
 	$(SWIFT) build --build-tests -j $(JOBS)

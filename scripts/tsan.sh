@@ -19,7 +19,7 @@ JOBS=${JOBS:-2}
 SCRATCH=.build-tsan
 LOGS=build/tsan
 mkdir -p "$LOGS"
-rm -f "$LOGS"/*.log "$LOGS"/*.xml
+rm -f "$LOGS"/*.log "$LOGS"/*.xml "$LOGS"/*.rerun
 
 # Real time: encoders, decoders and sinks on the pipeline clock, and the relay fan-out whose
 # publisher (Rust, not slowed down; over QUIC or WebSocket) sends newest groups first when the instrumented relay
@@ -49,23 +49,19 @@ run() {
         failed=1
     fi
     grep -E '^✘ Test .*(failed|recorded)|Test run with' "$LOGS/$name.log" | cut -c1-300 || true
-    # The real-time phase runs each failed test once more, alone, as `make test` does (scripts/test-phase.sh
+    # The real-time phase runs each failed test again, alone, as `make test` does (scripts/rerun-real-time.sh
     # says why): here they share the host with instrumentation 5-15 times slower, and CI saw ten of them
     # fail together in a run whose host stole a third of the CPU. ThreadSanitizer reports count in both.
     if [ "$failed" -ne 0 ] && [ "${RERUN_FAILED:-0}" = 1 ]; then
         local patterns count
         patterns=$(python3 scripts/failed-tests.py "$LOGS/$name-swift-testing.xml" || true)
         count=$(printf '%s' "$patterns" | grep -c . || true)
-        if [ "$count" -gt 0 ] && [ "$count" -le "${RERUN_MAX:-12}" ]; then
-            echo "== tsan: $name: $count failed; each is run once more, alone:"
-            printf '%s\n' "$patterns" | sed 's/^/   /'
+        if [ "$count" -gt 0 ] && [ "$count" -le "${RERUN_MAX:-8}" ]; then
+            echo "== tsan: $name: $count failed; each is run again, alone (scripts/rerun-real-time.sh):"
+            printf '%s\n' "$patterns" >"$LOGS/$name.rerun"
             failed=0
-            while IFS= read -r pattern; do
-                if ! timeout --kill-after=30 600 stdbuf -oL -eL "$SWIFT" test --skip-build --sanitize=thread \
-                    --scratch-path "$SCRATCH" --filter "$pattern" --no-parallel >>"$LOGS/$name-rerun.log" 2>&1; then
-                    failed=1
-                fi
-            done <<<"$patterns"
+            ./scripts/rerun-real-time.sh "$LOGS/$name-rerun.log" "$LOGS/$name.rerun" -- timeout --kill-after=30 600 \
+                stdbuf -oL -eL "$SWIFT" test --skip-build --sanitize=thread --scratch-path "$SCRATCH" || failed=1
             grep -E '^[✔✘━] Test run with|^✘ Test .*recorded an issue' "$LOGS/$name-rerun.log" | cut -c1-300 || true
         fi
     fi
